@@ -1,0 +1,115 @@
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+#include "cli/command.h"
+#include "cli/output.h"
+#include "core/ingest.h"
+
+namespace collscope::cli {
+namespace {
+
+struct Options {
+  std::vector<std::string> paths;
+  std::string db = "collscope.duckdb";
+  std::string run;
+  int threads = 0;
+  bool strict = false, json = false, quiet = false;
+};
+
+std::string DefaultRunName(const std::vector<std::string>& paths) {
+  std::string p = paths.empty() ? "default" : paths.front();
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  size_t slash = p.find_last_of('/');
+  std::string base = slash == std::string::npos ? p : p.substr(slash + 1);
+  return base.empty() || base == "." ? "default" : base;
+}
+
+int Run(const Options& o) {
+  auto store = Store::Open(o.db);
+  if (!store.ok()) {
+    std::fprintf(stderr, "collscope ingest: %s\n", store.status().message().c_str());
+    return 2;
+  }
+  IngestOptions opts;
+  opts.run = o.run.empty() ? DefaultRunName(o.paths) : o.run;
+  opts.threads = o.threads;
+  bool tty = isatty(STDOUT_FILENO) && !o.quiet && !o.json;
+  auto last = std::chrono::steady_clock::now();
+  auto started = last;
+  if (tty) {
+    opts.progress = [&](uint64_t done, uint64_t total) {
+      auto now = std::chrono::steady_clock::now();
+      if (now - last < std::chrono::milliseconds(100) && done < total) return;
+      last = now;
+      double frac = total ? std::min(1.0, double(done) / double(total)) : 1.0;
+      double secs = std::chrono::duration<double>(now - started).count();
+      int filled = static_cast<int>(frac * 30);
+      std::printf("\r[%-30s] %3.0f%%  %.1f / %.1f MB  %.0f MB/s ", std::string(filled, '#').c_str(),
+                  frac * 100, done / 1e6, total / 1e6, secs > 0 ? done / 1e6 / secs : 0.0);
+      std::fflush(stdout);
+    };
+  }
+  Result<IngestReport> r = Ingest(**store, o.paths, opts);
+  if (tty) std::printf("\r%70s\r", "");
+  if (!r.ok()) {
+    std::fprintf(stderr, "collscope ingest: %s\n", r.status().message().c_str());
+    return 2;
+  }
+  const IngestReport& rep = *r;
+  if (o.json) {
+    std::printf(
+        "{\"run\": %s, \"run_id\": %d, \"ingest_id\": %d, \"files_seen\": %lu, \"files_read\": "
+        "%lu, \"files_unchanged\": %lu, \"files_rewritten\": %lu, \"bytes_read\": %lu, "
+        "\"lines_read\": %lu, \"records_stored\": %lu, \"dump_stats_stored\": %lu, "
+        "\"lines_rejected\": %lu, \"incomplete_tail_bytes\": %lu, \"seconds\": %.3f}\n",
+        JsonString(opts.run).c_str(), rep.run_id, rep.ingest_id, rep.files_seen, rep.files_read,
+        rep.files_unchanged, rep.files_rewritten, rep.bytes_read, rep.lines_read,
+        rep.records_stored, rep.dump_stats_stored, rep.lines_rejected, rep.incomplete_tail_bytes,
+        rep.seconds);
+  } else if (!o.quiet) {
+    std::printf("run %s: %lu files (%lu read, %lu unchanged, %lu rewritten)\n", opts.run.c_str(),
+                rep.files_seen, rep.files_read, rep.files_unchanged, rep.files_rewritten);
+    std::printf("%lu lines, %.1f MB in %.2f s (%.0f MB/s): %lu records, %lu dump_stats stored, "
+                "%lu rejected\n",
+                rep.lines_read, rep.bytes_read / 1e6, rep.seconds,
+                rep.seconds > 0 ? rep.bytes_read / 1e6 / rep.seconds : 0.0, rep.records_stored,
+                rep.dump_stats_stored, rep.lines_rejected);
+    if (rep.incomplete_tail_bytes)
+      std::printf("%lu bytes of unfinished last lines left for the next ingest\n",
+                  rep.incomplete_tail_bytes);
+    for (const std::string& s : rep.first_rejections) std::printf("  rejected %s\n", s.c_str());
+    if (rep.lines_rejected > rep.first_rejections.size())
+      std::printf("  ... see: collscope sql --db %s \"SELECT * FROM ingest_log\"\n", o.db.c_str());
+  }
+  if (rep.files_seen == 0) {
+    std::fprintf(stderr, "collscope ingest: no input files (*.log, *.jsonl, *.gz) found\n");
+    return 1;
+  }
+  if (rep.lines_read > 0 && rep.records_stored + rep.dump_stats_stored == 0) return 1;
+  if (o.strict && rep.lines_rejected > 0) return 1;
+  return 0;
+}
+
+void Register(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand(
+      "ingest", "Ingest NCCL Inspector / collscope logs (files or directories, recursively) into "
+                "a store. Incremental: files that grew are read from where the last ingest "
+                "stopped; unchanged ones are skipped.");
+  cmd->add_option("paths", o->paths, "Log files or directories")->required();
+  cmd->add_option("--db", o->db, "Store file (created if missing)")->capture_default_str();
+  cmd->add_option("--run", o->run, "Run name (default: the first path's base name)");
+  cmd->add_option("--threads", o->threads, "Parser threads (default: all cores)");
+  cmd->add_flag("--strict", o->strict, "Exit non-zero if any line was rejected");
+  cmd->add_flag("--json", o->json, "Print the ingest report as JSON");
+  cmd->add_flag("-q,--quiet", o->quiet, "Print nothing on success");
+  cmd->callback([o] { SetExitCode(Run(*o)); });
+}
+
+RegisterCommand reg(&Register);
+
+}  // namespace
+}  // namespace collscope::cli

@@ -1,0 +1,660 @@
+#include "core/ingest.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "core/inspector_parser.h"
+#include "core/line_reader.h"
+#include "core/record_batch.h"
+#include "core/taxonomy.h"
+
+namespace collscope {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr uint64_t kFingerprintBytes = 4096;
+constexpr size_t kBatchRows = 1 << 16;
+
+bool IsInputName(const std::string& name) {
+  for (const char* suffix : {".log", ".jsonl", ".log.gz", ".jsonl.gz"}) {
+    size_t n = std::strlen(suffix);
+    if (name.size() > n && name.compare(name.size() - n, n, suffix) == 0) return true;
+  }
+  return false;
+}
+
+// DuckDB VARCHARs must be UTF-8: keep printable ASCII, replace the rest.
+std::string Printable(const char* p, size_t n, size_t max) {
+  std::string out;
+  out.reserve(std::min(n, max));
+  for (size_t i = 0; i < n && out.size() < max; ++i) {
+    unsigned char c = static_cast<unsigned char>(p[i]);
+    out += (c >= 0x20 && c < 0x7f) ? static_cast<char>(c) : '?';
+  }
+  return out;
+}
+
+struct FileTask {
+  std::string path;
+  int32_t file_id = 0;
+  uint64_t start_offset = 0, start_line = 0;
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  bool compressed = false;
+};
+
+struct FileProgress {
+  uint64_t bytes_consumed = 0, lines_consumed = 0;
+  bool touched = false;
+};
+
+// Bounded multi-producer, single-consumer queue of batches.
+class BatchQueue {
+ public:
+  explicit BatchQueue(size_t capacity) : capacity_(capacity) {}
+  bool Push(std::unique_ptr<RecordBatch> b) {
+    std::unique_lock<std::mutex> l(mu_);
+    not_full_.wait(l, [&] { return q_.size() < capacity_ || cancelled_; });
+    if (cancelled_) return false;
+    q_.push_back(std::move(b));
+    not_empty_.notify_one();
+    return true;
+  }
+  // Returns null when every producer is done and the queue is empty.
+  std::unique_ptr<RecordBatch> Pop() {
+    std::unique_lock<std::mutex> l(mu_);
+    not_empty_.wait(l, [&] { return !q_.empty() || producers_ == 0; });
+    if (q_.empty()) return nullptr;
+    auto b = std::move(q_.front());
+    q_.pop_front();
+    not_full_.notify_one();
+    return b;
+  }
+  void SetProducers(int n) { producers_ = n; }
+  void ProducerDone() {
+    std::lock_guard<std::mutex> l(mu_);
+    --producers_;
+    not_empty_.notify_all();
+  }
+  void Cancel() {
+    std::lock_guard<std::mutex> l(mu_);
+    cancelled_ = true;
+    not_full_.notify_all();
+  }
+  bool cancelled() {
+    std::lock_guard<std::mutex> l(mu_);
+    return cancelled_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable not_full_, not_empty_;
+  std::deque<std::unique_ptr<RecordBatch>> q_;
+  size_t capacity_;
+  int producers_ = 0;
+  bool cancelled_ = false;
+};
+
+// Parses one file from its start offset, pushing batches of at most kBatchRows lines.
+void ParseFile(const FileTask& task, size_t file_index, size_t block_size, BatchQueue& queue) {
+  InspectorLineParser parser;
+  ParsedLine parsed;
+  std::string reason;
+  uint64_t line_no = task.start_line;
+  auto batch = std::make_unique<RecordBatch>();
+  batch->file_index = file_index;
+  uint64_t batch_start = task.start_offset;
+
+  auto reader = LineReader::Open(task.path, task.start_offset, block_size);
+  if (!reader.ok()) {
+    batch->rejections.push_back({0, reader.status().message(), ""});
+    batch->end_offset = task.start_offset;
+    batch->end_line = line_no;
+    batch->last = true;
+    queue.Push(std::move(batch));
+    return;
+  }
+  LineBlock block;
+  for (;;) {
+    Result<bool> more = (*reader)->Next(&block);
+    if (!more.ok()) {
+      // Keep what was read; the rest of the file is retried by the next ingest.
+      batch->rejections.push_back({line_no + 1, more.status().message(), ""});
+      break;
+    }
+    if (!*more) break;
+    const char* p = block.data;
+    const char* end = block.data + block.size;
+    while (p < end) {
+      const char* nl = static_cast<const char*>(std::memchr(p, '\n', end - p));
+      size_t len = nl - p;
+      ++line_no;
+      size_t readable = block.readable - (p - block.data);
+      bool blank = std::all_of(p, nl, [](char c) { return c == ' ' || c == '\t' || c == '\r'; });
+      if (blank) {
+        batch->rejections.push_back({line_no, "line: empty line", ""});
+      } else if (parser.Parse(p, len, readable, &parsed, &reason)) {
+        batch->Add(line_no, parsed);
+      } else {
+        batch->rejections.push_back({line_no, reason, Printable(p, len, 200)});
+      }
+      p = nl + 1;
+      if (batch->records() + batch->rejections.size() + batch->dump_stats.size() >= kBatchRows) {
+        batch->end_offset = block.offset + (p - block.data);
+        batch->end_line = line_no;
+        batch->bytes = batch->end_offset - batch_start;
+        batch_start = batch->end_offset;
+        if (!queue.Push(std::move(batch))) return;
+        batch = std::make_unique<RecordBatch>();
+        batch->file_index = file_index;
+      }
+    }
+  }
+  batch->end_offset = (*reader)->consumed();
+  batch->end_line = line_no;
+  batch->bytes = batch->end_offset - batch_start;
+  batch->last = true;
+  batch->incomplete_tail = (*reader)->pending();
+  queue.Push(std::move(batch));
+}
+
+std::string CommMapKey(const CommKey& c) {
+  return std::to_string(c.hash) + "/" + std::to_string(c.n_ranks) + "/" +
+         std::to_string(c.nnodes) + "/" + (c.has_name ? "1" + c.name : "0");
+}
+std::string ProcessMapKey(const std::string& host, uint64_t pid) {
+  return host + "\n" + std::to_string(pid);
+}
+
+template <typename T>
+void FillColumn(ChunkAppender& a, int col, const std::vector<T>& src, size_t off, size_t n,
+                T null_value) {
+  T* dst = a.Column<T>(col);
+  std::memcpy(dst, src.data() + off, n * sizeof(T));
+  for (size_t i = 0; i < n; ++i)
+    if (src[off + i] == null_value) a.SetNull(col, i);
+}
+
+void FillDouble(ChunkAppender& a, int col, const std::vector<double>& src, size_t off, size_t n) {
+  double* dst = a.Column<double>(col);
+  std::memcpy(dst, src.data() + off, n * sizeof(double));
+  for (size_t i = 0; i < n; ++i)
+    if (std::isnan(src[off + i])) a.SetNull(col, i);
+}
+
+// The single writer: owns the connection's transaction, the dictionaries and the appenders.
+class Writer {
+ public:
+  Writer(Store& store, int32_t run_id, int32_t ingest_id, std::vector<FileTask>& tasks)
+      : store_(store), run_id_(run_id), ingest_id_(ingest_id), tasks_(tasks),
+        progress_(tasks.size()) {}
+
+  Status Init() {
+    COLLSCOPE_RETURN_IF_ERROR(LoadDictionaries());
+    duckdb_connection c = store_.connection();
+    COLLSCOPE_RETURN_IF_ERROR(records_.Open(c, "records"));
+    COLLSCOPE_RETURN_IF_ERROR(kernel_events_.Open(c, "kernel_events"));
+    COLLSCOPE_RETURN_IF_ERROR(dump_stats_.Open(c, "dump_stats"));
+    COLLSCOPE_RETURN_IF_ERROR(comms_.Open(c, "communicators"));
+    COLLSCOPE_RETURN_IF_ERROR(processes_.Open(c, "processes"));
+    COLLSCOPE_RETURN_IF_ERROR(log_.Open(c, "ingest_log"));
+    for (size_t i = 0; i < tasks_.size(); ++i) {
+      progress_[i].bytes_consumed = tasks_[i].start_offset;
+      progress_[i].lines_consumed = tasks_[i].start_line;
+    }
+    return store_.Exec("BEGIN TRANSACTION");
+  }
+
+  Status Write(const RecordBatch& b, IngestReport& report) {
+    std::vector<int32_t> comm_ids, process_ids;
+    COLLSCOPE_RETURN_IF_ERROR(MapDictionaries(b, comm_ids, process_ids));
+    COLLSCOPE_RETURN_IF_ERROR(WriteRecords(b, comm_ids, process_ids));
+    COLLSCOPE_RETURN_IF_ERROR(WriteKernelEvents(b));
+    COLLSCOPE_RETURN_IF_ERROR(WriteDumpStats(b, comm_ids, process_ids));
+    COLLSCOPE_RETURN_IF_ERROR(WriteRejections(b, report));
+    FileProgress& fp = progress_[b.file_index];
+    report.lines_read += b.end_line - fp.lines_consumed;
+    fp.bytes_consumed = b.end_offset;
+    fp.lines_consumed = b.end_line;
+    fp.touched = true;
+    report.records_stored += b.records();
+    report.dump_stats_stored += b.dump_stats.size();
+    report.bytes_read += b.bytes;
+    if (b.last) report.incomplete_tail_bytes += b.incomplete_tail;
+    return Status::Ok();
+  }
+
+  // Flushes the appenders and commits rows together with each touched file's progress.
+  Status Commit(bool reopen) {
+    for (ChunkAppender* a : {&comms_, &processes_, &records_, &kernel_events_, &dump_stats_, &log_})
+      COLLSCOPE_RETURN_IF_ERROR(a->Flush());
+    std::string upsert;
+    for (size_t i = 0; i < tasks_.size(); ++i) {
+      FileProgress& fp = progress_[i];
+      if (!fp.touched) continue;
+      const FileTask& t = tasks_[i];
+      uint64_t fp_len = std::min(kFingerprintBytes, fp.bytes_consumed);
+      Result<uint64_t> fingerprint = FingerprintPrefix(t.path, fp_len);
+      if (!fingerprint.ok()) return fingerprint.status();
+      upsert += upsert.empty() ? "INSERT OR REPLACE INTO files VALUES " : ", ";
+      upsert += "(" + std::to_string(run_id_) + ", " + std::to_string(t.file_id) + ", " +
+                SqlString(Printable(t.path.data(), t.path.size(), 4096)) + ", " +
+                (t.compressed ? "true" : "false") + ", " + std::to_string(fp.bytes_consumed) +
+                ", " + std::to_string(fp.lines_consumed) + ", " + std::to_string(*fingerprint) +
+                ", " + std::to_string(t.size) + ", " + std::to_string(t.mtime_ns) + ")";
+      fp.touched = false;
+    }
+    if (!upsert.empty()) COLLSCOPE_RETURN_IF_ERROR(store_.Exec(upsert));
+    COLLSCOPE_RETURN_IF_ERROR(store_.Exec("COMMIT"));
+    ++commits_;
+    if (reopen) return store_.Exec("BEGIN TRANSACTION");
+    return Status::Ok();
+  }
+
+  void Rollback() { store_.Exec("ROLLBACK"); }
+  int commits() const { return commits_; }
+
+ private:
+  Status LoadDictionaries() {
+    std::string run = std::to_string(run_id_);
+    Result<QueryResult> comms = store_.Query(
+        "SELECT comm_id, comm_hash, n_ranks, nnodes, comm_name FROM communicators WHERE run_id = " +
+        run);
+    if (!comms.ok()) return comms.status();
+    for (const auto& row : comms->rows) {
+      CommKey k;
+      k.hash = std::stoull(*row[1]);
+      k.n_ranks = std::stoi(*row[2]);
+      k.nnodes = std::stoi(*row[3]);
+      k.has_name = row[4].has_value();
+      k.name = row[4].value_or("");
+      int32_t id = std::stoi(*row[0]);
+      comm_map_[CommMapKey(k)] = id;
+      next_comm_id_ = std::max(next_comm_id_, id + 1);
+    }
+    Result<QueryResult> procs = store_.Query(
+        "SELECT process_id, hostname, pid FROM processes WHERE run_id = " + run);
+    if (!procs.ok()) return procs.status();
+    for (const auto& row : procs->rows) {
+      int32_t id = std::stoi(*row[0]);
+      process_map_[ProcessMapKey(*row[1], std::stoull(*row[2]))] = id;
+      next_process_id_ = std::max(next_process_id_, id + 1);
+    }
+    return Status::Ok();
+  }
+
+  Status MapDictionaries(const RecordBatch& b, std::vector<int32_t>& comm_ids,
+                         std::vector<int32_t>& process_ids) {
+    for (const CommKey& c : b.comms) {
+      auto [it, inserted] = comm_map_.emplace(CommMapKey(c), next_comm_id_);
+      comm_ids.push_back(it->second);
+      if (!inserted) continue;
+      ++next_comm_id_;
+      comms_.Column<int32_t>(0)[0] = run_id_;
+      comms_.Column<int32_t>(1)[0] = it->second;
+      comms_.Column<uint64_t>(2)[0] = c.hash;
+      comms_.SetString(3, 0, c.hash_text);
+      if (c.has_name) comms_.SetString(4, 0, c.name); else comms_.SetNull(4, 0);
+      comms_.Column<int32_t>(5)[0] = c.n_ranks;
+      comms_.Column<int32_t>(6)[0] = c.nnodes;
+      comms_.Column<uint8_t>(7)[0] = static_cast<uint8_t>(DeriveCollType(c.n_ranks, c.nnodes));
+      COLLSCOPE_RETURN_IF_ERROR(comms_.Append(1));
+    }
+    for (const ProcessKey& p : b.processes) {
+      auto [it, inserted] =
+          process_map_.emplace(ProcessMapKey(p.hostname, p.pid), next_process_id_);
+      process_ids.push_back(it->second);
+      if (!inserted) continue;
+      ++next_process_id_;
+      processes_.Column<int32_t>(0)[0] = run_id_;
+      processes_.Column<int32_t>(1)[0] = it->second;
+      processes_.SetString(2, 0, p.hostname);
+      processes_.Column<uint64_t>(3)[0] = p.pid;
+      processes_.SetString(4, 0, p.git_rev);
+      processes_.SetString(5, 0, p.rec_mechanism);
+      processes_.SetString(6, 0, p.format_version);
+      COLLSCOPE_RETURN_IF_ERROR(processes_.Append(1));
+    }
+    return Status::Ok();
+  }
+
+  Status WriteRecords(const RecordBatch& b, const std::vector<int32_t>& comm_ids,
+                      const std::vector<int32_t>& process_ids) {
+    static const int kCol[] = {
+        ColumnIndex("records", "run_id"),          ColumnIndex("records", "file_id"),
+        ColumnIndex("records", "line"),            ColumnIndex("records", "process_id"),
+        ColumnIndex("records", "comm_id"),         ColumnIndex("records", "rank"),
+        ColumnIndex("records", "kind"),            ColumnIndex("records", "op"),
+        ColumnIndex("records", "algo"),            ColumnIndex("records", "proto"),
+        ColumnIndex("records", "sn"),              ColumnIndex("records", "peer"),
+        ColumnIndex("records", "msg_size_bytes"),  ColumnIndex("records", "exec_time_us"),
+        ColumnIndex("records", "timing_source"),   ColumnIndex("records", "algbw_gbs"),
+        ColumnIndex("records", "busbw_gbs"),       ColumnIndex("records", "dump_ts_us"),
+        ColumnIndex("records", "start_ts_us"),     ColumnIndex("records", "stop_ts_us"),
+        ColumnIndex("records", "n_channels"),      ColumnIndex("records", "global_rank"),
+        ColumnIndex("records", "local_rank"),      ColumnIndex("records", "gpu"),
+        ColumnIndex("records", "enqueue_ts_us"),   ColumnIndex("records", "kernel_start_ts_us"),
+        ColumnIndex("records", "kernel_stop_ts_us"), ColumnIndex("records", "queue_delay_us"),
+        ColumnIndex("records", "ch_start_spread_us"), ColumnIndex("records", "ch_stop_spread_us"),
+    };
+    const int32_t file_id = tasks_[b.file_index].file_id;
+    ChunkAppender& a = records_;
+    for (size_t off = 0; off < b.records(); off += a.capacity()) {
+      size_t n = std::min(a.capacity(), b.records() - off);
+      int32_t* run = a.Column<int32_t>(kCol[0]);
+      int32_t* file = a.Column<int32_t>(kCol[1]);
+      int32_t* proc = a.Column<int32_t>(kCol[3]);
+      int32_t* comm = a.Column<int32_t>(kCol[4]);
+      for (size_t i = 0; i < n; ++i) {
+        run[i] = run_id_;
+        file[i] = file_id;
+        proc[i] = process_ids[b.process_local[off + i]];
+        comm[i] = comm_ids[b.comm_local[off + i]];
+      }
+      FillColumn(a, kCol[2], b.line, off, n, kNullU64);
+      FillColumn(a, kCol[5], b.rank, off, n, kNullI32);
+      FillColumn(a, kCol[6], b.kind, off, n, kNullEnum);
+      FillColumn(a, kCol[7], b.op, off, n, kNullEnum);
+      FillColumn(a, kCol[8], b.algo, off, n, kNullEnum);
+      FillColumn(a, kCol[9], b.proto, off, n, kNullEnum);
+      FillColumn(a, kCol[10], b.sn, off, n, kNullU64);
+      FillColumn(a, kCol[11], b.peer, off, n, kNullI32);
+      FillColumn(a, kCol[12], b.msg_size_bytes, off, n, kNullU64);
+      FillColumn(a, kCol[13], b.exec_time_us, off, n, kNullU64);
+      FillColumn(a, kCol[14], b.timing_source, off, n, kNullEnum);
+      FillDouble(a, kCol[15], b.algbw_gbs, off, n);
+      FillDouble(a, kCol[16], b.busbw_gbs, off, n);
+      FillColumn(a, kCol[17], b.dump_ts_us, off, n, kNullU64);
+      FillColumn(a, kCol[18], b.start_ts_us, off, n, kNullU64);
+      FillColumn(a, kCol[19], b.stop_ts_us, off, n, kNullU64);
+      FillColumn(a, kCol[20], b.n_channels, off, n, kNullI32);
+      FillColumn(a, kCol[21], b.global_rank, off, n, kNullI32);
+      FillColumn(a, kCol[22], b.local_rank, off, n, kNullI32);
+      FillColumn(a, kCol[23], b.gpu, off, n, kNullI32);
+      FillColumn(a, kCol[24], b.enqueue_ts_us, off, n, kNullU64);
+      FillColumn(a, kCol[25], b.kernel_start_ts_us, off, n, kNullU64);
+      FillColumn(a, kCol[26], b.kernel_stop_ts_us, off, n, kNullU64);
+      FillDouble(a, kCol[27], b.queue_delay_us, off, n);
+      FillDouble(a, kCol[28], b.ch_start_spread_us, off, n);
+      FillDouble(a, kCol[29], b.ch_stop_spread_us, off, n);
+      COLLSCOPE_RETURN_IF_ERROR(a.Append(n));
+    }
+    return Status::Ok();
+  }
+
+  Status WriteKernelEvents(const RecordBatch& b) {
+    ChunkAppender& a = kernel_events_;
+    const int32_t file_id = tasks_[b.file_index].file_id;
+    for (size_t off = 0; off < b.ke.size(); off += a.capacity()) {
+      size_t n = std::min(a.capacity(), b.ke.size() - off);
+      for (size_t i = 0; i < n; ++i) {
+        const KernelEvent& k = b.ke[off + i];
+        a.Column<int32_t>(0)[i] = run_id_;
+        a.Column<int32_t>(1)[i] = file_id;
+        a.Column<uint64_t>(2)[i] = b.ke_line[off + i];
+        a.Column<int32_t>(3)[i] = k.channel_id;
+        if (k.channel_id == kNullI32) a.SetNull(3, i);
+        const uint64_t vals[] = {k.start_sn, k.stop_sn, k.record_sn,
+                                 k.start_ts_us, k.stop_ts_us, k.record_ts_us};
+        for (int c = 0; c < 6; ++c) {
+          a.Column<uint64_t>(4 + c)[i] = vals[c];
+          if (vals[c] == kNullU64) a.SetNull(4 + c, i);
+        }
+      }
+      COLLSCOPE_RETURN_IF_ERROR(a.Append(n));
+    }
+    return Status::Ok();
+  }
+
+  Status WriteDumpStats(const RecordBatch& b, const std::vector<int32_t>& comm_ids,
+                        const std::vector<int32_t>& process_ids) {
+    ChunkAppender& a = dump_stats_;
+    const int32_t file_id = tasks_[b.file_index].file_id;
+    for (size_t off = 0; off < b.dump_stats.size(); off += a.capacity()) {
+      size_t n = std::min(a.capacity(), b.dump_stats.size() - off);
+      for (size_t i = 0; i < n; ++i) {
+        const RecordBatch::DumpStatsRow& d = b.dump_stats[off + i];
+        a.Column<int32_t>(0)[i] = run_id_;
+        a.Column<int32_t>(1)[i] = file_id;
+        a.Column<uint64_t>(2)[i] = d.line;
+        a.Column<int32_t>(3)[i] = process_ids[d.process_local];
+        a.Column<int32_t>(4)[i] = comm_ids[d.comm_local];
+        a.Column<int32_t>(5)[i] = d.rank;
+        const uint64_t vals[] = {d.dump_ts_us, d.coll_records, d.coll_dropped_total,
+                                 d.coll_dropped_since_last_dump, d.p2p_records,
+                                 d.p2p_dropped_total, d.p2p_dropped_since_last_dump};
+        for (int c = 0; c < 7; ++c) a.Column<uint64_t>(6 + c)[i] = vals[c];
+      }
+      COLLSCOPE_RETURN_IF_ERROR(a.Append(n));
+    }
+    return Status::Ok();
+  }
+
+  Status WriteRejections(const RecordBatch& b, IngestReport& report) {
+    const std::string path = Printable(tasks_[b.file_index].path.data(),
+                                       tasks_[b.file_index].path.size(), 4096);
+    ChunkAppender& a = log_;
+    for (size_t off = 0; off < b.rejections.size(); off += a.capacity()) {
+      size_t n = std::min(a.capacity(), b.rejections.size() - off);
+      for (size_t i = 0; i < n; ++i) {
+        const Rejection& r = b.rejections[off + i];
+        a.Column<int32_t>(0)[i] = run_id_;
+        a.Column<int32_t>(1)[i] = ingest_id_;
+        a.SetString(2, i, path);
+        a.Column<uint64_t>(3)[i] = r.line;
+        a.SetString(4, i, r.reason);
+        a.SetString(5, i, r.excerpt);
+        if (report.first_rejections.size() < 10)
+          report.first_rejections.push_back(path + ":" + std::to_string(r.line) + ": " + r.reason);
+      }
+      COLLSCOPE_RETURN_IF_ERROR(a.Append(n));
+    }
+    report.lines_rejected += b.rejections.size();
+    return Status::Ok();
+  }
+
+  Store& store_;
+  int32_t run_id_, ingest_id_;
+  std::vector<FileTask>& tasks_;
+  std::vector<FileProgress> progress_;
+  std::unordered_map<std::string, int32_t> comm_map_, process_map_;
+  int32_t next_comm_id_ = 1, next_process_id_ = 1;
+  ChunkAppender records_, kernel_events_, dump_stats_, comms_, processes_, log_;
+  int commits_ = 0;
+};
+
+struct KnownFile {
+  int32_t file_id;
+  uint64_t bytes_consumed, lines_consumed, fingerprint, size_seen;
+  int64_t mtime_ns_seen;
+};
+
+}  // namespace
+
+Result<std::vector<std::string>> DiscoverInputs(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    fs::file_status st = fs::status(p, ec);
+    if (ec || !fs::exists(st)) return Status::Error(p + ": no such file or directory");
+    if (fs::is_regular_file(st)) {
+      out.push_back(fs::absolute(p).lexically_normal().string());
+      continue;
+    }
+    for (auto it = fs::recursive_directory_iterator(
+             p, fs::directory_options::skip_permission_denied, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (it->is_regular_file() && IsInputName(it->path().filename().string()))
+        out.push_back(fs::absolute(it->path()).lexically_normal().string());
+    }
+    if (ec) return Status::Error(p + ": " + ec.message());
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+Result<IngestReport> Ingest(Store& store, const std::vector<std::string>& paths,
+                            const IngestOptions& options) {
+  auto t0 = std::chrono::steady_clock::now();
+  IngestReport report;
+  Result<std::vector<std::string>> inputs = DiscoverInputs(paths);
+  if (!inputs.ok()) return inputs.status();
+  report.files_seen = inputs->size();
+
+  Result<int32_t> run_id = store.RunId(options.run, true);
+  if (!run_id.ok()) return run_id.status();
+  report.run_id = *run_id;
+  const std::string run = std::to_string(*run_id);
+
+  // What earlier ingests of this run already consumed.
+  Result<QueryResult> known_rows = store.Query(
+      "SELECT path, file_id, bytes_consumed, lines_consumed, fingerprint, size_seen, "
+      "mtime_ns_seen FROM files WHERE run_id = " + run);
+  if (!known_rows.ok()) return known_rows.status();
+  std::unordered_map<std::string, KnownFile> known;
+  int32_t next_file_id = 1;
+  for (const auto& r : known_rows->rows) {
+    KnownFile k{std::stoi(*r[1]), std::stoull(*r[2]), std::stoull(*r[3]), std::stoull(*r[4]),
+                std::stoull(*r[5]), std::stoll(*r[6])};
+    known[*r[0]] = k;
+    next_file_id = std::max(next_file_id, k.file_id + 1);
+  }
+
+  std::vector<FileTask> tasks;
+  std::vector<int32_t> rewritten;
+  uint64_t total_bytes = 0;
+  for (const std::string& path : *inputs) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) continue;  // vanished since discovery
+    FileTask t;
+    t.path = path;
+    t.size = static_cast<uint64_t>(st.st_size);
+    t.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    t.compressed = IsGzipPath(path);
+    auto it = known.find(Printable(path.data(), path.size(), 4096));
+    if (it == known.end()) {
+      t.file_id = next_file_id++;
+    } else {
+      const KnownFile& k = it->second;
+      t.file_id = k.file_id;
+      if (t.size == k.size_seen && t.mtime_ns == k.mtime_ns_seen) {
+        ++report.files_unchanged;
+        continue;
+      }
+      Result<uint64_t> fp = FingerprintPrefix(path, std::min(kFingerprintBytes, k.bytes_consumed));
+      bool same = fp.ok() && *fp == k.fingerprint && (t.compressed || t.size >= k.bytes_consumed);
+      if (same) {
+        t.start_offset = k.bytes_consumed;
+        t.start_line = k.lines_consumed;
+      } else {
+        rewritten.push_back(t.file_id);
+        ++report.files_rewritten;
+      }
+    }
+    total_bytes += t.size > t.start_offset ? t.size - t.start_offset : 0;
+    tasks.push_back(std::move(t));
+  }
+  report.files_read = tasks.size();
+
+  Result<int64_t> ingest_id = store.QueryInt(
+      "SELECT coalesce(max(ingest_id), 0) + 1 FROM ingests WHERE run_id = " + run);
+  if (!ingest_id.ok()) return ingest_id.status();
+  report.ingest_id = static_cast<int32_t>(*ingest_id);
+
+  if (!rewritten.empty()) {
+    // A file rewritten in place replaces its earlier rows, atomically with its reset progress.
+    std::string ids;
+    for (int32_t id : rewritten) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+    std::string where = " WHERE run_id = " + run + " AND file_id IN (" + ids + ")";
+    Status st = store.Exec("BEGIN TRANSACTION; DELETE FROM records" + where +
+                           "; DELETE FROM kernel_events" + where + "; DELETE FROM dump_stats" +
+                           where + "; DELETE FROM files" + where + "; COMMIT");
+    if (!st.ok()) {
+      store.Exec("ROLLBACK");
+      return st;
+    }
+  }
+
+  // Largest files first, so the last file to finish is a short one.
+  std::vector<size_t> order(tasks.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return tasks[a].size - tasks[a].start_offset > tasks[b].size - tasks[b].start_offset;
+  });
+
+  Writer writer(store, *run_id, report.ingest_id, tasks);
+  Status init = writer.Init();
+  if (!init.ok()) return init;
+
+  int threads = options.threads > 0 ? options.threads
+                                    : std::max(1u, std::thread::hardware_concurrency());
+  threads = std::max(1, std::min<int>(threads, static_cast<int>(std::max<size_t>(1, tasks.size()))));
+  BatchQueue queue(static_cast<size_t>(threads) * 2);
+  queue.SetProducers(threads);
+  std::atomic<size_t> next_task{0};
+  std::vector<std::thread> workers;
+  for (int i = 0; i < threads; ++i) {
+    workers.emplace_back([&] {
+      for (size_t k; (k = next_task.fetch_add(1)) < order.size();) {
+        if (queue.cancelled()) break;
+        ParseFile(tasks[order[k]], order[k], options.block_size, queue);
+      }
+      queue.ProducerDone();
+    });
+  }
+
+  Status failure;
+  uint64_t since_commit = 0, done_bytes = 0;
+  while (auto batch = queue.Pop()) {
+    if (!failure.ok()) continue;  // drain so producers can finish
+    failure = writer.Write(*batch, report);
+    since_commit += batch->bytes;
+    done_bytes += batch->bytes;
+    if (options.progress) options.progress(done_bytes, total_bytes);
+    if (failure.ok() && since_commit >= options.commit_every_bytes) {
+      if (options.fail_after_commits > 0 && writer.commits() >= options.fail_after_commits) {
+        failure = Status::Error("injected failure after " + std::to_string(writer.commits()) +
+                                " commits");
+      } else {
+        failure = writer.Commit(true);
+        since_commit = 0;
+      }
+    }
+    if (!failure.ok()) queue.Cancel();
+  }
+  for (auto& w : workers) w.join();
+  if (failure.ok()) failure = writer.Commit(false);
+  if (!failure.ok()) {
+    writer.Rollback();
+    return failure;
+  }
+
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  Status st = store.Exec(
+      "INSERT INTO ingests VALUES (" + run + ", " + std::to_string(report.ingest_id) +
+      ", current_localtimestamp() - to_microseconds(" +
+      std::to_string(static_cast<int64_t>(report.seconds * 1e6)) +
+      "), current_localtimestamp(), " + std::to_string(report.files_seen) + ", " +
+      std::to_string(report.files_read) + ", " + std::to_string(report.bytes_read) + ", " +
+      std::to_string(report.lines_read) + ", " + std::to_string(report.records_stored) + ", " +
+      std::to_string(report.dump_stats_stored) + ", " + std::to_string(report.lines_rejected) +
+      "); CHECKPOINT");
+  if (!st.ok()) return st;
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return report;
+}
+
+}  // namespace collscope

@@ -1,0 +1,53 @@
+// Ingests NCCL Inspector logs (and the collscope plugin's, which are a superset) into a store.
+//
+// Contract:
+// - Inputs are files or directories; directories are searched recursively for *.log, *.jsonl
+//   and their .gz forms.
+// - Incremental and idempotent: each file's ingested prefix (complete lines) is remembered; a
+//   file that grew is read from where the last ingest stopped, an unchanged one is skipped, and one
+//   rewritten in place (its first bytes changed, or it shrank) has its old rows replaced.
+// - Every complete line is either stored (records, dump_stats) or written to ingest_log with its
+//   file, line number and reason. An incomplete last line is left for a later ingest.
+// - Rows and file progress are committed together, so a failure loses at most the uncommitted
+//   part of this ingest; nothing stored before is lost and a rerun resumes cleanly.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "core/store.h"
+
+namespace collscope {
+
+struct IngestOptions {
+  std::string run = "default";
+  int threads = 0;                          // parser threads; 0 = hardware concurrency
+  uint64_t commit_every_bytes = 1ull << 30;  // input bytes between commits
+  size_t block_size = 8 << 20;              // read block; lines longer than this still work
+  // Called from the ingesting thread with (bytes done, bytes total) now and then.
+  std::function<void(uint64_t, uint64_t)> progress;
+  // Test hook: fail (as a crash would) after this many commits; 0 = never.
+  int fail_after_commits = 0;
+};
+
+struct IngestReport {
+  int32_t run_id = 0;
+  int32_t ingest_id = 0;
+  uint64_t files_seen = 0, files_read = 0, files_unchanged = 0, files_rewritten = 0;
+  uint64_t bytes_read = 0, lines_read = 0;
+  uint64_t records_stored = 0, dump_stats_stored = 0, lines_rejected = 0;
+  uint64_t incomplete_tail_bytes = 0;  // bytes of unfinished last lines left for later
+  double seconds = 0;
+  std::vector<std::string> first_rejections;  // "path:line: reason", at most 10
+};
+
+// Lists input files under `paths` (sorted); errors name a missing path.
+Result<std::vector<std::string>> DiscoverInputs(const std::vector<std::string>& paths);
+
+Result<IngestReport> Ingest(Store& store, const std::vector<std::string>& paths,
+                            const IngestOptions& options);
+
+}  // namespace collscope

@@ -1,0 +1,479 @@
+#include "core/inspector_parser.h"
+
+#include <charconv>
+#include <utility>
+#include <cstring>
+
+#include "core/taxonomy.h"
+
+namespace collscope {
+
+using simdjson::ondemand::json_type;
+using simdjson::ondemand::object;
+using simdjson::ondemand::value;
+
+CollType DeriveCollType(int32_t n_ranks, int32_t nnodes) {
+  if (n_ranks == 1) return CollType::kSingleRank;
+  if (nnodes == 1) return CollType::kNvlinkOnly;
+  if (n_ranks == nnodes) return CollType::kNicOnly;
+  return CollType::kMixed;
+}
+
+std::string_view CollTypeName(CollType type) {
+  switch (type) {
+    case CollType::kSingleRank: return "single-rank";
+    case CollType::kNvlinkOnly: return "nvlink-only";
+    case CollType::kNicOnly: return "nic-only";
+    case CollType::kMixed: return "mixed";
+  }
+  return "mixed";
+}
+
+int EnumCode(std::string_view enum_name, std::string_view v) {
+  for (const EnumSpec& e : EnumTypes()) {
+    if (e.name != enum_name) continue;
+    for (size_t i = 0; i < e.values.size(); ++i)
+      if (e.values[i] == v) return static_cast<int>(i);
+    return -1;
+  }
+  return -1;
+}
+
+namespace {
+
+// Small, hot lookups: linear scans over a handful of short strings beat hashing here.
+struct EnumTable {
+  explicit EnumTable(std::string_view name) {
+    for (const EnumSpec& e : EnumTypes())
+      if (e.name == name) values = e.values;
+  }
+  int Find(std::string_view v) const {
+    for (size_t i = 0; i < values.size(); ++i)
+      if (values[i] == v) return static_cast<int>(i);
+    return -1;
+  }
+  std::span<const std::string_view> values;
+};
+
+const EnumTable& Ops() { static const EnumTable t("coll_op"); return t; }
+const EnumTable& TimingSources() { static const EnumTable t("timing_source"); return t; }
+const EnumTable& Algos() { static const EnumTable t("nccl_algo"); return t; }
+const EnumTable& Protos() { static const EnumTable t("nccl_proto"); return t; }
+
+// The key of an object field as written (our keys never contain escapes).
+std::string_view Key(simdjson::ondemand::field& field) {
+  const char* start = field.key().raw();
+  const char* end = static_cast<const char*>(std::memchr(start, '"', 64));
+  return end ? std::string_view(start, end - start) : std::string_view();
+}
+
+// Field-reading helpers: each returns false with `reason` set on a malformed value.
+class Reader {
+ public:
+  explicit Reader(std::string* reason) : reason_(reason) {}
+
+  bool Fail(std::string_view key, std::string_view what) {
+    *reason_ = std::string(key) + ": " + std::string(what);
+    return false;
+  }
+
+  bool U64(value v, std::string_view key, uint64_t* out) {
+    uint64_t u;
+    if (v.get_uint64().get(u) == simdjson::SUCCESS) {
+      *out = u;
+      return true;
+    }
+    json_type t;
+    if (v.type().get(t) != simdjson::SUCCESS) return Fail(key, "bad JSON value");
+    if (t == json_type::number) {
+      double d;
+      if (v.get_double().get(d) != simdjson::SUCCESS) return Fail(key, "bad number");
+      if (d < 0) return Fail(key, "impossible negative value " + std::to_string(d));
+      if (!(d < 1.8e19)) return Fail(key, "number out of range");
+      *out = static_cast<uint64_t>(d);  // writers that print 5663.0 mean an integer count
+      return true;
+    }
+    if (t == json_type::string) {
+      std::string_view s;
+      if (v.get_string().get(s) != simdjson::SUCCESS) return Fail(key, "bad string");
+      auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), u);
+      if (ec == std::errc() && p == s.data() + s.size()) {
+        *out = u;
+        return true;
+      }
+      return Fail(key, "expected an unsigned integer, got \"" + std::string(s) + "\"");
+    }
+    return Fail(key, "expected an unsigned integer");
+  }
+
+  bool I32(value v, std::string_view key, int32_t* out) {
+    int64_t i;
+    if (v.get_int64().get(i) != simdjson::SUCCESS) return Fail(key, "expected an integer");
+    if (i < INT32_MIN + 1 || i > INT32_MAX) return Fail(key, "integer out of range");
+    *out = static_cast<int32_t>(i);
+    return true;
+  }
+
+  // Doubles may be written as the string "nan" (stored as NULL).
+  bool Double(value v, std::string_view key, double* out) {
+    double d;
+    if (v.get_double().get(d) == simdjson::SUCCESS) {
+      *out = d;
+      return true;
+    }
+    std::string_view s;
+    if (v.get_string().get(s) == simdjson::SUCCESS) {
+      if (s == "nan" || s == "-nan" || s == "NaN") {
+        *out = kNullDouble;
+        return true;
+      }
+      if (s == "inf" || s == "-inf") return Fail(key, "impossible value " + std::string(s));
+    }
+    return Fail(key, "expected a number");
+  }
+
+  bool String(value v, std::string_view key, std::string_view* out) {
+    if (v.get_string().get(*out) != simdjson::SUCCESS) return Fail(key, "expected a string");
+    return true;
+  }
+
+ private:
+  std::string* reason_;
+};
+
+bool ParseHexHash(std::string_view text, uint64_t* out) {
+  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) text.remove_prefix(2);
+  if (text.empty() || text.size() > 16) return false;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), *out, 16);
+  return ec == std::errc() && p == text.data() + text.size();
+}
+
+// Required-field bookkeeping: one bit per field we must see.
+enum Need : uint32_t {
+  kId = 1 << 0, kRank = 1 << 1, kNRanks = 1 << 2, kNNodes = 1 << 3,
+  kVersion = 1 << 4, kDumpTs = 1 << 5, kHost = 1 << 6, kPid = 1 << 7,
+  kOp = 1 << 8, kSn = 1 << 9, kSize = 1 << 10, kTime = 1 << 11, kSource = 1 << 12,
+  kAlgBw = 1 << 13, kBusBw = 1 << 14, kPeer = 1 << 15,
+};
+constexpr uint32_t kNeedHeader = kId | kRank | kNRanks | kNNodes;
+constexpr uint32_t kNeedMetadata = kVersion | kDumpTs | kHost | kPid;
+constexpr uint32_t kNeedPerf = kOp | kSn | kSize | kTime | kSource | kAlgBw | kBusBw;
+
+const char* MissingName(uint32_t missing) {
+  static const char* names[] = {"header.id", "header.rank", "header.n_ranks", "header.nnodes",
+      "metadata.inspector_output_format_version", "metadata.dump_timestamp_us",
+      "metadata.hostname", "metadata.pid", "op", "sequence number", "msg_size_bytes",
+      "exec_time_us", "timing_source", "algobw_gbs", "busbw_gbs", "p2p_peer"};
+  for (int i = 0; i < 16; ++i)
+    if (missing & (1u << i)) return names[i];
+  return "field";
+}
+
+bool ParseKernelEvents(value v, bool ts, ParsedLine* out, Reader& r) {
+  simdjson::ondemand::array arr;
+  if (v.get_array().get(arr) != simdjson::SUCCESS) return r.Fail("kernel_events", "expected a list");
+  size_t i = 0;
+  for (auto item : arr) {
+    object ev;
+    if (item.get_object().get(ev) != simdjson::SUCCESS)
+      return r.Fail("kernel_events", "expected objects");
+    if (out->kernel_events.size() <= i) out->kernel_events.emplace_back();
+    KernelEvent& k = out->kernel_events[i];
+    for (auto field_r : ev) {
+      simdjson::ondemand::field field;
+      if (std::move(field_r).get(field) != simdjson::SUCCESS) return r.Fail("line", "malformed JSON");
+      std::string_view key = Key(field);
+      value fv = field.value();
+      bool ok = true;
+      if (key == "channel_id") ok = r.I32(fv, key, &k.channel_id);
+      else if (key == "kernel_start_sn" || key == "kernel_start_ts")
+        ok = r.U64(fv, key, ts ? &k.start_ts_us : &k.start_sn);
+      else if (key == "kernel_stop_sn" || key == "kernel_stop_ts")
+        ok = r.U64(fv, key, ts ? &k.stop_ts_us : &k.stop_sn);
+      else if (key == "kernel_record_sn" || key == "kernel_record_ts")
+        ok = r.U64(fv, key, ts ? &k.record_ts_us : &k.record_sn);
+      if (!ok) return false;
+    }
+    ++i;
+  }
+  if (out->kernel_events.size() < i) out->kernel_events.resize(i);
+  return true;
+}
+
+bool ParseEventTrace(value v, bool ts, bool p2p, ParsedLine* out, Reader& r) {
+  object o;
+  if (v.get_object().get(o) != simdjson::SUCCESS) return r.Fail("event_trace", "expected object");
+  for (auto field_r : o) {
+    simdjson::ondemand::field field;
+    if (std::move(field_r).get(field) != simdjson::SUCCESS) return r.Fail("line", "malformed JSON");
+    std::string_view key = Key(field);
+    value fv = field.value();
+    bool ok = true;
+    // Only the timestamps are kept of the collective-level counters; *_sn are callback counts.
+    if (key == (p2p ? "p2p_start_ts" : "coll_start_ts")) ok = r.U64(fv, key, &out->start_ts_us);
+    else if (key == (p2p ? "p2p_stop_ts" : "coll_stop_ts")) ok = r.U64(fv, key, &out->stop_ts_us);
+    else if (key == "kernel_events") ok = ParseKernelEvents(fv, ts, out, r);
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool ParseCollscope(value v, ParsedLine* out, Reader& r) {
+  object o;
+  if (v.get_object().get(o) != simdjson::SUCCESS) return r.Fail("collscope", "expected object");
+  for (auto field_r : o) {
+    simdjson::ondemand::field field;
+    if (std::move(field_r).get(field) != simdjson::SUCCESS) return r.Fail("line", "malformed JSON");
+    std::string_view key = Key(field);
+    value fv = field.value();
+    bool ok = true;
+    std::string_view s;
+    if (key == "global_rank") ok = r.I32(fv, key, &out->global_rank);
+    else if (key == "local_rank") ok = r.I32(fv, key, &out->local_rank);
+    else if (key == "gpu") ok = r.I32(fv, key, &out->gpu);
+    else if (key == "n_channels") ok = r.I32(fv, key, &out->n_channels);
+    else if (key == "algo") {
+      ok = r.String(fv, key, &s);
+      if (ok && out->algo == kNullEnum) {
+        int c = Algos().Find(s);
+        out->algo = static_cast<uint8_t>(c < 0 ? Algos().Find("unknown") : c);
+      }
+    } else if (key == "proto") {
+      ok = r.String(fv, key, &s);
+      if (ok && out->proto == kNullEnum) {
+        int c = Protos().Find(s);
+        out->proto = static_cast<uint8_t>(c < 0 ? Protos().Find("unknown") : c);
+      }
+    } else if (key == "start_ts_us") {
+      if (out->start_ts_us == kNullU64) ok = r.U64(fv, key, &out->start_ts_us);
+    } else if (key == "enqueue_ts_us") ok = r.U64(fv, key, &out->enqueue_ts_us);
+    else if (key == "kernel_start_ts_us") ok = r.U64(fv, key, &out->kernel_start_ts_us);
+    else if (key == "kernel_stop_ts_us") ok = r.U64(fv, key, &out->kernel_stop_ts_us);
+    else if (key == "queue_delay_us") ok = r.Double(fv, key, &out->queue_delay_us);
+    else if (key == "ch_start_spread_us") ok = r.Double(fv, key, &out->ch_start_spread_us);
+    else if (key == "ch_stop_spread_us") ok = r.Double(fv, key, &out->ch_stop_spread_us);
+    if (!ok) return false;
+  }
+  // Zero means "not observed" in the plugin's timestamps.
+  for (uint64_t* ts : {&out->kernel_start_ts_us, &out->kernel_stop_ts_us, &out->enqueue_ts_us})
+    if (*ts == 0) *ts = kNullU64;
+  return true;
+}
+
+bool ParsePerf(value v, bool p2p, ParsedLine* out, uint32_t* seen, Reader& r) {
+  object o;
+  if (v.get_object().get(o) != simdjson::SUCCESS)
+    return r.Fail(p2p ? "p2p_perf" : "coll_perf", "expected an object");
+  out->record_kind = p2p ? RecordKind::kP2p : RecordKind::kColl;
+  for (auto field_r : o) {
+    simdjson::ondemand::field field;
+    if (std::move(field_r).get(field) != simdjson::SUCCESS) return r.Fail("line", "malformed JSON");
+    std::string_view key = Key(field);
+    value fv = field.value();
+    // Strip the "coll_" / "p2p_" prefix once so both record kinds share one dispatch.
+    std::string_view k = key;
+    if (!p2p && k.substr(0, 5) == "coll_") k.remove_prefix(5);
+    else if (p2p && k.substr(0, 4) == "p2p_") k.remove_prefix(4);
+    else if (p2p && k == "p2p") k = "coll";
+    bool ok = true;
+    std::string_view s;
+    if (k == "coll" || (!p2p && key == "coll")) {
+      ok = r.String(fv, key, &s);
+      if (ok) {
+        int c = Ops().Find(s);
+        if (c < 0) return r.Fail(key, "unknown operation \"" + std::string(s) + "\"");
+        out->op = static_cast<uint8_t>(c);
+        *seen |= kOp;
+      }
+    } else if (k == "sn") {
+      ok = r.U64(fv, key, &out->sn);
+      *seen |= kSn;
+    } else if (k == "msg_size_bytes") {
+      ok = r.U64(fv, key, &out->msg_size_bytes);
+      *seen |= kSize;
+    } else if (k == "exec_time_us") {
+      ok = r.U64(fv, key, &out->exec_time_us);
+      *seen |= kTime;
+    } else if (k == "timing_source") {
+      ok = r.String(fv, key, &s);
+      if (ok) {
+        int c = TimingSources().Find(s);
+        out->timing_source = static_cast<uint8_t>(c < 0 ? TimingSources().Find("unknown") : c);
+        *seen |= kSource;
+      }
+    } else if (k == "algobw_gbs") {
+      ok = r.Double(fv, key, &out->algbw_gbs);
+      *seen |= kAlgBw;
+    } else if (k == "busbw_gbs") {
+      ok = r.Double(fv, key, &out->busbw_gbs);
+      *seen |= kBusBw;
+    } else if (k == "peer") {
+      ok = r.I32(fv, key, &out->peer);
+      *seen |= kPeer;
+    } else if (k == "algo") {
+      ok = r.String(fv, key, &s);
+      if (ok) {
+        int c = Algos().Find(s);
+        out->algo = static_cast<uint8_t>(c < 0 ? Algos().Find("unknown") : c);
+      }
+    } else if (k == "proto") {
+      ok = r.String(fv, key, &s);
+      if (ok) {
+        int c = Protos().Find(s);
+        out->proto = static_cast<uint8_t>(c < 0 ? Protos().Find("unknown") : c);
+      }
+    } else if (key == "event_trace_sn") {
+      ok = ParseEventTrace(fv, false, p2p, out, r);
+    } else if (key == "event_trace_ts") {
+      ok = ParseEventTrace(fv, true, p2p, out, r);
+    }
+    if (!ok) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool InspectorLineParser::Parse(const char* data, size_t len, size_t readable, ParsedLine* out,
+                                std::string* reason) {
+  Reader r(reason);
+  // Reset only what a line may leave unset.
+  out->kind = ParsedLine::Kind::kRecord;
+  out->has_comm_name = false;
+  out->comm_name = {};
+  out->algo = out->proto = kNullEnum;
+  out->peer = kNullI32;
+  out->start_ts_us = out->stop_ts_us = kNullU64;
+  out->n_channels = kNullI32;
+  out->kernel_events.clear();
+  out->global_rank = out->local_rank = out->gpu = kNullI32;
+  out->enqueue_ts_us = out->kernel_start_ts_us = out->kernel_stop_ts_us = kNullU64;
+  out->queue_delay_us = out->ch_start_spread_us = out->ch_stop_spread_us = kNullDouble;
+
+  simdjson::ondemand::document doc;
+  if (parser_.iterate(data, len, readable).get(doc) != simdjson::SUCCESS)
+    return r.Fail("line", "not JSON");
+  object root;
+  if (doc.get_object().get(root) != simdjson::SUCCESS) return r.Fail("line", "not a JSON object");
+
+  uint32_t seen = 0;
+  bool has_perf = false, has_stats = false;
+  bool is_p2p = false;
+  for (auto field_result : root) {
+    simdjson::ondemand::field field;
+    if (std::move(field_result).get(field) != simdjson::SUCCESS) return r.Fail("line", "malformed JSON");
+    std::string_view key = Key(field);
+    value v = field.value();
+    object o;
+    if (key == "header") {
+      if (v.get_object().get(o) != simdjson::SUCCESS) return r.Fail(key, "expected an object");
+      for (auto hf_r : o) {
+        simdjson::ondemand::field hf;
+        if (std::move(hf_r).get(hf) != simdjson::SUCCESS) return r.Fail("line", "malformed JSON");
+        std::string_view hk = Key(hf);
+        value hv = hf.value();
+        bool ok = true;
+        if (hk == "id") {
+          ok = r.String(hv, "header.id", &out->comm_hash_text);
+          if (ok && !ParseHexHash(out->comm_hash_text, &out->comm_hash))
+            return r.Fail("header.id", "not a hex communicator id: \"" +
+                                           std::string(out->comm_hash_text) + "\"");
+          seen |= kId;
+        } else if (hk == "comm_name") {
+          ok = r.String(hv, "header.comm_name", &out->comm_name);
+          out->has_comm_name = ok;
+        } else if (hk == "rank") {
+          ok = r.I32(hv, "header.rank", &out->rank);
+          seen |= kRank;
+        } else if (hk == "n_ranks") {
+          ok = r.I32(hv, "header.n_ranks", &out->n_ranks);
+          seen |= kNRanks;
+        } else if (hk == "nnodes") {
+          ok = r.I32(hv, "header.nnodes", &out->nnodes);
+          seen |= kNNodes;
+        }
+        if (!ok) return false;
+      }
+    } else if (key == "metadata") {
+      if (v.get_object().get(o) != simdjson::SUCCESS) return r.Fail(key, "expected an object");
+      for (auto mf_r : o) {
+        simdjson::ondemand::field mf;
+        if (std::move(mf_r).get(mf) != simdjson::SUCCESS) return r.Fail("line", "malformed JSON");
+        std::string_view mk = Key(mf);
+        value mv = mf.value();
+        bool ok = true;
+        if (mk == "inspector_output_format_version") {
+          ok = r.String(mv, mk, &out->format_version);
+          seen |= kVersion;
+        } else if (mk == "git_rev") {
+          ok = r.String(mv, mk, &out->git_rev);
+        } else if (mk == "rec_mechanism") {
+          ok = r.String(mv, mk, &out->rec_mechanism);
+        } else if (mk == "dump_timestamp_us") {
+          ok = r.U64(mv, mk, &out->dump_ts_us);
+          seen |= kDumpTs;
+        } else if (mk == "hostname") {
+          ok = r.String(mv, mk, &out->hostname);
+          seen |= kHost;
+        } else if (mk == "pid") {
+          ok = r.U64(mv, mk, &out->pid);
+          seen |= kPid;
+        }
+        if (!ok) return false;
+      }
+    } else if (key == "coll_perf" || key == "p2p_perf") {
+      is_p2p = key == "p2p_perf";
+      has_perf = true;
+      if (!ParsePerf(v, is_p2p, out, &seen, r)) return false;
+    } else if (key == "dump_stats") {
+      has_stats = true;
+      if (v.get_object().get(o) != simdjson::SUCCESS) return r.Fail(key, "expected an object");
+      for (auto sf_r : o) {
+        simdjson::ondemand::field sf;
+        if (std::move(sf_r).get(sf) != simdjson::SUCCESS) return r.Fail("line", "malformed JSON");
+        std::string_view sk = Key(sf);
+        value sv = sf.value();
+        uint64_t* dst = sk == "coll_records"                   ? &out->coll_records
+                        : sk == "coll_dropped_total"           ? &out->coll_dropped_total
+                        : sk == "coll_dropped_since_last_dump" ? &out->coll_dropped_since_last_dump
+                        : sk == "p2p_records"                  ? &out->p2p_records
+                        : sk == "p2p_dropped_total"            ? &out->p2p_dropped_total
+                        : sk == "p2p_dropped_since_last_dump"  ? &out->p2p_dropped_since_last_dump
+                                                               : nullptr;
+        if (dst && !r.U64(sv, sk, dst)) return false;
+      }
+    } else if (key == "collscope") {
+      if (!ParseCollscope(v, out, r)) return false;
+    }
+  }
+
+  uint32_t need = kNeedHeader | kNeedMetadata;
+  if (has_perf) need |= kNeedPerf | (is_p2p ? uint32_t{kPeer} : 0u);
+  if (uint32_t missing = need & ~seen) return r.Fail(MissingName(missing), "missing field");
+  if (!has_perf && !has_stats) return r.Fail("line", "no coll_perf, p2p_perf or dump_stats");
+  std::string_view v = out->format_version;
+  if (v != "v4.0" && v != "v4.1" && v != "v4.2")
+    return r.Fail("metadata.inspector_output_format_version",
+                  "unknown format version \"" + std::string(v) + "\"");
+  if (out->n_ranks <= 0) return r.Fail("header.n_ranks", "impossible value " + std::to_string(out->n_ranks));
+  if (out->nnodes <= 0 || out->nnodes > out->n_ranks)
+    return r.Fail("header.nnodes", "impossible value " + std::to_string(out->nnodes) +
+                                       " for n_ranks " + std::to_string(out->n_ranks));
+  if (out->rank < 0 || out->rank >= out->n_ranks)
+    return r.Fail("header.rank", "rank " + std::to_string(out->rank) + " outside 0.." +
+                                     std::to_string(out->n_ranks - 1));
+  if (!has_perf) {
+    out->kind = ParsedLine::Kind::kDumpStats;
+    return true;
+  }
+  if (out->algbw_gbs < 0 || out->busbw_gbs < 0)
+    return r.Fail(is_p2p ? "p2p_busbw_gbs" : "coll_busbw_gbs", "impossible negative bandwidth");
+  if (is_p2p && (out->peer < 0 || out->peer >= out->n_ranks))
+    return r.Fail("p2p_perf.p2p_peer", "peer " + std::to_string(out->peer) + " outside 0.." +
+                                           std::to_string(out->n_ranks - 1));
+  if (!out->kernel_events.empty() && out->n_channels == kNullI32)
+    out->n_channels = static_cast<int32_t>(out->kernel_events.size());
+  return true;
+}
+
+}  // namespace collscope

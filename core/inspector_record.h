@@ -1,0 +1,69 @@
+// One parsed line of NCCL Inspector output (formats v4.0, v4.1 dump_stats, v4.2 algo/proto,
+// 2.30+ p2p_perf and comm_name, verbose event traces, collscope plugin extras).
+// String views point into the parser's buffers: consume a ParsedLine before parsing the next.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string_view>
+#include <vector>
+
+namespace collscope {
+
+// Sentinels for "absent" in fixed-width columns; the store writes them as NULL.
+inline constexpr uint64_t kNullU64 = std::numeric_limits<uint64_t>::max();
+inline constexpr int32_t kNullI32 = std::numeric_limits<int32_t>::min();
+inline constexpr uint8_t kNullEnum = 255;
+inline constexpr double kNullDouble = std::numeric_limits<double>::quiet_NaN();
+
+// Enum codes are indexes into the value lists of taxonomy.cc (coll_kind, coll_op, ...).
+enum class RecordKind : uint8_t { kColl = 0, kP2p = 1 };
+enum class CollType : uint8_t { kSingleRank = 0, kNvlinkOnly = 1, kNicOnly = 2, kMixed = 3 };
+
+// single-rank when n_ranks=1, nvlink-only when nnodes=1, nic-only when n_ranks=nnodes, else mixed.
+CollType DeriveCollType(int32_t n_ranks, int32_t nnodes);
+std::string_view CollTypeName(CollType type);
+
+// Index of `value` in the named taxonomy enum, or -1.
+int EnumCode(std::string_view enum_name, std::string_view value);
+
+struct KernelEvent {
+  int32_t channel_id = kNullI32;
+  uint64_t start_sn = kNullU64, stop_sn = kNullU64, record_sn = kNullU64;
+  uint64_t start_ts_us = kNullU64, stop_ts_us = kNullU64, record_ts_us = kNullU64;
+};
+
+struct ParsedLine {
+  enum class Kind { kRecord, kDumpStats };
+  Kind kind = Kind::kRecord;
+
+  // header
+  uint64_t comm_hash = 0;
+  std::string_view comm_hash_text;
+  std::string_view comm_name;  // empty when absent
+  bool has_comm_name = false;
+  int32_t rank = 0, n_ranks = 0, nnodes = 0;
+  // metadata
+  std::string_view format_version, git_rev, rec_mechanism, hostname;
+  uint64_t dump_ts_us = 0, pid = 0;
+  // coll_perf / p2p_perf
+  RecordKind record_kind = RecordKind::kColl;
+  uint8_t op = 0, timing_source = 0, algo = kNullEnum, proto = kNullEnum;
+  uint64_t sn = 0, msg_size_bytes = 0, exec_time_us = 0;
+  int32_t peer = kNullI32;
+  double algbw_gbs = kNullDouble, busbw_gbs = kNullDouble;
+  uint64_t start_ts_us = kNullU64, stop_ts_us = kNullU64;
+  int32_t n_channels = kNullI32;
+  std::vector<KernelEvent> kernel_events;
+  // collscope plugin extras
+  int32_t global_rank = kNullI32, local_rank = kNullI32, gpu = kNullI32;
+  uint64_t enqueue_ts_us = kNullU64, kernel_start_ts_us = kNullU64, kernel_stop_ts_us = kNullU64;
+  double queue_delay_us = kNullDouble, ch_start_spread_us = kNullDouble,
+         ch_stop_spread_us = kNullDouble;
+  // dump_stats (v4.1)
+  uint64_t coll_records = 0, coll_dropped_total = 0, coll_dropped_since_last_dump = 0;
+  uint64_t p2p_records = 0, p2p_dropped_total = 0, p2p_dropped_since_last_dump = 0;
+};
+
+}  // namespace collscope

@@ -1,0 +1,63 @@
+// Reads a JSON-lines file in large blocks of complete lines, from an offset into its uncompressed
+// content. Gzip files (name ending in .gz) are decompressed on the fly. A last line without its
+// newline (a writer killed mid-line, or still writing) is never returned: the next ingest will
+// read it once it is complete.
+#pragma once
+
+#include <zlib.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace collscope {
+
+struct LineBlock {
+  const char* data = nullptr;  // complete lines, each ending in '\n'
+  size_t size = 0;
+  size_t readable = 0;         // bytes readable from data (size + zero padding for simdjson)
+  uint64_t offset = 0;         // uncompressed offset of data[0] in the file
+};
+
+class LineReader {
+ public:
+  static Result<std::unique_ptr<LineReader>> Open(const std::string& path, uint64_t start_offset,
+                                                  size_t block_size = 8 << 20);
+  ~LineReader();
+
+  // Fills `block` with the next run of complete lines. Returns false at the end of the complete
+  // lines; the block is valid until the next call.
+  Result<bool> Next(LineBlock* block);
+
+  // Uncompressed offset just past the last complete line returned.
+  uint64_t consumed() const { return consumed_; }
+  // Bytes after `consumed()` that form an incomplete last line (known once Next returned false).
+  uint64_t pending() const { return pending_; }
+
+ private:
+  LineReader() = default;
+  Result<size_t> ReadSome(char* dst, size_t n);
+
+  std::string path_;
+  int fd_ = -1;
+  gzFile gz_ = nullptr;
+  std::vector<char> buf_;
+  size_t block_size_ = 0;
+  size_t carry_ = 0;      // bytes of an incomplete line kept at the front of buf_
+  size_t tail_start_ = 0;  // where the incomplete tail after the last block starts
+  size_t tail_size_ = 0;
+  uint64_t consumed_ = 0;
+  uint64_t pending_ = 0;
+  bool eof_ = false;
+};
+
+bool IsGzipPath(const std::string& path);
+
+// FNV-1a hash of the first `len` uncompressed bytes (fewer if the file is shorter); used to notice
+// a file rewritten in place between two ingests.
+Result<uint64_t> FingerprintPrefix(const std::string& path, uint64_t len);
+
+}  // namespace collscope

@@ -1,0 +1,91 @@
+// A columnar batch of parsed lines from one file, the unit handed from parser threads to the
+// store's single writer. Communicators and processes are numbered locally (per batch); the writer
+// maps them to the store's ids, so parser threads never share a dictionary.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/inspector_record.h"
+
+namespace collscope {
+
+struct CommKey {
+  uint64_t hash = 0;
+  int32_t n_ranks = 0, nnodes = 0;
+  bool has_name = false;
+  std::string name;
+  std::string hash_text;  // as written, e.g. "0x7f8c496ae9f661"
+  bool operator==(const CommKey& o) const {
+    return hash == o.hash && n_ranks == o.n_ranks && nnodes == o.nnodes &&
+           has_name == o.has_name && name == o.name;
+  }
+};
+
+struct ProcessKey {
+  std::string hostname;
+  uint64_t pid = 0;
+  std::string git_rev, rec_mechanism, format_version;  // first seen; not part of identity
+  bool operator==(const ProcessKey& o) const { return pid == o.pid && hostname == o.hostname; }
+};
+
+struct Rejection {
+  uint64_t line = 0;
+  std::string reason;
+  std::string excerpt;
+};
+
+struct RecordBatch {
+  size_t file_index = 0;   // index into the ingest's file list
+  uint64_t end_offset = 0;  // file offset just past the last line in this batch
+  uint64_t end_line = 0;    // lines consumed in the file after this batch
+  bool last = false;        // no more batches follow for this file in this ingest
+  uint64_t bytes = 0;       // input bytes covered by this batch (for progress)
+  uint64_t incomplete_tail = 0;  // with `last`: bytes of an unfinished last line left unread
+
+  std::vector<CommKey> comms;
+  std::vector<ProcessKey> processes;
+
+  // records, one entry per row, in the store's column order
+  std::vector<uint64_t> line;
+  std::vector<uint32_t> process_local, comm_local;
+  std::vector<int32_t> rank;
+  std::vector<uint8_t> kind, op, algo, proto;
+  std::vector<uint64_t> sn;
+  std::vector<int32_t> peer;
+  std::vector<uint64_t> msg_size_bytes, exec_time_us;
+  std::vector<uint8_t> timing_source;
+  std::vector<double> algbw_gbs, busbw_gbs;
+  std::vector<uint64_t> dump_ts_us, start_ts_us, stop_ts_us;
+  std::vector<int32_t> n_channels, global_rank, local_rank, gpu;
+  std::vector<uint64_t> enqueue_ts_us, kernel_start_ts_us, kernel_stop_ts_us;
+  std::vector<double> queue_delay_us, ch_start_spread_us, ch_stop_spread_us;
+
+  // kernel_events
+  std::vector<uint64_t> ke_line;
+  std::vector<KernelEvent> ke;
+
+  // dump_stats
+  struct DumpStatsRow {
+    uint64_t line;
+    uint32_t process_local, comm_local;
+    int32_t rank;
+    uint64_t dump_ts_us;
+    uint64_t coll_records, coll_dropped_total, coll_dropped_since_last_dump;
+    uint64_t p2p_records, p2p_dropped_total, p2p_dropped_since_last_dump;
+  };
+  std::vector<DumpStatsRow> dump_stats;
+
+  std::vector<Rejection> rejections;
+
+  size_t records() const { return line.size(); }
+  // Appends one parsed line; keys are interned into the local dictionaries.
+  void Add(uint64_t line_no, const ParsedLine& p);
+
+ private:
+  uint32_t InternComm(const ParsedLine& p);
+  uint32_t InternProcess(const ParsedLine& p);
+};
+
+}  // namespace collscope

@@ -1,0 +1,277 @@
+#include "core/store.h"
+
+#include <filesystem>
+
+#include "core/store_views.h"
+#include "core/taxonomy.h"
+
+namespace collscope {
+
+namespace {
+constexpr int kSchemaVersion = 1;
+
+std::string ResultError(duckdb_result* r, const std::string& context) {
+  const char* e = duckdb_result_error(r);
+  return context + ": " + (e ? e : "unknown DuckDB error");
+}
+
+}  // namespace
+
+std::string SqlString(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') out += '\'';
+    out += c;
+  }
+  return out + "'";
+}
+
+Result<std::unique_ptr<Store>> Store::Open(const std::string& path, Options options) {
+  std::unique_ptr<Store> s(new Store());
+  s->path_ = path;
+  if (options.read_only && path != ":memory:" && !std::filesystem::exists(path))
+    return Status::Error(path + ": no such store");
+  duckdb_config config;
+  if (duckdb_create_config(&config) != DuckDBSuccess) return Status::Error("DuckDB config failed");
+  if (options.read_only) duckdb_set_config(config, "access_mode", "READ_ONLY");
+  char* err = nullptr;
+  const char* open_path = path == ":memory:" ? nullptr : path.c_str();
+  duckdb_state st = duckdb_open_ext(open_path, &s->db_, config, &err);
+  duckdb_destroy_config(&config);
+  if (st != DuckDBSuccess) {
+    std::string msg = path + ": cannot open store: " + (err ? err : "unknown error");
+    if (err) duckdb_free(err);
+    return Status::Error(msg);
+  }
+  if (duckdb_connect(s->db_, &s->conn_) != DuckDBSuccess)
+    return Status::Error(path + ": cannot connect");
+  if (!options.read_only) COLLSCOPE_RETURN_IF_ERROR(s->EnsureSchema());
+  return s;
+}
+
+Store::~Store() {
+  if (conn_) duckdb_disconnect(&conn_);
+  if (db_) duckdb_close(&db_);
+}
+
+Status Store::EnsureSchema() {
+  Result<int64_t> n = QueryInt(
+      "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND "
+      "table_name = 'collscope_meta'");
+  if (!n.ok()) return n.status();
+  if (*n > 0) {
+    Result<int64_t> v =
+        QueryInt("SELECT CAST(value AS BIGINT) FROM collscope_meta WHERE key = 'schema_version'");
+    if (!v.ok()) return v.status();
+    if (*v != kSchemaVersion)
+      return Status::Error(path_ + ": store schema version " + std::to_string(*v) +
+                           ", this collscope reads version " + std::to_string(kSchemaVersion));
+    return Exec(kStoreViewsSql);
+  }
+  std::string ddl = "BEGIN TRANSACTION;\n" + SchemaDdl();
+  ddl += "CREATE TABLE collscope_meta (key VARCHAR PRIMARY KEY, value VARCHAR);\n";
+  ddl += "INSERT INTO collscope_meta VALUES ('schema_version', '" +
+         std::to_string(kSchemaVersion) + "');\n";
+  ddl += "CREATE TABLE taxonomy (table_name VARCHAR, column_name VARCHAR, sql_type VARCHAR, "
+         "role VARCHAR, source VARCHAR, description VARCHAR);\n";
+  ddl += "COMMENT ON TABLE taxonomy IS 'The role and meaning of every stored column';\n";
+  ddl += "INSERT INTO taxonomy VALUES ";
+  bool first = true;
+  for (const FieldSpec& f : Fields()) {
+    ddl += std::string(first ? "" : ", ") + "(" + SqlString(std::string(f.table)) + ", " +
+           SqlString(std::string(f.name)) + ", " + SqlString(std::string(f.sql_type)) + ", " +
+           SqlString(std::string(RoleName(f.role))) + ", " + SqlString(std::string(f.source)) +
+           ", " + SqlString(std::string(f.description)) + ")";
+    first = false;
+  }
+  ddl += ";\n";
+  ddl += kStoreViewsSql;
+  ddl += "COMMIT;\n";
+  Status st = Exec(ddl);
+  if (!st.ok()) Exec("ROLLBACK");
+  return st;
+}
+
+Status Store::Exec(const std::string& sql) {
+  duckdb_result r;
+  if (duckdb_query(conn_, sql.c_str(), &r) != DuckDBSuccess) {
+    std::string msg = ResultError(&r, path_);
+    duckdb_destroy_result(&r);
+    return Status::Error(msg);
+  }
+  duckdb_destroy_result(&r);
+  return Status::Ok();
+}
+
+namespace {
+Result<QueryResult> RenderResult(duckdb_result* r) {
+  QueryResult out;
+  idx_t cols = duckdb_column_count(r);
+  for (idx_t c = 0; c < cols; ++c) {
+    out.columns.emplace_back(duckdb_column_name(r, c));
+    out.types.push_back(duckdb_column_type(r, c));
+  }
+  idx_t rows = duckdb_row_count(r);
+  out.rows.reserve(rows);
+  for (idx_t i = 0; i < rows; ++i) {
+    std::vector<std::optional<std::string>> row;
+    row.reserve(cols);
+    for (idx_t c = 0; c < cols; ++c) {
+      if (duckdb_value_is_null(r, c, i)) {
+        row.emplace_back(std::nullopt);
+        continue;
+      }
+      char* v = duckdb_value_varchar(r, c, i);
+      row.emplace_back(v ? std::string(v) : std::string());
+      if (v) duckdb_free(v);
+    }
+    out.rows.push_back(std::move(row));
+  }
+  return out;
+}
+}  // namespace
+
+Result<QueryResult> Store::Query(const std::string& sql) {
+  duckdb_result r;
+  if (duckdb_query(conn_, sql.c_str(), &r) != DuckDBSuccess) {
+    std::string msg = ResultError(&r, "query failed");
+    duckdb_destroy_result(&r);
+    return Status::Error(msg);
+  }
+  Result<QueryResult> out = RenderResult(&r);
+  duckdb_destroy_result(&r);
+  return out;
+}
+
+Result<QueryResult> Store::QueryReadOnly(const std::string& sql) {
+  duckdb_extracted_statements stmts = nullptr;
+  idx_t n = duckdb_extract_statements(conn_, sql.c_str(), &stmts);
+  if (n == 0) {
+    std::string msg = std::string("cannot parse SQL: ") +
+                      (stmts ? duckdb_extract_statements_error(stmts) : "empty statement");
+    duckdb_destroy_extracted(&stmts);
+    return Status::Error(msg);
+  }
+  Result<QueryResult> last = QueryResult{};
+  for (idx_t i = 0; i < n; ++i) {
+    duckdb_prepared_statement prep = nullptr;
+    if (duckdb_prepare_extracted_statement(conn_, stmts, i, &prep) != DuckDBSuccess) {
+      std::string msg = std::string("query failed: ") + duckdb_prepare_error(prep);
+      duckdb_destroy_prepare(&prep);
+      duckdb_destroy_extracted(&stmts);
+      return Status::Error(msg);
+    }
+    duckdb_statement_type type = duckdb_prepared_statement_type(prep);
+    bool allowed = type == DUCKDB_STATEMENT_TYPE_SELECT || type == DUCKDB_STATEMENT_TYPE_EXPLAIN ||
+                   type == DUCKDB_STATEMENT_TYPE_PRAGMA;
+    if (!allowed) {
+      duckdb_destroy_prepare(&prep);
+      duckdb_destroy_extracted(&stmts);
+      return Status::Error("refused: `collscope sql` runs read-only queries only (statement " +
+                           std::to_string(i + 1) + " would write or change state)");
+    }
+    duckdb_result r;
+    if (duckdb_execute_prepared(prep, &r) != DuckDBSuccess) {
+      std::string msg = ResultError(&r, "query failed");
+      duckdb_destroy_result(&r);
+      duckdb_destroy_prepare(&prep);
+      duckdb_destroy_extracted(&stmts);
+      return Status::Error(msg);
+    }
+    last = RenderResult(&r);
+    duckdb_destroy_result(&r);
+    duckdb_destroy_prepare(&prep);
+  }
+  duckdb_destroy_extracted(&stmts);
+  return last;
+}
+
+Result<int64_t> Store::QueryInt(const std::string& sql) {
+  duckdb_result r;
+  if (duckdb_query(conn_, sql.c_str(), &r) != DuckDBSuccess) {
+    std::string msg = ResultError(&r, "query failed");
+    duckdb_destroy_result(&r);
+    return Status::Error(msg);
+  }
+  if (duckdb_row_count(&r) < 1 || duckdb_column_count(&r) < 1) {
+    duckdb_destroy_result(&r);
+    return Status::Error("query returned no value: " + sql);
+  }
+  int64_t v = duckdb_value_is_null(&r, 0, 0) ? 0 : duckdb_value_int64(&r, 0, 0);
+  duckdb_destroy_result(&r);
+  return v;
+}
+
+Result<int32_t> Store::RunId(const std::string& name, bool create) {
+  Result<QueryResult> q = Query("SELECT run_id FROM runs WHERE name = " + SqlString(name));
+  if (!q.ok()) return q.status();
+  if (!q->rows.empty()) return static_cast<int32_t>(std::stoi(*q->rows[0][0]));
+  if (!create) return Status::Error(path_ + ": no run named \"" + name + "\"");
+  Status st = Exec("INSERT INTO runs SELECT coalesce(max(run_id), 0) + 1, " + SqlString(name) +
+                   ", current_localtimestamp() FROM runs");
+  if (!st.ok()) return st;
+  return RunId(name, false);
+}
+
+Status Store::ExportParquet(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::Error(dir + ": cannot create directory: " + ec.message());
+  std::vector<std::string> names;
+  for (const TableSpec& t : Tables()) names.emplace_back(t.name);
+  names.emplace_back("taxonomy");
+  names.emplace_back("inspector_rows");
+  for (const std::string& name : names) {
+    std::string file = (std::filesystem::path(dir) / (name + ".parquet")).string();
+    COLLSCOPE_RETURN_IF_ERROR(Exec("COPY (SELECT * FROM " + name + ") TO " + SqlString(file) +
+                                   " (FORMAT parquet, COMPRESSION zstd)"));
+  }
+  return Status::Ok();
+}
+
+ChunkAppender::~ChunkAppender() {
+  if (chunk_) duckdb_destroy_data_chunk(&chunk_);
+  for (auto& t : types_) duckdb_destroy_logical_type(&t);
+  if (appender_) duckdb_appender_destroy(&appender_);
+}
+
+Status ChunkAppender::Open(duckdb_connection conn, const char* table) {
+  table_ = table;
+  if (duckdb_appender_create(conn, nullptr, table, &appender_) != DuckDBSuccess) {
+    std::string msg = std::string("cannot append to ") + table + ": " +
+                      (appender_ ? duckdb_appender_error(appender_) : "unknown");
+    return Status::Error(msg);
+  }
+  idx_t n = duckdb_appender_column_count(appender_);
+  for (idx_t i = 0; i < n; ++i) types_.push_back(duckdb_appender_column_type(appender_, i));
+  chunk_ = duckdb_create_data_chunk(types_.data(), types_.size());
+  capacity_ = duckdb_vector_size();
+  return Status::Ok();
+}
+
+void ChunkAppender::SetNull(size_t col, size_t row) {
+  duckdb_vector v = duckdb_data_chunk_get_vector(chunk_, col);
+  duckdb_vector_ensure_validity_writable(v);
+  duckdb_validity_set_row_invalid(duckdb_vector_get_validity(v), row);
+}
+
+void ChunkAppender::SetString(size_t col, size_t row, const std::string& s) {
+  duckdb_vector_assign_string_element_len(duckdb_data_chunk_get_vector(chunk_, col), row,
+                                          s.data(), s.size());
+}
+
+Status ChunkAppender::Append(size_t rows) {
+  duckdb_data_chunk_set_size(chunk_, rows);
+  if (duckdb_append_data_chunk(appender_, chunk_) != DuckDBSuccess)
+    return Status::Error("append to " + table_ + " failed: " + duckdb_appender_error(appender_));
+  duckdb_data_chunk_reset(chunk_);
+  return Status::Ok();
+}
+
+Status ChunkAppender::Flush() {
+  if (duckdb_appender_flush(appender_) != DuckDBSuccess)
+    return Status::Error("flush of " + table_ + " failed: " + duckdb_appender_error(appender_));
+  return Status::Ok();
+}
+
+}  // namespace collscope

@@ -1,0 +1,95 @@
+// The collscope store: one DuckDB file holding every run, with the tables and column comments of
+// the taxonomy (core/taxonomy.h) and SQL views on top (docs/schema.md). Any DuckDB client opens it.
+#pragma once
+
+#include <duckdb.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace collscope {
+
+// A query result rendered to text, for printing and tests. NULL is std::nullopt.
+struct QueryResult {
+  std::vector<std::string> columns;
+  std::vector<duckdb_type> types;
+  std::vector<std::vector<std::optional<std::string>>> rows;
+};
+
+class Store {
+ public:
+  struct Options {
+    bool read_only = false;
+  };
+  // Opens (creating if needed, unless read-only) the store at `path`; ":memory:" for a temporary.
+  static Result<std::unique_ptr<Store>> Open(const std::string& path, Options options);
+  static Result<std::unique_ptr<Store>> Open(const std::string& path) { return Open(path, {}); }
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // Runs statements that return nothing the caller needs.
+  Status Exec(const std::string& sql);
+  Result<QueryResult> Query(const std::string& sql);
+  // Runs one or more statements, refusing any that is not a query (SELECT, EXPLAIN, DESCRIBE,
+  // SHOW, PRAGMA): the `collscope sql` contract. Returns the last statement's result.
+  Result<QueryResult> QueryReadOnly(const std::string& sql);
+  // A single value of a one-row query, or an error.
+  Result<int64_t> QueryInt(const std::string& sql);
+
+  // Writes every table, plus the flattened `inspector_rows` view, as DIR/<name>.parquet (zstd).
+  Status ExportParquet(const std::string& dir);
+
+  // The id of run `name`, creating it unless `create` is false.
+  Result<int32_t> RunId(const std::string& name, bool create);
+
+  const std::string& path() const { return path_; }
+  duckdb_connection connection() const { return conn_; }
+
+ private:
+  Store() = default;
+  Status EnsureSchema();
+
+  std::string path_;
+  duckdb_database db_ = nullptr;
+  duckdb_connection conn_ = nullptr;
+};
+
+// Quotes a string as an SQL literal.
+std::string SqlString(const std::string& s);
+
+// Appends rows to one table through DuckDB's data-chunk API: the caller writes column arrays
+// of up to capacity() rows directly, then calls Append(rows).
+class ChunkAppender {
+ public:
+  ChunkAppender() = default;
+  ~ChunkAppender();
+  ChunkAppender(const ChunkAppender&) = delete;
+  ChunkAppender& operator=(const ChunkAppender&) = delete;
+
+  Status Open(duckdb_connection conn, const char* table);
+  size_t capacity() const { return capacity_; }
+  size_t columns() const { return types_.size(); }
+  template <typename T>
+  T* Column(size_t col) {
+    return static_cast<T*>(duckdb_vector_get_data(duckdb_data_chunk_get_vector(chunk_, col)));
+  }
+  void SetNull(size_t col, size_t row);
+  void SetString(size_t col, size_t row, const std::string& s);
+  // Appends the first `rows` rows written since the last Append.
+  Status Append(size_t rows);
+  Status Flush();
+
+ private:
+  std::string table_;
+  duckdb_appender appender_ = nullptr;
+  duckdb_data_chunk chunk_ = nullptr;
+  std::vector<duckdb_logical_type> types_;
+  size_t capacity_ = 0;
+};
+
+}  // namespace collscope

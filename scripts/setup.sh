@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the Debian packages collscope needs (when missing), then configures and builds.
+# Usage: scripts/setup.sh [BUILD_DIR] [extra cmake arguments...]
+# DuckDB 1.4.4 is fetched (pinned, checksummed) into BUILD_DIR by CMake unless a system one exists.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${1:-build}
+shift || true
+
+packages=(build-essential cmake pkg-config git ca-certificates nodejs npm
+          libsimdjson-dev libfmt-dev libcli11-dev libzstd-dev zlib1g-dev
+          libgtest-dev libgmock-dev libbenchmark-dev python3)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# npm is only needed to fetch DuckDB; node from the image is fine when npm already works.
+
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+cmake --build "$build_dir" -j"$(nproc)"
