@@ -1,0 +1,291 @@
+// Fault specifications: parsing of `key=value,...` strings and JSON scenario files, and checks.
+#include <simdjson.h>
+
+#include <charconv>
+#include <cstdio>
+#include <set>
+
+#include "sim/internal.h"
+
+namespace collscope::sim {
+
+std::string_view FaultKindName(FaultKind k) {
+  switch (k) {
+    case FaultKind::kGpuStraggler: return "gpu_straggler";
+    case FaultKind::kHostSlowdown: return "host_slowdown";
+    case FaultKind::kNicDegrade: return "nic_degrade";
+    case FaultKind::kLinkFlap: return "link_flap";
+    case FaultKind::kHostStall: return "host_stall";
+    case FaultKind::kPipelineBubble: return "pipeline_bubble";
+    case FaultKind::kMaskedStraggler: return "masked_straggler";
+    case FaultKind::kHang: return "hang";
+    case FaultKind::kLinkDown: return "link_down";
+    case FaultKind::kMismatch: return "mismatch";
+    default: return "?";
+  }
+}
+
+bool ParseFaultSpec(std::string_view text, FaultSpec* out, std::string* error) {
+  out->kind.clear();
+  out->params.clear();
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t end = text.find(',', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view item = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (item.empty()) continue;
+    size_t eq = item.find('=');
+    if (eq == std::string_view::npos || eq == 0) {
+      *error = "fault spec item '" + std::string(item) + "' is not key=value";
+      return false;
+    }
+    std::string key(item.substr(0, eq)), value(item.substr(eq + 1));
+    if (key == "kind") {
+      out->kind = value;
+    } else {
+      out->params[key] = value;
+    }
+  }
+  if (out->kind.empty()) {
+    *error = "fault spec '" + std::string(text) + "' has no kind=";
+    return false;
+  }
+  return true;
+}
+
+bool LoadScenarioFile(const std::string& path, SimConfig* config, std::string* error) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  auto err = parser.load(path).get(root);
+  if (err) {
+    *error = "cannot read scenario " + path + ": " + simdjson::error_message(err);
+    return false;
+  }
+  simdjson::dom::array faults;
+  if (root.is_array()) {
+    faults = root.get_array().value_unsafe();
+  } else {
+    if (root["faults"].get_array().get(faults)) {
+      *error = "scenario " + path + " has no \"faults\" array";
+      return false;
+    }
+  }
+  for (simdjson::dom::element f : faults) {
+    simdjson::dom::object obj;
+    if (f.get_object().get(obj)) {
+      *error = "scenario " + path + ": every fault must be an object";
+      return false;
+    }
+    FaultSpec spec;
+    for (auto field : obj) {
+      std::string key(field.key);
+      std::string value;
+      simdjson::dom::element v = field.value;
+      if (v.is_string()) {
+        value = std::string(v.get_string().value_unsafe());
+      } else if (v.is_int64()) {
+        value = std::to_string(v.get_int64().value_unsafe());
+      } else if (v.is_uint64()) {
+        value = std::to_string(v.get_uint64().value_unsafe());
+      } else if (v.is_double()) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.17g", v.get_double().value_unsafe());
+        value = buf;
+      } else if (v.is_bool()) {
+        value = v.get_bool().value_unsafe() ? "1" : "0";
+      } else {
+        *error = "scenario " + path + ": value of '" + key + "' must be a number or string";
+        return false;
+      }
+      if (key == "kind") spec.kind = value; else spec.params[key] = value;
+    }
+    if (spec.kind.empty()) {
+      *error = "scenario " + path + ": a fault has no \"kind\"";
+      return false;
+    }
+    config->faults.push_back(std::move(spec));
+  }
+  return true;
+}
+
+namespace {
+
+bool ToDouble(const std::string& s, double* v) {
+  const char* b = s.data();
+  auto r = std::from_chars(b, b + s.size(), *v);
+  return r.ec == std::errc() && r.ptr == b + s.size();
+}
+
+}  // namespace
+
+bool ResolveFaults(const SimConfig& config, int world, std::vector<Fault>* out,
+                   std::string* error) {
+  out->clear();
+  const int hosts = config.cluster.hosts;
+  const int gph = config.cluster.gpus_per_host;
+  for (size_t i = 0; i < config.faults.size(); ++i) {
+    const FaultSpec& spec = config.faults[i];
+    Fault f;
+    f.spec = spec;
+    bool found = false;
+    for (int k = 0; k < static_cast<int>(FaultKind::kCount); ++k) {
+      if (FaultKindName(static_cast<FaultKind>(k)) == spec.kind) {
+        f.kind = static_cast<FaultKind>(k);
+        found = true;
+      }
+    }
+    const std::string where = "fault #" + std::to_string(i + 1) + " (" + spec.kind + ")";
+    if (!found) {
+      *error = where + ": unknown kind; expected one of gpu_straggler, host_slowdown, nic_degrade, "
+               "link_flap, host_stall, pipeline_bubble, masked_straggler, hang, link_down, mismatch";
+      return false;
+    }
+    int gpu = -1;
+    std::string mismatch_op_text, op_text, comm_text;
+    for (const auto& [key, value] : spec.params) {
+      double v = 0;
+      auto num = [&](double* dst) {
+        if (!ToDouble(value, &v)) {
+          *error = where + ": '" + key + "' needs a number, got '" + value + "'";
+          return false;
+        }
+        *dst = v;
+        return true;
+      };
+      auto integer = [&](auto* dst) {
+        double d;
+        if (!num(&d)) return false;
+        *dst = static_cast<std::remove_reference_t<decltype(*dst)>>(d);
+        return true;
+      };
+      bool ok = true;
+      if (key == "rank") ok = integer(&f.rank);
+      else if (key == "host") ok = integer(&f.host);
+      else if (key == "gpu") ok = integer(&gpu);
+      else if (key == "rail") ok = integer(&f.rail);
+      else if (key == "stage") ok = integer(&f.stage);
+      else if (key == "start_step") ok = integer(&f.start_step);
+      else if (key == "end_step") ok = integer(&f.end_step);
+      else if (key == "start_us") ok = num(&f.start_off_us);
+      else if (key == "end_us") ok = num(&f.end_off_us);
+      else if (key == "factor") ok = num(&f.factor);
+      else if (key == "delay_us") ok = num(&f.delay_us);
+      else if (key == "period_us") ok = num(&f.period_us);
+      else if (key == "down_us") ok = num(&f.down_us);
+      else if (key == "retry_us") ok = num(&f.retry_us);
+      else if (key == "stall_us") ok = num(&f.stall_us);
+      else if (key == "coll_sn") ok = integer(&f.coll_sn);
+      else if (key == "size_factor") ok = num(&f.size_factor);
+      else if (key == "issue_op") mismatch_op_text = value;
+      else if (key == "op") op_text = value;
+      else if (key == "comm") comm_text = value;
+      else if (key == "effect") {
+        if (value == "hang") f.effect_hang = true;
+        else if (value == "complete") f.effect_hang = false;
+        else { *error = where + ": effect must be 'complete' or 'hang'"; return false; }
+      } else {
+        *error = where + ": unknown parameter '" + key + "'";
+        return false;
+      }
+      if (!ok) return false;
+    }
+    if (!op_text.empty()) {
+      if (!ParseOp(op_text, &f.op)) { *error = where + ": unknown op '" + op_text + "'"; return false; }
+      f.has_op = true;
+    }
+    if (!mismatch_op_text.empty()) {
+      if (!ParseOp(mismatch_op_text, &f.mismatch_op)) {
+        *error = where + ": unknown issue_op '" + mismatch_op_text + "'";
+        return false;
+      }
+      f.has_mismatch_op = true;
+    }
+    if (!comm_text.empty() && !ParseCommKind(comm_text, &f.comm_kind)) {
+      *error = where + ": comm must be one of world, dp, cp, tp, pp, ep";
+      return false;
+    }
+    if (gpu >= 0) {
+      if (f.host < 0) { *error = where + ": gpu= needs host="; return false; }
+      if (gpu >= gph) { *error = where + ": gpu out of range"; return false; }
+      f.rank = f.host * gph + gpu;
+    }
+    if (f.rank >= world) { *error = where + ": rank out of range (world " + std::to_string(world) + ")"; return false; }
+    if (f.host >= hosts) { *error = where + ": host out of range (" + std::to_string(hosts) + " hosts)"; return false; }
+    if (f.rail >= config.cluster.nics_per_host) { *error = where + ": rail out of range"; return false; }
+    if (f.stage >= config.parallel.pp) { *error = where + ": stage out of range"; return false; }
+    if (f.start_step >= 0 && f.end_step >= 0 && f.end_step <= f.start_step) {
+      *error = where + ": end_step must be greater than start_step";
+      return false;
+    }
+    if (f.start_off_us >= 0 && f.end_off_us >= 0 && f.end_off_us <= f.start_off_us) {
+      *error = where + ": end_us must be greater than start_us";
+      return false;
+    }
+    auto need = [&](bool cond, const char* msg) {
+      if (!cond) *error = where + ": " + msg;
+      return cond;
+    };
+    switch (f.kind) {
+      case FaultKind::kGpuStraggler:
+      case FaultKind::kMaskedStraggler:
+        if (!need(f.rank >= 0, "needs rank= (or host= and gpu=)")) return false;
+        if (!spec.params.count("factor")) f.factor = 2.0;
+        if (!need(f.factor > 0, "factor must be > 0 (compute time multiplier)")) return false;
+        break;
+      case FaultKind::kHostSlowdown:
+        if (!need(f.host >= 0, "needs host=")) return false;
+        if (!spec.params.count("factor")) f.factor = 1.5;
+        if (!need(f.factor > 0, "factor must be > 0 (compute time multiplier)")) return false;
+        break;
+      case FaultKind::kNicDegrade:
+        if (!need(f.host >= 0, "needs host=")) return false;
+        if (!spec.params.count("factor")) f.factor = 0.25;
+        if (!need(f.factor > 0 && f.factor <= 1, "factor must be in (0, 1] (bandwidth multiplier)")) return false;
+        break;
+      case FaultKind::kLinkFlap:
+        if (!need(f.host >= 0, "needs host=")) return false;
+        if (f.period_us <= 0) f.period_us = 2e6;
+        if (f.down_us <= 0) f.down_us = 50e3;
+        if (!spec.params.count("retry_us")) f.retry_us = 20e3;
+        if (!need(f.down_us < f.period_us, "down_us must be < period_us")) return false;
+        break;
+      case FaultKind::kHostStall:
+        if (!need(f.rank >= 0, "needs rank=")) return false;
+        if (f.stall_us <= 0) f.stall_us = 5e6;
+        break;
+      case FaultKind::kPipelineBubble:
+        if (!need(config.parallel.pp > 1, "needs pp > 1")) return false;
+        if (!need(f.stage >= 0, "needs stage=")) return false;
+        if (f.delay_us <= 0) f.delay_us = 20e3;
+        break;
+      case FaultKind::kHang:
+        if (!need(f.rank >= 0, "needs rank=")) return false;
+        if (!spec.params.count("comm")) f.comm_kind = CommKind::kDp;
+        if (!need(f.coll_sn >= 0 || f.start_step >= 0, "needs coll_sn= (with op=) or start_step="))
+          return false;
+        if (!need(f.coll_sn < 0 || f.has_op, "coll_sn= needs op=")) return false;
+        break;
+      case FaultKind::kLinkDown:
+        if (!need(f.host >= 0, "needs host=")) return false;
+        if (!need(f.start_step >= 0 || f.start_off_us >= 0, "needs start_step= or start_us="))
+          return false;
+        break;
+      case FaultKind::kMismatch:
+        if (!need(f.rank >= 0, "needs rank=")) return false;
+        if (!spec.params.count("comm")) f.comm_kind = CommKind::kTp;
+        if (!need(f.coll_sn >= 0 || f.start_step >= 0, "needs coll_sn= (with op=) or start_step="))
+          return false;
+        if (!need(f.coll_sn < 0 || f.has_op, "coll_sn= needs op=")) return false;
+        if (!need(f.has_mismatch_op || f.size_factor != 1.0, "needs issue_op= or size_factor="))
+          return false;
+        if (!need(f.size_factor > 0, "size_factor must be > 0")) return false;
+        break;
+      default: break;
+    }
+    out->push_back(std::move(f));
+  }
+  return true;
+}
+
+}  // namespace collscope::sim

@@ -1,0 +1,114 @@
+// Output writers of the simulator: NCCL Inspector JSON lines (with the plugin's dump model),
+// PyTorch-profiler (Kineto) Chrome traces, and the per-step summary CSV.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "sim/internal.h"
+
+namespace collscope::sim {
+
+// Appends integers / fixed-point numbers without locale or printf overhead.
+void AppendU64(std::string* s, uint64_t v);
+void AppendI64(std::string* s, int64_t v);
+void AppendFixed6(std::string* s, double v);  // printf("%lf")
+void AppendFixed3(std::string* s, double v);  // printf("%.3f")
+
+// Writes one `<host>-pid<pid>.log` per process. Records are held per process until the simulated
+// dump pass that writes them is over, then formatted into per-process buffers; the buffers are
+// appended to their files whenever the total buffered size passes the budget (so no more than one
+// file is open at a time, whatever the process count).
+class InspectorWriter {
+ public:
+  InspectorWriter(const SimConfig& config, const Layout& layout, const std::string& dir);
+  // A completed collective as seen by `rank` (comm index, its op, per-op sequence number,
+  // Inspector message size, own kernel start and completion, true time in us from job start).
+  void AddColl(int rank, int comm, Op op, uint64_t sn, int64_t bytes, double start_us,
+               double end_us, int channels);
+  // A completed point-to-point operation (op kSend or kRecv); peer is the comm rank of the peer.
+  void AddP2p(int rank, int comm, Op op, int peer, int64_t bytes, double start_us, double end_us);
+  // Every record `rank` adds from now on completes after `now_us`: write the finished passes.
+  void Advance(int rank, double now_us);
+  // End of job: the dump threads stop at `job_end_us` (no final drain, as in the plugin).
+  bool Finish(double job_end_us, std::string* error);
+
+  uint64_t coll_written() const { return coll_written_; }
+  uint64_t p2p_written() const { return p2p_written_; }
+  uint64_t dropped() const { return dropped_; }
+  uint64_t filtered() const { return filtered_; }
+  uint64_t bytes_written() const { return bytes_written_; }
+  const std::string& error() const { return error_; }
+  // Per process: file name and number of lines written.
+  std::string FileName(int rank) const;
+  uint64_t LinesOf(int rank) const { return procs_[rank].lines; }
+  uint64_t LastSn(int rank, int comm, Op op) const;
+
+ private:
+  struct Pending {
+    double end_us, start_us;
+    int64_t bytes;
+    int64_t pass;
+    uint64_t sn;
+    int32_t comm;
+    int32_t peer;
+    uint8_t op;
+    uint8_t p2p;
+    uint16_t channels;
+  };
+  struct Proc {
+    std::vector<Pending> pending;
+    std::string buf;
+    bool created = false;
+    double pass_offset_us = 0;
+    uint64_t lines = 0;
+    std::vector<uint64_t> p2p_sn;  // per comm kind
+  };
+  double PassTime(int rank, int64_t k) const;
+  int64_t PassOf(int rank, double t_us) const;
+  void Emit(int rank, std::vector<Pending>& ready);
+  void FormatLine(int rank, const Pending& p, uint64_t dump_ts, std::string* out);
+  void FlushAll();
+  void FlushOne(int rank);
+
+  const SimConfig& config_;
+  const Layout& layout_;
+  std::string dir_;
+  bool v229_;
+  std::vector<Proc> procs_;
+  std::vector<std::string> comm_header_;  // per comm: {"header":{"id":"0x..",("comm_name":..,)
+  std::vector<std::string> proc_meta_;    // per rank: ,"hostname":"..","pid":N},"
+  size_t buffered_ = 0, budget_ = 0;
+  uint64_t coll_written_ = 0, p2p_written_ = 0, dropped_ = 0, filtered_ = 0, bytes_written_ = 0;
+  std::string error_;
+  std::vector<Pending> scratch_;
+};
+
+// Per-rank Kineto Chrome trace (small jobs). Events are collected in memory per rank.
+class KinetoWriter {
+ public:
+  KinetoWriter(const SimConfig& config, const Layout& layout, const std::string& dir);
+  bool enabled() const { return enabled_; }
+  bool StepOn(int step) const;
+  // GPU kernel on stream `stream` (true time, us from job start).
+  void Kernel(int rank, const std::string& name, int stream, double start_us, double dur_us,
+              const std::string& extra_args);
+  // CPU user annotation (e.g. ProfilerStep#N, forward_step) and its GPU mirror.
+  void Annotation(int rank, const std::string& name, double start_us, double dur_us, bool gpu);
+  bool Finish(std::string* error);
+
+ private:
+  void Event(int rank, std::string_view cat, std::string_view name, int64_t pid, int64_t tid,
+             double start_us, double dur_us, const std::string& args);
+  const SimConfig& config_;
+  const Layout& layout_;
+  std::string dir_;
+  bool enabled_ = false;
+  double base_us_ = 0;
+  std::vector<std::string> events_;
+  std::vector<uint64_t> correlation_;
+};
+
+}  // namespace collscope::sim
