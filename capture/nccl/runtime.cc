@@ -1,0 +1,639 @@
+// Process-wide runtime: configuration, identity, output files, the writer thread and the
+// in-flight state file. Nothing here runs on NCCL's hot path; init/finalize and the writer thread
+// may lock and allocate. See plugin_core.h and docs/capture.md for the contracts and schemas.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "capture/nccl/plugin_core.h"
+
+#ifndef COLLSCOPE_CAPTURE_VERSION
+#define COLLSCOPE_CAPTURE_VERSION "dev"
+#endif
+
+namespace collscope::capture {
+namespace {
+
+constexpr auto kRelaxed = std::memory_order_relaxed;
+constexpr size_t kFlushBytes = 1 << 20;    // keeps the writer's buffer bounded
+constexpr size_t kMaxFinalizedSnapshots = 64;
+
+// Both are trivially destructible, so process exit cannot tear them down under the writer thread.
+std::mutex g_mu;
+Runtime* g_rt = nullptr;
+// The log file is truncated once per process and path (as Inspector's "w"), then appended to
+// when a later communicator re-creates the runtime.
+char g_truncated_path[4096];
+
+int EnvInt(const char* const* names, int fallback) {
+  for (const char* const* n = names; *n != nullptr; ++n) {
+    const char* v = std::getenv(*n);
+    if (v == nullptr || *v == '\0') continue;
+    char* end = nullptr;
+    long x = std::strtol(v, &end, 10);
+    if (end != v && *end == '\0' && x >= 0 && x <= INT32_MAX) return static_cast<int>(x);
+  }
+  return fallback;
+}
+
+int QueryCudaDevice() {
+  // The CUDA runtime is already loaded by the application when NCCL initialises a communicator;
+  // we never load it ourselves (the plugin must work without CUDA).
+  using GetDeviceFn = int (*)(int*);
+  auto fn = reinterpret_cast<GetDeviceFn>(dlsym(RTLD_DEFAULT, "cudaGetDevice"));
+  if (fn == nullptr) return -1;
+  int dev = -1;
+  if (fn(&dev) != 0) return -1;
+  return dev;
+}
+
+bool MkdirP(const std::string& path, std::string* err) {
+  if (path.empty()) {
+    *err = "empty path";
+    return false;
+  }
+  std::string cur;
+  size_t i = 0;
+  while (i <= path.size()) {
+    size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    cur = path.substr(0, j);
+    i = j + 1;
+    if (cur.empty() || cur == "." || cur == "..") continue;
+    if (mkdir(cur.c_str(), 0777) != 0 && errno != EEXIST) {
+      *err = cur + ": " + std::strerror(errno);
+      return false;
+    }
+  }
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    *err = path + " is not a directory";
+    return false;
+  }
+  if (access(path.c_str(), W_OK | X_OK) != 0) {
+    *err = path + ": " + std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+const char* ProxyStateName(int s) {
+  switch (s) {
+    case collscope_ncclProfilerProxyOpInProgress_v4:
+      return "ProxyOpInProgress";
+    case collscope_ncclProfilerProxyStepSendGPUWait:
+      return "SendGPUWait";
+    case collscope_ncclProfilerProxyStepSendPeerWait_v4:
+      return "SendPeerWait";
+    case collscope_ncclProfilerProxyStepSendWait:
+      return "SendWait";
+    case collscope_ncclProfilerProxyStepRecvWait:
+      return "RecvWait";
+    case collscope_ncclProfilerProxyStepRecvFlushWait:
+      return "RecvFlushWait";
+    case collscope_ncclProfilerProxyStepRecvGPUWait:
+      return "RecvGPUWait";
+    case -1:
+      return "none";
+    default:
+      return "other";
+  }
+}
+
+struct ProxySnap {
+  int32_t op_index;
+  uint32_t op_gen;
+  int32_t channel, peer, n_steps, is_send, steps_started, steps_done, last_state;
+  uint64_t trans_bytes, last_update_ns;
+};
+
+struct OpSnap {
+  uint32_t index, gen;
+  bool is_p2p;
+  Func func;
+  uint8_t n_channels;
+  int32_t peer;
+  uint64_t sn, msg_bytes, start_ns, enqueue_ns, started, stopped;
+  PackedName algo, proto;
+};
+
+void AppendChannelList(uint64_t mask, std::string* out) {
+  out->push_back('[');
+  bool first = true;
+  for (uint64_t b = mask; b != 0; b &= b - 1) {
+    if (!first) out->push_back(',');
+    first = false;
+    AppendUint(static_cast<uint64_t>(__builtin_ctzll(b)), out);
+  }
+  out->push_back(']');
+}
+
+// Appends the JSON object describing one communicator and its in-flight operations.
+void AppendCommState(const CommCtx& c, uint64_t now_ns, std::string* out) {
+  std::vector<OpSnap> ops;
+  for (uint32_t i = 0; i < c.pool_size; ++i) {
+    const OpSlot& s = c.slots[i];
+    if (s.state.load(std::memory_order_acquire) != kSlotBusy) continue;
+    OpSnap o;
+    o.index = i;
+    o.gen = s.gen.load(std::memory_order_acquire);
+    o.is_p2p = s.is_p2p.load(kRelaxed) != 0;
+    o.func = static_cast<Func>(s.func.load(kRelaxed));
+    o.n_channels = s.n_channels.load(kRelaxed);
+    o.peer = s.peer.load(kRelaxed);
+    o.sn = s.sn.load(kRelaxed);
+    o.msg_bytes = s.msg_bytes.load(kRelaxed);
+    o.start_ns = s.start_ns.load(kRelaxed);
+    o.enqueue_ns = s.enqueue_ns.load(kRelaxed);
+    o.started = s.ch_started.load(kRelaxed);
+    o.stopped = s.ch_stopped.load(kRelaxed);
+    o.algo.w[0] = s.algo[0].load(kRelaxed);
+    o.algo.w[1] = s.algo[1].load(kRelaxed);
+    o.proto.w[0] = s.proto[0].load(kRelaxed);
+    o.proto.w[1] = s.proto[1].load(kRelaxed);
+    // Seqlock-style validation: a slot recycled while we read it is skipped for this snapshot.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (s.state.load(std::memory_order_acquire) != kSlotBusy ||
+        s.gen.load(kRelaxed) != o.gen) {
+      continue;
+    }
+    ops.push_back(o);
+  }
+  std::sort(ops.begin(), ops.end(), [](const OpSnap& a, const OpSnap& b) {
+    return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.sn < b.sn;
+  });
+
+  std::vector<ProxySnap> proxies;
+  for (uint32_t i = 0; i < c.proxy_pool_size; ++i) {
+    const ProxyEntry& e = c.proxies[i];
+    if (e.state.load(std::memory_order_acquire) != kSlotBusy) continue;
+    const uint32_t g = e.gen.load(std::memory_order_acquire);
+    ProxySnap p{e.op_index.load(kRelaxed),    e.op_gen.load(kRelaxed),
+                e.channel.load(kRelaxed),     e.peer.load(kRelaxed),
+                e.n_steps.load(kRelaxed),     e.is_send.load(kRelaxed),
+                e.steps_started.load(kRelaxed), e.steps_done.load(kRelaxed),
+                e.last_state.load(kRelaxed),  e.trans_bytes.load(kRelaxed),
+                e.last_update_ns.load(kRelaxed)};
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (e.state.load(std::memory_order_acquire) != kSlotBusy || e.gen.load(kRelaxed) != g) {
+      continue;
+    }
+    proxies.push_back(p);
+  }
+
+  out->append("{\"id\":");
+  AppendHexId(c.ident.comm_id, out);
+  out->append(",\"comm_name\":");
+  AppendJsonString(c.ident.comm_name, out);
+  out->append(",\"rank\":");
+  AppendInt(c.ident.rank, out);
+  out->append(",\"n_ranks\":");
+  AppendInt(c.ident.nranks, out);
+  out->append(",\"nnodes\":");
+  AppendInt(c.ident.nnodes, out);
+  out->append(",\"ops_started\":");
+  AppendUint(c.ops_started.load(kRelaxed), out);
+  out->append(",\"ops_completed\":");
+  AppendUint(c.ops_completed.load(kRelaxed), out);
+  out->append(",\"last_activity_ts_us\":");
+  AppendUint(c.last_activity_ns.load(kRelaxed) / 1000, out);
+  out->append(",\"coll_dropped_total\":");
+  AppendUint(c.coll_dropped.load(kRelaxed), out);
+  out->append(",\"p2p_dropped_total\":");
+  AppendUint(c.p2p_dropped.load(kRelaxed), out);
+  out->append(",\"untracked_total\":");
+  AppendUint(c.untracked.load(kRelaxed), out);
+  out->append(",\"inflight\":[");
+  char nb[16];
+  for (size_t k = 0; k < ops.size(); ++k) {
+    const OpSnap& o = ops[k];
+    if (k) out->push_back(',');
+    out->append("{\"kind\":");
+    out->append(o.is_p2p ? "\"p2p\"" : "\"coll\"");
+    out->append(",\"op\":");
+    AppendJsonString(FuncName(o.func), out);
+    out->append(",\"sn\":");
+    AppendUint(o.sn, out);
+    out->append(",\"peer\":");
+    AppendInt(o.peer, out);
+    out->append(",\"msg_size_bytes\":");
+    AppendUint(o.msg_bytes, out);
+    out->append(",\"algo\":");
+    AppendJsonString(UnpackName(o.algo, nb), out);
+    out->append(",\"proto\":");
+    AppendJsonString(UnpackName(o.proto, nb), out);
+    out->append(",\"n_channels\":");
+    AppendUint(o.n_channels, out);
+    out->append(",\"start_ts_us\":");
+    AppendUint(o.start_ns / 1000, out);
+    out->append(",\"enqueue_ts_us\":");
+    AppendUint(o.enqueue_ns / 1000, out);
+    out->append(",\"age_us\":");
+    AppendUint(now_ns > o.start_ns ? (now_ns - o.start_ns) / 1000 : 0, out);
+    out->append(",\"n_channels_started\":");
+    AppendUint(static_cast<uint64_t>(__builtin_popcountll(o.started)), out);
+    out->append(",\"n_channels_stopped\":");
+    AppendUint(static_cast<uint64_t>(__builtin_popcountll(o.stopped)), out);
+    out->append(",\"channels_started\":");
+    AppendChannelList(o.started, out);
+    out->append(",\"channels_stopped\":");
+    AppendChannelList(o.stopped, out);
+    out->append(",\"proxy\":[");
+    bool first = true;
+    for (const ProxySnap& p : proxies) {
+      if (p.op_index != static_cast<int32_t>(o.index) || p.op_gen != o.gen) continue;
+      if (!first) out->push_back(',');
+      first = false;
+      out->append("{\"channel\":");
+      AppendInt(p.channel, out);
+      out->append(",\"peer\":");
+      AppendInt(p.peer, out);
+      out->append(",\"is_send\":");
+      out->append(p.is_send ? "true" : "false");
+      out->append(",\"n_steps\":");
+      AppendInt(p.n_steps, out);
+      out->append(",\"steps_started\":");
+      AppendInt(p.steps_started, out);
+      out->append(",\"steps_done\":");
+      AppendInt(p.steps_done, out);
+      out->append(",\"last_state\":");
+      AppendJsonString(ProxyStateName(p.last_state), out);
+      out->append(",\"trans_bytes\":");
+      AppendUint(p.trans_bytes, out);
+      out->append(",\"last_update_ts_us\":");
+      AppendUint(p.last_update_ns / 1000, out);
+      out->push_back('}');
+    }
+    out->append("]}");
+  }
+  out->append("]}");
+}
+
+bool HasInflight(const CommCtx& c) {
+  for (uint32_t i = 0; i < c.pool_size; ++i) {
+    if (c.slots[i].state.load(std::memory_order_acquire) == kSlotBusy) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void Runtime::Log(collscope_ncclDebugLogLevel level, const std::string& msg) {
+  if (logfn_ != nullptr) {
+    logfn_(level, COLLSCOPE_NCCL_SUBSYS_PROFILE, __FILE__, __LINE__, "collscope: %s",
+           msg.c_str());
+  } else if (level == COLLSCOPE_NCCL_LOG_WARN) {
+    std::fprintf(stderr, "collscope: %s\n", msg.c_str());
+  }
+}
+
+void Runtime::Disable(const std::string& why) {
+  if (!disabled_.exchange(true)) {
+    Log(COLLSCOPE_NCCL_LOG_WARN,
+        "profiler plugin disabled: " + why + " (NCCL continues without collscope capture)");
+  }
+}
+
+bool Runtime::Setup(collscope_ncclDebugLogger_t logfn) {
+  logfn_ = logfn;
+  cfg_ = LoadConfig();
+  for (const std::string& w : cfg_.warnings) Log(COLLSCOPE_NCCL_LOG_WARN, w);
+
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) std::snprintf(host, sizeof(host), "unknown");
+  proc_.hostname = host;
+  proc_.pid = static_cast<uint32_t>(getpid());
+  static const char* const kGlobal[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID",
+                                        "PMI_RANK", nullptr};
+  static const char* const kLocal[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+                                       "SLURM_LOCALID", nullptr};
+  proc_.global_rank = EnvInt(kGlobal, -1);
+  proc_.local_rank = EnvInt(kLocal, -1);
+  proc_.gpu = QueryCudaDevice();
+  if (proc_.gpu < 0) proc_.gpu = proc_.local_rank;
+  proc_.git_rev = std::string("collscope-") + COLLSCOPE_CAPTURE_VERSION;
+
+  if (!cfg_.enable) {
+    disabled_.store(true);
+    Log(COLLSCOPE_NCCL_LOG_INFO, "disabled by COLLSCOPE_ENABLE=0");
+    return false;
+  }
+  std::string err;
+  if (!MkdirP(cfg_.dump_dir, &err)) {
+    Disable("cannot use dump directory '" + cfg_.dump_dir + "': " + err);
+    return false;
+  }
+  const std::string stem = cfg_.dump_dir + "/" + proc_.hostname + "-pid" +
+                           std::to_string(proc_.pid);
+  log_path_ = stem + ".log";
+  state_path_ = stem + ".inflight.json";
+  state_tmp_path_ = cfg_.dump_dir + "/." + proc_.hostname + "-pid" + std::to_string(proc_.pid) +
+                    ".inflight.json.tmp";
+  int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC;
+  const bool first = log_path_ != g_truncated_path;
+  if (first) flags |= O_TRUNC;
+  log_fd_ = open(log_path_.c_str(), flags, 0666);
+  if (log_fd_ < 0) {
+    Disable("cannot open '" + log_path_ + "': " + std::strerror(errno));
+    return false;
+  }
+  if (first) std::snprintf(g_truncated_path, sizeof(g_truncated_path), "%s", log_path_.c_str());
+  struct stat st;
+  if (fstat(log_fd_, &st) == 0 && S_ISREG(st.st_mode)) fchmod(log_fd_, 0666);
+  Log(COLLSCOPE_NCCL_LOG_INFO, std::string("profiler plugin ") + COLLSCOPE_CAPTURE_VERSION +
+                                   " writing " + log_path_ + " and " + state_path_);
+  return true;
+}
+
+collscope_ncclResult_t Runtime::CommInit(void** context, uint64_t comm_id, int* mask,
+                                         const char* comm_name, int nnodes, int nranks, int rank,
+                                         collscope_ncclDebugLogger_t logfn) noexcept {
+  if (context != nullptr) *context = nullptr;
+  if (mask != nullptr) *mask = 0;
+  if (context == nullptr) return collscope_ncclSuccess;
+  try {
+    std::lock_guard<std::mutex> glk(g_mu);
+    if (g_rt == nullptr) {
+      auto* rt = new Runtime();
+      rt->Setup(logfn);
+      g_rt = rt;
+    }
+    Runtime* rt = g_rt;
+    const bool active = !rt->disabled();
+    CommIdentity id;
+    id.comm_id = comm_id;
+    id.comm_name = (comm_name != nullptr && *comm_name != '\0') ? comm_name : "unknown";
+    id.rank = rank;
+    id.nranks = nranks;
+    id.nnodes = nnodes;
+    auto ctx = std::make_unique<CommCtx>(rt, std::move(id), rt->cfg_, active);
+    if (active && !rt->writer_running_) rt->StartWriter();
+    {
+      std::lock_guard<std::mutex> lk(rt->mu_);
+      rt->comms_.push_back(ctx.get());
+    }
+    ++rt->refs_;
+    *context = ctx.release();
+    if (mask != nullptr && !rt->disabled()) {
+      int m = collscope_ncclProfileColl | collscope_ncclProfileKernelCh;
+      if (rt->cfg_.enable_p2p) m |= collscope_ncclProfileP2p;
+      if (rt->cfg_.proxy_events) m |= collscope_ncclProfileProxyOp | collscope_ncclProfileProxyStep;
+      *mask = m;
+    }
+  } catch (...) {
+    // Out of memory or thread creation failure: NCCL runs on without us for this communicator.
+    if (mask != nullptr) *mask = 0;
+  }
+  return collscope_ncclSuccess;
+}
+
+collscope_ncclResult_t Runtime::CommFinalize(void* context) noexcept {
+  if (context == nullptr) return collscope_ncclSuccess;
+  try {
+    std::lock_guard<std::mutex> glk(g_mu);
+    auto* c = static_cast<CommCtx*>(context);
+    Runtime* rt = c->rt;
+    {
+      std::lock_guard<std::mutex> lk(rt->mu_);
+      if (c->active && !rt->disabled()) {
+        // Final drain: unlike Inspector, nothing completed is lost at teardown.
+        rt->buf_.clear();
+        rt->DrainCommLocked(c, &rt->buf_);
+        if (!rt->buf_.empty() && !rt->WriteAll(rt->log_fd_, rt->buf_)) {
+          rt->Disable("write to '" + rt->log_path_ + "' failed: " + std::strerror(errno));
+        }
+        if (HasInflight(*c)) {
+          std::string snap;
+          AppendCommState(*c, NowNs(), &snap);
+          snap.insert(snap.size() - 1, ",\"finalize_ts_us\":" + std::to_string(NowNs() / 1000));
+          auto& kept = rt->finalized_snapshots_;
+          if (kept.size() >= kMaxFinalizedSnapshots) kept.erase(kept.begin());
+          kept.push_back(std::move(snap));
+        }
+      }
+      rt->comms_.erase(std::remove(rt->comms_.begin(), rt->comms_.end(), c), rt->comms_.end());
+    }
+    delete c;
+    if (--rt->refs_ == 0) {
+      rt->StopWriter();
+      {
+        std::lock_guard<std::mutex> lk(rt->mu_);
+        rt->WriteStateLocked("finalized");
+      }
+      if (rt->log_fd_ >= 0) close(rt->log_fd_);
+      delete rt;
+      g_rt = nullptr;
+    }
+  } catch (...) {
+  }
+  return collscope_ncclSuccess;
+}
+
+void Runtime::AtExit() noexcept {
+  try {
+    std::lock_guard<std::mutex> glk(g_mu);
+    Runtime* rt = g_rt;
+    if (rt == nullptr) return;
+    // Communicators were never finalized (common at interpreter exit). Flush what completed and
+    // leave a last state file; memory stays allocated because NCCL threads may still call us.
+    rt->StopWriter();
+    std::lock_guard<std::mutex> lk(rt->mu_);
+    rt->DumpPassLocked();
+    rt->WriteStateLocked("exiting");
+  } catch (...) {
+  }
+}
+
+void Runtime::StartWriter() {
+  stop_ = false;
+  writer_ = std::thread(&Runtime::WriterLoop, this);
+  writer_running_ = true;
+}
+
+void Runtime::StopWriter() {
+  if (!writer_running_) return;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  writer_.join();
+  writer_running_ = false;
+}
+
+void Runtime::WriterLoop() {
+  using Clock = std::chrono::steady_clock;
+  const auto kNever = Clock::time_point::max();
+  const int64_t interval_us = cfg_.dump_interval_us;
+  const auto state_period = std::chrono::milliseconds(cfg_.state_interval_ms);
+  auto now = Clock::now();
+  auto next_dump = interval_us > 0 ? now + std::chrono::microseconds(interval_us)
+                                   : (interval_us == 0 ? now : kNever);
+  auto next_state = cfg_.state_interval_ms > 0 ? now : kNever;
+  std::unique_lock<std::mutex> lk(mu_);
+  while (!stop_) {
+    const auto wake = std::min(next_dump, next_state);
+    if (wake == kNever || disabled()) {
+      cv_.wait(lk, [&] { return stop_; });
+    } else {
+      cv_.wait_until(lk, wake, [&] { return stop_; });
+    }
+    if (stop_) break;
+    now = Clock::now();
+    if (now >= next_dump) {
+      const size_t n = DumpPassLocked();
+      if (interval_us > 0) {
+        next_dump = now + std::chrono::microseconds(interval_us);
+      } else {
+        // Continuous mode: go again at once while there is work, poll gently when idle.
+        next_dump = n > 0 ? now : now + std::chrono::microseconds(200);
+      }
+    }
+    if (now >= next_state) {
+      WriteStateLocked("running");
+      next_state = now + state_period;
+    }
+  }
+}
+
+size_t Runtime::DumpPassLocked() {
+  if (disabled() || log_fd_ < 0) return 0;
+  buf_.clear();
+  size_t n = 0;
+  for (CommCtx* c : comms_) {
+    if (c->active) n += DrainCommLocked(c, &buf_);
+    if (disabled()) return n;
+  }
+  if (!buf_.empty() && !WriteAll(log_fd_, buf_)) {
+    Disable("write to '" + log_path_ + "' failed: " + std::strerror(errno));
+  }
+  buf_.clear();
+  return n;
+}
+
+size_t Runtime::DrainCommLocked(CommCtx* c, std::string* out) {
+  const uint64_t dump_ts_us = NowNs() / 1000;
+  DumpStats stats;
+  std::string records;
+  auto drain = [&](BoundedRing<CompletedRecord>* ring, const ChannelTrace* traces,
+                   uint64_t* count) {
+    // At most one ring's worth per pass, so producers outrunning us cannot pin the writer.
+    for (uint32_t i = 0; i < ring->capacity(); ++i) {
+      const bool got = ring->TryPop([&](const CompletedRecord& r, uint32_t idx) {
+        std::span<const ChannelTrace> tr;
+        if (traces != nullptr) tr = {traces + static_cast<size_t>(idx) * kMaxChannels, r.n_traces};
+        FormatRecord(c->ident, proc_, r, tr, c->verbose, dump_ts_us, &records);
+      });
+      if (!got) break;
+      ++*count;
+      if (records.size() >= kFlushBytes) {
+        // Bound the buffer; this pass's dump_stats line then follows the first chunk.
+        out->append(records);
+        records.clear();
+        if (!WriteAll(log_fd_, *out)) {
+          Disable("write to '" + log_path_ + "' failed: " + std::strerror(errno));
+          return;
+        }
+        out->clear();
+      }
+    }
+  };
+  drain(c->coll_ring.get(), c->coll_traces.get(), &stats.coll_records);
+  drain(c->p2p_ring.get(), c->p2p_traces.get(), &stats.p2p_records);
+
+  stats.coll_dropped_total = c->coll_dropped.load(kRelaxed);
+  stats.p2p_dropped_total = c->p2p_dropped.load(kRelaxed);
+  stats.coll_dropped_since_last = stats.coll_dropped_total - c->coll_dropped_reported;
+  stats.p2p_dropped_since_last = stats.p2p_dropped_total - c->p2p_dropped_reported;
+  c->coll_dropped_reported = stats.coll_dropped_total;
+  c->p2p_dropped_reported = stats.p2p_dropped_total;
+  const bool new_drops = stats.coll_dropped_since_last + stats.p2p_dropped_since_last > 0;
+  const bool any = stats.coll_records + stats.p2p_records > 0;
+  if ((cfg_.dump_stats == DumpStatsMode::kAlways && (any || new_drops)) ||
+      (cfg_.dump_stats == DumpStatsMode::kDrops && new_drops)) {
+    FormatDumpStats(c->ident, proc_, stats, dump_ts_us, out);
+  }
+  out->append(records);
+  return stats.coll_records + stats.p2p_records;
+}
+
+void Runtime::WriteStateLocked(const char* status) {
+  if (disabled() || cfg_.state_interval_ms <= 0) return;
+  const uint64_t now = NowNs();
+  std::string s;
+  s.reserve(4096);
+  s.append("{\"collscope_inflight_version\":1,\"hostname\":");
+  AppendJsonString(proc_.hostname, &s);
+  s.append(",\"pid\":");
+  AppendUint(proc_.pid, &s);
+  s.append(",\"global_rank\":");
+  AppendInt(proc_.global_rank, &s);
+  s.append(",\"local_rank\":");
+  AppendInt(proc_.local_rank, &s);
+  s.append(",\"gpu\":");
+  AppendInt(proc_.gpu, &s);
+  s.append(",\"heartbeat_ts_us\":");
+  AppendUint(now / 1000, &s);
+  s.append(",\"state_seq\":");
+  AppendUint(++state_seq_, &s);
+  s.append(",\"status\":");
+  AppendJsonString(status, &s);
+  s.append(",\"comms\":[");
+  bool first = true;
+  for (const CommCtx* c : comms_) {
+    if (!c->active) continue;
+    if (!first) s.push_back(',');
+    first = false;
+    AppendCommState(*c, now, &s);
+  }
+  s.append("],\"finalized_comms\":[");
+  for (size_t i = 0; i < finalized_snapshots_.size(); ++i) {
+    if (i) s.push_back(',');
+    s.append(finalized_snapshots_[i]);
+  }
+  s.append("]}\n");
+
+  const int fd = open(state_tmp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    Disable("cannot write '" + state_tmp_path_ + "': " + std::strerror(errno));
+    return;
+  }
+  const bool ok = WriteAll(fd, s);
+  const int saved = errno;
+  if (close(fd) != 0 || !ok) {
+    Disable("write to '" + state_tmp_path_ + "' failed: " + std::strerror(ok ? errno : saved));
+    return;
+  }
+  if (rename(state_tmp_path_.c_str(), state_path_.c_str()) != 0) {
+    Disable("cannot rename to '" + state_path_ + "': " + std::strerror(errno));
+  }
+}
+
+bool Runtime::WriteAll(int fd, const std::string& data) {
+  const char* p = data.data();
+  size_t left = data.size();
+  while (left > 0) {
+    const ssize_t n = write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    if (n == 0) {
+      errno = EIO;
+      return false;
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace collscope::capture
