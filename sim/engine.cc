@@ -112,9 +112,9 @@ class Engine {
          InspectorWriter& insp, KinetoWriter& kineto, FILE* summary)
       : cfg_(config), L_(layout), faults_(faults), insp_(insp), kin_(kineto), summary_(summary) {
     const bool nt = config.mode == Mode::kNcclTests;
-    compute_sigma_ = config.noise.compute_sigma >= 0 ? config.noise.compute_sigma : 0.02;
-    comm_sigma_ = config.noise.comm_sigma >= 0 ? config.noise.comm_sigma : (nt ? 0.015 : 0.035);
-    cont_prob_ = config.noise.contention_prob >= 0 ? config.noise.contention_prob : (nt ? 0 : 0.25);
+    compute_sigma_ = config.noise.compute_sigma >= 0 ? config.noise.compute_sigma : 0.01;
+    comm_sigma_ = config.noise.comm_sigma >= 0 ? config.noise.comm_sigma : (nt ? 0.015 : 0.025);
+    cont_prob_ = config.noise.contention_prob >= 0 ? config.noise.contention_prob : (nt ? 0 : 0.2);
     cont_min_ = config.noise.contention_min >= 0 ? config.noise.contention_min : 0.85;
     rs_.resize(L_.world);
     inst_.resize(L_.comms.size());
@@ -414,7 +414,16 @@ double Engine::LinkBandwidth(int a, int b, double t, double* lat_us) {
     return cl.nvlink_gbs;
   }
   *lat_us = cl.net_latency_us;
-  return cl.nic_gbs * std::min(NicFactor(ra.host, ra.rail, t), NicFactor(rb.host, rb.rail, t));
+  const double fa = NicFactor(ra.host, ra.rail, t), fb = NicFactor(rb.host, rb.rail, t);
+  if (fa < 1.0 || fb < 1.0) {
+    for (Fault& f : faults_) {
+      if (f.kind != FaultKind::kNicDegrade || !f.Active(step_, t)) continue;
+      if ((f.host == ra.host && (f.rail < 0 || f.rail == ra.rail)) ||
+          (f.host == rb.host && (f.rail < 0 || f.rail == rb.rail)))
+        f.Touch(t);
+    }
+  }
+  return cl.nic_gbs * std::min(fa, fb);
 }
 
 double Engine::FlapDelay(int host, int rail, double start, double dur) {
@@ -877,7 +886,7 @@ void Engine::RunStep(int step) {
     RankState& st = rs_[r];
     if (std::isfinite(st.t)) {
       const double gap = cfg_.workload.step_gap_us *
-                         LogNormal(Hash(cfg_.seed, 0x57E9ULL, r, step), 0.1);
+                         LogNormal(Hash(cfg_.seed, 0x57E9ULL, r, step), 0.03);
       st.t += step == 0 ? 0 : gap;
     }
     st.step_start = st.t;
