@@ -82,6 +82,23 @@ class BatchQueue {
     not_full_.notify_one();
     return b;
   }
+  // Batches are recycled so their column vectors keep their capacity across files.
+  std::unique_ptr<RecordBatch> Take() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (!free_.empty()) {
+        auto b = std::move(free_.back());
+        free_.pop_back();
+        return b;
+      }
+    }
+    return std::make_unique<RecordBatch>();
+  }
+  void Recycle(std::unique_ptr<RecordBatch> b) {
+    b->Clear();
+    std::lock_guard<std::mutex> l(mu_);
+    free_.push_back(std::move(b));
+  }
   void SetProducers(int n) { producers_ = n; }
   void ProducerDone() {
     std::lock_guard<std::mutex> l(mu_);
@@ -102,24 +119,34 @@ class BatchQueue {
   std::mutex mu_;
   std::condition_variable not_full_, not_empty_;
   std::deque<std::unique_ptr<RecordBatch>> q_;
+  std::vector<std::unique_ptr<RecordBatch>> free_;
   size_t capacity_;
   int producers_ = 0;
   bool cancelled_ = false;
 };
 
 // Parses one file from its start offset, pushing batches of at most kBatchRows lines.
-void ParseFile(const FileTask& task, size_t file_index, size_t block_size, BatchQueue& queue) {
+struct ParseContext {
+  explicit ParseContext(size_t block_size) : reader(block_size) {}
+  LineReader reader;
   InspectorLineParser parser;
   ParsedLine parsed;
   std::string reason;
+};
+
+void ParseFile(const FileTask& task, size_t file_index, ParseContext& ctx, BatchQueue& queue) {
+  InspectorLineParser& parser = ctx.parser;
+  ParsedLine& parsed = ctx.parsed;
+  std::string& reason = ctx.reason;
   uint64_t line_no = task.start_line;
-  auto batch = std::make_unique<RecordBatch>();
+  auto batch = queue.Take();
   batch->file_index = file_index;
   uint64_t batch_start = task.start_offset;
 
-  auto reader = LineReader::Open(task.path, task.start_offset, block_size);
-  if (!reader.ok()) {
-    batch->rejections.push_back({0, reader.status().message(), ""});
+  LineReader* reader = &ctx.reader;
+  Status opened = reader->Open(task.path, task.start_offset);
+  if (!opened.ok()) {
+    batch->rejections.push_back({0, opened.message(), ""});
     batch->end_offset = task.start_offset;
     batch->end_line = line_no;
     batch->last = true;
@@ -128,7 +155,7 @@ void ParseFile(const FileTask& task, size_t file_index, size_t block_size, Batch
   }
   LineBlock block;
   for (;;) {
-    Result<bool> more = (*reader)->Next(&block);
+    Result<bool> more = reader->Next(&block);
     if (!more.ok()) {
       // Keep what was read; the rest of the file is retried by the next ingest.
       batch->rejections.push_back({line_no + 1, more.status().message(), ""});
@@ -156,17 +183,19 @@ void ParseFile(const FileTask& task, size_t file_index, size_t block_size, Batch
         batch->end_line = line_no;
         batch->bytes = batch->end_offset - batch_start;
         batch_start = batch->end_offset;
+        batch->SortByStream();
         if (!queue.Push(std::move(batch))) return;
-        batch = std::make_unique<RecordBatch>();
+        batch = queue.Take();
         batch->file_index = file_index;
       }
     }
   }
-  batch->end_offset = (*reader)->consumed();
+  batch->end_offset = reader->consumed();
   batch->end_line = line_no;
   batch->bytes = batch->end_offset - batch_start;
   batch->last = true;
-  batch->incomplete_tail = (*reader)->pending();
+  batch->incomplete_tail = reader->pending();
+  batch->SortByStream();
   queue.Push(std::move(batch));
 }
 
@@ -178,20 +207,40 @@ std::string ProcessMapKey(const std::string& host, uint64_t pid) {
   return host + "\n" + std::to_string(pid);
 }
 
+// Copies a column slice and marks sentinel values NULL (one validity fetch per slice).
+template <typename T, typename IsNull>
+void FillColumnIf(ChunkAppender& a, int col, const std::vector<T>& src, size_t off, size_t n,
+                  IsNull is_null) {
+  T* dst = a.Column<T>(col);
+  std::memcpy(dst, src.data() + off, n * sizeof(T));
+  uint64_t* validity = nullptr;
+  for (size_t i = 0; i < n; ++i) {
+    if (!is_null(src[off + i])) continue;
+    if (!validity) validity = a.WritableValidity(col);
+    validity[i >> 6] &= ~(uint64_t{1} << (i & 63));
+  }
+}
+
 template <typename T>
 void FillColumn(ChunkAppender& a, int col, const std::vector<T>& src, size_t off, size_t n,
                 T null_value) {
-  T* dst = a.Column<T>(col);
-  std::memcpy(dst, src.data() + off, n * sizeof(T));
-  for (size_t i = 0; i < n; ++i)
-    if (src[off + i] == null_value) a.SetNull(col, i);
+  FillColumnIf(a, col, src, off, n, [null_value](T v) { return v == null_value; });
 }
 
 void FillDouble(ChunkAppender& a, int col, const std::vector<double>& src, size_t off, size_t n) {
-  double* dst = a.Column<double>(col);
-  std::memcpy(dst, src.data() + off, n * sizeof(double));
-  for (size_t i = 0; i < n; ++i)
-    if (std::isnan(src[off + i])) a.SetNull(col, i);
+  FillColumnIf(a, col, src, off, n, [](double v) { return std::isnan(v); });
+}
+
+// Bandwidths: NULL where derivable (see bandwidth.h); a written "nan" stays NaN.
+void FillOverride(ChunkAppender& a, int col, const std::vector<double>& src,
+                  const std::vector<uint8_t>& derived, size_t off, size_t n) {
+  std::memcpy(a.Column<double>(col), src.data() + off, n * sizeof(double));
+  uint64_t* validity = nullptr;
+  for (size_t i = 0; i < n; ++i) {
+    if (!derived[off + i]) continue;
+    if (!validity) validity = a.WritableValidity(col);
+    validity[i >> 6] &= ~(uint64_t{1} << (i & 63));
+  }
 }
 
 // The single writer: owns the connection's transaction, the dictionaries and the appenders.
@@ -208,6 +257,7 @@ class Writer {
     COLLSCOPE_RETURN_IF_ERROR(kernel_events_.Open(c, "kernel_events"));
     COLLSCOPE_RETURN_IF_ERROR(dump_stats_.Open(c, "dump_stats"));
     COLLSCOPE_RETURN_IF_ERROR(comms_.Open(c, "communicators"));
+    COLLSCOPE_RETURN_IF_ERROR(operations_.Open(c, "operations"));
     COLLSCOPE_RETURN_IF_ERROR(processes_.Open(c, "processes"));
     COLLSCOPE_RETURN_IF_ERROR(log_.Open(c, "ingest_log"));
     for (size_t i = 0; i < tasks_.size(); ++i) {
@@ -218,9 +268,9 @@ class Writer {
   }
 
   Status Write(const RecordBatch& b, IngestReport& report) {
-    std::vector<int32_t> comm_ids, process_ids;
-    COLLSCOPE_RETURN_IF_ERROR(MapDictionaries(b, comm_ids, process_ids));
-    COLLSCOPE_RETURN_IF_ERROR(WriteRecords(b, comm_ids, process_ids));
+    std::vector<int32_t> comm_ids, process_ids, op_ids;
+    COLLSCOPE_RETURN_IF_ERROR(MapDictionaries(b, comm_ids, process_ids, op_ids));
+    COLLSCOPE_RETURN_IF_ERROR(WriteRecords(b, op_ids, process_ids));
     COLLSCOPE_RETURN_IF_ERROR(WriteKernelEvents(b));
     COLLSCOPE_RETURN_IF_ERROR(WriteDumpStats(b, comm_ids, process_ids));
     COLLSCOPE_RETURN_IF_ERROR(WriteRejections(b, report));
@@ -238,7 +288,8 @@ class Writer {
 
   // Flushes the appenders and commits rows together with each touched file's progress.
   Status Commit(bool reopen) {
-    for (ChunkAppender* a : {&comms_, &processes_, &records_, &kernel_events_, &dump_stats_, &log_})
+    for (ChunkAppender* a :
+         {&comms_, &processes_, &operations_, &records_, &kernel_events_, &dump_stats_, &log_})
       COLLSCOPE_RETURN_IF_ERROR(a->Flush());
     std::string upsert;
     for (size_t i = 0; i < tasks_.size(); ++i) {
@@ -263,7 +314,14 @@ class Writer {
     return Status::Ok();
   }
 
-  void Rollback() { store_.Exec("ROLLBACK"); }
+  // The appenders hold rows not yet flushed; they must land in the transaction being rolled back,
+  // not in an automatic one after it.
+  void Rollback() {
+    for (ChunkAppender* a :
+         {&comms_, &processes_, &operations_, &records_, &kernel_events_, &dump_stats_, &log_})
+      a->Close();
+    store_.Exec("ROLLBACK");
+  }
   int commits() const { return commits_; }
 
  private:
@@ -284,6 +342,23 @@ class Writer {
       comm_map_[CommMapKey(k)] = id;
       next_comm_id_ = std::max(next_comm_id_, id + 1);
     }
+    Result<QueryResult> ops = store_.Query(
+        "SELECT op_id, comm_id, enum_code(kind), enum_code(op), enum_code(algo), "
+        "enum_code(proto), peer, msg_size_bytes FROM operations WHERE run_id = " + run);
+    if (!ops.ok()) return ops.status();
+    for (const auto& row : ops->rows) {
+      OpKey k;
+      k.comm = static_cast<uint32_t>(std::stoul(*row[1]));
+      k.kind = static_cast<uint8_t>(std::stoi(*row[2]));
+      k.op = static_cast<uint8_t>(std::stoi(*row[3]));
+      k.algo = row[4] ? static_cast<uint8_t>(std::stoi(*row[4])) : kNullEnum;
+      k.proto = row[5] ? static_cast<uint8_t>(std::stoi(*row[5])) : kNullEnum;
+      k.peer = row[6] ? std::stoi(*row[6]) : kNullI32;
+      k.msg_size_bytes = std::stoull(*row[7]);
+      int32_t id = std::stoi(*row[0]);
+      op_map_[k] = id;
+      next_op_id_ = std::max(next_op_id_, id + 1);
+    }
     Result<QueryResult> procs = store_.Query(
         "SELECT process_id, hostname, pid FROM processes WHERE run_id = " + run);
     if (!procs.ok()) return procs.status();
@@ -296,7 +371,7 @@ class Writer {
   }
 
   Status MapDictionaries(const RecordBatch& b, std::vector<int32_t>& comm_ids,
-                         std::vector<int32_t>& process_ids) {
+                         std::vector<int32_t>& process_ids, std::vector<int32_t>& op_ids) {
     for (const CommKey& c : b.comms) {
       auto [it, inserted] = comm_map_.emplace(CommMapKey(c), next_comm_id_);
       comm_ids.push_back(it->second);
@@ -327,68 +402,79 @@ class Writer {
       processes_.SetString(6, 0, p.format_version);
       COLLSCOPE_RETURN_IF_ERROR(processes_.Append(1));
     }
+    for (OpKey k : b.ops) {
+      k.comm = static_cast<uint32_t>(comm_ids[k.comm]);
+      auto [it, inserted] = op_map_.emplace(k, next_op_id_);
+      op_ids.push_back(it->second);
+      if (!inserted) continue;
+      ++next_op_id_;
+      ChunkAppender& a = operations_;
+      a.Column<int32_t>(0)[0] = run_id_;
+      a.Column<int32_t>(1)[0] = it->second;
+      a.Column<int32_t>(2)[0] = static_cast<int32_t>(k.comm);
+      a.Column<uint8_t>(3)[0] = k.kind;
+      a.Column<uint8_t>(4)[0] = k.op;
+      a.Column<uint8_t>(5)[0] = k.algo;
+      if (k.algo == kNullEnum) a.SetNull(5, 0);
+      a.Column<uint8_t>(6)[0] = k.proto;
+      if (k.proto == kNullEnum) a.SetNull(6, 0);
+      a.Column<int32_t>(7)[0] = k.peer;
+      if (k.peer == kNullI32) a.SetNull(7, 0);
+      a.Column<uint64_t>(8)[0] = k.msg_size_bytes;
+      COLLSCOPE_RETURN_IF_ERROR(a.Append(1));
+    }
     return Status::Ok();
   }
 
-  Status WriteRecords(const RecordBatch& b, const std::vector<int32_t>& comm_ids,
+  Status WriteRecords(const RecordBatch& b, const std::vector<int32_t>& op_ids,
                       const std::vector<int32_t>& process_ids) {
-    static const int kCol[] = {
-        ColumnIndex("records", "run_id"),          ColumnIndex("records", "file_id"),
-        ColumnIndex("records", "line"),            ColumnIndex("records", "process_id"),
-        ColumnIndex("records", "comm_id"),         ColumnIndex("records", "rank"),
-        ColumnIndex("records", "kind"),            ColumnIndex("records", "op"),
-        ColumnIndex("records", "algo"),            ColumnIndex("records", "proto"),
-        ColumnIndex("records", "sn"),              ColumnIndex("records", "peer"),
-        ColumnIndex("records", "msg_size_bytes"),  ColumnIndex("records", "exec_time_us"),
-        ColumnIndex("records", "timing_source"),   ColumnIndex("records", "algbw_gbs"),
-        ColumnIndex("records", "busbw_gbs"),       ColumnIndex("records", "dump_ts_us"),
-        ColumnIndex("records", "start_ts_us"),     ColumnIndex("records", "stop_ts_us"),
-        ColumnIndex("records", "n_channels"),      ColumnIndex("records", "global_rank"),
-        ColumnIndex("records", "local_rank"),      ColumnIndex("records", "gpu"),
-        ColumnIndex("records", "enqueue_ts_us"),   ColumnIndex("records", "kernel_start_ts_us"),
-        ColumnIndex("records", "kernel_stop_ts_us"), ColumnIndex("records", "queue_delay_us"),
-        ColumnIndex("records", "ch_start_spread_us"), ColumnIndex("records", "ch_stop_spread_us"),
-    };
+    auto col = [](const char* name) { return ColumnIndex("records", name); };
+    static const int kRun = col("run_id"), kFile = col("file_id"), kLine = col("line"),
+                     kProcess = col("process_id"), kOp = col("op_id"), kRank = col("rank"),
+                     kSn = col("sn"), kExec = col("exec_time_us"), kSource = col("timing_source"),
+                     kAlgbw = col("algbw_gbs_override"), kBusbw = col("busbw_gbs_override"),
+                     kDumpTs = col("dump_ts_us"), kStartTs = col("start_ts_us"),
+                     kStopTs = col("stop_ts_us"), kChannels = col("n_channels"),
+                     kGlobalRank = col("global_rank"), kLocalRank = col("local_rank"),
+                     kGpu = col("gpu"), kEnqueue = col("enqueue_ts_us"),
+                     kKernelStart = col("kernel_start_ts_us"),
+                     kKernelStop = col("kernel_stop_ts_us"), kQueue = col("queue_delay_us"),
+                     kStartSpread = col("ch_start_spread_us"),
+                     kStopSpread = col("ch_stop_spread_us");
     const int32_t file_id = tasks_[b.file_index].file_id;
     ChunkAppender& a = records_;
     for (size_t off = 0; off < b.records(); off += a.capacity()) {
       size_t n = std::min(a.capacity(), b.records() - off);
-      int32_t* run = a.Column<int32_t>(kCol[0]);
-      int32_t* file = a.Column<int32_t>(kCol[1]);
-      int32_t* proc = a.Column<int32_t>(kCol[3]);
-      int32_t* comm = a.Column<int32_t>(kCol[4]);
+      int32_t* run = a.Column<int32_t>(kRun);
+      int32_t* file = a.Column<int32_t>(kFile);
+      int32_t* proc = a.Column<int32_t>(kProcess);
+      int32_t* op = a.Column<int32_t>(kOp);
       for (size_t i = 0; i < n; ++i) {
         run[i] = run_id_;
         file[i] = file_id;
         proc[i] = process_ids[b.process_local[off + i]];
-        comm[i] = comm_ids[b.comm_local[off + i]];
+        op[i] = op_ids[b.op_local[off + i]];
       }
-      FillColumn(a, kCol[2], b.line, off, n, kNullU64);
-      FillColumn(a, kCol[5], b.rank, off, n, kNullI32);
-      FillColumn(a, kCol[6], b.kind, off, n, kNullEnum);
-      FillColumn(a, kCol[7], b.op, off, n, kNullEnum);
-      FillColumn(a, kCol[8], b.algo, off, n, kNullEnum);
-      FillColumn(a, kCol[9], b.proto, off, n, kNullEnum);
-      FillColumn(a, kCol[10], b.sn, off, n, kNullU64);
-      FillColumn(a, kCol[11], b.peer, off, n, kNullI32);
-      FillColumn(a, kCol[12], b.msg_size_bytes, off, n, kNullU64);
-      FillColumn(a, kCol[13], b.exec_time_us, off, n, kNullU64);
-      FillColumn(a, kCol[14], b.timing_source, off, n, kNullEnum);
-      FillDouble(a, kCol[15], b.algbw_gbs, off, n);
-      FillDouble(a, kCol[16], b.busbw_gbs, off, n);
-      FillColumn(a, kCol[17], b.dump_ts_us, off, n, kNullU64);
-      FillColumn(a, kCol[18], b.start_ts_us, off, n, kNullU64);
-      FillColumn(a, kCol[19], b.stop_ts_us, off, n, kNullU64);
-      FillColumn(a, kCol[20], b.n_channels, off, n, kNullI32);
-      FillColumn(a, kCol[21], b.global_rank, off, n, kNullI32);
-      FillColumn(a, kCol[22], b.local_rank, off, n, kNullI32);
-      FillColumn(a, kCol[23], b.gpu, off, n, kNullI32);
-      FillColumn(a, kCol[24], b.enqueue_ts_us, off, n, kNullU64);
-      FillColumn(a, kCol[25], b.kernel_start_ts_us, off, n, kNullU64);
-      FillColumn(a, kCol[26], b.kernel_stop_ts_us, off, n, kNullU64);
-      FillDouble(a, kCol[27], b.queue_delay_us, off, n);
-      FillDouble(a, kCol[28], b.ch_start_spread_us, off, n);
-      FillDouble(a, kCol[29], b.ch_stop_spread_us, off, n);
+      FillColumn(a, kLine, b.line, off, n, kNullU64);
+      FillColumn(a, kRank, b.rank, off, n, kNullI32);
+      FillColumn(a, kSn, b.sn, off, n, kNullU64);
+      FillColumn(a, kExec, b.exec_time_us, off, n, kNullU64);
+      FillColumn(a, kSource, b.timing_source, off, n, kNullEnum);
+      FillOverride(a, kAlgbw, b.algbw_gbs, b.algbw_derived, off, n);
+      FillOverride(a, kBusbw, b.busbw_gbs, b.busbw_derived, off, n);
+      FillColumn(a, kDumpTs, b.dump_ts_us, off, n, kNullU64);
+      FillColumn(a, kStartTs, b.start_ts_us, off, n, kNullU64);
+      FillColumn(a, kStopTs, b.stop_ts_us, off, n, kNullU64);
+      FillColumn(a, kChannels, b.n_channels, off, n, kNullI32);
+      FillColumn(a, kGlobalRank, b.global_rank, off, n, kNullI32);
+      FillColumn(a, kLocalRank, b.local_rank, off, n, kNullI32);
+      FillColumn(a, kGpu, b.gpu, off, n, kNullI32);
+      FillColumn(a, kEnqueue, b.enqueue_ts_us, off, n, kNullU64);
+      FillColumn(a, kKernelStart, b.kernel_start_ts_us, off, n, kNullU64);
+      FillColumn(a, kKernelStop, b.kernel_stop_ts_us, off, n, kNullU64);
+      FillDouble(a, kQueue, b.queue_delay_us, off, n);
+      FillDouble(a, kStartSpread, b.ch_start_spread_us, off, n);
+      FillDouble(a, kStopSpread, b.ch_stop_spread_us, off, n);
       COLLSCOPE_RETURN_IF_ERROR(a.Append(n));
     }
     return Status::Ok();
@@ -470,8 +556,9 @@ class Writer {
   std::vector<FileTask>& tasks_;
   std::vector<FileProgress> progress_;
   std::unordered_map<std::string, int32_t> comm_map_, process_map_;
-  int32_t next_comm_id_ = 1, next_process_id_ = 1;
-  ChunkAppender records_, kernel_events_, dump_stats_, comms_, processes_, log_;
+  std::unordered_map<OpKey, int32_t, OpKeyHash> op_map_;
+  int32_t next_comm_id_ = 1, next_process_id_ = 1, next_op_id_ = 1;
+  ChunkAppender records_, kernel_events_, dump_stats_, comms_, processes_, operations_, log_;
   int commits_ = 0;
 };
 
@@ -608,9 +695,10 @@ Result<IngestReport> Ingest(Store& store, const std::vector<std::string>& paths,
   std::vector<std::thread> workers;
   for (int i = 0; i < threads; ++i) {
     workers.emplace_back([&] {
+      ParseContext ctx(options.block_size);
       for (size_t k; (k = next_task.fetch_add(1)) < order.size();) {
         if (queue.cancelled()) break;
-        ParseFile(tasks[order[k]], order[k], options.block_size, queue);
+        ParseFile(tasks[order[k]], order[k], ctx, queue);
       }
       queue.ProducerDone();
     });
@@ -634,6 +722,7 @@ Result<IngestReport> Ingest(Store& store, const std::vector<std::string>& paths,
       }
     }
     if (!failure.ok()) queue.Cancel();
+    queue.Recycle(std::move(batch));
   }
   for (auto& w : workers) w.join();
   if (failure.ok()) failure = writer.Commit(false);

@@ -13,32 +13,45 @@ bool IsGzipPath(const std::string& path) {
   return path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
 }
 
-Result<std::unique_ptr<LineReader>> LineReader::Open(const std::string& path, uint64_t start,
-                                                     size_t block_size) {
-  std::unique_ptr<LineReader> r(new LineReader());
-  r->path_ = path;
-  r->block_size_ = block_size;
-  r->consumed_ = start;
-  if (IsGzipPath(path)) {
-    r->gz_ = gzopen(path.c_str(), "rb");
-    if (!r->gz_) return Status::Error(path + ": cannot open: " + std::strerror(errno));
-    gzbuffer(r->gz_, 1 << 20);
-    if (start > 0 && gzseek(r->gz_, static_cast<z_off_t>(start), SEEK_SET) < 0)
-      return Status::Error(path + ": cannot skip to offset " + std::to_string(start));
-  } else {
-    r->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (r->fd_ < 0) return Status::Error(path + ": cannot open: " + std::strerror(errno));
-    if (start > 0 && ::lseek(r->fd_, static_cast<off_t>(start), SEEK_SET) < 0)
-      return Status::Error(path + ": cannot seek: " + std::strerror(errno));
-    posix_fadvise(r->fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
-  }
-  r->buf_.resize(block_size + simdjson::SIMDJSON_PADDING);
-  return r;
-}
+LineReader::LineReader(size_t block_size)
+    : buf_(new char[block_size + simdjson::SIMDJSON_PADDING]), capacity_(block_size) {}
 
-LineReader::~LineReader() {
+LineReader::~LineReader() { Close(); }
+
+void LineReader::Close() {
   if (fd_ >= 0) ::close(fd_);
   if (gz_) gzclose(gz_);
+  fd_ = -1;
+  gz_ = nullptr;
+}
+
+void LineReader::Grow() {
+  std::unique_ptr<char[]> bigger(new char[capacity_ * 2 + simdjson::SIMDJSON_PADDING]);
+  std::memcpy(bigger.get(), buf_.get(), capacity_);
+  buf_ = std::move(bigger);
+  capacity_ *= 2;
+}
+
+Status LineReader::Open(const std::string& path, uint64_t start) {
+  Close();
+  path_ = path;
+  consumed_ = start;
+  pending_ = carry_ = tail_start_ = tail_size_ = 0;
+  eof_ = false;
+  if (IsGzipPath(path)) {
+    gz_ = gzopen(path.c_str(), "rb");
+    if (!gz_) return Status::Error(path + ": cannot open: " + std::strerror(errno));
+    gzbuffer(gz_, 1 << 20);
+    if (start > 0 && gzseek(gz_, static_cast<z_off_t>(start), SEEK_SET) < 0)
+      return Status::Error(path + ": cannot skip to offset " + std::to_string(start));
+  } else {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) return Status::Error(path + ": cannot open: " + std::strerror(errno));
+    if (start > 0 && ::lseek(fd_, static_cast<off_t>(start), SEEK_SET) < 0)
+      return Status::Error(path + ": cannot seek: " + std::strerror(errno));
+    posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
+  }
+  return Status::Ok();
 }
 
 Result<size_t> LineReader::ReadSome(char* dst, size_t n) {
@@ -61,7 +74,7 @@ Result<size_t> LineReader::ReadSome(char* dst, size_t n) {
 
 Result<bool> LineReader::Next(LineBlock* block) {
   if (tail_size_ > 0) {
-    std::memmove(buf_.data(), buf_.data() + tail_start_, tail_size_);
+    std::memmove(buf_.get(), buf_.get() + tail_start_, tail_size_);
     carry_ = tail_size_;
     tail_size_ = 0;
   } else if (tail_start_ > 0) {
@@ -73,15 +86,12 @@ Result<bool> LineReader::Next(LineBlock* block) {
       pending_ = carry_;
       return false;
     }
-    size_t capacity = buf_.size() - simdjson::SIMDJSON_PADDING;
-    if (carry_ == capacity) {
-      // One line longer than the buffer: grow rather than split it.
-      buf_.resize(capacity * 2 + simdjson::SIMDJSON_PADDING);
-      capacity *= 2;
-    }
+    // One line longer than the buffer: grow rather than split it.
+    if (carry_ == capacity_) Grow();
+    const size_t capacity = capacity_;
     size_t filled = carry_;
     while (filled < capacity) {
-      Result<size_t> got = ReadSome(buf_.data() + filled, capacity - filled);
+      Result<size_t> got = ReadSome(buf_.get() + filled, capacity - filled);
       if (!got.ok()) return got.status();
       if (*got == 0) {
         eof_ = true;
@@ -90,19 +100,18 @@ Result<bool> LineReader::Next(LineBlock* block) {
       filled += *got;
     }
     // Complete lines end at the last newline in the buffer.
-    const char* base = buf_.data();
+    const char* base = buf_.get();
     const void* last_nl = memrchr(base, '\n', filled);
     if (!last_nl) {
       carry_ = filled;
       continue;
     }
     size_t complete = static_cast<const char*>(last_nl) - base + 1;
-    // Zero the padding after the complete lines: simdjson may read (not use) it.
-    std::memset(buf_.data() + filled, 0, std::min<size_t>(simdjson::SIMDJSON_PADDING,
-                                                         buf_.size() - filled));
+    // Zero the padding after the data: simdjson may read (never use) it.
+    std::memset(buf_.get() + filled, 0, simdjson::SIMDJSON_PADDING);
     block->data = base;
     block->size = complete;
-    block->readable = filled + std::min<size_t>(simdjson::SIMDJSON_PADDING, buf_.size() - filled);
+    block->readable = filled + simdjson::SIMDJSON_PADDING;
     block->offset = consumed_;
     consumed_ += complete;
     // Leave the incomplete tail for the next call; moved after the caller is done with the block.

@@ -24,9 +24,14 @@ struct LineBlock {
 
 class LineReader {
  public:
-  static Result<std::unique_ptr<LineReader>> Open(const std::string& path, uint64_t start_offset,
-                                                  size_t block_size = 8 << 20);
+  // One reader serves many files in turn, so its block buffer is allocated once.
+  explicit LineReader(size_t block_size = 8 << 20);
   ~LineReader();
+  LineReader(const LineReader&) = delete;
+  LineReader& operator=(const LineReader&) = delete;
+
+  // Starts reading `path` at uncompressed offset `start_offset`, closing any previous file.
+  Status Open(const std::string& path, uint64_t start_offset);
 
   // Fills `block` with the next run of complete lines. Returns false at the end of the complete
   // lines; the block is valid until the next call.
@@ -38,14 +43,15 @@ class LineReader {
   uint64_t pending() const { return pending_; }
 
  private:
-  LineReader() = default;
   Result<size_t> ReadSome(char* dst, size_t n);
+  void Close();
+  void Grow();
 
   std::string path_;
   int fd_ = -1;
   gzFile gz_ = nullptr;
-  std::vector<char> buf_;
-  size_t block_size_ = 0;
+  std::unique_ptr<char[]> buf_;  // capacity_ + padding bytes; never zero-filled as a whole
+  size_t capacity_ = 0;
   size_t carry_ = 0;      // bytes of an incomplete line kept at the front of buf_
   size_t tail_start_ = 0;  // where the incomplete tail after the last block starts
   size_t tail_size_ = 0;

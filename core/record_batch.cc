@@ -1,5 +1,11 @@
 #include "core/record_batch.h"
 
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+#include "core/bandwidth.h"
+
 namespace collscope {
 
 uint32_t RecordBatch::InternComm(const ParsedLine& p) {
@@ -35,6 +41,66 @@ uint32_t RecordBatch::InternProcess(const ParsedLine& p) {
   return static_cast<uint32_t>(processes.size() - 1);
 }
 
+uint32_t RecordBatch::InternOp(const OpKey& k) {
+  auto [it, inserted] = op_index_.emplace(k, static_cast<uint32_t>(ops.size()));
+  if (inserted) ops.push_back(k);
+  return it->second;
+}
+
+namespace {
+template <typename T>
+void Permute(std::vector<T>& v, const std::vector<uint32_t>& perm, std::vector<uint64_t>& scratch) {
+  static_assert(sizeof(T) <= sizeof(uint64_t) && std::is_trivially_copyable_v<T>);
+  scratch.resize(v.size());
+  T* tmp = reinterpret_cast<T*>(scratch.data());
+  for (size_t i = 0; i < perm.size(); ++i) tmp[i] = v[perm[i]];
+  std::memcpy(v.data(), tmp, v.size() * sizeof(T));
+}
+}  // namespace
+
+void RecordBatch::SortByStream() {
+  const size_t n = records();
+  perm_.resize(n);
+  for (size_t i = 0; i < n; ++i) perm_[i] = static_cast<uint32_t>(i);
+  auto stream = [&](uint32_t i) {
+    const OpKey& k = ops[op_local[i]];
+    return (uint64_t{k.comm} << 16) | (uint64_t{k.kind} << 8) | k.op;
+  };
+  std::stable_sort(perm_.begin(), perm_.end(),
+                   [&](uint32_t a, uint32_t b) { return stream(a) < stream(b); });
+  for (auto* v : {&line, &sn, &exec_time_us, &dump_ts_us, &start_ts_us, &stop_ts_us,
+                  &enqueue_ts_us, &kernel_start_ts_us, &kernel_stop_ts_us})
+    Permute(*v, perm_, scratch_);
+  for (auto* v : {&process_local, &op_local}) Permute(*v, perm_, scratch_);
+  for (auto* v : {&rank, &n_channels, &global_rank, &local_rank, &gpu}) Permute(*v, perm_, scratch_);
+  for (auto* v : {&timing_source, &algbw_derived, &busbw_derived}) Permute(*v, perm_, scratch_);
+  for (auto* v : {&algbw_gbs, &busbw_gbs, &queue_delay_us, &ch_start_spread_us,
+                  &ch_stop_spread_us})
+    Permute(*v, perm_, scratch_);
+}
+
+void RecordBatch::Clear() {
+  file_index = 0;
+  end_offset = end_line = bytes = incomplete_tail = 0;
+  last = false;
+  comms.clear();
+  processes.clear();
+  ops.clear();
+  op_index_.clear();
+  for (auto* v : {&line, &sn, &exec_time_us, &dump_ts_us, &start_ts_us, &stop_ts_us,
+                  &enqueue_ts_us, &kernel_start_ts_us, &kernel_stop_ts_us, &ke_line})
+    v->clear();
+  for (auto* v : {&process_local, &op_local}) v->clear();
+  for (auto* v : {&rank, &n_channels, &global_rank, &local_rank, &gpu}) v->clear();
+  for (auto* v : {&timing_source, &algbw_derived, &busbw_derived}) v->clear();
+  for (auto* v : {&algbw_gbs, &busbw_gbs, &queue_delay_us, &ch_start_spread_us,
+                  &ch_stop_spread_us})
+    v->clear();
+  ke.clear();
+  dump_stats.clear();
+  rejections.clear();
+}
+
 void RecordBatch::Add(uint64_t line_no, const ParsedLine& p) {
   uint32_t proc = InternProcess(p);
   uint32_t comm = InternComm(p);
@@ -44,21 +110,28 @@ void RecordBatch::Add(uint64_t line_no, const ParsedLine& p) {
                           p.p2p_dropped_total, p.p2p_dropped_since_last_dump});
     return;
   }
+  OpKey key;
+  key.comm = comm;
+  key.kind = static_cast<uint8_t>(p.record_kind);
+  key.op = p.op;
+  key.algo = p.algo;
+  key.proto = p.proto;
+  key.peer = p.peer;
+  key.msg_size_bytes = p.msg_size_bytes;
   line.push_back(line_no);
   process_local.push_back(proc);
-  comm_local.push_back(comm);
+  op_local.push_back(InternOp(key));
   rank.push_back(p.rank);
-  kind.push_back(static_cast<uint8_t>(p.record_kind));
-  op.push_back(p.op);
-  algo.push_back(p.algo);
-  proto.push_back(p.proto);
   sn.push_back(p.sn);
-  peer.push_back(p.peer);
-  msg_size_bytes.push_back(p.msg_size_bytes);
   exec_time_us.push_back(p.exec_time_us);
   timing_source.push_back(p.timing_source);
+  // Bandwidths Inspector derived from size and time need not be stored: the views recompute them
+  // bit-exactly. Compare bit patterns so NaN ("nan" in the file) is never taken as derivable.
+  Bandwidth bw = InspectorBandwidth(p.op, p.n_ranks, p.msg_size_bytes, p.exec_time_us);
   algbw_gbs.push_back(p.algbw_gbs);
   busbw_gbs.push_back(p.busbw_gbs);
+  algbw_derived.push_back(std::memcmp(&bw.algbw_gbs, &p.algbw_gbs, sizeof(double)) == 0);
+  busbw_derived.push_back(std::memcmp(&bw.busbw_gbs, &p.busbw_gbs, sizeof(double)) == 0);
   dump_ts_us.push_back(p.dump_ts_us);
   start_ts_us.push_back(p.start_ts_us);
   stop_ts_us.push_back(p.stop_ts_us);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/inspector_record.h"
@@ -30,6 +31,27 @@ struct ProcessKey {
   bool operator==(const ProcessKey& o) const { return pid == o.pid && hostname == o.hostname; }
 };
 
+// The shape of an operation: records of the same communicator, op and size share one.
+struct OpKey {
+  uint32_t comm = 0;  // local (batch) or store communicator id
+  uint8_t kind = 0, op = 0, algo = kNullEnum, proto = kNullEnum;
+  int32_t peer = kNullI32;
+  uint64_t msg_size_bytes = 0;
+  bool operator==(const OpKey& o) const {
+    return comm == o.comm && kind == o.kind && op == o.op && algo == o.algo &&
+           proto == o.proto && peer == o.peer && msg_size_bytes == o.msg_size_bytes;
+  }
+};
+struct OpKeyHash {
+  size_t operator()(const OpKey& k) const {
+    uint64_t h = k.msg_size_bytes * 0x9e3779b97f4a7c15ull;
+    h ^= (uint64_t{k.comm} << 32 | uint64_t{k.kind} << 24 | uint64_t{k.op} << 16 |
+          uint64_t{k.algo} << 8 | k.proto) + 0x632be59bd9b4e019ull + (h << 6) + (h >> 2);
+    h ^= static_cast<uint32_t>(k.peer) * 0xff51afd7ed558ccdull;
+    return static_cast<size_t>(h ^ (h >> 29));
+  }
+};
+
 struct Rejection {
   uint64_t line = 0;
   std::string reason;
@@ -46,17 +68,17 @@ struct RecordBatch {
 
   std::vector<CommKey> comms;
   std::vector<ProcessKey> processes;
+  std::vector<OpKey> ops;  // OpKey::comm is an index into comms
 
   // records, one entry per row, in the store's column order
   std::vector<uint64_t> line;
-  std::vector<uint32_t> process_local, comm_local;
+  std::vector<uint32_t> process_local, op_local;
   std::vector<int32_t> rank;
-  std::vector<uint8_t> kind, op, algo, proto;
-  std::vector<uint64_t> sn;
-  std::vector<int32_t> peer;
-  std::vector<uint64_t> msg_size_bytes, exec_time_us;
+  std::vector<uint64_t> sn, exec_time_us;
   std::vector<uint8_t> timing_source;
+  // Written bandwidths; `bw_derived` is true when both equal Inspector's formula (not stored).
   std::vector<double> algbw_gbs, busbw_gbs;
+  std::vector<uint8_t> algbw_derived, busbw_derived;
   std::vector<uint64_t> dump_ts_us, start_ts_us, stop_ts_us;
   std::vector<int32_t> n_channels, global_rank, local_rank, gpu;
   std::vector<uint64_t> enqueue_ts_us, kernel_start_ts_us, kernel_stop_ts_us;
@@ -80,12 +102,22 @@ struct RecordBatch {
   std::vector<Rejection> rejections;
 
   size_t records() const { return line.size(); }
+  // Empties the batch, keeping the vectors' capacity.
+  void Clear();
+  // Orders records by (communicator, kind, op), keeping line order within each: consecutive rows
+  // then carry consecutive sequence numbers and one rank, which the store compresses to almost
+  // nothing. Row order has no meaning in the store (`line` keeps the file order).
+  void SortByStream();
   // Appends one parsed line; keys are interned into the local dictionaries.
   void Add(uint64_t line_no, const ParsedLine& p);
 
  private:
   uint32_t InternComm(const ParsedLine& p);
   uint32_t InternProcess(const ParsedLine& p);
+  uint32_t InternOp(const OpKey& k);
+  std::unordered_map<OpKey, uint32_t, OpKeyHash> op_index_;
+  std::vector<uint32_t> perm_;
+  std::vector<uint64_t> scratch_;
 };
 
 }  // namespace collscope

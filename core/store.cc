@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "core/bandwidth.h"
 #include "core/store_views.h"
 #include "core/taxonomy.h"
 
@@ -66,7 +67,7 @@ Status Store::EnsureSchema() {
     if (*v != kSchemaVersion)
       return Status::Error(path_ + ": store schema version " + std::to_string(*v) +
                            ", this collscope reads version " + std::to_string(kSchemaVersion));
-    return Exec(kStoreViewsSql);
+    return Exec(std::string(kBandwidthMacrosSql) + kStoreViewsSql);
   }
   std::string ddl = "BEGIN TRANSACTION;\n" + SchemaDdl();
   ddl += "CREATE TABLE collscope_meta (key VARCHAR PRIMARY KEY, value VARCHAR);\n";
@@ -85,6 +86,7 @@ Status Store::EnsureSchema() {
     first = false;
   }
   ddl += ";\n";
+  ddl += kBandwidthMacrosSql;
   ddl += kStoreViewsSql;
   ddl += "COMMIT;\n";
   Status st = Exec(ddl);
@@ -229,10 +231,15 @@ Status Store::ExportParquet(const std::string& dir) {
   return Status::Ok();
 }
 
-ChunkAppender::~ChunkAppender() {
+ChunkAppender::~ChunkAppender() { Close(); }
+
+void ChunkAppender::Close() {
   if (chunk_) duckdb_destroy_data_chunk(&chunk_);
   for (auto& t : types_) duckdb_destroy_logical_type(&t);
+  types_.clear();
   if (appender_) duckdb_appender_destroy(&appender_);
+  chunk_ = nullptr;
+  appender_ = nullptr;
 }
 
 Status ChunkAppender::Open(duckdb_connection conn, const char* table) {
@@ -253,6 +260,12 @@ void ChunkAppender::SetNull(size_t col, size_t row) {
   duckdb_vector v = duckdb_data_chunk_get_vector(chunk_, col);
   duckdb_vector_ensure_validity_writable(v);
   duckdb_validity_set_row_invalid(duckdb_vector_get_validity(v), row);
+}
+
+uint64_t* ChunkAppender::WritableValidity(size_t col) {
+  duckdb_vector v = duckdb_data_chunk_get_vector(chunk_, col);
+  duckdb_vector_ensure_validity_writable(v);
+  return duckdb_vector_get_validity(v);
 }
 
 void ChunkAppender::SetString(size_t col, size_t row, const std::string& s) {

@@ -79,10 +79,15 @@ class ChunkAppender {
     return static_cast<T*>(duckdb_vector_get_data(duckdb_data_chunk_get_vector(chunk_, col)));
   }
   void SetNull(size_t col, size_t row);
+  // The column's validity bitmap (bit i = row i is not NULL), made writable.
+  uint64_t* WritableValidity(size_t col);
   void SetString(size_t col, size_t row, const std::string& s);
   // Appends the first `rows` rows written since the last Append.
   Status Append(size_t rows);
   Status Flush();
+  // Flushes whatever is buffered into the connection's current transaction and releases the
+  // appender. To discard buffered rows, close inside a transaction and roll it back.
+  void Close();
 
  private:
   std::string table_;

@@ -1,0 +1,215 @@
+#include "core/ingest.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "tests/test_util.h"
+
+namespace collscope {
+namespace {
+
+using testing::CollLine;
+using testing::TempDir;
+using testing::WriteFile;
+using testing::WriteGzip;
+
+const std::string kComm = "0x7f8c496ae9f661";
+
+// A process log of `n` AllReduce records of 1 MiB, 100 us (bandwidths as Inspector prints them).
+std::string ProcessLog(const std::string& host, int pid, int rank, int first_sn, int n) {
+  std::string s;
+  for (int i = 0; i < n; ++i)
+    s += CollLine(host, pid, kComm, rank, 16, 2, "AllReduce", first_sn + i, 1048576, 100,
+                  "10.485760", "19.660800");
+  return s;
+}
+
+int64_t Count(Store& s, const std::string& sql) {
+  Result<int64_t> v = s.QueryInt(sql);
+  EXPECT_TRUE(v.ok()) << v.status().message();
+  return v.ok() ? *v : -1;
+}
+
+class IngestTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = Store::Open(dir_ / "store.duckdb");
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    store_ = std::move(*s);
+  }
+  Result<IngestReport> Run(const std::string& run = "job", uint64_t commit_every = 1ull << 30,
+                           int fail_after = 0) {
+    IngestOptions o;
+    o.run = run;
+    o.commit_every_bytes = commit_every;
+    o.fail_after_commits = fail_after;
+    return Ingest(*store_, {dir_ / "logs"}, o);
+  }
+  TempDir dir_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(IngestTest, EveryFormatVariantRecursivelyAndCountsReconcile) {
+  WriteFile(dir_ / "logs/a/node1-pid10.log", ProcessLog("node1", 10, 0, 1, 5));
+  WriteFile(dir_ / "logs/b/deeper/node2-pid20.jsonl", ProcessLog("node2", 20, 8, 1, 4));
+  WriteGzip(dir_ / "logs/node3-pid30.log.gz", ProcessLog("node3", 30, 9, 1, 3));
+  WriteFile(dir_ / "logs/ignored.txt", "not an input\n");
+  // Verbose, p2p with comm_name, v4.1 dump_stats, v4.2 algo, nan bandwidths, and bad lines.
+  std::string mixed =
+      R"({"header":{"id":"0xa1","rank":1,"n_ranks":8,"nnodes":1},"metadata":{"inspector_output_format_version":"v4.0","git_rev":"","rec_mechanism":"nccl_profiler_interface","dump_timestamp_us":1760000000000200,"hostname":"node4","pid":40},"coll_perf":{"coll":"AllGather","coll_sn":7,"coll_msg_size_bytes":4096,"coll_exec_time_us":12,"coll_timing_source":"kernel_gpu","coll_algobw_gbs":2.730667,"coll_busbw_gbs":2.389333,"event_trace_sn":{"coll_start_sn":1,"coll_stop_sn":6,"kernel_events":[{"channel_id":0,"kernel_start_sn":2,"kernel_stop_sn":4,"kernel_record_sn":3},{"channel_id":1,"kernel_start_sn":3,"kernel_stop_sn":5,"kernel_record_sn":4}]},"event_trace_ts":{"coll_start_ts":1760000000000100,"coll_stop_ts":1760000000000150,"kernel_events":[{"channel_id":0,"kernel_start_ts":1760000000000110,"kernel_stop_ts":1760000000000122,"kernel_record_ts":1760000000000121},{"channel_id":1,"kernel_start_ts":1760000000000111,"kernel_stop_ts":1760000000000120,"kernel_record_ts":1760000000000119}]}}})"
+      "\n"
+      R"({"header":{"id":"0xb2","comm_name":"pp","rank":0,"n_ranks":2,"nnodes":2},"metadata":{"inspector_output_format_version":"v4.0","git_rev":"","rec_mechanism":"nccl_profiler_interface","dump_timestamp_us":1760000000000300,"hostname":"node4","pid":40},"p2p_perf":{"p2p":"Send","p2p_sn":1,"p2p_peer":1,"p2p_msg_size_bytes":1048576,"p2p_exec_time_us":100,"p2p_timing_source":"kernel_gpu","p2p_algobw_gbs":10.485760,"p2p_busbw_gbs":10.485760}})"
+      "\n"
+      R"({"header":{"id":"0xa1","rank":1,"n_ranks":8,"nnodes":1},"metadata":{"inspector_output_format_version":"v4.1","git_rev":"","rec_mechanism":"nccl_profiler_interface","dump_timestamp_us":1760000000000400,"hostname":"node4","pid":40},"dump_stats":{"coll_records":1,"coll_dropped_total":3,"coll_dropped_since_last_dump":3,"p2p_records":1,"p2p_dropped_total":0,"p2p_dropped_since_last_dump":0}})"
+      "\n"
+      R"({"header":{"id":"0xa1","rank":1,"n_ranks":8,"nnodes":1},"metadata":{"inspector_output_format_version":"v4.2","git_rev":"","rec_mechanism":"nccl_profiler_interface","dump_timestamp_us":1760000000000500,"hostname":"node4","pid":40},"coll_perf":{"coll":"AllReduce","coll_algo":"NVLS","coll_proto":"SIMPLE","coll_sn":9,"coll_msg_size_bytes":8,"coll_exec_time_us":0,"coll_timing_source":"kernel_gpu","coll_algobw_gbs":"nan","coll_busbw_gbs":"nan"}})"
+      "\n"
+      "{broken json\n"
+      "\n" +
+      CollLine("node4", 40, "0xa1", 1, 8, 1, "AllReduce", 10, 8, 5, "1.5", "2.5");
+  WriteFile(dir_ / "logs/node4-pid40.log", mixed);
+
+  Result<IngestReport> r = Run();
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->files_seen, 4u);
+  EXPECT_EQ(r->lines_read, 5u + 4 + 3 + 7);
+  EXPECT_EQ(r->records_stored, 5u + 4 + 3 + 4);
+  EXPECT_EQ(r->dump_stats_stored, 1u);
+  EXPECT_EQ(r->lines_rejected, 2u);
+  EXPECT_EQ(r->lines_read, r->records_stored + r->dump_stats_stored + r->lines_rejected);
+
+  Store& s = *store_;
+  EXPECT_EQ(Count(s, "SELECT count(*) FROM records"), 16);
+  EXPECT_EQ(Count(s, "SELECT count(*) FROM records_v"), 16) << "every record joins its dimensions";
+  EXPECT_EQ(Count(s, "SELECT count(*) FROM processes"), 4);
+  EXPECT_EQ(Count(s, "SELECT count(*) FROM communicators"), 3);
+  EXPECT_EQ(Count(s, "SELECT count(*) FROM communicators WHERE id = '0xa1' AND "
+                     "coll_type = 'nvlink-only'"), 1);
+  EXPECT_EQ(Count(s, "SELECT count(*) FROM communicators WHERE comm_name = 'pp' AND "
+                     "coll_type = 'nic-only'"), 1);
+  EXPECT_EQ(Count(s, "SELECT count(*) FROM kernel_events WHERE line = 1"), 2);
+  EXPECT_EQ(Count(s, "SELECT count(*) FROM dump_stats WHERE coll_dropped_total = 3"), 1);
+  EXPECT_EQ(Count(s, "SELECT count(*) FROM records_v WHERE algo = 'NVLS' AND busbw_gbs IS NULL"), 1)
+      << "nan is stored as NULL in the views";
+  EXPECT_EQ(Count(s, "SELECT count(*) FROM records_v WHERE kind = 'p2p' AND peer = 1"), 1);
+  // Bandwidths come back exactly as written, whether derivable or not.
+  EXPECT_EQ(Count(s, "SELECT count(*) FROM records_v WHERE op = 'AllReduce' AND "
+                     "msg_size_bytes = 1048576 AND algbw_gbs = 10.48576 AND busbw_gbs = 19.6608"),
+            12);
+  EXPECT_EQ(Count(s, "SELECT count(*) FROM records_v WHERE sn = 10 AND algbw_gbs = 1.5 AND "
+                     "busbw_gbs = 2.5"), 1);
+  EXPECT_EQ(Count(s, "SELECT count(*) FROM records_v WHERE sn = 7 AND busbw_gbs = 2.389333 AND "
+                     "start_ts_us = 1760000000000100 AND n_channels = 2"), 1);
+  // Rejected lines are logged with file, line number and reason.
+  EXPECT_EQ(Count(s, "SELECT count(*) FROM ingest_log WHERE path LIKE '%node4-pid40.log' AND "
+                     "line = 5 AND reason LIKE '%JSON%'"), 1);
+  EXPECT_EQ(Count(s, "SELECT count(*) FROM ingest_log WHERE line = 6 AND reason LIKE '%empty%'"),
+            1);
+  EXPECT_EQ(Count(s, "SELECT count(*) FROM inspector_rows WHERE comm_type = 'hca-only'"), 0);
+  EXPECT_EQ(Count(s, "SELECT count(*) FROM ingests WHERE records_stored = 16"), 1);
+}
+
+TEST_F(IngestTest, ReingestIsIdempotentAndGrowthIsIncremental) {
+  std::string log = ProcessLog("node1", 10, 0, 1, 3);
+  std::string next = ProcessLog("node1", 10, 0, 4, 1);
+  // The last line is cut mid-write: it must wait for the next ingest.
+  WriteFile(dir_ / "logs/node1-pid10.log", log + next.substr(0, 50));
+  Result<IngestReport> first = Run();
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_EQ(first->records_stored, 3u);
+  EXPECT_EQ(first->incomplete_tail_bytes, 50u);
+  EXPECT_EQ(first->lines_rejected, 0u);
+
+  Result<IngestReport> again = Run();
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->records_stored, 0u);
+  EXPECT_EQ(again->files_unchanged, 1u);
+
+  WriteFile(dir_ / "logs/node1-pid10.log", next.substr(50) + ProcessLog("node1", 10, 0, 5, 2),
+            true);
+  Result<IngestReport> grown = Run();
+  ASSERT_TRUE(grown.ok());
+  EXPECT_EQ(grown->records_stored, 3u);
+  EXPECT_EQ(grown->lines_read, 3u);
+  EXPECT_EQ(Count(*store_, "SELECT count(*) FROM records"), 6);
+  EXPECT_EQ(Count(*store_, "SELECT count(DISTINCT sn) FROM records"), 6);
+  EXPECT_EQ(Count(*store_, "SELECT max(line) FROM records"), 6) << "line numbers continue";
+  EXPECT_EQ(Count(*store_, "SELECT count(*) FROM ingests"), 3);
+}
+
+TEST_F(IngestTest, FileRewrittenInPlaceReplacesItsRows) {
+  WriteFile(dir_ / "logs/node1-pid10.log", ProcessLog("node1", 10, 0, 1, 4));
+  ASSERT_TRUE(Run().ok());
+  // Inspector opens its log with "w": a restarted job rewrites the file from the start.
+  WriteFile(dir_ / "logs/node1-pid10.log", ProcessLog("node1", 10, 0, 100, 2));
+  Result<IngestReport> r = Run();
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->files_rewritten, 1u);
+  EXPECT_EQ(Count(*store_, "SELECT count(*) FROM records"), 2);
+  EXPECT_EQ(Count(*store_, "SELECT min(sn) FROM records"), 100);
+}
+
+TEST_F(IngestTest, FailureMidwayLosesNothingCommittedAndRerunCompletes) {
+  for (int p = 0; p < 6; ++p)
+    WriteFile(dir_ / ("logs/node1-pid" + std::to_string(p) + ".log"),
+              ProcessLog("node1", p, p, 1, 200));
+  // Commit after every batch, then fail as a crash would after the first commit.
+  Result<IngestReport> failed = Run("job", 1, 1);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("injected"), std::string::npos);
+  int64_t kept = Count(*store_, "SELECT count(*) FROM records");
+  EXPECT_GT(kept, 0);
+  EXPECT_LT(kept, 1200);
+  // What is stored agrees with the recorded progress of each file.
+  EXPECT_EQ(Count(*store_, "SELECT coalesce(sum(lines_consumed), 0) FROM files"), kept);
+
+  Result<IngestReport> rerun = Run();
+  ASSERT_TRUE(rerun.ok()) << rerun.status().message();
+  EXPECT_EQ(Count(*store_, "SELECT count(*) FROM records"), 1200);
+  EXPECT_EQ(Count(*store_, "SELECT count(DISTINCT (file_id, line)) FROM records"), 1200);
+}
+
+TEST_F(IngestTest, RunsAreSeparate) {
+  WriteFile(dir_ / "logs/node1-pid10.log", ProcessLog("node1", 10, 0, 1, 3));
+  ASSERT_TRUE(Run("a").ok());
+  Result<IngestReport> b = Run("b");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->records_stored, 3u) << "the same files ingest again into another run";
+  EXPECT_EQ(Count(*store_, "SELECT count(*) FROM records_v WHERE run = 'a'"), 3);
+  EXPECT_EQ(Count(*store_, "SELECT count(*) FROM records_v WHERE run = 'b'"), 3);
+  EXPECT_EQ(Count(*store_, "SELECT count(*) FROM runs"), 2);
+}
+
+TEST_F(IngestTest, MissingInputIsAnError) {
+  IngestOptions o;
+  Result<IngestReport> r = Ingest(*store_, {dir_ / "nope"}, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("nope"), std::string::npos);
+}
+
+TEST_F(IngestTest, ReadOnlyQueriesAndParquetExport) {
+  WriteFile(dir_ / "logs/node1-pid10.log", ProcessLog("node1", 10, 0, 1, 3));
+  ASSERT_TRUE(Run().ok());
+  store_.reset();
+  auto ro = Store::Open(dir_ / "store.duckdb", {.read_only = true});
+  ASSERT_TRUE(ro.ok()) << ro.status().message();
+  Store& s = **ro;
+  EXPECT_TRUE(s.QueryReadOnly("SELECT count(*) FROM records_v").ok());
+  for (const char* write : {"DELETE FROM records", "CREATE TABLE x (a INT)",
+                            "SELECT 1; DROP TABLE records", "COPY records TO '/tmp/x.csv'"}) {
+    Result<QueryResult> r = s.QueryReadOnly(write);
+    EXPECT_FALSE(r.ok()) << write;
+  }
+  ASSERT_TRUE(s.ExportParquet(dir_ / "parquet").ok());
+  for (const char* t : {"records", "operations", "communicators", "processes", "runs", "files",
+                        "ingest_log", "taxonomy", "inspector_rows"})
+    EXPECT_TRUE(std::filesystem::exists(dir_ / (std::string("parquet/") + t + ".parquet"))) << t;
+  EXPECT_EQ(Count(s, "SELECT count(*) FROM read_parquet('" + dir_ / "parquet/inspector_rows.parquet" +
+                         "') WHERE coll_busbw_gbs = 19.6608"),
+            3);
+}
+
+}  // namespace
+}  // namespace collscope

@@ -1,0 +1,261 @@
+#include "core/inspector_parser.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/bandwidth.h"
+#include "core/taxonomy.h"
+
+namespace collscope {
+namespace {
+
+const char* kMeta40 =
+    R"("metadata":{"inspector_output_format_version":"v4.0","git_rev":"9019a1912-dirty",)"
+    R"("rec_mechanism":"nccl_profiler_interface","dump_timestamp_us":1760000000123456,)"
+    R"("hostname":"node-1.example","pid":4242})";
+
+struct Parsed {
+  bool ok;
+  ParsedLine line;
+  std::string reason;
+};
+
+Parsed Parse(const std::string& text) {
+  static InspectorLineParser parser;
+  std::string buf = text + std::string(simdjson::SIMDJSON_PADDING, '\0');
+  Parsed p;
+  p.ok = parser.Parse(buf.data(), text.size(), buf.size(), &p.line, &p.reason);
+  return p;
+}
+
+std::string Line(const std::string& header, const std::string& meta, const std::string& body) {
+  return "{\"header\":" + header + "," + meta + "," + body + "}";
+}
+const std::string kHeader = R"({"id":"0x7f8c496ae9f661","rank":3,"n_ranks":16,"nnodes":2})";
+
+TEST(InspectorParser, V40CollPerf) {
+  Parsed p = Parse(Line(kHeader, kMeta40,
+                        R"("coll_perf":{"coll":"AllReduce","coll_sn":8995,)"
+                        R"("coll_msg_size_bytes":2360832,"coll_exec_time_us":5663,)"
+                        R"("coll_timing_source":"kernel_gpu","coll_algobw_gbs":0.416887,)"
+                        R"("coll_busbw_gbs":0.781663})"));
+  ASSERT_TRUE(p.ok) << p.reason;
+  const ParsedLine& l = p.line;
+  EXPECT_EQ(l.kind, ParsedLine::Kind::kRecord);
+  EXPECT_EQ(l.comm_hash, 0x7f8c496ae9f661ull);
+  EXPECT_EQ(l.comm_hash_text, "0x7f8c496ae9f661");
+  EXPECT_FALSE(l.has_comm_name);
+  EXPECT_EQ(l.rank, 3);
+  EXPECT_EQ(l.n_ranks, 16);
+  EXPECT_EQ(l.nnodes, 2);
+  EXPECT_EQ(l.format_version, "v4.0");
+  EXPECT_EQ(l.git_rev, "9019a1912-dirty");
+  EXPECT_EQ(l.hostname, "node-1.example");
+  EXPECT_EQ(l.pid, 4242u);
+  EXPECT_EQ(l.dump_ts_us, 1760000000123456u);
+  EXPECT_EQ(l.record_kind, RecordKind::kColl);
+  EXPECT_EQ(l.op, EnumCode("coll_op", "AllReduce"));
+  EXPECT_EQ(l.sn, 8995u);
+  EXPECT_EQ(l.msg_size_bytes, 2360832u);
+  EXPECT_EQ(l.exec_time_us, 5663u);
+  EXPECT_EQ(l.timing_source, EnumCode("timing_source", "kernel_gpu"));
+  EXPECT_DOUBLE_EQ(l.algbw_gbs, 0.416887);
+  EXPECT_DOUBLE_EQ(l.busbw_gbs, 0.781663);
+  EXPECT_EQ(l.algo, kNullEnum);
+  EXPECT_EQ(l.peer, kNullI32);
+  EXPECT_TRUE(l.kernel_events.empty());
+}
+
+TEST(InspectorParser, VerboseEventTraces) {
+  Parsed p = Parse(Line(
+      kHeader, kMeta40,
+      R"("coll_perf":{"coll":"AllGather","coll_sn":7,"coll_msg_size_bytes":4096,)"
+      R"("coll_exec_time_us":12,"coll_timing_source":"kernel_cpu","coll_algobw_gbs":5.461333,)"
+      R"("coll_busbw_gbs":5.12,"event_trace_sn":{"coll_start_sn":1,"coll_stop_sn":6,)"
+      R"("kernel_events":[{"channel_id":0,"kernel_start_sn":2,"kernel_stop_sn":4,"kernel_record_sn":3},)"
+      R"({"channel_id":1,"kernel_start_sn":5,"kernel_stop_sn":7,"kernel_record_sn":6}]},)"
+      R"("event_trace_ts":{"coll_start_ts":1760000000000100,"coll_stop_ts":1760000000000150,)"
+      R"("kernel_events":[{"channel_id":0,"kernel_start_ts":1760000000000110,)"
+      R"("kernel_stop_ts":1760000000000122,"kernel_record_ts":1760000000000121},)"
+      R"({"channel_id":1,"kernel_start_ts":1760000000000111,"kernel_stop_ts":1760000000000120,)"
+      R"("kernel_record_ts":1760000000000119}]}})"));
+  ASSERT_TRUE(p.ok) << p.reason;
+  const ParsedLine& l = p.line;
+  EXPECT_EQ(l.timing_source, EnumCode("timing_source", "kernel_cpu"));
+  EXPECT_EQ(l.start_ts_us, 1760000000000100u);
+  EXPECT_EQ(l.stop_ts_us, 1760000000000150u);
+  ASSERT_EQ(l.kernel_events.size(), 2u);
+  EXPECT_EQ(l.n_channels, 2);
+  EXPECT_EQ(l.kernel_events[1].channel_id, 1);
+  EXPECT_EQ(l.kernel_events[1].start_sn, 5u);
+  EXPECT_EQ(l.kernel_events[1].record_sn, 6u);
+  EXPECT_EQ(l.kernel_events[0].stop_ts_us, 1760000000000122u);
+  EXPECT_EQ(l.kernel_events[1].record_ts_us, 1760000000000119u);
+}
+
+TEST(InspectorParser, P2pPerfWithCommName) {
+  Parsed p = Parse(Line(R"({"id":"0x1f","comm_name":"pp_stage","rank":0,"n_ranks":2,"nnodes":2})",
+                        kMeta40,
+                        R"("p2p_perf":{"p2p":"Send","p2p_sn":3,"p2p_peer":1,)"
+                        R"("p2p_msg_size_bytes":1048576,"p2p_exec_time_us":100,)"
+                        R"("p2p_timing_source":"kernel_gpu","p2p_algobw_gbs":10.48576,)"
+                        R"("p2p_busbw_gbs":10.48576})"));
+  ASSERT_TRUE(p.ok) << p.reason;
+  EXPECT_EQ(p.line.record_kind, RecordKind::kP2p);
+  EXPECT_TRUE(p.line.has_comm_name);
+  EXPECT_EQ(p.line.comm_name, "pp_stage");
+  EXPECT_EQ(p.line.op, EnumCode("coll_op", "Send"));
+  EXPECT_EQ(p.line.peer, 1);
+  EXPECT_EQ(p.line.sn, 3u);
+  EXPECT_EQ(p.line.msg_size_bytes, 1048576u);
+}
+
+TEST(InspectorParser, V41DumpStats) {
+  std::string meta = kMeta40;
+  meta.replace(meta.find("v4.0"), 4, "v4.1");
+  Parsed p = Parse(Line(kHeader, meta,
+                        R"("dump_stats":{"coll_records":10,"coll_dropped_total":5,)"
+                        R"("coll_dropped_since_last_dump":2,"p2p_records":1,)"
+                        R"("p2p_dropped_total":0,"p2p_dropped_since_last_dump":0})"));
+  ASSERT_TRUE(p.ok) << p.reason;
+  EXPECT_EQ(p.line.kind, ParsedLine::Kind::kDumpStats);
+  EXPECT_EQ(p.line.coll_records, 10u);
+  EXPECT_EQ(p.line.coll_dropped_total, 5u);
+  EXPECT_EQ(p.line.coll_dropped_since_last_dump, 2u);
+  EXPECT_EQ(p.line.p2p_records, 1u);
+}
+
+TEST(InspectorParser, V42AlgoProto) {
+  std::string meta = kMeta40;
+  meta.replace(meta.find("v4.0"), 4, "v4.2");
+  Parsed p = Parse(Line(kHeader, meta,
+                        R"("coll_perf":{"coll":"AllReduce","coll_algo":"RING","coll_proto":"LL128",)"
+                        R"("coll_sn":1,"coll_msg_size_bytes":8,"coll_exec_time_us":5,)"
+                        R"("coll_timing_source":"kernel_gpu","coll_algobw_gbs":0.0016,)"
+                        R"("coll_busbw_gbs":0.003})"));
+  ASSERT_TRUE(p.ok) << p.reason;
+  EXPECT_EQ(p.line.algo, EnumCode("nccl_algo", "RING"));
+  EXPECT_EQ(p.line.proto, EnumCode("nccl_proto", "LL128"));
+}
+
+TEST(InspectorParser, NanDoublesAndFloatTimes) {
+  Parsed p = Parse(Line(kHeader, kMeta40,
+                        R"("coll_perf":{"coll":"Broadcast","coll_sn":1,"coll_msg_size_bytes":8,)"
+                        R"("coll_exec_time_us":5663.0,"coll_timing_source":"collective_cpu",)"
+                        R"("coll_algobw_gbs":"nan","coll_busbw_gbs":"nan"})"));
+  ASSERT_TRUE(p.ok) << p.reason;
+  EXPECT_EQ(p.line.exec_time_us, 5663u);
+  EXPECT_TRUE(std::isnan(p.line.algbw_gbs));
+  EXPECT_TRUE(std::isnan(p.line.busbw_gbs));
+}
+
+TEST(InspectorParser, CollscopeExtras) {
+  Parsed p = Parse(Line(kHeader, kMeta40,
+                        R"("coll_perf":{"coll":"AllReduce","coll_sn":1,"coll_msg_size_bytes":8,)"
+                        R"("coll_exec_time_us":5,"coll_timing_source":"kernel_gpu",)"
+                        R"("coll_algobw_gbs":0.0016,"coll_busbw_gbs":0.003},)"
+                        R"("collscope":{"v":1,"global_rank":12,"local_rank":4,"gpu":4,)"
+                        R"("algo":"TREE","proto":"SIMPLE","n_channels":8,"start_ts_us":100,)"
+                        R"("enqueue_ts_us":110,"kernel_start_ts_us":120,"kernel_stop_ts_us":0,)"
+                        R"("queue_delay_us":10.5,"ch_start_spread_us":1.25,"ch_stop_spread_us":2.5})"));
+  ASSERT_TRUE(p.ok) << p.reason;
+  const ParsedLine& l = p.line;
+  EXPECT_EQ(l.global_rank, 12);
+  EXPECT_EQ(l.local_rank, 4);
+  EXPECT_EQ(l.gpu, 4);
+  EXPECT_EQ(l.algo, EnumCode("nccl_algo", "TREE"));
+  EXPECT_EQ(l.proto, EnumCode("nccl_proto", "SIMPLE"));
+  EXPECT_EQ(l.n_channels, 8);
+  EXPECT_EQ(l.start_ts_us, 100u);
+  EXPECT_EQ(l.enqueue_ts_us, 110u);
+  EXPECT_EQ(l.kernel_start_ts_us, 120u);
+  EXPECT_EQ(l.kernel_stop_ts_us, kNullU64) << "0 means not observed";
+  EXPECT_DOUBLE_EQ(l.queue_delay_us, 10.5);
+  EXPECT_DOUBLE_EQ(l.ch_stop_spread_us, 2.5);
+}
+
+TEST(InspectorParser, StateDoesNotLeakBetweenLines) {
+  Parsed first = Parse(Line(R"({"id":"0x1f","comm_name":"x","rank":0,"n_ranks":2,"nnodes":2})",
+                            kMeta40,
+                            R"("p2p_perf":{"p2p":"Recv","p2p_sn":3,"p2p_peer":1,)"
+                            R"("p2p_msg_size_bytes":1,"p2p_exec_time_us":1,)"
+                            R"("p2p_timing_source":"kernel_gpu","p2p_algobw_gbs":0,)"
+                            R"("p2p_busbw_gbs":0})"));
+  ASSERT_TRUE(first.ok);
+  InspectorLineParser parser;
+  ParsedLine line;
+  std::string reason;
+  std::string a = Line(R"({"id":"0x1f","comm_name":"x","rank":0,"n_ranks":2,"nnodes":2})", kMeta40,
+                       R"("p2p_perf":{"p2p":"Recv","p2p_sn":3,"p2p_peer":1,"p2p_msg_size_bytes":1,)"
+                       R"("p2p_exec_time_us":1,"p2p_timing_source":"kernel_gpu",)"
+                       R"("p2p_algobw_gbs":0,"p2p_busbw_gbs":0})") +
+                  std::string(64, '\0');
+  ASSERT_TRUE(parser.Parse(a.data(), a.size() - 64, a.size(), &line, &reason));
+  std::string b = Line(kHeader, kMeta40,
+                       R"("coll_perf":{"coll":"AllReduce","coll_sn":1,"coll_msg_size_bytes":8,)"
+                       R"("coll_exec_time_us":5,"coll_timing_source":"kernel_gpu",)"
+                       R"("coll_algobw_gbs":0.0016,"coll_busbw_gbs":0.003})") +
+                  std::string(64, '\0');
+  ASSERT_TRUE(parser.Parse(b.data(), b.size() - 64, b.size(), &line, &reason));
+  EXPECT_FALSE(line.has_comm_name);
+  EXPECT_EQ(line.peer, kNullI32);
+  EXPECT_EQ(line.record_kind, RecordKind::kColl);
+}
+
+struct BadCase {
+  std::string name, line, reason_contains;
+};
+
+TEST(InspectorParser, RejectsBadLinesWithReasons) {
+  const std::string perf =
+      R"("coll_perf":{"coll":"AllReduce","coll_sn":1,"coll_msg_size_bytes":8,)"
+      R"("coll_exec_time_us":5,"coll_timing_source":"kernel_gpu","coll_algobw_gbs":1,)"
+      R"("coll_busbw_gbs":1})";
+  std::string v5 = kMeta40;
+  v5.replace(v5.find("v4.0"), 4, "v5.0");
+  std::string no_pid = kMeta40;
+  no_pid.replace(no_pid.find(",\"pid\":4242"), 11, "");
+  std::string negative = perf;
+  negative.replace(negative.find("\"coll_exec_time_us\":5"), 21, "\"coll_exec_time_us\":-5");
+  std::string unknown_op = perf;
+  unknown_op.replace(unknown_op.find("AllReduce"), 9, "Frobnicate");
+  std::string neg_bw = perf;
+  neg_bw.replace(neg_bw.find("\"coll_busbw_gbs\":1"), 18, "\"coll_busbw_gbs\":-1");
+  const BadCase cases[] = {
+      {"not json", "this is not json", "not"},
+      {"truncated", Line(kHeader, kMeta40, perf).substr(0, 80), "JSON"},
+      {"array", "[1,2,3]", "not a JSON object"},
+      {"unknown version", Line(kHeader, v5, perf), "unknown format version \"v5.0\""},
+      {"missing pid", Line(kHeader, no_pid, perf), "metadata.pid: missing"},
+      {"negative time", Line(kHeader, kMeta40, negative), "coll_exec_time_us: impossible negative"},
+      {"unknown op", Line(kHeader, kMeta40, unknown_op), "unknown operation \"Frobnicate\""},
+      {"negative bw", Line(kHeader, kMeta40, neg_bw), "impossible negative bandwidth"},
+      {"rank out of range",
+       Line(R"({"id":"0x1","rank":16,"n_ranks":16,"nnodes":2})", kMeta40, perf), "header.rank"},
+      {"nnodes > n_ranks", Line(R"({"id":"0x1","rank":0,"n_ranks":2,"nnodes":4})", kMeta40, perf),
+       "header.nnodes"},
+      {"bad hash", Line(R"({"id":"zz","rank":0,"n_ranks":2,"nnodes":1})", kMeta40, perf),
+       "not a hex communicator id"},
+      {"no body", Line(kHeader, kMeta40, "\"other\":{}"), "no coll_perf, p2p_perf or dump_stats"},
+      {"string count", Line(kHeader, kMeta40, R"("coll_perf":{"coll":"AllReduce","coll_sn":"x"})"),
+       "coll_sn"},
+  };
+  for (const BadCase& c : cases) {
+    Parsed p = Parse(c.line);
+    EXPECT_FALSE(p.ok) << c.name;
+    EXPECT_NE(p.reason.find(c.reason_contains), std::string::npos)
+        << c.name << ": reason was \"" << p.reason << "\"";
+  }
+}
+
+TEST(InspectorParser, CollTypeDerivation) {
+  EXPECT_EQ(DeriveCollType(1, 1), CollType::kSingleRank);
+  EXPECT_EQ(DeriveCollType(8, 1), CollType::kNvlinkOnly);
+  EXPECT_EQ(DeriveCollType(4, 4), CollType::kNicOnly);
+  EXPECT_EQ(DeriveCollType(16, 2), CollType::kMixed);
+  EXPECT_EQ(CollTypeName(CollType::kNicOnly), "nic-only");
+}
+
+}  // namespace
+}  // namespace collscope

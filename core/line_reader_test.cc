@@ -1,0 +1,91 @@
+#include "core/line_reader.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/test_util.h"
+
+namespace collscope {
+namespace {
+
+using testing::TempDir;
+using testing::WriteFile;
+using testing::WriteGzip;
+
+// Reads every complete line from `offset`, returning them joined and the reader's counters.
+std::string ReadAll(LineReader& r, const std::string& path, uint64_t offset, uint64_t* consumed,
+                    uint64_t* pending) {
+  EXPECT_TRUE(r.Open(path, offset).ok());
+  std::string out;
+  LineBlock b;
+  for (;;) {
+    Result<bool> more = r.Next(&b);
+    EXPECT_TRUE(more.ok());
+    if (!more.ok() || !*more) break;
+    EXPECT_EQ(b.data[b.size - 1], '\n');
+    EXPECT_GE(b.readable, b.size + 64);
+    out.append(b.data, b.size);
+  }
+  *consumed = r.consumed();
+  *pending = r.pending();
+  return out;
+}
+
+TEST(LineReader, LeavesIncompleteLastLine) {
+  TempDir dir;
+  WriteFile(dir / "a.log", "one\ntwo\nthr");
+  LineReader r;
+  uint64_t consumed, pending;
+  EXPECT_EQ(ReadAll(r, dir / "a.log", 0, &consumed, &pending), "one\ntwo\n");
+  EXPECT_EQ(consumed, 8u);
+  EXPECT_EQ(pending, 3u);
+  // The writer finishes the line: a read from the old offset sees exactly the new line.
+  WriteFile(dir / "a.log", "ee\n", true);
+  EXPECT_EQ(ReadAll(r, dir / "a.log", consumed, &consumed, &pending), "three\n");
+  EXPECT_EQ(consumed, 14u);
+  EXPECT_EQ(pending, 0u);
+}
+
+TEST(LineReader, SmallBlocksAndLinesLongerThanTheBlock) {
+  TempDir dir;
+  std::string long_line(1000, 'x');
+  std::string content = "a\n" + long_line + "\nb\n" + long_line + long_line + "\nc\n";
+  WriteFile(dir / "a.log", content);
+  LineReader r(64);  // far smaller than a line: the reader must grow, not split lines
+  uint64_t consumed, pending;
+  EXPECT_EQ(ReadAll(r, dir / "a.log", 0, &consumed, &pending), content);
+  EXPECT_EQ(consumed, content.size());
+}
+
+TEST(LineReader, GzipFromOffset) {
+  TempDir dir;
+  WriteGzip(dir / "a.log.gz", "first\nsecond\nthird\npart");
+  LineReader r;
+  uint64_t consumed, pending;
+  EXPECT_EQ(ReadAll(r, dir / "a.log.gz", 6, &consumed, &pending), "second\nthird\n");
+  EXPECT_EQ(consumed, 19u);
+  EXPECT_EQ(pending, 4u);
+}
+
+TEST(LineReader, MissingFileIsAnErrorNamingIt) {
+  LineReader r;
+  Status st = r.Open("/nonexistent/x.log", 0);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("/nonexistent/x.log"), std::string::npos);
+}
+
+TEST(LineReader, FingerprintCoversOnlyThePrefix) {
+  TempDir dir;
+  WriteFile(dir / "a.log", "hello world\n");
+  Result<uint64_t> a = FingerprintPrefix(dir / "a.log", 5);
+  WriteFile(dir / "a.log", "hello there\n");
+  Result<uint64_t> b = FingerprintPrefix(dir / "a.log", 5);
+  Result<uint64_t> c = FingerprintPrefix(dir / "a.log", 11);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_EQ(*a, *b);
+  EXPECT_NE(*a, *c);
+}
+
+}  // namespace
+}  // namespace collscope

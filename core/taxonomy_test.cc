@@ -1,0 +1,64 @@
+#include "core/taxonomy.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "core/store.h"
+
+namespace collscope {
+namespace {
+
+TEST(Taxonomy, EveryTableHasColumnsAndEveryColumnADescription) {
+  for (const TableSpec& t : Tables()) {
+    int columns = 0;
+    for (const FieldSpec& f : Fields())
+      if (f.table == t.name) ++columns;
+    EXPECT_GT(columns, 0) << t.name;
+  }
+  std::set<std::string> seen;
+  for (const FieldSpec& f : Fields()) {
+    EXPECT_FALSE(f.description.empty()) << f.table << "." << f.name;
+    EXPECT_TRUE(seen.insert(std::string(f.table) + "." + std::string(f.name)).second)
+        << "duplicate " << f.table << "." << f.name;
+  }
+}
+
+TEST(Taxonomy, RecordRolesMatchTheModel) {
+  auto role = [](const char* table, const char* name) {
+    for (const FieldSpec& f : Fields())
+      if (f.table == table && f.name == name) return std::string(RoleName(f.role));
+    return std::string("missing");
+  };
+  EXPECT_EQ(role("processes", "hostname"), "identifier");
+  EXPECT_EQ(role("records", "rank"), "identifier");
+  EXPECT_EQ(role("communicators", "n_ranks"), "configuration");
+  EXPECT_EQ(role("communicators", "comm_name"), "configuration");
+  EXPECT_EQ(role("operations", "op"), "workload");
+  EXPECT_EQ(role("operations", "msg_size_bytes"), "workload");
+  EXPECT_EQ(role("records", "exec_time_us"), "measurement");
+  EXPECT_EQ(role("records", "timing_source"), "measurement");
+  EXPECT_EQ(role("records", "sn"), "counter");
+  EXPECT_EQ(role("records", "dump_ts_us"), "counter");
+}
+
+TEST(Taxonomy, StoreSchemaCarriesRolesAsComments) {
+  auto store = Store::Open(":memory:");
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  auto r = (*store)->Query(
+      "SELECT comment FROM duckdb_columns() WHERE table_name = 'records' AND "
+      "column_name = 'exec_time_us'");
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->rows.size(), 1u);
+  EXPECT_EQ(r->rows[0][0]->rfind("measurement: ", 0), 0u) << *r->rows[0][0];
+  // The taxonomy table lists exactly the fields of the code.
+  auto n = (*store)->QueryInt("SELECT count(*) FROM taxonomy");
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(static_cast<size_t>(*n), Fields().size());
+  EXPECT_EQ(ColumnIndex("records", "run_id"), 0);
+  EXPECT_EQ(ColumnIndex("records", "nope"), -1);
+}
+
+}  // namespace
+}  // namespace collscope
