@@ -6,6 +6,7 @@
 
 #include "cli/command.h"
 #include "cli/output.h"
+#include "analysis/views.h"
 #include "core/ingest.h"
 
 namespace collscope::cli {
@@ -59,6 +60,9 @@ int Run(const Options& o) {
     return 2;
   }
   const IngestReport& rep = *r;
+  // Persist the analysis views so stock DuckDB clients see them too.
+  Status views = InstallAnalysisViews(**store, false);
+  if (!views.ok()) std::fprintf(stderr, "collscope ingest: %s\n", views.message().c_str());
   if (o.json) {
     std::printf(
         "{\"run\": %s, \"run_id\": %d, \"ingest_id\": %d, \"files_seen\": %lu, \"files_read\": "

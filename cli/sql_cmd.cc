@@ -1,6 +1,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "analysis/views.h"
 #include "cli/command.h"
 #include "cli/output.h"
 #include "core/store.h"
@@ -21,6 +22,8 @@ int Run(const Options& o) {
     std::fprintf(stderr, "collscope sql: %s\n", store.status().message().c_str());
     return 2;
   }
+  Status views = InstallAnalysisViews(**store, true);
+  if (!views.ok()) std::fprintf(stderr, "collscope sql: %s\n", views.message().c_str());
   Result<QueryResult> r = (*store)->QueryReadOnly(o.query);
   if (!r.ok()) {
     std::fprintf(stderr, "collscope sql: %s\n", r.status().message().c_str());
@@ -36,7 +39,7 @@ void Register(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
       "sql", "Run read-only SQL against a store (statements that write are refused). Tables: "
-             "see `collscope schema`; views: records_v, inspector_rows, hosts.");
+             "see `collscope schema`; views: records_v, inspector_rows, hosts, kernel_stats, hot_kernels, run_overview (docs/sql.md).");
   cmd->add_option("query", o->query, "SQL (one or more statements; the last one is printed)")
       ->required();
   cmd->add_option("--db", o->db, "Store file")->capture_default_str();

@@ -1,0 +1,120 @@
+// End-to-end tests of the `collscope` command: each runs the real binary on files it writes.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+
+#include "tests/test_util.h"
+
+namespace collscope {
+namespace {
+
+using testing::CollLine;
+
+struct Output {
+  int code;
+  std::string text;
+};
+
+Output Collscope(const std::string& args) {
+  const char* bin = std::getenv("COLLSCOPE_BIN");
+  std::string cmd = std::string(bin ? bin : COLLSCOPE_BINARY_DIR "/collscope") + " " + args +
+                    " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  Output out{-1, ""};
+  if (!p) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.text.append(buf, n);
+  int status = pclose(p);
+  out.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string a, b;
+    for (int sn = 1; sn <= 4; ++sn) {
+      a += CollLine("node1", 7, "0xabc", 0, 16, 2, "AllReduce", sn, 1048576, 100, "10.485760",
+                    "19.660800");
+      b += CollLine("node2", 9, "0xabc", 8, 16, 2, "AllReduce", sn, 1048576, 100, "10.485760",
+                    "19.660800");
+    }
+    testing::WriteFile(dir_ / "job/node1-pid7.log", a + "garbage\n");
+    testing::WriteFile(dir_ / "job/node2-pid9.log", b);
+    db_ = dir_ / "store.duckdb";
+  }
+  testing::TempDir dir_;
+  std::string db_;
+};
+
+TEST_F(CliTest, IngestSqlSummaryExportSchema) {
+  Output ing = Collscope("ingest " + dir_ / "job" + " --db " + db_);
+  EXPECT_EQ(ing.code, 0) << ing.text;
+  EXPECT_NE(ing.text.find("run job: 2 files"), std::string::npos) << ing.text;
+  EXPECT_NE(ing.text.find("8 records"), std::string::npos) << ing.text;
+  EXPECT_NE(ing.text.find("1 rejected"), std::string::npos) << ing.text;
+  EXPECT_NE(ing.text.find("node1-pid7.log:5: line: not"), std::string::npos) << ing.text;
+
+  Output again = Collscope("ingest " + dir_ / "job" + " --db " + db_ + " --json");
+  EXPECT_EQ(again.code, 0) << again.text;
+  EXPECT_NE(again.text.find("\"records_stored\": 0"), std::string::npos) << again.text;
+  EXPECT_NE(again.text.find("\"files_unchanged\": 2"), std::string::npos) << again.text;
+
+  Output strict = Collscope("ingest " + dir_ / "job" + " --db " + dir_ / "other.duckdb" +
+                            " --strict -q");
+  EXPECT_EQ(strict.code, 1) << "a rejected line fails --strict";
+
+  Output sql = Collscope("sql --db " + db_ +
+                         " --json \"SELECT hostname, count(*) AS n, max(busbw_gbs) AS bw "
+                         "FROM records_v GROUP BY 1 ORDER BY 1\"");
+  EXPECT_EQ(sql.code, 0) << sql.text;
+  EXPECT_NE(sql.text.find("{\"hostname\": \"node1\", \"n\": 4, \"bw\": 19.6608}"),
+            std::string::npos)
+      << sql.text;
+
+  Output refused = Collscope("sql --db " + db_ + " \"DELETE FROM records\"");
+  EXPECT_NE(refused.code, 0);
+  EXPECT_NE(refused.text.find("read-only"), std::string::npos) << refused.text;
+
+  Output summary = Collscope("summary --db " + db_);
+  EXPECT_EQ(summary.code, 0) << summary.text;
+  EXPECT_NE(summary.text.find("mixed/16r2n/AllReduce/1048576"), std::string::npos)
+      << summary.text;
+  Output summary_json = Collscope("summary --json --db " + db_);
+  EXPECT_NE(summary_json.text.find("\"time_share\": 1.000000"), std::string::npos)
+      << summary_json.text;
+
+  Output exp = Collscope("export --db " + db_ + " --parquet " + dir_ / "pq");
+  EXPECT_EQ(exp.code, 0) << exp.text;
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "pq/records.parquet"));
+
+  Output schema = Collscope("schema --json");
+  EXPECT_EQ(schema.code, 0);
+  EXPECT_NE(schema.text.find("\"column\": \"exec_time_us\", \"type\": \"UBIGINT\", "
+                             "\"role\": \"measurement\""),
+            std::string::npos)
+      << schema.text.substr(0, 500);
+}
+
+TEST_F(CliTest, ExitCodes) {
+  testing::WriteFile(dir_ / "bad/x-pid1.log", "not json\nnor this\n");
+  Output nothing = Collscope("ingest " + dir_ / "bad" + " --db " + db_ + " -q");
+  EXPECT_EQ(nothing.code, 1) << "nothing could be stored";
+  Output missing = Collscope("ingest " + dir_ / "missing" + " --db " + db_);
+  EXPECT_NE(missing.code, 0);
+  EXPECT_NE(missing.text.find("missing: no such file or directory"), std::string::npos);
+  Output nodb = Collscope("sql --db " + dir_ / "none.duckdb" + " \"SELECT 1\"");
+  EXPECT_NE(nodb.code, 0);
+  EXPECT_NE(nodb.text.find("no such store"), std::string::npos) << nodb.text;
+  for (const char* cmd : {"ingest", "schema", "sql", "export", "summary"}) {
+    Output help = Collscope(std::string(cmd) + " --help");
+    EXPECT_EQ(help.code, 0) << cmd;
+    EXPECT_NE(help.text.find("--"), std::string::npos) << cmd;
+  }
+}
+
+}  // namespace
+}  // namespace collscope
