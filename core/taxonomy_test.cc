@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 
@@ -58,6 +60,25 @@ TEST(Taxonomy, StoreSchemaCarriesRolesAsComments) {
   EXPECT_EQ(static_cast<size_t>(*n), Fields().size());
   EXPECT_EQ(ColumnIndex("records", "run_id"), 0);
   EXPECT_EQ(ColumnIndex("records", "nope"), -1);
+}
+
+}  // namespace
+}  // namespace collscope
+
+namespace collscope {
+namespace {
+
+// docs/schema.md documents every column; keep it in step with the code.
+TEST(Taxonomy, SchemaDocListsEveryColumn) {
+  std::ifstream f(std::string(COLLSCOPE_SOURCE_DIR) + "/docs/schema.md");
+  ASSERT_TRUE(f.good());
+  std::string doc((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  for (const TableSpec& t : Tables())
+    EXPECT_NE(doc.find("### " + std::string(t.name) + "\n"), std::string::npos) << t.name;
+  for (const FieldSpec& f : Fields())
+    EXPECT_NE(doc.find("| `" + std::string(f.name) + "` | " + std::string(f.sql_type)),
+              std::string::npos)
+        << f.table << "." << f.name;
 }
 
 }  // namespace
