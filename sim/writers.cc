@@ -2,6 +2,11 @@
 
 #include <zlib.h>
 
+#include <sys/uio.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <climits>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -53,11 +58,14 @@ InspectorWriter::InspectorWriter(const SimConfig& config, const Layout& layout,
   v229_ = config.inspector.flavor == "2.29";
   procs_.resize(layout.world);
   budget_ = static_cast<size_t>(std::max<int64_t>(config.output.buffer_mb, 1)) << 20;
+  for (Arena& a : arenas_) a.data.reserve(budget_ + (size_t{4} << 20));
+  writer_ = std::thread([this] { WriterLoop(); });
   const double interval = static_cast<double>(config.inspector.dump_interval_us);
   for (int r = 0; r < layout.world; ++r) {
     procs_[r].pass_offset_us = std::floor(Uniform(Hash(config.seed, 0xD0D0ULL, r)) * interval);
     procs_[r].p2p_sn.assign(layout.comms.size() ? static_cast<size_t>(CommKind::kCount) : 0, 0);
   }
+  prefix_.resize(static_cast<size_t>(layout.world) * static_cast<int>(CommKind::kCount));
   comm_header_.resize(layout.comms.size());
   for (size_t c = 0; c < layout.comms.size(); ++c) {
     const CommInfo& ci = layout.comms[c];
@@ -107,6 +115,7 @@ void InspectorWriter::AddColl(int rank, int comm, Op op, uint64_t sn, int64_t by
   p.start_us = start_us;
   p.bytes = bytes;
   p.pass = PassOf(rank, end_us + 3.0);  // the proxy thread reports the kernel stop a bit later
+  p.pass_us = PassTime(rank, p.pass);
   p.sn = sn;
   p.comm = comm;
   p.peer = -1;
@@ -128,6 +137,7 @@ void InspectorWriter::AddP2p(int rank, int comm, Op op, int peer, int64_t bytes,
   p.start_us = start_us;
   p.bytes = bytes;
   p.pass = PassOf(rank, end_us + 3.0);
+  p.pass_us = PassTime(rank, p.pass);
   p.sn = sn;
   p.comm = comm;
   p.peer = peer;
@@ -144,7 +154,7 @@ void InspectorWriter::Advance(int rank, double now_us) {
   size_t keep = 0;
   for (size_t i = 0; i < pr.pending.size(); ++i) {
     const Pending& p = pr.pending[i];
-    if (PassTime(rank, p.pass) < now_us) scratch_.push_back(p);
+    if (p.pass_us < now_us) scratch_.push_back(p);
     else pr.pending[keep++] = p;
   }
   pr.pending.resize(keep);
@@ -161,8 +171,13 @@ void InspectorWriter::Emit(int rank, std::vector<Pending>& ready) {
     if (a.end_us != b.end_us) return a.end_us < b.end_us;
     return a.sn < b.sn;
   });
-  Proc& pr = procs_[rank];
   const size_t ring = static_cast<size_t>(std::max(config_.inspector.ring_size, 1));
+  // Each line is below 600 bytes, plus ~110 bytes per channel in verbose mode.
+  const size_t est = ready.size() * (config_.inspector.verbose ? 4096 : 640);
+  if (arenas_[cur_].data.size() + est > arenas_[cur_].data.capacity()) Handoff();
+  Arena& arena = arenas_[cur_];
+  const size_t chunk_start = arena.data.size();
+  Proc& pr = procs_[rank];
   size_t i = 0;
   int64_t cur_pass = -1;
   uint64_t line_in_pass = 0;
@@ -186,69 +201,117 @@ void InspectorWriter::Emit(int rank, std::vector<Pending>& ready) {
     for (size_t k = first; k < j; ++k) {
       const uint64_t ts = static_cast<uint64_t>(pass_wall) + line_in_pass / 4;
       ++line_in_pass;
-      const size_t before = pr.buf.size();
-      FormatLine(rank, ready[k], ts, &pr.buf);
-      buffered_ += pr.buf.size() - before;
+      FormatLine(rank, ready[k], ts, &arena.data);
       ++pr.lines;
       if (ready[k].p2p) ++p2p_written_; else ++coll_written_;
     }
     i = j;
   }
-  if (buffered_ > budget_) FlushAll();
+  if (arena.data.size() > chunk_start) {
+    arena.chunks.push_back({rank, static_cast<uint32_t>(arena.chunks.size()), chunk_start,
+                            arena.data.size() - chunk_start});
+  }
+  if (arena.data.size() >= budget_) Handoff();
+}
+
+namespace {
+// Raw writer into a stack buffer: one std::string append per line instead of dozens.
+struct Raw {
+  char* p;
+  void Lit(std::string_view s) {
+    std::memcpy(p, s.data(), s.size());
+    p += s.size();
+  }
+  void U64(uint64_t v) { p = std::to_chars(p, p + 24, v).ptr; }
+  void I64(int64_t v) { p = std::to_chars(p, p + 24, v).ptr; }
+  void Fixed6(double v) {
+    if (!(v >= 0 && v < 9e12)) {  // NaN, negative or huge: printf path
+      p += std::snprintf(p, 64, "%lf", v);
+      return;
+    }
+    const uint64_t q = static_cast<uint64_t>(std::llround(v * 1e6));
+    U64(q / 1000000);
+    *p++ = '.';
+    uint64_t frac = q % 1000000;
+    for (int i = 5; i >= 0; --i) { p[i] = static_cast<char>('0' + frac % 10); frac /= 10; }
+    p += 6;
+  }
+};
+}  // namespace
+
+const std::string& InspectorWriter::Prefix(int rank, int comm) {
+  const int kind = static_cast<int>(layout_.comms[comm].kind);
+  std::string& s = prefix_[static_cast<size_t>(rank) * static_cast<int>(CommKind::kCount) + kind];
+  if (s.empty()) {
+    const CommInfo& ci = layout_.comms[comm];
+    s = comm_header_[comm];
+    AppendI64(&s, layout_.ranks[rank].comm_rank[kind]);
+    s += ",\"n_ranks\":";
+    AppendU64(&s, ci.ranks.size());
+    s += ",\"nnodes\":";
+    AppendU64(&s, ci.hosts.size());
+    s += "},\"metadata\":{\"inspector_output_format_version\":\"v4.0\",\"git_rev\":\"";
+    s += config_.inspector.git_rev;
+    s += "\",\"rec_mechanism\":\"nccl_profiler_interface\",\"dump_timestamp_us\":";
+  }
+  return s;
 }
 
 void InspectorWriter::FormatLine(int rank, const Pending& p, uint64_t dump_ts, std::string* o) {
   const CommInfo& ci = layout_.comms[p.comm];
   const RankInfo& ri = layout_.ranks[rank];
-  o->append(comm_header_[p.comm]);
-  AppendI64(o, ri.comm_rank[static_cast<int>(ci.kind)]);
-  o->append(",\"n_ranks\":");
-  AppendU64(o, ci.ranks.size());
-  o->append(",\"nnodes\":");
-  AppendU64(o, ci.hosts.size());
-  o->append("},\"metadata\":{\"inspector_output_format_version\":\"v4.0\",\"git_rev\":\"");
-  o->append(config_.inspector.git_rev);
-  o->append("\",\"rec_mechanism\":\"nccl_profiler_interface\",\"dump_timestamp_us\":");
-  AppendU64(o, dump_ts);
-  o->append(proc_meta_[rank]);
+  const std::string& prefix = Prefix(rank, p.comm);
+  const std::string& meta = proc_meta_[rank];
+  char buf[1024];
+  Raw w{buf};
   const Op op = static_cast<Op>(p.op);
   const double exec = std::max(0.0, p.end_us - p.start_us);
   const uint64_t exec_us = static_cast<uint64_t>(exec);  // truncated, as the plugin prints it
   double algbw = 0, busbw = 0;
-  const std::string_view pre = p.p2p ? "p2p" : "coll";
   InspectorBandwidth(op, static_cast<int>(ci.ranks.size()), p.bytes, exec_us, &algbw, &busbw);
-  o->push_back('"');
-  o->append(pre);
-  o->append("_perf\":{\"");
-  o->append(pre);
-  o->append("\":\"");
-  o->append(OpName(op));
-  o->append("\",\"");
-  o->append(pre);
-  o->append("_sn\":");
-  AppendU64(o, p.sn);
+  w.U64(dump_ts);
+  w.Lit(meta);
   if (p.p2p) {
-    o->append(",\"p2p_peer\":");
-    AppendI64(o, p.peer);
+    w.Lit("\"p2p_perf\":{\"p2p\":\"");
+    w.Lit(OpName(op));
+    w.Lit("\",\"p2p_sn\":");
+    w.U64(p.sn);
+    w.Lit(",\"p2p_peer\":");
+    w.I64(p.peer);
+    w.Lit(",\"p2p_msg_size_bytes\":");
+    w.U64(static_cast<uint64_t>(p.bytes));
+    w.Lit(",\"p2p_exec_time_us\":");
+    w.U64(exec_us);
+    w.Lit(",\"p2p_timing_source\":\"kernel_gpu\",\"p2p_algobw_gbs\":");
+    w.Fixed6(algbw);
+    w.Lit(",\"p2p_busbw_gbs\":");
+    w.Fixed6(busbw);
+  } else {
+    w.Lit("\"coll_perf\":{\"coll\":\"");
+    w.Lit(OpName(op));
+    w.Lit("\",\"coll_sn\":");
+    w.U64(p.sn);
+    w.Lit(",\"coll_msg_size_bytes\":");
+    w.U64(static_cast<uint64_t>(p.bytes));
+    w.Lit(",\"coll_exec_time_us\":");
+    w.U64(exec_us);
+    w.Lit(",\"coll_timing_source\":\"kernel_gpu\",\"coll_algobw_gbs\":");
+    w.Fixed6(algbw);
+    w.Lit(",\"coll_busbw_gbs\":");
+    w.Fixed6(busbw);
   }
-  o->append(",\"");
-  o->append(pre);
-  o->append("_msg_size_bytes\":");
-  AppendU64(o, static_cast<uint64_t>(p.bytes));
-  o->append(",\"");
-  o->append(pre);
-  o->append("_exec_time_us\":");
-  AppendU64(o, exec_us);
-  o->append(",\"");
-  o->append(pre);
-  o->append("_timing_source\":\"kernel_gpu\",\"");
-  o->append(pre);
-  o->append("_algobw_gbs\":");
-  AppendFixed6(o, algbw);
-  o->append(",\"");
-  o->append(pre);
-  o->append("_busbw_gbs\":");
-  AppendFixed6(o, busbw);
+  const size_t n = static_cast<size_t>(w.p - buf);
+  const size_t old = o->size();
+  o->resize(old + prefix.size() + n + 3);
+  char* d = o->data() + old;
+  std::memcpy(d, prefix.data(), prefix.size());
+  std::memcpy(d + prefix.size(), buf, n);
+  if (!config_.inspector.verbose) {
+    std::memcpy(d + prefix.size() + n, "}}\n", 3);
+    return;
+  }
+  o->resize(old + prefix.size() + n);
+  const std::string_view pre = p.p2p ? "p2p" : "coll";
   if (config_.inspector.verbose) {
     // Per-operation callback counters and wall-clock timestamps, one entry per channel.
     const int nch = std::max<int>(1, p.channels);
@@ -303,27 +366,95 @@ void InspectorWriter::FormatLine(int rank, const Pending& p, uint64_t dump_ts, s
   o->append("}}\n");
 }
 
-void InspectorWriter::FlushOne(int rank) {
-  Proc& pr = procs_[rank];
-  if (pr.buf.empty()) return;
-  const std::string path = dir_ + "/" + FileName(rank);
-  FILE* f = std::fopen(path.c_str(), pr.created ? "ab" : "wb");
-  if (!f) {
-    if (error_.empty()) error_ = "cannot open " + path + ": " + std::strerror(errno);
-  } else {
-    if (std::fwrite(pr.buf.data(), 1, pr.buf.size(), f) != pr.buf.size() && error_.empty())
-      error_ = "short write to " + path;
-    if (std::fclose(f) != 0 && error_.empty()) error_ = "cannot close " + path;
+InspectorWriter::~InspectorWriter() {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return !busy_; });
+    stop_ = true;
   }
-  pr.created = true;
-  bytes_written_ += pr.buf.size();
-  buffered_ -= pr.buf.size();
-  pr.buf.clear();
-  if (pr.buf.capacity() > (size_t{1} << 20)) pr.buf.shrink_to_fit();
+  cv_.notify_all();
+  if (writer_.joinable()) writer_.join();
 }
 
-void InspectorWriter::FlushAll() {
-  for (int r = 0; r < layout_.world; ++r) FlushOne(r);
+void InspectorWriter::Handoff() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return !busy_; });  // the writer finished the previous arena
+  if (arenas_[cur_].chunks.empty()) return;
+  busy_ = true;
+  cur_ = 1 - cur_;
+  lock.unlock();
+  cv_.notify_all();
+}
+
+void InspectorWriter::WriterLoop() {
+  for (;;) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return busy_ || stop_; });
+    if (!busy_ && stop_) return;
+    Arena& a = arenas_[1 - cur_];
+    lock.unlock();
+    WriteArena(a);
+    lock.lock();
+    busy_ = false;
+    lock.unlock();
+    cv_.notify_all();
+  }
+}
+
+void InspectorWriter::WriteArena(Arena& a) {
+  std::sort(a.chunks.begin(), a.chunks.end(), [](const Chunk& x, const Chunk& y) {
+    return x.rank != y.rank ? x.rank < y.rank : x.seq < y.seq;
+  });
+  std::vector<iovec> iov;
+  size_t i = 0;
+  while (i < a.chunks.size()) {
+    const int rank = a.chunks[i].rank;
+    size_t j = i;
+    iov.clear();
+    size_t total = 0;
+    for (; j < a.chunks.size() && a.chunks[j].rank == rank; ++j) {
+      iov.push_back({a.data.data() + a.chunks[j].offset, a.chunks[j].len});
+      total += a.chunks[j].len;
+    }
+    i = j;
+    Proc& pr = procs_[rank];
+    const std::string path = dir_ + "/" + FileName(rank);
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | (pr.created ? O_APPEND : O_TRUNC), 0666);
+    pr.created = true;
+    if (fd < 0) {
+      if (error_.empty()) error_ = "cannot open " + path + ": " + std::strerror(errno);
+      continue;
+    }
+    size_t k = 0;
+    while (k < iov.size()) {
+      const int n = static_cast<int>(std::min<size_t>(iov.size() - k, IOV_MAX));
+      size_t want = 0;
+      for (int m = 0; m < n; ++m) want += iov[k + m].iov_len;
+      const ssize_t w = ::writev(fd, iov.data() + k, n);
+      if (w < 0 || static_cast<size_t>(w) != want) {
+        // Rare short write: finish the remaining bytes one chunk at a time.
+        size_t done = w < 0 ? 0 : static_cast<size_t>(w);
+        for (int m = 0; m < n; ++m) {
+          const iovec& v = iov[k + m];
+          size_t off = done >= v.iov_len ? v.iov_len : done;
+          done -= off;
+          while (off < v.iov_len) {
+            const ssize_t x = ::write(fd, static_cast<char*>(v.iov_base) + off, v.iov_len - off);
+            if (x <= 0) {
+              if (error_.empty()) error_ = "short write to " + path;
+              break;
+            }
+            off += static_cast<size_t>(x);
+          }
+        }
+      }
+      k += n;
+    }
+    if (::close(fd) != 0 && error_.empty()) error_ = "cannot close " + path;
+    bytes_written_ += total;
+  }
+  a.data.clear();
+  a.chunks.clear();
 }
 
 bool InspectorWriter::Finish(double job_end_us, std::string* error) {
@@ -332,13 +463,17 @@ bool InspectorWriter::Finish(double job_end_us, std::string* error) {
     // Only passes that ran before the process exited were written.
     size_t keep = 0;
     for (const Pending& p : pr.pending) {
-      if (PassTime(r, p.pass) <= job_end_us) pr.pending[keep++] = p;
+      if (p.pass_us <= job_end_us) pr.pending[keep++] = p;
       else ++dropped_;
     }
     pr.pending.resize(keep);
     Advance(r, kInf);
   }
-  FlushAll();
+  Handoff();
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return !busy_; });
+  }
   // Processes whose plugin never wrote anything leave no file, as the real plugin (the file is
   // opened at the first dump that has data).
   if (!error_.empty()) { *error = error_; return false; }

@@ -3,8 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "sim/internal.h"
@@ -18,12 +21,14 @@ void AppendFixed6(std::string* s, double v);  // printf("%lf")
 void AppendFixed3(std::string* s, double v);  // printf("%.3f")
 
 // Writes one `<host>-pid<pid>.log` per process. Records are held per process until the simulated
-// dump pass that writes them is over, then formatted into per-process buffers; the buffers are
-// appended to their files whenever the total buffered size passes the budget (so no more than one
-// file is open at a time, whatever the process count).
+// dump pass that writes them is over, then formatted straight into a shared arena (one chunk per
+// process and pass batch). When the arena is full it is handed to a background thread, which
+// groups the chunks by process and appends them to their files (one file open at a time, whatever
+// the process count), while formatting continues into a second arena. Memory: two arenas.
 class InspectorWriter {
  public:
   InspectorWriter(const SimConfig& config, const Layout& layout, const std::string& dir);
+  ~InspectorWriter();
   // A completed collective as seen by `rank` (comm index, its op, per-op sequence number,
   // Inspector message size, own kernel start and completion, true time in us from job start).
   void AddColl(int rank, int comm, Op op, uint64_t sn, int64_t bytes, double start_us,
@@ -49,6 +54,7 @@ class InspectorWriter {
  private:
   struct Pending {
     double end_us, start_us;
+    double pass_us;  // when the dump pass that writes it runs
     int64_t bytes;
     int64_t pass;
     uint64_t sn;
@@ -58,10 +64,18 @@ class InspectorWriter {
     uint8_t p2p;
     uint16_t channels;
   };
+  struct Chunk {
+    int32_t rank;
+    uint32_t seq;
+    size_t offset, len;
+  };
+  struct Arena {
+    std::string data;
+    std::vector<Chunk> chunks;
+  };
   struct Proc {
     std::vector<Pending> pending;
-    std::string buf;
-    bool created = false;
+    bool created = false;  // touched by the writer thread only
     double pass_offset_us = 0;
     uint64_t lines = 0;
     std::vector<uint64_t> p2p_sn;  // per comm kind
@@ -70,8 +84,10 @@ class InspectorWriter {
   int64_t PassOf(int rank, double t_us) const;
   void Emit(int rank, std::vector<Pending>& ready);
   void FormatLine(int rank, const Pending& p, uint64_t dump_ts, std::string* out);
-  void FlushAll();
-  void FlushOne(int rank);
+  const std::string& Prefix(int rank, int comm);  // header + metadata through dump_timestamp_us
+  void Handoff();             // give the current arena to the writer thread
+  void WriterLoop();
+  void WriteArena(Arena& a);
 
   const SimConfig& config_;
   const Layout& layout_;
@@ -80,7 +96,14 @@ class InspectorWriter {
   std::vector<Proc> procs_;
   std::vector<std::string> comm_header_;  // per comm: {"header":{"id":"0x..",("comm_name":..,)
   std::vector<std::string> proc_meta_;    // per rank: ,"hostname":"..","pid":N},"
-  size_t buffered_ = 0, budget_ = 0;
+  std::vector<std::string> prefix_;       // per (rank, comm kind), built on first use
+  size_t budget_ = 0;
+  Arena arenas_[2];
+  int cur_ = 0;
+  std::thread writer_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool busy_ = false, stop_ = false;  // busy_: the writer owns arenas_[1 - cur_]
   uint64_t coll_written_ = 0, p2p_written_ = 0, dropped_ = 0, filtered_ = 0, bytes_written_ = 0;
   std::string error_;
   std::vector<Pending> scratch_;
