@@ -22,7 +22,7 @@ struct Config {
   uint64_t min_size_bytes = 0;          // NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES
   uint32_t coll_ring_size = 4096;       // NCCL_INSPECTOR_DUMP_COLL_RING_SIZE (power of two)
   uint32_t p2p_ring_size = 4096;        // NCCL_INSPECTOR_DUMP_P2P_RING_SIZE (power of two)
-  uint32_t inflight_pool_size = 256;    // COLLSCOPE_INFLIGHT_POOL_SIZE
+  uint32_t inflight_pool_size = 512;    // COLLSCOPE_INFLIGHT_POOL_SIZE
   int64_t state_interval_ms = 1000;     // COLLSCOPE_STATE_INTERVAL_MS (0 = no state file)
   uint32_t sample_every = 1;            // COLLSCOPE_SAMPLE_EVERY
   bool proxy_events = false;            // COLLSCOPE_PROXY_EVENTS

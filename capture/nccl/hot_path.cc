@@ -26,6 +26,10 @@ uint64_t CoarseNowNs() noexcept {
 }
 
 constexpr auto kRelaxed = std::memory_order_relaxed;
+// Fields the state writer snapshots are stored with release after the slot is claimed, so a
+// reader that sees any of them also sees the claim and can detect a recycled slot (plain stores
+// on x86; no fences, which ThreadSanitizer does not model).
+constexpr auto kPublish = std::memory_order_release;
 
 template <typename Pool>
 auto* ClaimFree(Pool* pool, uint32_t size, std::atomic<uint32_t>* cursor) noexcept {
@@ -62,7 +66,7 @@ void Complete(OpSlot* s) noexcept {
     t.gpu_start = r.gpu_start;
     t.gpu_stop = r.gpu_stop;
     t.cpu_start_ns = r.cpu_start_ns;
-    t.cpu_stop_ns = r.cpu_record_ns != 0 ? r.cpu_record_ns : r.cpu_stop_ns;
+    t.cpu_stop_ns = r.recorded ? r.cpu_record_ns : r.cpu_stop_ns;
   }
   ExecTiming et = ComputeExecTiming({timings, n}, start_ns, 0);
   uint64_t done_ns = et.kernel_stop_ns;
@@ -183,32 +187,33 @@ void* StartOp(CommCtx* c, bool is_p2p, const collscope_coll_v4_t* coll,
   uint8_t nch;
   PackedName algo, proto;
   if (is_p2p) {
-    s->func.store(static_cast<uint8_t>(ParseFunc(p2p->func)), kRelaxed);
-    s->msg_bytes.store(p2p->count * DatatypeSize(p2p->datatype), kRelaxed);
-    s->peer.store(p2p->peer, kRelaxed);
-    s->sn.store(c->p2p_sn.fetch_add(1, kRelaxed), kRelaxed);
+    s->func.store(static_cast<uint8_t>(ParseFunc(p2p->func)), kPublish);
+    s->msg_bytes.store(p2p->count * DatatypeSize(p2p->datatype), kPublish);
+    s->peer.store(p2p->peer, kPublish);
+    s->sn.store(c->p2p_sn.fetch_add(1, kRelaxed), kPublish);
     nch = p2p->nChannels;
   } else {
-    s->func.store(static_cast<uint8_t>(ParseFunc(coll->func)), kRelaxed);
-    s->msg_bytes.store(coll->count * DatatypeSize(coll->datatype), kRelaxed);
-    s->peer.store(-1, kRelaxed);
-    s->sn.store(coll->seqNumber, kRelaxed);
+    s->func.store(static_cast<uint8_t>(ParseFunc(coll->func)), kPublish);
+    s->msg_bytes.store(coll->count * DatatypeSize(coll->datatype), kPublish);
+    s->peer.store(-1, kPublish);
+    s->sn.store(coll->seqNumber, kPublish);
     nch = coll->nChannels;
     algo = PackName(coll->algo);
     proto = PackName(coll->proto);
   }
-  s->is_p2p.store(is_p2p ? 1 : 0, kRelaxed);
-  s->n_channels.store(nch, kRelaxed);
-  s->algo[0].store(algo.w[0], kRelaxed);
-  s->algo[1].store(algo.w[1], kRelaxed);
-  s->proto[0].store(proto.w[0], kRelaxed);
-  s->proto[1].store(proto.w[1], kRelaxed);
-  s->start_ns.store(now, kRelaxed);
-  s->enqueue_ns.store(0, kRelaxed);
-  s->ch_started.store(0, kRelaxed);
-  s->ch_stopped.store(0, kRelaxed);
-  s->pending.store(static_cast<int32_t>(nch) + 1, kRelaxed);
-  s->event_sn.store(0, kRelaxed);
+  s->is_p2p.store(is_p2p ? 1 : 0, kPublish);
+  s->n_channels.store(nch, kPublish);
+  s->algo[0].store(algo.w[0], kPublish);
+  s->algo[1].store(algo.w[1], kPublish);
+  s->proto[0].store(proto.w[0], kPublish);
+  s->proto[1].store(proto.w[1], kPublish);
+  s->start_ns.store(now, kPublish);
+  s->enqueue_ns.store(0, kPublish);
+  s->ch_started.store(0, kPublish);
+  s->ch_stopped.store(0, kPublish);
+  s->first_ch_start_ns.store(0, kRelaxed);
+  s->pending.store(static_cast<int32_t>(nch) + 1, kPublish);
+  s->event_sn.store(0, kPublish);
   s->stop_sn = 0;
   s->start_sn = c->verbose ? NextSn(s) : 0;
   s->gen.fetch_add(1, kRelaxed);
@@ -226,9 +231,11 @@ void* StartKernelCh(CommCtx* c, void* parent, uint8_t channel_id, uint64_t ptime
   if (s->state.load(std::memory_order_acquire) != kSlotBusy) return nullptr;
   const int nch = s->n_channels.load(kRelaxed);
   ChannelRec* r;
+  bool first = false;
   if (channel_id < kMaxChannels) {
     const uint64_t bit = uint64_t{1} << channel_id;
     const uint64_t prev = s->ch_started.fetch_or(bit, kRelaxed);
+    first = prev == 0;
     // A duplicate channel, or more channels than announced, would break the completion count.
     if ((prev & bit) != 0 || std::popcount(prev) >= nch) return nullptr;
     r = &s->ch[channel_id];
@@ -238,9 +245,15 @@ void* StartKernelCh(CommCtx* c, void* parent, uint8_t channel_id, uint64_t ptime
   if (r->tracked) {
     r->gpu_start = ptimer;
     r->gpu_stop = 0;
-    r->cpu_start_ns = NowNs();
+    r->recorded = false;
     r->cpu_stop_ns = 0;
     r->cpu_record_ns = 0;
+    if (first || ptimer == 0 || c->verbose) {
+      r->cpu_start_ns = NowNs();
+      if (first) s->first_ch_start_ns.store(r->cpu_start_ns, kRelaxed);
+    } else {
+      r->cpu_start_ns = 0;
+    }
     if (c->verbose) {
       r->start_sn = NextSn(s);
       r->stop_sn = 0;
@@ -265,17 +278,17 @@ void* StartProxyOp(CommCtx* c, void* parent, const collscope_proxyOp_t* d) noexc
     c->proxy_untracked.fetch_add(1, kRelaxed);
     return nullptr;
   }
-  e->op_index.store(s != nullptr ? static_cast<int32_t>(s->index) : -1, kRelaxed);
-  e->op_gen.store(s != nullptr ? s->gen.load(kRelaxed) : 0, kRelaxed);
-  e->channel.store(d->channelId, kRelaxed);
-  e->peer.store(d->peer, kRelaxed);
-  e->n_steps.store(d->nSteps, kRelaxed);
-  e->is_send.store(d->isSend, kRelaxed);
-  e->steps_started.store(0, kRelaxed);
-  e->steps_done.store(0, kRelaxed);
-  e->last_state.store(-1, kRelaxed);
-  e->trans_bytes.store(0, kRelaxed);
-  e->last_update_ns.store(CoarseNowNs(), kRelaxed);
+  e->op_index.store(s != nullptr ? static_cast<int32_t>(s->index) : -1, kPublish);
+  e->op_gen.store(s != nullptr ? s->gen.load(kRelaxed) : 0, kPublish);
+  e->channel.store(d->channelId, kPublish);
+  e->peer.store(d->peer, kPublish);
+  e->n_steps.store(d->nSteps, kPublish);
+  e->is_send.store(d->isSend, kPublish);
+  e->steps_started.store(0, kPublish);
+  e->steps_done.store(0, kPublish);
+  e->last_state.store(-1, kPublish);
+  e->trans_bytes.store(0, kPublish);
+  e->last_update_ns.store(CoarseNowNs(), kPublish);
   e->gen.fetch_add(1, kRelaxed);
   e->state.store(kSlotBusy, std::memory_order_release);
   return e;
@@ -309,7 +322,7 @@ void StopEvent(void* handle) noexcept {
         const bool verbose = s->comm->verbose;
         // The record-state time already marks the stop; a second clock read buys nothing
         // unless the verbose trace wants both.
-        if (verbose || r->cpu_record_ns == 0) r->cpu_stop_ns = NowNs();
+        if (verbose || !r->recorded) r->cpu_stop_ns = NowNs();
         if (verbose) r->stop_sn = NextSn(s);
         const uint64_t bit = uint64_t{1} << r->id;
         if ((s->ch_stopped.load(kRelaxed) & bit) == 0) s->ch_stopped.fetch_or(bit, kRelaxed);
@@ -339,10 +352,21 @@ void RecordEventState(void* handle, int state,
       auto* r = static_cast<ChannelRec*>(handle);
       if (!r->tracked) return;
       OpSlot* s = r->op;
+      const uint64_t bit = uint64_t{1} << r->id;
+      const uint64_t stopped = s->ch_stopped.fetch_or(bit, kRelaxed) | bit;
+      const bool last = std::popcount(stopped) >= s->n_channels.load(kRelaxed);
       r->gpu_stop = args != nullptr ? args->kernelCh.pTimer : 0;
-      r->cpu_record_ns = NowNs();
+      r->recorded = true;
+      const bool no_gpu = r->gpu_stop == 0 || r->gpu_start == 0;
+      if (last || no_gpu || s->comm->verbose) {
+        r->cpu_record_ns = NowNs();
+        // A channel that turns out to lack GPU timers needs a CPU start for the kernel_cpu
+        // fallback; the op's first channel start is the closest we have.
+        if (no_gpu && r->cpu_start_ns == 0) {
+          r->cpu_start_ns = s->first_ch_start_ns.load(kRelaxed);
+        }
+      }
       if (s->comm->verbose) r->record_sn = NextSn(s);
-      s->ch_stopped.fetch_or(uint64_t{1} << r->id, kRelaxed);
       break;
     }
     case HandleKind::kProxyOp: {

@@ -43,15 +43,24 @@ class Runtime;
 
 // One channel of one in-flight op. Written only by the thread delivering that channel's KernelCh
 // events and read by the completing thread after the acq_rel decrement of OpSlot::pending.
-struct ChannelRec {
+//
+// CPU timestamps cost a vDSO clock read each (~25 ns, most of the hot path), and GPU timers
+// already time every channel, so outside verbose mode a channel reads the clock only when it
+// needs to: the first channel to start (kernel_start_ts_us), the last to stop
+// (kernel_stop_ts_us), and any channel lacking a GPU timer (kernel_cpu fallback). 0 = not read.
+struct alignas(64) ChannelRec {
   HandleHeader hdr{HandleKind::kChannel};
   uint8_t id = 0;
-  bool tracked = false;  // false for the shared overflow record (channel id >= kMaxChannels)
+  bool tracked = false;   // false for the shared overflow record (channel id >= kMaxChannels)
+  bool recorded = false;  // a KernelChStop state arrived
+  uint32_t start_sn = 0;  // verbose only, like the other *_sn
   OpSlot* op = nullptr;
   uint64_t gpu_start = 0, gpu_stop = 0;
   uint64_t cpu_start_ns = 0, cpu_stop_ns = 0, cpu_record_ns = 0;
-  uint32_t start_sn = 0, stop_sn = 0, record_sn = 0;
+  uint32_t stop_sn = 0, record_sn = 0;
 };
+// One cache line per channel keeps a slot at ~4 KiB (the in-flight pool is slots x 4 KiB).
+static_assert(sizeof(ChannelRec) == 64);
 
 enum SlotState : uint32_t { kSlotFree = 0, kSlotClaimed = 1, kSlotBusy = 2 };
 
@@ -74,6 +83,7 @@ struct OpSlot {
   std::atomic<uint64_t> proto[2] = {0, 0};
   std::atomic<uint64_t> ch_started{0};  // bit c: KernelCh c started
   std::atomic<uint64_t> ch_stopped{0};  // bit c: KernelCh c stop observed (record or stop)
+  std::atomic<uint64_t> first_ch_start_ns{0};  // CPU time of the first channel start
   // Completion: 1 (op event) + nChannels (KernelCh stops) outstanding.
   std::atomic<int32_t> pending{0};
   std::atomic<uint32_t> event_sn{0};  // verbose: per-op callback counter

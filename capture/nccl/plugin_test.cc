@@ -610,6 +610,9 @@ TEST_P(CapturePluginVersions, ConcurrentCommunicatorsProduceExactRecords) {
   env.Set("NCCL_INSPECTOR_DUMP_DIR", dir);
   env.Set("NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS", "3000");
   env.Set("COLLSCOPE_STATE_INTERVAL_MS", "2");
+  // The harness's one proxy thread may lag all user threads; room for every op keeps the
+  // expectation exact (pool exhaustion is covered by RingOverflowIsCountedNotBlocking).
+  env.Set("COLLSCOPE_INFLIGHT_POOL_SIZE", "512");
   env.Set("RANK", "7");
   env.Set("LOCAL_RANK", "3");
   ClearLogs();
@@ -1189,9 +1192,6 @@ TEST(CapturePlugin, PeriodicDumpsAppearWhileRunning) {
 
 // A process that exits without finalizing its communicators still flushes completed records.
 TEST(CapturePlugin, ExitWithoutFinalizeFlushes) {
-#if defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "fork() from a threaded TSan process";
-#endif
   const std::string dir = MakeTempDir();
   const pid_t child = fork();
   ASSERT_GE(child, 0);

@@ -52,8 +52,15 @@ std::string_view FuncName(Func f) noexcept {
 
 size_t DatatypeSize(const char* name) noexcept {
   if (name == nullptr) return 0;
+  // Fast path (runs per operation): every NCCL type name carries its width in bits as the first
+  // number ("ncclBfloat16", "ncclFloat8e4m3"); confirm with one strcmp against the table.
+  const char* p = name;
+  while (*p != '\0' && (*p < '0' || *p > '9')) ++p;
+  unsigned bits = 0;
+  while (*p >= '0' && *p <= '9' && bits < 1000) bits = bits * 10 + static_cast<unsigned>(*p++ - '0');
+  const size_t guess = bits / 8;
   for (const auto& e : kTypes) {
-    if (std::strcmp(name, e.name) == 0) return e.size;
+    if (e.size == guess && std::strcmp(name, e.name) == 0) return e.size;
   }
   return 0;
 }

@@ -23,6 +23,7 @@ namespace collscope::capture {
 namespace {
 
 constexpr auto kRelaxed = std::memory_order_relaxed;
+constexpr auto kAcquire = std::memory_order_acquire;
 constexpr size_t kFlushBytes = 1 << 20;    // keeps the writer's buffer bounded
 constexpr size_t kMaxFinalizedSnapshots = 64;
 
@@ -145,24 +146,25 @@ void AppendCommState(const CommCtx& c, uint64_t now_ns, std::string* out) {
     OpSnap o;
     o.index = i;
     o.gen = s.gen.load(std::memory_order_acquire);
-    o.is_p2p = s.is_p2p.load(kRelaxed) != 0;
-    o.func = static_cast<Func>(s.func.load(kRelaxed));
-    o.n_channels = s.n_channels.load(kRelaxed);
-    o.peer = s.peer.load(kRelaxed);
-    o.sn = s.sn.load(kRelaxed);
-    o.msg_bytes = s.msg_bytes.load(kRelaxed);
-    o.start_ns = s.start_ns.load(kRelaxed);
-    o.enqueue_ns = s.enqueue_ns.load(kRelaxed);
-    o.started = s.ch_started.load(kRelaxed);
-    o.stopped = s.ch_stopped.load(kRelaxed);
-    o.algo.w[0] = s.algo[0].load(kRelaxed);
-    o.algo.w[1] = s.algo[1].load(kRelaxed);
-    o.proto.w[0] = s.proto[0].load(kRelaxed);
-    o.proto.w[1] = s.proto[1].load(kRelaxed);
-    // Seqlock-style validation: a slot recycled while we read it is skipped for this snapshot.
-    std::atomic_thread_fence(std::memory_order_acquire);
+    o.is_p2p = s.is_p2p.load(kAcquire) != 0;
+    o.func = static_cast<Func>(s.func.load(kAcquire));
+    o.n_channels = s.n_channels.load(kAcquire);
+    o.peer = s.peer.load(kAcquire);
+    o.sn = s.sn.load(kAcquire);
+    o.msg_bytes = s.msg_bytes.load(kAcquire);
+    o.start_ns = s.start_ns.load(kAcquire);
+    o.enqueue_ns = s.enqueue_ns.load(kAcquire);
+    o.started = s.ch_started.load(kAcquire);
+    o.stopped = s.ch_stopped.load(kAcquire);
+    o.algo.w[0] = s.algo[0].load(kAcquire);
+    o.algo.w[1] = s.algo[1].load(kAcquire);
+    o.proto.w[0] = s.proto[0].load(kAcquire);
+    o.proto.w[1] = s.proto[1].load(kAcquire);
+    // Seqlock-style validation without fences: fields are stored with release after the slot
+    // was claimed, so reading any value of a newer occupant makes this re-check fail and the
+    // recycled slot is skipped for this snapshot.
     if (s.state.load(std::memory_order_acquire) != kSlotBusy ||
-        s.gen.load(kRelaxed) != o.gen) {
+        s.gen.load(kAcquire) != o.gen) {
       continue;
     }
     ops.push_back(o);
@@ -176,14 +178,13 @@ void AppendCommState(const CommCtx& c, uint64_t now_ns, std::string* out) {
     const ProxyEntry& e = c.proxies[i];
     if (e.state.load(std::memory_order_acquire) != kSlotBusy) continue;
     const uint32_t g = e.gen.load(std::memory_order_acquire);
-    ProxySnap p{e.op_index.load(kRelaxed),    e.op_gen.load(kRelaxed),
-                e.channel.load(kRelaxed),     e.peer.load(kRelaxed),
-                e.n_steps.load(kRelaxed),     e.is_send.load(kRelaxed),
-                e.steps_started.load(kRelaxed), e.steps_done.load(kRelaxed),
-                e.last_state.load(kRelaxed),  e.trans_bytes.load(kRelaxed),
-                e.last_update_ns.load(kRelaxed)};
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (e.state.load(std::memory_order_acquire) != kSlotBusy || e.gen.load(kRelaxed) != g) {
+    ProxySnap p{e.op_index.load(kAcquire),    e.op_gen.load(kAcquire),
+                e.channel.load(kAcquire),     e.peer.load(kAcquire),
+                e.n_steps.load(kAcquire),     e.is_send.load(kAcquire),
+                e.steps_started.load(kAcquire), e.steps_done.load(kAcquire),
+                e.last_state.load(kAcquire),  e.trans_bytes.load(kAcquire),
+                e.last_update_ns.load(kAcquire)};
+    if (e.state.load(std::memory_order_acquire) != kSlotBusy || e.gen.load(kAcquire) != g) {
       continue;
     }
     proxies.push_back(p);

@@ -1,0 +1,159 @@
+// Microbenchmarks of collscope's NCCL profiler plugin, loaded through dlopen as NCCL loads it.
+//
+// BM_CaptureHotPath: NCCL-side cost of one collective as the plugin sees it: Coll start, 8
+//   channels x (KernelCh start, KernelChStop record, KernelCh stop), Coll stop (which completes
+//   the op and pushes its record). Target: < 1 us per collective.
+// BM_CaptureWriterThroughput: records/s the writer formats and writes (finalize drains a full
+//   ring of completed records into the dump file).
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include <benchmark/benchmark.h>
+
+#include "capture/nccl/profiler_abi.h"
+
+#ifndef COLLSCOPE_PLUGIN_PATH
+#error "COLLSCOPE_PLUGIN_PATH must name the built plugin"
+#endif
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Plugin {
+  Plugin() {
+    dl = dlopen(COLLSCOPE_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
+    if (dl != nullptr) t = static_cast<collscope_ncclProfiler_v6_t*>(dlsym(dl, "ncclProfiler_v6"));
+  }
+  ~Plugin() {
+    if (dl != nullptr) dlclose(dl);
+  }
+  void* dl = nullptr;
+  collscope_ncclProfiler_v6_t* t = nullptr;
+};
+
+std::string BenchDir() {
+  const fs::path p = fs::temp_directory_path() / ("collscope-bench-" + std::to_string(getpid()));
+  fs::create_directories(p);
+  return p.string();
+}
+
+struct Descrs {
+  collscope_ncclProfilerEventDescr_v6_t coll{};
+  collscope_ncclProfilerEventDescr_v6_t ch[8]{};
+  collscope_ncclProfilerEventStateArgs_t stop[8]{};
+  Descrs() {
+    coll.type = collscope_ncclProfileColl;
+    coll.coll.func = "AllReduce";
+    coll.coll.datatype = "ncclBfloat16";
+    coll.coll.count = 1 << 20;
+    coll.coll.nChannels = 8;
+    coll.coll.algo = "RING";
+    coll.coll.proto = "SIMPLE";
+    for (int c = 0; c < 8; ++c) {
+      ch[c].type = collscope_ncclProfileKernelCh;
+      ch[c].kernelCh.channelId = static_cast<uint8_t>(c);
+    }
+  }
+};
+
+// One collective's worth of callbacks.
+inline void OneCollective(collscope_ncclProfiler_v6_t* t, void* ctx, Descrs& d, uint64_t sn) {
+  d.coll.coll.seqNumber = sn;
+  void* h = nullptr;
+  t->startEvent(ctx, &h, &d.coll);
+  t->stopEvent(h);  // enqueued
+  void* kh[8];
+  for (int c = 0; c < 8; ++c) {
+    d.ch[c].parentObj = h;
+    d.ch[c].kernelCh.pTimer = 1000000 + sn * 100000 + static_cast<uint64_t>(c) * 40;
+    t->startEvent(ctx, &kh[c], &d.ch[c]);
+  }
+  for (int c = 0; c < 8; ++c) {
+    d.stop[c].kernelCh.pTimer = 1000000 + sn * 100000 + 60000 + static_cast<uint64_t>(c) * 90;
+    t->recordEventState(kh[c], collscope_ncclProfilerKernelChStop, &d.stop[c]);
+    t->stopEvent(kh[c]);
+  }
+}
+
+// range(0): 1 = writer thread draining continuously beside the hot path, 0 = no periodic writer
+// (isolates the callbacks; the ring is large enough that every record is pushed, none dropped).
+// range(1): 1 = verbose traces.
+void BM_CaptureHotPath(benchmark::State& state) {
+  const std::string dir = BenchDir();
+  setenv("NCCL_INSPECTOR_DUMP_DIR", dir.c_str(), 1);
+  setenv("NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS", state.range(0) ? "0" : "-1", 1);
+  setenv("NCCL_INSPECTOR_DUMP_COLL_RING_SIZE", "262144", 1);
+  setenv("NCCL_INSPECTOR_DUMP_VERBOSE", state.range(1) ? "1" : "0", 1);
+  Plugin p;
+  if (p.t == nullptr) {
+    state.SkipWithError("cannot load plugin");
+    return;
+  }
+  void* ctx = nullptr;
+  int mask = 0;
+  p.t->init(&ctx, 0x1234, &mask, "bench", 1, 8, 0, nullptr);
+  Descrs d;
+  uint64_t sn = 0;
+  for (auto _ : state) OneCollective(p.t, ctx, d, sn++);
+  state.SetItemsProcessed(state.iterations());
+  state.counters["ns_per_coll"] = benchmark::Counter(
+      static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert, benchmark::Counter::kIs1000);
+  p.t->finalize(ctx);
+  fs::remove_all(dir);
+  unsetenv("NCCL_INSPECTOR_DUMP_COLL_RING_SIZE");
+  unsetenv("NCCL_INSPECTOR_DUMP_VERBOSE");
+}
+BENCHMARK(BM_CaptureHotPath)
+    ->ArgsProduct({{0, 1}, {0, 1}})
+    ->ArgNames({"writer", "verbose"})
+    ->Iterations(200000)
+    ->Repetitions(3)
+    ->ReportAggregatesOnly(true);
+
+void BM_CaptureWriterThroughput(benchmark::State& state) {
+  const int kRecords = 65536;
+  const std::string dir = BenchDir();
+  setenv("NCCL_INSPECTOR_DUMP_DIR", dir.c_str(), 1);
+  setenv("NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS", "-1", 1);
+  setenv("NCCL_INSPECTOR_DUMP_COLL_RING_SIZE", std::to_string(kRecords).c_str(), 1);
+  setenv("NCCL_INSPECTOR_DUMP_VERBOSE", state.range(0) ? "1" : "0", 1);
+  Plugin p;
+  if (p.t == nullptr) {
+    state.SkipWithError("cannot load plugin");
+    return;
+  }
+  Descrs d;
+  size_t bytes = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    void* ctx = nullptr;
+    int mask = 0;
+    p.t->init(&ctx, 0x5678, &mask, "bench", 2, 16, 3, nullptr);
+    for (int i = 0; i < kRecords; ++i) OneCollective(p.t, ctx, d, static_cast<uint64_t>(i));
+    state.ResumeTiming();
+    p.t->finalize(ctx);  // formats and writes kRecords records
+    state.PauseTiming();
+    for (const auto& e : fs::directory_iterator(dir)) {
+      if (e.path().extension() == ".log") bytes += fs::file_size(e.path());
+      fs::remove(e.path());
+    }
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(state.iterations() * kRecords);
+  state.SetBytesProcessed(static_cast<int64_t>(bytes));
+  fs::remove_all(dir);
+  unsetenv("NCCL_INSPECTOR_DUMP_COLL_RING_SIZE");
+  unsetenv("NCCL_INSPECTOR_DUMP_VERBOSE");
+}
+BENCHMARK(BM_CaptureWriterThroughput)->Arg(0)->Arg(1)->ArgName("verbose")->Unit(
+    benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
