@@ -1228,5 +1228,53 @@ TEST(CapturePlugin, ExitWithoutFinalizeFlushes) {
   fs::remove_all(dir);
 }
 
+// fork() with a live runtime (DataLoader workers): the child must neither join the parent's
+// writer thread nor write the parent's files, and can start its own runtime.
+TEST(CapturePlugin, ForkedChildAbandonsInheritedRuntime) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "TSan kills a child of a multi-threaded fork that starts threads";
+#endif
+  const std::string dir = MakeTempDir();
+  ScopedEnv env;
+  env.Set("NCCL_INSPECTOR_DUMP_DIR", dir);
+  env.Set("COLLSCOPE_STATE_INTERVAL_MS", "5");
+  Plugin plugin(6);
+  int mask = 0;
+  void* ctx = plugin.Init(0x9, &mask, "parent", 1, 2, 0);
+  void* inflight = plugin.StartColl(ctx, 0, "AllReduce", 1024, "ncclFloat32", 1);
+  plugin.Stop(inflight);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // Inherited context: finalize is a no-op (no join of a thread that does not exist here).
+    plugin.Finalize(ctx);
+    int m = 0;
+    void* own = plugin.Init(0x10, &m, "child", 1, 1, 0);
+    void* h = plugin.StartColl(own, 0, "Broadcast", 64, "ncclInt8", 0);
+    plugin.Stop(h);
+    plugin.Finalize(own);
+    _exit(m != 0 && own != nullptr ? 0 : 3);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  const std::string child_log = dir + "/" + Hostname() + "-pid" + std::to_string(child) + ".log";
+  EXPECT_NE(ReadFile(child_log).find("\"id\":\"0x10\""), std::string::npos);
+  EXPECT_EQ(ReadFile(child_log).find("\"id\":\"0x9\""), std::string::npos);
+  // The parent is unaffected: its in-flight op is still tracked and then completes.
+  ASSERT_TRUE(WaitFor([&] {
+    JVal st;
+    return ParseJson(ReadFile(StatePath(dir)), &st) && st["comms"].arr.size() == 1 &&
+           st["comms"].arr[0]["inflight"].arr.size() == 1;
+  }));
+  plugin.RunChannel(ctx, inflight, 0, 10, 20010);
+  plugin.Finalize(ctx);
+  Output out;
+  ParseOutput(LogPath(dir), &out);
+  EXPECT_EQ(out.record_count["0x9"], 1);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace collscope::capture

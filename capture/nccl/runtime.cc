@@ -3,6 +3,7 @@
 // may lock and allocate. See plugin_core.h and docs/capture.md for the contracts and schemas.
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,6 +31,16 @@ constexpr size_t kMaxFinalizedSnapshots = 64;
 // Both are trivially destructible, so process exit cannot tear them down under the writer thread.
 std::mutex g_mu;
 Runtime* g_rt = nullptr;
+
+// fork() after init (DataLoader workers, launchers) copies the runtime but not its writer thread.
+// The child abandons the copy: it never joins, writes or frees it, and may start a fresh one.
+bool g_atfork_registered = false;  // guarded by g_mu
+void AtforkPrepare() { g_mu.lock(); }
+void AtforkParent() { g_mu.unlock(); }
+void AtforkChild() {
+  g_rt = nullptr;
+  g_mu.unlock();
+}
 // The log file is truncated once per process and path (as Inspector's "w"), then appended to
 // when a later communicator re-creates the runtime.
 char g_truncated_path[4096];
@@ -362,6 +373,9 @@ collscope_ncclResult_t Runtime::CommInit(void** context, uint64_t comm_id, int* 
   if (context == nullptr) return collscope_ncclSuccess;
   try {
     std::lock_guard<std::mutex> glk(g_mu);
+    if (!g_atfork_registered) {
+      g_atfork_registered = pthread_atfork(&AtforkPrepare, &AtforkParent, &AtforkChild) == 0;
+    }
     if (g_rt == nullptr) {
       auto* rt = new Runtime();
       rt->Setup(logfn);
@@ -402,6 +416,7 @@ collscope_ncclResult_t Runtime::CommFinalize(void* context) noexcept {
     std::lock_guard<std::mutex> glk(g_mu);
     auto* c = static_cast<CommCtx*>(context);
     Runtime* rt = c->rt;
+    if (rt != g_rt) return collscope_ncclSuccess;  // inherited across fork(): abandoned
     {
       std::lock_guard<std::mutex> lk(rt->mu_);
       if (c->active && !rt->disabled()) {
