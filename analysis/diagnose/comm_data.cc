@@ -1,0 +1,149 @@
+#include <algorithm>
+#include <map>
+
+#include "analysis/diagnose/comm_data.h"
+#include "analysis/diagnose/duck.h"
+
+namespace collscope::diagnose {
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const size_t m = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + m, v.end());
+  double x = v[m];
+  if (v.size() % 2 == 0) x = (x + *std::max_element(v.begin(), v.begin() + m)) / 2;
+  return x;
+}
+
+Result<CommData> LoadCommData(Store& store, const std::string& run) {
+  duckdb_connection conn = store.connection();
+  std::string run_filter;
+  {
+    std::string q = run.empty() ? "SELECT CAST(min(run_id) AS BIGINT) FROM runs"
+                                : "SELECT CAST(run_id AS BIGINT) FROM runs WHERE name = " + SqlString(run);
+    auto r = Fetch(conn, q, "i");
+    if (!r.ok()) return r.status();
+    if (r->rows == 0 || r->null_i[0][0]) return Status::Error(run.empty() ? "the store holds no run" : "no run named " + run);
+    run_filter = std::to_string(r->i[0][0]);
+  }
+  CommData d;
+  // Processes.
+  auto pr = Fetch(conn,
+                  "SELECT CAST(process_id AS BIGINT), hostname, CAST(pid AS BIGINT) FROM processes "
+                  "WHERE run_id = " + run_filter + " ORDER BY hostname, pid",
+                  "isi");
+  if (!pr.ok()) return pr.status();
+  std::map<int64_t, int> proc_index;
+  std::map<std::string, int> host_index;
+  for (size_t i = 0; i < pr->rows; ++i) {
+    const std::string& h = pr->s[0][i];
+    auto [it, added] = host_index.emplace(h, static_cast<int>(d.hosts.size()));
+    if (added) d.hosts.push_back(h);
+    proc_index[pr->i[0][i]] = static_cast<int>(d.procs.size());
+    Proc p;
+    p.host = it->second;
+    p.global_rank = static_cast<int>(d.procs.size());  // ordinal fallback
+    d.procs.push_back(p);
+  }
+  d.rank_source = "ordinal";
+  // Communicators and membership (with the plugin's global rank when present).
+  auto cr = Fetch(conn,
+                  "SELECT CAST(c.comm_id AS BIGINT), c.id, coalesce(c.comm_name, ''), "
+                  "CAST(c.n_ranks AS BIGINT), CAST(c.nnodes AS BIGINT) FROM communicators c "
+                  "WHERE c.run_id = " + run_filter + " ORDER BY c.comm_id",
+                  "issii");
+  if (!cr.ok()) return cr.status();
+  std::map<int64_t, int> comm_index;
+  for (size_t i = 0; i < cr->rows; ++i) {
+    comm_index[cr->i[0][i]] = static_cast<int>(d.comms.size());
+    Comm c;
+    c.id = cr->s[0][i];
+    c.name = cr->s[1][i];
+    c.n_ranks = static_cast<int>(cr->i[1][i]);
+    c.nnodes = static_cast<int>(cr->i[2][i]);
+    d.comms.push_back(std::move(c));
+  }
+  auto mr = Fetch(conn,
+                  "SELECT CAST(o.comm_id AS BIGINT), CAST(r.process_id AS BIGINT), "
+                  "CAST(min(r.rank) AS BIGINT), CAST(max(r.global_rank) AS BIGINT) "
+                  "FROM records r JOIN operations o USING (run_id, op_id) WHERE r.run_id = " +
+                      run_filter + " GROUP BY ALL ORDER BY 1, 3",
+                  "iiii");
+  if (!mr.ok()) return mr.status();
+  bool have_global = false;
+  std::vector<int> plugin_rank(d.procs.size(), -1);
+  for (size_t i = 0; i < mr->rows; ++i) {
+    auto ci = comm_index.find(mr->i[0][i]);
+    auto pi = proc_index.find(mr->i[1][i]);
+    if (ci == comm_index.end() || pi == proc_index.end()) continue;
+    d.comms[ci->second].procs.push_back(pi->second);
+    if (!mr->null_i[3][i]) {
+      plugin_rank[pi->second] = static_cast<int>(mr->i[3][i]);
+      have_global = true;
+    }
+  }
+  for (Comm& c : d.comms) {
+    for (int p : c.procs) c.hosts.push_back(d.procs[p].host);
+    SortUnique(&c.hosts);
+  }
+  if (have_global) {
+    for (size_t p = 0; p < d.procs.size(); ++p)
+      if (plugin_rank[p] >= 0) d.procs[p].global_rank = plugin_rank[p];
+    d.rank_source = "collscope";
+  } else {
+    // The communicator that spans every process: its ranks are the global ranks.
+    for (const Comm& c : d.comms) {
+      if (c.procs.size() != d.procs.size() || c.n_ranks != static_cast<int>(d.procs.size())) continue;
+      std::vector<int> seen(d.procs.size(), 0);
+      bool ok = true;
+      for (size_t k = 0; k < c.procs.size() && ok; ++k) ok = !seen[c.procs[k]]++;
+      if (!ok) continue;
+      // membership rows are ordered by communicator rank
+      for (size_t k = 0; k < c.procs.size(); ++k) d.procs[c.procs[k]].global_rank = static_cast<int>(k);
+      d.rank_source = "world-communicator";
+      break;
+    }
+  }
+  // Collective instances.
+  auto ir = Fetch(conn,
+                  "SELECT CAST(o.comm_id AS BIGINT), CAST(enum_code(o.op) AS BIGINT), "
+                  "CAST(r.sn AS BIGINT), CAST(o.msg_size_bytes AS BIGINT), CAST(count(*) AS BIGINT), "
+                  "CAST(min(r.exec_time_us) AS DOUBLE), CAST(median(CAST(r.exec_time_us AS DOUBLE)) AS DOUBLE), "
+                  "CAST(max(r.exec_time_us) AS DOUBLE), CAST(arg_min(r.process_id, r.exec_time_us) AS BIGINT), "
+                  "CAST(min(coalesce(r.start_ts_us, r.kernel_start_ts_us, r.dump_ts_us)) AS BIGINT), "
+                  "CAST(count(r.start_ts_us) + count(r.kernel_start_ts_us) AS BIGINT) "
+                  "FROM records r JOIN operations o USING (run_id, op_id) "
+                  "WHERE r.run_id = " + run_filter + " AND o.kind = 'coll' GROUP BY o.comm_id, o.op, r.sn, o.msg_size_bytes "
+                  "ORDER BY 10",
+                  "iiiiidddiii");
+  if (!ir.ok()) return ir.status();
+  d.insts.reserve(ir->rows);
+  int64_t exact = 0;
+  d.t0 = INT64_MAX;
+  d.t1 = INT64_MIN;
+  for (size_t i = 0; i < ir->rows; ++i) {
+    auto ci = comm_index.find(ir->i[0][i]);
+    auto pi = proc_index.find(ir->i[6][i]);
+    if (ci == comm_index.end()) continue;
+    Inst x;
+    x.comm = ci->second;
+    x.op = static_cast<int>(ir->i[1][i]);
+    x.sn = ir->i[2][i];
+    x.bytes = ir->i[3][i];
+    x.n = static_cast<int>(ir->i[4][i]);
+    x.tmin = ir->d[0][i];
+    x.tmed = ir->d[1][i];
+    x.tmax = ir->d[2][i];
+    x.pmin = pi == proc_index.end() ? -1 : pi->second;
+    x.ts = ir->i[7][i];
+    exact += ir->i[8][i];
+    d.t0 = std::min(d.t0, x.ts);
+    d.t1 = std::max(d.t1, x.ts + static_cast<int64_t>(x.tmax));
+    d.insts.push_back(x);
+  }
+  if (d.insts.empty()) d.t0 = d.t1 = 0;
+  d.timestamps_exact = exact > 0;
+  return d;
+}
+
+}  // namespace collscope::diagnose

@@ -1,0 +1,463 @@
+// Communication-level detectors over collective instances (see comm_data.h, docs/diagnosis.md).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+
+#include "analysis/diagnose/comm_data.h"
+
+namespace collscope::diagnose {
+namespace {
+
+struct KeyStats {
+  double base = 0;   // median transfer time (tmin)
+  double noise = 0;  // median arrival wait (tmed - tmin)
+};
+
+uint64_t KeyOf(const CommData& d, const Inst& x) {
+  const Comm& c = d.comms[x.comm];
+  return (static_cast<uint64_t>(x.op) << 56) ^ (static_cast<uint64_t>(c.n_ranks) << 40) ^
+         (static_cast<uint64_t>(c.nnodes) << 28) ^ static_cast<uint64_t>(x.bytes) * 0x9E3779B97F4A7C15ULL;
+}
+
+double Wait(const Inst& x) { return (x.n == 2 ? x.tmax : x.tmed) - x.tmin; }
+
+std::unordered_map<uint64_t, KeyStats> KeyBaselines(const CommData& d) {
+  std::unordered_map<uint64_t, std::pair<std::vector<double>, std::vector<double>>> acc;
+  for (const Inst& x : d.insts) {
+    auto& a = acc[KeyOf(d, x)];
+    a.first.push_back(x.tmin);
+    if (x.n >= 2) a.second.push_back(Wait(x));
+  }
+  std::unordered_map<uint64_t, KeyStats> out;
+  for (auto& [k, v] : acc) out[k] = {Median(std::move(v.first)), Median(std::move(v.second))};
+  return out;
+}
+
+double WindowUs(const CommData& d, const CommOptions& o) {
+  if (o.window_us > 0) return o.window_us;
+  return std::max(2e5, static_cast<double>(d.t1 - d.t0) / 40.0);
+}
+
+std::string Fmt(const char* f, double a) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, a);
+  return b;
+}
+
+// Merges sorted window indexes into [first, last] runs allowing one missing window between.
+std::vector<std::pair<int, int>> Runs(std::vector<int> w) {
+  std::sort(w.begin(), w.end());
+  w.erase(std::unique(w.begin(), w.end()), w.end());
+  std::vector<std::pair<int, int>> r;
+  for (int x : w) {
+    if (!r.empty() && x <= r.back().second + 2) r.back().second = x;
+    else r.push_back({x, x});
+  }
+  return r;
+}
+
+}  // namespace
+
+std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
+  std::vector<Finding> out;
+  if (d.insts.empty()) return out;
+  const auto keys = KeyBaselines(d);
+  const double W = WindowUs(d, o);
+  const int nw = static_cast<int>((d.t1 - d.t0) / W) + 1;
+  // Per (comm, window): transfer-time ratios.
+  std::map<std::pair<int, int>, std::vector<double>> ratios;
+  for (const Inst& x : d.insts) {
+    const Comm& c = d.comms[x.comm];
+    if (c.hosts.size() < 2) continue;
+    const KeyStats& k = keys.at(KeyOf(d, x));
+    if (k.base < 20) continue;  // latency-bound: says nothing about bandwidth
+    const int w = static_cast<int>((x.ts - d.t0) / W);
+    ratios[{x.comm, w}].push_back(x.tmin / k.base);
+  }
+  // Per window: slow comms, per host counts.
+  std::vector<std::vector<int>> slow_by_w(nw), data_by_w(nw);
+  std::map<std::pair<int, int>, double> med;
+  for (auto& [cw, v] : ratios) {
+    if (v.size() < 2) continue;
+    const double m = Median(v);
+    med[cw] = m;
+    data_by_w[cw.second].push_back(cw.first);
+    if (m >= o.link_ratio) slow_by_w[cw.second].push_back(cw.first);
+  }
+  // host set (sorted) -> windows, comms, ratios
+  struct Acc {
+    std::vector<int> windows;
+    std::set<int> comms;
+    std::vector<double> ratio;
+    int healthy_other = 0;
+    bool ambiguous = false;
+  };
+  std::map<std::vector<int>, Acc> acc;
+  for (int w = 0; w < nw; ++w) {
+    if (slow_by_w[w].empty()) continue;
+    std::map<int, int> S, T;
+    for (int c : data_by_w[w])
+      for (int h : d.comms[c].hosts) T[h]++;
+    for (int c : slow_by_w[w])
+      for (int h : d.comms[c].hosts) S[h]++;
+    std::set<int> uncovered(slow_by_w[w].begin(), slow_by_w[w].end());
+    std::vector<int> chosen;
+    bool ambiguous = false;
+    while (!uncovered.empty()) {
+      int best = 0;
+      std::vector<int> tied;
+      for (auto [h, s] : S) {
+        if (static_cast<double>(s) / T[h] < o.host_cover) continue;
+        if (std::find(chosen.begin(), chosen.end(), h) != chosen.end()) continue;
+        int cover = 0;
+        for (int c : uncovered)
+          if (std::binary_search(d.comms[c].hosts.begin(), d.comms[c].hosts.end(), h)) ++cover;
+        if (cover > best) { best = cover; tied = {h}; }
+        else if (cover == best && cover > 0) tied.push_back(h);
+      }
+      if (best == 0) break;
+      if (tied.size() > 1) ambiguous = true;
+      for (int h : tied) {
+        chosen.push_back(h);
+        for (auto it = uncovered.begin(); it != uncovered.end();)
+          it = std::binary_search(d.comms[*it].hosts.begin(), d.comms[*it].hosts.end(), h)
+                   ? uncovered.erase(it) : std::next(it);
+      }
+    }
+    if (chosen.empty()) continue;
+    std::sort(chosen.begin(), chosen.end());
+    // Many hosts slow at once with no common host is contention, not a link: skip it.
+    if (chosen.size() > std::max<size_t>(2, d.hosts.size() / 4) && !ambiguous) continue;
+    Acc& a = acc[chosen];
+    a.windows.push_back(w);
+    a.ambiguous |= ambiguous;
+    for (int c : slow_by_w[w]) {
+      a.comms.insert(c);
+      a.ratio.push_back(med[{c, w}]);
+    }
+  }
+  for (auto& [hosts, a] : acc) {
+    for (auto [w0, w1] : Runs(a.windows)) {
+      int nwin = 0;
+      for (int w : a.windows) nwin += (w >= w0 && w <= w1);
+      if (nwin < 2) continue;  // one window: contention, not a lasting degradation
+      Finding f;
+      f.kind = Kind::kSlowLink;
+      f.detector = "comm.slow_link";
+      for (int h : hosts) f.hosts.push_back(d.hosts[h]);
+      std::vector<int> comm_list(a.comms.begin(), a.comms.end());
+      std::set<int> victims;
+      for (int c : comm_list) {
+        f.comms.push_back(d.comms[c].id);
+        for (int p : d.comms[c].procs) {
+          const int gr = d.procs[p].global_rank;
+          if (std::find(hosts.begin(), hosts.end(), d.procs[p].host) != hosts.end()) f.ranks.push_back(gr);
+          else victims.insert(gr);
+        }
+      }
+      SortUnique(&f.ranks);
+      f.victims.assign(victims.begin(), victims.end());
+      SortUnique(&f.comms);
+      f.start_us = d.t0 + static_cast<int64_t>(w0 * W);
+      f.end_us = d.t0 + static_cast<int64_t>((w1 + 1) * W);
+      const double r = Median(a.ratio);
+      f.confidence = std::min(1.0, 0.5 + 0.1 * nwin) * (a.ambiguous ? 0.6 : 1.0) * std::min(1.0, (r - 1) / 1.0);
+      f.Add("transfer_time_ratio", r);
+      f.Add("bandwidth_share", 1.0 / r);
+      f.Add("slow_comms", static_cast<double>(comm_list.size()));
+      f.Add("windows", nwin);
+      f.AddText("ambiguous", a.ambiguous ? "yes: every slow communicator spans all these hosts" : "no");
+      std::string hs = f.hosts.size() == 1 ? "host " + f.hosts[0] : std::to_string(f.hosts.size()) + " hosts (" + f.hosts[0] + ", ...)";
+      f.summary = (a.ambiguous ? "A network link of " : "The network link of ") + hs +
+                  " is degraded: the " + std::to_string(comm_list.size()) +
+                  " communicators spanning it run at " + Fmt("%.0f", 100.0 / r) +
+                  "% of their usual bus bandwidth since " + FormatTimeUs(f.start_us) +
+                  "; check its NICs, cables and switch ports" +
+                  (a.ambiguous ? " (the data cannot tell these hosts apart)." : ".");
+      out.push_back(std::move(f));
+    }
+  }
+  return out;
+}
+
+std::vector<Finding> DetectSlowCompute(const CommData& d, const CommOptions& o) {
+  std::vector<Finding> out;
+  if (d.insts.empty()) return out;
+  const auto keys = KeyBaselines(d);
+  const double W = WindowUs(d, o);
+  const int nw = static_cast<int>((d.t1 - d.t0) / W) + 1;
+  const size_t P = d.procs.size();
+  std::vector<std::vector<int>> late(P, std::vector<int>(nw, 0));
+  std::vector<std::vector<double>> late_wait(P);
+  std::vector<std::vector<int>> comm_cnt(d.comms.size(), std::vector<int>(nw, 0));
+  struct Stall { int64_t ts; double wait; int comm; };
+  std::vector<std::vector<Stall>> stalls(P);
+  double total_noise = 0;
+  for (const Inst& x : d.insts) {
+    if (x.n < 2) continue;
+    const int w = static_cast<int>((x.ts - d.t0) / W);
+    comm_cnt[x.comm][w]++;
+    if (x.pmin < 0) continue;
+    const KeyStats& k = keys.at(KeyOf(d, x));
+    const double wait = Wait(x);
+    if (wait > std::max(o.stall_us, 20 * (k.noise + k.base))) {
+      stalls[x.pmin].push_back({x.ts, wait, x.comm});
+      continue;
+    }
+    if (wait > 4 * k.noise + 0.25 * k.base + 20) {
+      late[x.pmin][w]++;
+      late_wait[x.pmin].push_back(wait);
+    }
+    total_noise += 0;
+  }
+  // Per process, per window: share of its instances where it arrived last and late.
+  std::vector<std::vector<int>> proc_comms(P);
+  for (size_t c = 0; c < d.comms.size(); ++c)
+    for (int p : d.comms[c].procs) proc_comms[p].push_back(static_cast<int>(c));
+  struct Flag { std::vector<int> windows; };
+  std::map<int, std::vector<int>> flagged;  // proc -> windows
+  std::vector<double> share_of(P, 0);
+  for (size_t p = 0; p < P; ++p) {
+    for (int w = 0; w < nw; ++w) {
+      if (late[p][w] < o.min_late_events) continue;
+      int total = 0;
+      for (int c : proc_comms[p]) total += comm_cnt[c][w];
+      const double share = total ? static_cast<double>(late[p][w]) / total : 0;
+      if (share >= o.late_share * 0.5 && late[p][w] >= o.min_late_events) {
+        // Compare with chance: a healthy member is last ~1/n of the time and rarely "late".
+        flagged[static_cast<int>(p)].push_back(w);
+        share_of[p] = std::max(share_of[p], share);
+      }
+    }
+  }
+  // Group flagged processes by host and time run: a whole host late is one host finding.
+  struct Group { std::vector<int> procs; int w0, w1; };
+  std::map<std::pair<int, int>, std::vector<std::pair<int, std::pair<int, int>>>> by_host;  // (host, w0)
+  std::vector<Group> groups;
+  std::map<int, std::vector<std::tuple<int, int, int>>> host_runs;  // host -> (proc, w0, w1)
+  for (auto& [p, ws] : flagged)
+    for (auto [w0, w1] : Runs(ws)) {
+      int n = 0;
+      for (int w : ws) n += (w >= w0 && w <= w1);
+      host_runs[d.procs[p].host].push_back({p, w0, w1});
+    }
+  std::vector<int> host_size(d.hosts.size(), 0);
+  for (const Proc& p : d.procs) host_size[p.host]++;
+  for (auto& [h, runs] : host_runs) {
+    std::vector<int> procs;
+    int w0 = INT32_MAX, w1 = 0;
+    for (auto [p, a, b] : runs) { procs.push_back(p); w0 = std::min(w0, a); w1 = std::max(w1, b); }
+    SortUnique(&procs);
+    const bool whole_host = host_size[h] > 1 && static_cast<int>(procs.size()) == host_size[h];
+    if (whole_host) {
+      groups.push_back({procs, w0, w1});
+    } else {
+      for (auto [p, a, b] : runs) groups.push_back({{p}, a, b});
+    }
+  }
+  for (const Group& g : groups) {
+    Finding f;
+    f.kind = Kind::kSlowCompute;
+    f.detector = "comm.late_arrival";
+    std::set<int> hosts, victims, comms;
+    std::vector<double> waits;
+    int events = 0;
+    for (int p : g.procs) {
+      f.ranks.push_back(d.procs[p].global_rank);
+      hosts.insert(d.procs[p].host);
+      for (int w = g.w0; w <= g.w1; ++w) events += late[p][w];
+      waits.insert(waits.end(), late_wait[p].begin(), late_wait[p].end());
+      for (int c : proc_comms[p]) {
+        comms.insert(c);
+        for (int q : d.comms[c].procs) victims.insert(d.procs[q].global_rank);
+      }
+    }
+    SortUnique(&f.ranks);
+    for (int r : f.ranks) victims.erase(r);
+    f.victims.assign(victims.begin(), victims.end());
+    for (int h : hosts) f.hosts.push_back(d.hosts[h]);
+    for (int c : comms) f.comms.push_back(d.comms[c].id);
+    SortUnique(&f.comms);
+    f.start_us = d.t0 + static_cast<int64_t>(g.w0 * W);
+    f.end_us = d.t0 + static_cast<int64_t>((g.w1 + 1) * W);
+    const double mw = Median(waits);
+    double share = 0;
+    for (int p : g.procs) share = std::max(share, share_of[p]);
+    f.confidence = std::min(1.0, 0.4 + share * 0.6) * std::min(1.0, 0.5 + events / 40.0);
+    f.Add("late_instances", events);
+    f.Add("late_share", share);
+    f.Add("median_wait_us", mw);
+    f.AddText("synchronisation_trap", "root cause shows the shortest collective times; peers wait");
+    const std::string who = g.procs.size() > 1 ? "All " + std::to_string(g.procs.size()) + " ranks of host " + f.hosts[0] +
+                                                     " (" + RankList(f.ranks) + ")"
+                                               : "Rank " + std::to_string(f.ranks[0]) + " on " + f.hosts[0];
+    f.summary = who + " arrive" + (g.procs.size() > 1 ? "" : "s") + " last at " +
+                std::to_string(events) + " collectives, making " + std::to_string(f.victims.size()) +
+                " peers wait a median " + Fmt("%.0f", mw / 1000.0) +
+                " ms each: a compute straggler; check the GPU's clocks, temperature and "
+                "ECC errors" + std::string(g.procs.size() > 1 ? " and the host's CPU load." : ".");
+    out.push_back(std::move(f));
+  }
+  // Host stalls: one or two huge waits for one rank.
+  for (size_t p = 0; p < P; ++p) {
+    if (stalls[p].empty()) continue;
+    std::set<int> wins;
+    for (const Stall& s : stalls[p]) wins.insert(static_cast<int>((s.ts - d.t0) / W));
+    Finding f;
+    const bool repeated = Runs(std::vector<int>(wins.begin(), wins.end())).size() >= 3;
+    f.kind = repeated ? Kind::kSlowCompute : Kind::kHostStall;
+    f.detector = "comm.stall";
+    f.ranks = {d.procs[p].global_rank};
+    f.hosts = {d.hosts[d.procs[p].host]};
+    std::set<int> victims, comms;
+    double mx = 0;
+    int64_t first = INT64_MAX, last = 0;
+    for (const Stall& s : stalls[p]) {
+      comms.insert(s.comm);
+      mx = std::max(mx, s.wait);
+      first = std::min(first, s.ts);
+      last = std::max(last, s.ts);
+      for (int q : d.comms[s.comm].procs)
+        if (q != static_cast<int>(p)) victims.insert(d.procs[q].global_rank);
+    }
+    for (int c : comms) f.comms.push_back(d.comms[c].id);
+    f.victims.assign(victims.begin(), victims.end());
+    f.start_us = std::max(d.t0, first - static_cast<int64_t>(mx) - static_cast<int64_t>(W));
+    f.end_us = last + static_cast<int64_t>(W);
+    f.confidence = 0.8;
+    f.Add("max_wait_us", mx);
+    f.Add("stalls", static_cast<double>(stalls[p].size()));
+    f.summary = "Rank " + std::to_string(f.ranks[0]) + " on " + f.hosts[0] + " blocked for " +
+                Fmt("%.1f", mx / 1e6) + " s before a collective while " +
+                std::to_string(f.victims.size()) + " peers waited: " +
+                (repeated ? "a severe compute straggler; check the GPU." :
+                            "a host-side stall (JIT compilation, garbage collection, data loading, I/O); check that rank's Python stack at that time.");
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+std::vector<Finding> DetectMismatch(const CommData& d) {
+  std::vector<Finding> out;
+  // (comm, op, sn) -> instances (different sizes split a collective into several instances)
+  std::map<std::tuple<int, int, int64_t>, std::vector<const Inst*>> by;
+  std::map<std::pair<int, int>, int> op_max_n;  // (comm, op) -> most ranks seen in one instance
+  for (const Inst& x : d.insts) {
+    by[{x.comm, x.op, x.sn}].push_back(&x);
+    int& m = op_max_n[{x.comm, x.op}];
+    m = std::max(m, x.n);
+  }
+  std::set<std::pair<int, int>> reported;  // (comm, proc)
+  auto report = [&](const Inst& odd, const std::string& why, int64_t expect_bytes) {
+    if (odd.pmin < 0 || !reported.insert({odd.comm, odd.pmin}).second) return;
+    const Comm& c = d.comms[odd.comm];
+    Finding f;
+    f.kind = Kind::kCollectiveMismatch;
+    f.detector = "comm.mismatch";
+    f.ranks = {d.procs[odd.pmin].global_rank};
+    f.hosts = {d.hosts[d.procs[odd.pmin].host]};
+    f.comms = {c.id};
+    for (int p : c.procs)
+      if (p != odd.pmin) f.victims.push_back(d.procs[p].global_rank);
+    SortUnique(&f.victims);
+    f.start_us = odd.ts;
+    f.end_us = odd.ts + static_cast<int64_t>(odd.tmax) + 1;
+    f.confidence = 0.9;
+    f.Add("sn", static_cast<double>(odd.sn));
+    f.Add("bytes", static_cast<double>(odd.bytes));
+    if (expect_bytes >= 0) f.Add("peer_bytes", static_cast<double>(expect_bytes));
+    f.summary = "Rank " + std::to_string(f.ranks[0]) + " issued " + why + " in communicator " + c.id +
+                (c.name.empty() ? "" : " (" + c.name + ")") + " at sequence number " +
+                std::to_string(odd.sn) + " than its " + std::to_string(f.victims.size()) +
+                " peers: a code-path divergence; compare that rank's program order.";
+    out.push_back(std::move(f));
+  };
+  for (auto& [key, v] : by) {
+    if (v.size() < 2) continue;
+    const Inst* big = v[0];
+    for (const Inst* x : v) if (x->n > big->n) big = x;
+    for (const Inst* x : v)
+      if (x != big && x->n * 2 < big->n + x->n && x->n <= std::max(1, big->n / 2)) report(*x, "a different message size (" + std::to_string(x->bytes) + " vs " + std::to_string(big->bytes) + " bytes)", big->bytes);
+  }
+  // An op that only one rank of a communicator ever issued.
+  for (auto& [key, v] : by) {
+    const Inst& x = *v[0];
+    const Comm& c = d.comms[x.comm];
+    if (v.size() != 1 || x.n != 1 || c.procs.size() < 3) continue;
+    if (op_max_n[{x.comm, x.op}] > 1) continue;
+    int other_full = 0;
+    for (auto& [ck, m] : op_max_n)
+      if (ck.first == x.comm && ck.second != x.op && m == static_cast<int>(c.procs.size())) ++other_full;
+    if (other_full) report(x, "a different collective (op code " + std::to_string(x.op) + ")", -1);
+  }
+  return out;
+}
+
+std::vector<Finding> DetectHangFromRecords(const CommData& d) {
+  std::vector<Finding> out;
+  if (d.insts.empty()) return out;
+  // Completed instances per (comm, op); communicators of one class (name, size, op) should agree.
+  std::map<std::pair<int, int>, int64_t> done;  // (comm, op) -> completed instances
+  std::map<std::pair<int, int>, int64_t> last_ts;
+  for (const Inst& x : d.insts) {
+    if (x.n < static_cast<int>(d.comms[x.comm].procs.size())) continue;
+    done[{x.comm, x.op}]++;
+    auto& t = last_ts[{x.comm, x.op}];
+    t = std::max(t, x.ts);
+  }
+  std::map<std::tuple<std::string, int, int>, std::vector<int>> classes;
+  for (auto& [k, n] : done) {
+    const Comm& c = d.comms[k.first];
+    classes[{c.name, c.n_ranks, k.second}].push_back(k.first);
+  }
+  std::set<int> behind;
+  std::map<int, int64_t> deficit, stop_ts;
+  for (auto& [cls, comms] : classes) {
+    if (comms.size() < 2) continue;
+    const int op = std::get<2>(cls);
+    int64_t mx = 0;
+    for (int c : comms) mx = std::max(mx, done[{c, op}]);
+    std::vector<int> lag;
+    for (int c : comms)
+      if (done[{c, op}] < mx) lag.push_back(c);
+    // A hang leaves a few communicators behind their siblings; ring-buffer drops would leave
+    // many behind by varying amounts.
+    if (lag.empty() || lag.size() * 2 > comms.size()) continue;
+    for (int c : lag) {
+      behind.insert(c);
+      deficit[c] = std::max(deficit[c], mx - done[{c, op}]);
+      stop_ts[c] = std::max(stop_ts[c], last_ts[{c, op}]);
+    }
+  }
+  for (int c : behind) {
+    const Comm& cm = d.comms[c];
+    Finding f;
+    f.kind = Kind::kHang;
+    f.detector = "comm.progress";
+    f.comms = {cm.id};
+    std::set<int> hosts;
+    for (int p : cm.procs) {
+      f.victims.push_back(d.procs[p].global_rank);
+      hosts.insert(d.procs[p].host);
+    }
+    SortUnique(&f.victims);
+    for (int h : hosts) f.hosts.push_back(d.hosts[h]);
+    f.start_us = stop_ts[c];
+    f.end_us = d.t1;
+    f.confidence = 0.7;
+    f.Add("collectives_behind_siblings", static_cast<double>(deficit[c]));
+    f.summary = "Communicator " + cm.id + (cm.name.empty() ? "" : " (" + cm.name + ")") + " of ranks " +
+                RankList(f.victims) + " stopped " + std::to_string(deficit[c]) +
+                " collective(s) behind its sibling communicators: a hang; completion records cannot "
+                "tell which member never joined, so read the Flight Recorder dumps or collscope "
+                "in-flight state files of these ranks.";
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+}  // namespace collscope::diagnose

@@ -1,0 +1,281 @@
+// Detectors on hand-built inputs with known answers.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+
+#include "analysis/diagnose/comm_data.h"
+#include "analysis/diagnose/hang.h"
+#include "analysis/diagnose/steps.h"
+
+namespace collscope::diagnose {
+namespace {
+
+// 4 hosts x 2 ranks; comms: tp (per host, 2 ranks), dp pairs across hosts {0,2,4,6} and {1,3,5,7},
+// and cross pairs (h0,h1) (h2,h3) for ranks 0/2 and 4/6 so a host can be localized.
+CommData Job() {
+  CommData d;
+  d.hosts = {"h0", "h1", "h2", "h3"};
+  for (int r = 0; r < 8; ++r) d.procs.push_back({r / 2, r});
+  auto comm = [&](std::string id, std::vector<int> ps) {
+    Comm c;
+    c.id = id;
+    c.procs = ps;
+    c.n_ranks = static_cast<int>(ps.size());
+    for (int p : ps) c.hosts.push_back(p / 2);
+    SortUnique(&c.hosts);
+    c.nnodes = static_cast<int>(c.hosts.size());
+    d.comms.push_back(c);
+  };
+  for (int h = 0; h < 4; ++h) comm("0xt" + std::to_string(h), {2 * h, 2 * h + 1});
+  comm("0xd0", {0, 2, 4, 6});
+  comm("0xd1", {1, 3, 5, 7});
+  comm("0xp01", {0, 2});
+  comm("0xp23", {4, 6});
+  comm("0xp02", {1, 5});
+  comm("0xp13", {3, 7});
+  return d;
+}
+
+// Adds `steps` rounds of one collective per comm, 1 ms apart per step. slow_host: transfer x5
+// for comms spanning it in [s0, s1); late_proc: arrives 2 ms late in [l0, l1).
+void Fill(CommData* d, int steps, int slow_host, int s0, int s1, int late_proc, int l0, int l1,
+          double late_us = 2000) {
+  uint64_t seed = 7;
+  auto noise = [&]() {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return 1.0 + 0.02 * ((seed >> 33) % 1000) / 1000.0;
+  };
+  for (int s = 0; s < steps; ++s)
+    for (size_t c = 0; c < d->comms.size(); ++c) {
+      const Comm& cm = d->comms[c];
+      Inst x;
+      x.comm = static_cast<int>(c);
+      x.op = 0;
+      x.sn = s;
+      x.bytes = 1 << 24;
+      x.n = static_cast<int>(cm.procs.size());
+      double t = (cm.nnodes > 1 ? 400 : 100) * noise();
+      if (s >= s0 && s < s1 && std::find(cm.hosts.begin(), cm.hosts.end(), slow_host) != cm.hosts.end() && cm.nnodes > 1) t *= 5;
+      double wait = 10 * noise();
+      x.pmin = cm.procs[s % cm.procs.size()];
+      if (s >= l0 && s < l1 && std::find(cm.procs.begin(), cm.procs.end(), late_proc) != cm.procs.end()) {
+        wait = late_us;
+        x.pmin = late_proc;  // the synchronisation trap: the late rank shows the shortest time
+      }
+      x.tmin = t;
+      x.tmed = t + wait;
+      x.tmax = t + wait * 1.1;
+      x.ts = 1000000000 + static_cast<int64_t>(s) * 100000 + static_cast<int64_t>(c) * 100;
+      d->insts.push_back(x);
+    }
+  d->t0 = d->insts.front().ts;
+  d->t1 = d->insts.back().ts + 1000;
+}
+
+CommOptions Opts() {
+  CommOptions o;
+  o.window_us = 1000000;  // 10 steps per window
+  return o;
+}
+
+TEST(SlowLink, LocalizesHostFromCommunicatorsSpanningIt) {
+  CommData d = Job();
+  Fill(&d, 100, /*slow_host=*/2, 30, 70, -1, 0, 0);
+  auto f = DetectSlowLink(d, Opts());
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, Kind::kSlowLink);
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"h2"}));
+  EXPECT_EQ(f[0].ranks, std::vector<int>({4, 5}));
+  EXPECT_NEAR(f[0].start_us, 1000000000 + 3000000, 1000000);
+  EXPECT_NEAR(f[0].end_us, 1000000000 + 7000000, 1000000);
+  EXPECT_TRUE(DetectSlowCompute(d, Opts()).empty()) << "a slow link is not a late rank";
+}
+
+TEST(SlowCompute, SynchronisationTrapBlamesTheRankWithTheShortestTime) {
+  CommData d = Job();
+  Fill(&d, 100, -1, 0, 0, /*late_proc=*/5, 20, 80);
+  auto f = DetectSlowCompute(d, Opts());
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, Kind::kSlowCompute);
+  EXPECT_EQ(f[0].ranks, std::vector<int>({5}));
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"h2"}));
+  // Its peers show the longest times but are victims, not causes.
+  EXPECT_NE(std::find(f[0].victims.begin(), f[0].victims.end(), 4), f[0].victims.end());
+  EXPECT_TRUE(DetectSlowLink(d, Opts()).empty());
+}
+
+TEST(Overlap, SlowLinkAndStragglerAtOnce) {
+  CommData d = Job();
+  Fill(&d, 100, /*slow_host=*/0, 10, 60, /*late_proc=*/7, 40, 90);
+  auto link = DetectSlowLink(d, Opts());
+  auto comp = DetectSlowCompute(d, Opts());
+  ASSERT_EQ(link.size(), 1u);
+  EXPECT_EQ(link[0].hosts, std::vector<std::string>({"h0"}));
+  ASSERT_EQ(comp.size(), 1u);
+  EXPECT_EQ(comp[0].ranks, std::vector<int>({7}));
+}
+
+TEST(HostStall, OneHugeWaitIsAStall) {
+  CommData d = Job();
+  Fill(&d, 100, -1, 0, 0, /*late_proc=*/3, 50, 51, /*late_us=*/3e6);
+  auto f = DetectSlowCompute(d, Opts());
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, Kind::kHostStall);
+  EXPECT_EQ(f[0].ranks, std::vector<int>({3}));
+}
+
+TEST(Healthy, NoFindings) {
+  CommData d = Job();
+  Fill(&d, 100, -1, 0, 0, -1, 0, 0);
+  EXPECT_TRUE(DetectSlowLink(d, Opts()).empty());
+  EXPECT_TRUE(DetectSlowCompute(d, Opts()).empty());
+  EXPECT_TRUE(DetectMismatch(d).empty());
+  EXPECT_TRUE(DetectHangFromRecords(d).empty());
+}
+
+TEST(Mismatch, MinorityMessageSizeIsTheRootCause) {
+  CommData d = Job();
+  Fill(&d, 20, -1, 0, 0, -1, 0, 0);
+  // sn 7 of comm 0xd0: rank 4 used a different size.
+  for (Inst& x : d.insts)
+    if (d.comms[x.comm].id == "0xd0" && x.sn == 7) x.n = 3;
+  Inst odd;
+  odd.comm = 4;
+  odd.sn = 7;
+  odd.bytes = 1 << 25;
+  odd.n = 1;
+  odd.pmin = 4;
+  odd.tmin = odd.tmed = odd.tmax = 400;
+  odd.ts = d.t0 + 700000;
+  d.insts.push_back(odd);
+  auto f = DetectMismatch(d);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, Kind::kCollectiveMismatch);
+  EXPECT_EQ(f[0].ranks, std::vector<int>({4}));
+  EXPECT_EQ(f[0].comms, std::vector<std::string>({"0xd0"}));
+}
+
+TEST(HangFromRecords, CommunicatorBehindItsSiblings) {
+  CommData d = Job();
+  for (auto& c : d.comms) c.name = c.id.substr(0, 3);
+  Fill(&d, 20, -1, 0, 0, -1, 0, 0);
+  // 0xd1 never completed its last two collectives.
+  d.insts.erase(std::remove_if(d.insts.begin(), d.insts.end(),
+                               [&](const Inst& x) { return d.comms[x.comm].id == "0xd1" && x.sn >= 18; }),
+                d.insts.end());
+  auto f = DetectHangFromRecords(d);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].comms, std::vector<std::string>({"0xd1"}));
+}
+
+TEST(Steps, PeltFindsAShiftAndSpikesFindTransients) {
+  std::vector<double> x;
+  for (int i = 0; i < 60; ++i) x.push_back((i < 30 ? 100 : 130) + (i % 3));
+  auto cps = Pelt(x, 0, 5);
+  ASSERT_EQ(cps.size(), 1u);
+  EXPECT_EQ(cps[0], 30u);
+  std::vector<double> y(50, 100.0);
+  y[25] = 400;
+  auto sp = Spikes(y, 8, 1.5);
+  ASSERT_EQ(sp.size(), 1u);
+  EXPECT_EQ(sp[0], 25u);
+  EXPECT_TRUE(Pelt(y, 0, 5).size() <= 2u);
+}
+
+TEST(Steps, RegressionWithPhaseAttribution) {
+  StepSeries s;
+  s.source = "step_summary";
+  for (int r = 0; r < 2; ++r)
+    for (int i = 0; i < 40; ++i) {
+      readers::StepRow row;
+      row.rank = r;
+      row.step = i;
+      row.start_us = 1000000 + i * 200000;
+      const double dp = (i >= 20 ? 60000 : 20000) + 100 * (i % 2);
+      row.phases = {{"forward", 50000}, {"backward", 100000}, {"dp_comm", dp}};
+      row.dur_us = 150000 + dp;
+      s.rows.push_back(row);
+    }
+  auto f = DetectStepAnomalies(s, StepOptions{});
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, Kind::kStepRegression);
+  bool phase = false;
+  for (auto& e : f[0].evidence) phase |= e.key == "phase_grew" && e.text == "dp_comm";
+  EXPECT_TRUE(phase);
+}
+
+TEST(FlightRecorder, WaitGraphRootCause) {
+  using readers::FrDump;
+  using readers::FrEntry;
+  std::vector<FrDump> dumps(4);
+  for (int r = 0; r < 4; ++r) {
+    dumps[r].rank = r;
+    dumps[r].pgs["7"] = {"7", "DP", {0, 1, 2, 3}};
+    const int last = r == 2 ? 9 : 10;  // rank 2 never enqueued #10
+    for (int s = 9; s <= last; ++s) {
+      FrEntry e;
+      e.pg_id = 1;
+      e.pg_name = "7";
+      e.pg_desc = "DP";
+      e.collective_seq_id = s;
+      e.profiling_name = "nccl:all_reduce";
+      e.state = "scheduled";
+      e.time_created_ns = s * 1000000;
+      dumps[r].entries.push_back(e);
+    }
+    dumps[r].status[1] = {last, -1, 9};
+  }
+  auto f = AnalyzeFlightRecorder(dumps);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].ranks, std::vector<int>({2}));
+  EXPECT_EQ(f[0].victims, std::vector<int>({0, 1, 3}));
+}
+
+std::string Fixtures() {
+  const char* e = std::getenv("COLLSCOPE_FIXTURES");
+  return e ? e : COLLSCOPE_FIXTURES_DEFAULT;
+}
+
+TEST(FlightRecorder, RealDumpsNameRank12InGroup74) {
+  const std::string dir = Fixtures() + "/flight-recorder/gpu_error_1st";
+  if (!std::filesystem::exists(dir)) GTEST_SKIP() << "fixture absent: " << dir;
+  std::vector<std::string> paths;
+  for (int r = 0; r < 16; ++r) paths.push_back(dir + "/_dump_" + std::to_string(r));
+  auto f = DiagnoseFlightRecorder(paths);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  ASSERT_EQ(f->size(), 1u) << FindingsToText(*f);
+  EXPECT_EQ((*f)[0].ranks, std::vector<int>({12})) << FindingsToText(*f);
+  EXPECT_EQ((*f)[0].comms, std::vector<std::string>({"74"})) << FindingsToText(*f);
+  EXPECT_NE((*f)[0].summary.find("nccl:all_to_all"), std::string::npos) << (*f)[0].summary;
+  EXPECT_NE((*f)[0].summary.find("4027x5120"), std::string::npos) << (*f)[0].summary;
+}
+
+TEST(Findings, JsonRoundTrip) {
+  Finding f;
+  f.kind = Kind::kHang;
+  f.confidence = 0.9;
+  f.hosts = {"node-001"};
+  f.ranks = {12};
+  f.victims = {13, 14};
+  f.comms = {"74"};
+  f.start_us = 5;
+  f.end_us = 9;
+  f.summary = "Rank 12 \"never\" joined";
+  f.Add("sn", 20537);
+  f.AddText("op", "nccl:all_to_all");
+  const std::string j = FindingsToJson({f});
+  EXPECT_NE(j.find("\"schema\": \"collscope.findings.v1\""), std::string::npos);
+  std::vector<Finding> back;
+  std::string err;
+  ASSERT_TRUE(FindingsFromJson(j, &back, &err)) << err;
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].ranks, f.ranks);
+  EXPECT_EQ(back[0].victims, f.victims);
+  EXPECT_EQ(back[0].summary, f.summary);
+  EXPECT_EQ(FindingsToJson(back), j);
+}
+
+}  // namespace
+}  // namespace collscope::diagnose

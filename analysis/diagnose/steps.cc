@@ -1,0 +1,168 @@
+#include "analysis/diagnose/steps.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+
+#include "analysis/diagnose/comm_data.h"
+
+namespace collscope::diagnose {
+
+std::vector<size_t> Pelt(const std::vector<double>& x, double penalty, size_t min_seg) {
+  const size_t n = x.size();
+  if (n < 2 * min_seg) return {};
+  std::vector<double> s1(n + 1, 0), s2(n + 1, 0);
+  for (size_t i = 0; i < n; ++i) {
+    s1[i + 1] = s1[i] + x[i];
+    s2[i + 1] = s2[i] + x[i] * x[i];
+  }
+  if (penalty <= 0) {
+    std::vector<double> d;
+    for (size_t i = 1; i < n; ++i) d.push_back(std::fabs(x[i] - x[i - 1]));
+    const double mad = Median(d) / (0.6745 * std::sqrt(2.0));
+    const double var = std::max(mad * mad, 1e-12 + 1e-6 * (s1[n] / n) * (s1[n] / n));
+    penalty = 2.0 * std::log(static_cast<double>(n)) * var * 3;
+  }
+  auto cost = [&](size_t a, size_t b) {  // sum of squared deviations on [a, b)
+    const double m = static_cast<double>(b - a);
+    const double s = s1[b] - s1[a];
+    return (s2[b] - s2[a]) - s * s / m;
+  };
+  std::vector<double> F(n + 1, std::numeric_limits<double>::infinity());
+  std::vector<size_t> last(n + 1, 0);
+  F[0] = -penalty;
+  std::vector<size_t> cand = {0};
+  for (size_t t = min_seg; t <= n; ++t) {
+    double best = std::numeric_limits<double>::infinity();
+    size_t arg = 0;
+    for (size_t s : cand) {
+      if (t - s < min_seg) continue;
+      const double v = F[s] + cost(s, t) + penalty;
+      if (v < best) { best = v; arg = s; }
+    }
+    F[t] = best;
+    last[t] = arg;
+    std::vector<size_t> keep;
+    for (size_t s : cand)
+      if (t - s < min_seg || F[s] + cost(s, t) <= F[t]) keep.push_back(s);
+    keep.push_back(t);
+    cand.swap(keep);
+    std::sort(cand.begin(), cand.end());
+    cand.erase(std::unique(cand.begin(), cand.end()), cand.end());
+  }
+  std::vector<size_t> cps;
+  for (size_t t = n; t > 0 && last[t] > 0; t = last[t]) cps.push_back(last[t]);
+  std::reverse(cps.begin(), cps.end());
+  return cps;
+}
+
+std::vector<size_t> Spikes(const std::vector<double>& x, int window, double ratio) {
+  std::vector<size_t> out;
+  for (size_t i = static_cast<size_t>(window); i < x.size(); ++i) {
+    std::vector<double> w(x.begin() + (i - window), x.begin() + i);
+    const double m = Median(w);
+    if (m > 0 && x[i] > ratio * m) out.push_back(i);
+  }
+  return out;
+}
+
+std::vector<Finding> DetectStepAnomalies(const StepSeries& s, const StepOptions& o) {
+  std::vector<Finding> out;
+  // Job-level series: slowest rank per step, and per-step phase maxima.
+  std::map<int64_t, double> job;
+  std::map<int64_t, int64_t> start;
+  std::map<int64_t, std::map<std::string, double>> phases;
+  std::map<int64_t, int> slowest;
+  for (const auto& r : s.rows) {
+    if (r.dur_us > job[r.step]) { job[r.step] = r.dur_us; slowest[r.step] = r.rank; }
+    if (r.start_us && (!start.count(r.step) || r.start_us < start[r.step])) start[r.step] = r.start_us;
+    for (const auto& [p, v] : r.phases) phases[r.step][p] = std::max(phases[r.step][p], v);
+  }
+  std::vector<int64_t> steps;
+  std::vector<double> x;
+  for (auto& [k, v] : job) { steps.push_back(k); x.push_back(v); }
+  if (x.size() < 4) return out;
+  auto when = [&](size_t i) { return start.count(steps[i]) ? start[steps[i]] : 0; };
+  auto grew = [&](size_t a, size_t b, const std::vector<size_t>& base) {
+    std::string best;
+    double inc = 0;
+    for (const auto& [p, v] : phases[steps[a]]) {
+      (void)v;
+      std::vector<double> bv, av;
+      for (size_t i : base) av.push_back(phases[steps[i]].count(p) ? phases[steps[i]][p] : 0);
+      for (size_t i = a; i < b; ++i) bv.push_back(phases[steps[i]].count(p) ? phases[steps[i]][p] : 0);
+      const double d = Median(bv) - Median(av);
+      if (d > inc) { inc = d; best = p; }
+    }
+    return std::make_pair(best, inc);
+  };
+  const double med = Median(x);
+  // Change points: lasting level shifts.
+  auto cps = Pelt(x, 0, static_cast<size_t>(o.min_segment));
+  std::vector<size_t> bounds = {0};
+  bounds.insert(bounds.end(), cps.begin(), cps.end());
+  bounds.push_back(x.size());
+  std::vector<bool> in_regression(x.size(), false);
+  for (size_t k = 1; k + 1 < bounds.size(); ++k) {
+    const size_t a = bounds[k - 1], b = bounds[k], c = bounds[k + 1];
+    const double before = Median(std::vector<double>(x.begin() + a, x.begin() + b));
+    const double after = Median(std::vector<double>(x.begin() + b, x.begin() + c));
+    if (after < o.regression_ratio * before) continue;
+    for (size_t i = b; i < c; ++i) in_regression[i] = true;
+    Finding f;
+    f.kind = Kind::kStepRegression;
+    f.detector = "steps.pelt";
+    f.start_us = when(b);
+    f.end_us = c < x.size() ? when(c) : when(c - 1) + static_cast<int64_t>(x[c - 1]);
+    std::vector<size_t> base;
+    for (size_t i = a; i < b; ++i) base.push_back(i);
+    auto [phase, inc] = grew(b, c, base);
+    f.confidence = std::min(1.0, 0.5 + (after / before - 1));
+    f.Add("step_us_before", before);
+    f.Add("step_us_after", after);
+    f.Add("first_step", static_cast<double>(steps[b]));
+    f.Add("steps", static_cast<double>(c - b));
+    if (!phase.empty()) { f.AddText("phase_grew", phase); f.Add("phase_growth_us", inc); }
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "Step time rose from %.1f ms to %.1f ms (+%.0f%%) at step %lld for %zu steps",
+                  before / 1e3, after / 1e3, 100 * (after / before - 1), static_cast<long long>(steps[b]), c - b);
+    f.summary = std::string(buf) + (phase.empty() ? "" : "; the " + phase + " phase grew most") +
+                ": look at the slow_* findings of that window for the cause.";
+    out.push_back(std::move(f));
+  }
+  // Spikes outside regressions.
+  auto sp = Spikes(x, o.window, o.jitter_ratio);
+  std::vector<size_t> spikes;
+  for (size_t i : sp)
+    if (!in_regression[i]) spikes.push_back(i);
+  if (!spikes.empty()) {
+    Finding f;
+    f.kind = Kind::kStepJitter;
+    f.detector = "steps.window";
+    f.start_us = when(spikes.front());
+    f.end_us = when(spikes.back()) + static_cast<int64_t>(x[spikes.back()]);
+    double worst = 0;
+    size_t wi = spikes[0];
+    for (size_t i : spikes) if (x[i] > worst) { worst = x[i]; wi = i; }
+    if (s.source == "step_summary") f.ranks = {slowest[steps[wi]]};
+    std::vector<size_t> base;
+    for (size_t i = 0; i < x.size(); ++i) if (!in_regression[i]) base.push_back(i);
+    auto [phase, inc] = grew(wi, wi + 1, base);
+    f.confidence = std::min(1.0, 0.4 + 0.2 * spikes.size());
+    f.Add("spikes", static_cast<double>(spikes.size()));
+    f.Add("worst_step", static_cast<double>(steps[wi]));
+    f.Add("worst_ratio", worst / med);
+    if (!phase.empty()) f.AddText("phase_grew", phase);
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "%zu step(s) spiked to up to %.1fx the median step time (worst: step %lld",
+                  spikes.size(), worst / med, static_cast<long long>(steps[wi]));
+    f.summary = std::string(buf) + (f.ranks.empty() ? "" : ", slowest rank " + std::to_string(f.ranks[0])) + ")" +
+                (phase.empty() ? "" : "; the " + phase + " phase grew") + ": transient; check for stalls or contention then.";
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+}  // namespace collscope::diagnose

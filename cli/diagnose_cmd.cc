@@ -1,0 +1,62 @@
+#include <cstdio>
+#include <memory>
+
+#include "analysis/diagnose/diagnose.h"
+#include "cli/command.h"
+
+namespace collscope::cli {
+namespace {
+
+struct Options {
+  std::vector<std::string> paths;
+  std::string db;
+  std::string run;
+  bool json = false;
+};
+
+int Run(const Options& o) {
+  using namespace collscope::diagnose;
+  DiagnoseOptions d;
+  d.run = o.run;
+  Result<std::vector<Finding>> f = Status::Error("give PATHS... or --db FILE");
+  if (!o.db.empty()) {
+    auto store = Store::Open(o.db, {.read_only = true});
+    if (!store.ok()) {
+      std::fprintf(stderr, "collscope diagnose: %s\n", store.status().message().c_str());
+      return 2;
+    }
+    f = DiagnoseStore(**store, d);
+    if (f.ok() && !o.paths.empty()) {
+      auto more = DiagnosePaths(o.paths, d);
+      if (!more.ok()) f = more.status();
+      else { f->insert(f->end(), more->begin(), more->end()); Consolidate(&*f); }
+    }
+  } else if (!o.paths.empty()) {
+    f = DiagnosePaths(o.paths, d);
+  }
+  if (!f.ok()) {
+    std::fprintf(stderr, "collscope diagnose: %s\n", f.status().message().c_str());
+    return 2;
+  }
+  const std::string out = o.json ? FindingsToJson(*f) : FindingsToText(*f);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
+void Register(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand(
+      "diagnose",
+      "Find faulty ranks, hosts, links and hangs (NCCL Inspector logs, Flight Recorder dumps, "
+      "collscope in-flight state, step summaries, or a store).");
+  cmd->add_option("paths", o->paths, "Input files or directories");
+  cmd->add_option("--db", o->db, "Diagnose this store");
+  cmd->add_option("--run", o->run, "Run in the store (default: the first)");
+  cmd->add_flag("--json", o->json, "Print {\"schema\": \"collscope.findings.v1\", \"findings\": [...]}");
+  cmd->callback([o] { SetExitCode(Run(*o)); });
+}
+
+RegisterCommand reg(&Register);
+
+}  // namespace
+}  // namespace collscope::cli

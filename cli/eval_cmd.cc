@@ -1,0 +1,64 @@
+#include <cstdio>
+#include <memory>
+
+#include "analysis/diagnose/eval.h"
+#include "cli/command.h"
+
+namespace collscope::cli {
+namespace {
+
+struct Options {
+  std::string suite = "small";
+  std::string floors;
+  std::string work_dir;
+  std::string only;
+  bool keep = false;
+  bool json = false;
+  int threads = 0;
+};
+
+int Run(const Options& o) {
+  using namespace collscope::diagnose;
+  auto suite = BuiltinSuite(o.suite);
+  EvalOptions eo;
+  eo.work_dir = o.work_dir;
+  eo.keep = o.keep;
+  eo.threads = o.threads;
+  eo.only = o.only;
+  auto r = RunEval(suite, eo);
+  if (!r.ok()) {
+    std::fprintf(stderr, "collscope eval: %s\n", r.status().message().c_str());
+    return 2;
+  }
+  const std::string out = o.json ? r->ToJson() : r->ToText();
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  if (!o.floors.empty()) {
+    auto bad = CheckFloors(*r, o.floors);
+    if (!bad.ok()) {
+      std::fprintf(stderr, "collscope eval: %s\n", bad.status().message().c_str());
+      return 2;
+    }
+    for (const auto& b : *bad) std::fprintf(stderr, "below floor: %s\n", b.c_str());
+    if (!bad->empty()) return 1;
+  }
+  return 0;
+}
+
+void Register(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand(
+      "eval", "Simulate labelled faults, diagnose them and print precision/recall per kind.");
+  cmd->add_option("--suite", o->suite, "small (CI) | large (bench, includes 10,240 GPUs)")->capture_default_str();
+  cmd->add_option("--floors", o->floors, "Fail (exit 1) when a kind drops below its floor in FILE");
+  cmd->add_option("--work-dir", o->work_dir, "Where simulated jobs are written");
+  cmd->add_option("--only", o->only, "Only scenarios whose name contains this");
+  cmd->add_option("--threads", o->threads, "Ingest threads (0: all cores)");
+  cmd->add_flag("--keep", o->keep, "Keep the simulated jobs");
+  cmd->add_flag("--json", o->json, "JSON output");
+  cmd->callback([o] { SetExitCode(Run(*o)); });
+}
+
+RegisterCommand reg(&Register);
+
+}  // namespace
+}  // namespace collscope::cli

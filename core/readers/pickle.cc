@@ -1,0 +1,283 @@
+#include "core/readers/pickle.h"
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <unordered_map>
+
+namespace collscope::readers {
+
+const PyValue* PyValue::Get(std::string_view key) const {
+  if (type != Type::kDict) return nullptr;
+  for (const auto& [k, v] : dict)
+    if (k && k->type == Type::kStr && k->s == key) return v.get();
+  return nullptr;
+}
+
+int64_t PyValue::AsInt(int64_t dflt) const {
+  switch (type) {
+    case Type::kInt: return i;
+    case Type::kBool: return b;
+    case Type::kFloat: return static_cast<int64_t>(f);
+    case Type::kStr: {
+      char* end = nullptr;
+      const long long v = std::strtoll(s.c_str(), &end, 10);
+      return end && *end == 0 && !s.empty() ? v : dflt;
+    }
+    default: return dflt;
+  }
+}
+
+std::string PyValue::AsStr() const {
+  switch (type) {
+    case Type::kStr:
+    case Type::kBytes: return s;
+    case Type::kInt: return std::to_string(i);
+    case Type::kBool: return b ? "True" : "False";
+    case Type::kFloat: return std::to_string(f);
+    default: return "";
+  }
+}
+
+namespace {
+
+using P = std::shared_ptr<PyValue>;
+
+P Make(PyValue::Type t) {
+  auto v = std::make_shared<PyValue>();
+  v->type = t;
+  return v;
+}
+
+class Reader {
+ public:
+  explicit Reader(std::string_view d) : d_(d) {}
+
+  Result<P> Run() {
+    while (pos_ < d_.size()) {
+      const uint8_t op = static_cast<uint8_t>(d_[pos_++]);
+      Status st = Step(op);
+      if (!st.ok()) return st;
+      if (done_) {
+        if (stack_.size() != 1) return Status::Error("pickle: bad stack at STOP");
+        return stack_.back();
+      }
+    }
+    return Status::Error("pickle: truncated (no STOP)");
+  }
+
+ private:
+  bool Need(size_t n) const { return pos_ + n <= d_.size(); }
+  uint64_t Le(size_t n) {
+    uint64_t v = 0;
+    for (size_t k = 0; k < n; ++k) v |= static_cast<uint64_t>(static_cast<uint8_t>(d_[pos_ + k])) << (8 * k);
+    pos_ += n;
+    return v;
+  }
+  Status Push(P v) {
+    stack_.push_back(std::move(v));
+    return Status::Ok();
+  }
+  Result<P> Pop() {
+    if (stack_.empty() || (!marks_.empty() && stack_.size() <= marks_.back()))
+      return Status::Error("pickle: stack underflow");
+    P v = std::move(stack_.back());
+    stack_.pop_back();
+    return v;
+  }
+  Result<std::vector<P>> PopMark() {
+    if (marks_.empty()) return Status::Error("pickle: no MARK");
+    const size_t m = marks_.back();
+    marks_.pop_back();
+    if (m > stack_.size()) return Status::Error("pickle: bad MARK");
+    std::vector<P> v(stack_.begin() + m, stack_.end());
+    stack_.resize(m);
+    return v;
+  }
+  Status Str(size_t len_bytes, PyValue::Type t) {
+    if (!Need(len_bytes)) return Status::Error("pickle: truncated");
+    const uint64_t n = Le(len_bytes);
+    if (!Need(n)) return Status::Error("pickle: truncated string");
+    P v = Make(t);
+    v->s.assign(d_.data() + pos_, n);
+    pos_ += n;
+    return Push(v);
+  }
+  Status Int(int64_t x) {
+    P v = Make(PyValue::Type::kInt);
+    v->i = x;
+    return Push(v);
+  }
+  Status AddItems(const P& target, std::vector<P> items) {
+    if (target->type == PyValue::Type::kDict) {
+      if (items.size() % 2) return Status::Error("pickle: odd SETITEMS");
+      for (size_t k = 0; k < items.size(); k += 2) target->dict.push_back({items[k], items[k + 1]});
+      return Status::Ok();
+    }
+    if (target->type == PyValue::Type::kList || target->type == PyValue::Type::kSet) {
+      for (auto& x : items) target->items.push_back(std::move(x));
+      return Status::Ok();
+    }
+    return Status::Error("pickle: append to a non-container");
+  }
+  Status Top(P* out) {
+    if (stack_.empty()) return Status::Error("pickle: empty stack");
+    *out = stack_.back();
+    return Status::Ok();
+  }
+
+  Status Step(uint8_t op) {
+    switch (op) {
+      case 0x80:  // PROTO
+        if (!Need(1)) return Status::Error("pickle: truncated");
+        pos_ += 1;
+        return Status::Ok();
+      case 0x95:  // FRAME
+        if (!Need(8)) return Status::Error("pickle: truncated");
+        pos_ += 8;
+        return Status::Ok();
+      case '.': done_ = true; return Status::Ok();
+      case '(': marks_.push_back(stack_.size()); return Status::Ok();
+      case '}': return Push(Make(PyValue::Type::kDict));
+      case ']': return Push(Make(PyValue::Type::kList));
+      case ')': return Push(Make(PyValue::Type::kTuple));
+      case 0x8f: return Push(Make(PyValue::Type::kSet));  // EMPTY_SET
+      case 'N': return Push(Make(PyValue::Type::kNone));
+      case 0x88: case 0x89: {  // NEWTRUE / NEWFALSE
+        P v = Make(PyValue::Type::kBool);
+        v->b = op == 0x88;
+        return Push(v);
+      }
+      case 'J': if (!Need(4)) return Status::Error("pickle: truncated"); return Int(static_cast<int32_t>(Le(4)));
+      case 'K': if (!Need(1)) return Status::Error("pickle: truncated"); return Int(static_cast<int64_t>(Le(1)));
+      case 'M': if (!Need(2)) return Status::Error("pickle: truncated"); return Int(static_cast<int64_t>(Le(2)));
+      case 0x8a: case 0x8b: {  // LONG1 / LONG4
+        const size_t lb = op == 0x8a ? 1 : 4;
+        if (!Need(lb)) return Status::Error("pickle: truncated");
+        const uint64_t n = Le(lb);
+        if (n > 8 || !Need(n)) return Status::Error("pickle: integer too large");
+        uint64_t v = 0;
+        for (uint64_t k = 0; k < n; ++k) v |= static_cast<uint64_t>(static_cast<uint8_t>(d_[pos_ + k])) << (8 * k);
+        if (n > 0 && n < 8 && (static_cast<uint8_t>(d_[pos_ + n - 1]) & 0x80)) v |= ~uint64_t{0} << (8 * n);
+        pos_ += n;
+        return Int(static_cast<int64_t>(v));
+      }
+      case 'G': {  // BINFLOAT, big-endian double
+        if (!Need(8)) return Status::Error("pickle: truncated");
+        uint64_t bits = 0;
+        for (int k = 0; k < 8; ++k) bits = (bits << 8) | static_cast<uint8_t>(d_[pos_ + k]);
+        pos_ += 8;
+        P v = Make(PyValue::Type::kFloat);
+        std::memcpy(&v->f, &bits, 8);
+        return Push(v);
+      }
+      case 'X': return Str(4, PyValue::Type::kStr);   // BINUNICODE
+      case 0x8c: return Str(1, PyValue::Type::kStr);  // SHORT_BINUNICODE
+      case 0x8d: return Str(8, PyValue::Type::kStr);  // BINUNICODE8
+      case 'T': return Str(4, PyValue::Type::kBytes);  // BINSTRING
+      case 'U': return Str(1, PyValue::Type::kBytes);  // SHORT_BINSTRING
+      case 'B': return Str(4, PyValue::Type::kBytes);  // BINBYTES
+      case 'C': return Str(1, PyValue::Type::kBytes);  // SHORT_BINBYTES
+      case 0x8e: return Str(8, PyValue::Type::kBytes);  // BINBYTES8
+      case 0x96: return Str(8, PyValue::Type::kBytes);  // BYTEARRAY8
+      case 't': case 0x85: case 0x86: case 0x87: {  // TUPLE, TUPLE1..3
+        std::vector<P> items;
+        if (op == 't') {
+          auto m = PopMark();
+          if (!m.ok()) return m.status();
+          items = std::move(*m);
+        } else {
+          const int n = op - 0x84;
+          for (int k = 0; k < n; ++k) {
+            auto v = Pop();
+            if (!v.ok()) return v.status();
+            items.insert(items.begin(), *v);
+          }
+        }
+        P t = Make(PyValue::Type::kTuple);
+        t->items = std::move(items);
+        return Push(t);
+      }
+      case 'l': case 'd': case 0x91: {  // LIST, DICT, FROZENSET (from MARK)
+        auto m = PopMark();
+        if (!m.ok()) return m.status();
+        P t = Make(op == 'l' ? PyValue::Type::kList : op == 'd' ? PyValue::Type::kDict : PyValue::Type::kSet);
+        Status st = AddItems(t, std::move(*m));
+        if (!st.ok()) return st;
+        return Push(t);
+      }
+      case 'a': {  // APPEND
+        auto v = Pop();
+        if (!v.ok()) return v.status();
+        P t;
+        COLLSCOPE_RETURN_IF_ERROR(Top(&t));
+        return AddItems(t, {*v});
+      }
+      case 's': {  // SETITEM
+        auto v = Pop();
+        if (!v.ok()) return v.status();
+        auto k = Pop();
+        if (!k.ok()) return k.status();
+        P t;
+        COLLSCOPE_RETURN_IF_ERROR(Top(&t));
+        return AddItems(t, {*k, *v});
+      }
+      case 'e': case 'u': case 0x90: {  // APPENDS, SETITEMS, ADDITEMS
+        auto m = PopMark();
+        if (!m.ok()) return m.status();
+        P t;
+        COLLSCOPE_RETURN_IF_ERROR(Top(&t));
+        return AddItems(t, std::move(*m));
+      }
+      case 'q': if (!Need(1)) return Status::Error("pickle: truncated"); return Memo(Le(1));
+      case 'r': if (!Need(4)) return Status::Error("pickle: truncated"); return Memo(Le(4));
+      case 0x94: return Memo(memo_.size());  // MEMOIZE
+      case 'h': case 'j': {  // BINGET, LONG_BINGET
+        const size_t n = op == 'h' ? 1 : 4;
+        if (!Need(n)) return Status::Error("pickle: truncated");
+        auto it = memo_.find(Le(n));
+        if (it == memo_.end()) return Status::Error("pickle: unknown memo");
+        return Push(it->second);
+      }
+      case '0': { auto v = Pop(); return v.ok() ? Status::Ok() : v.status(); }  // POP
+      case '2': {  // DUP
+        P t;
+        COLLSCOPE_RETURN_IF_ERROR(Top(&t));
+        return Push(t);
+      }
+      case '1': { auto m = PopMark(); return m.ok() ? Status::Ok() : m.status(); }  // POP_MARK
+      default: {
+        char b[96];
+        std::snprintf(b, sizeof b, "pickle: opcode 0x%02x at byte %zu is not plain data; refused", op, pos_ - 1);
+        return Status::Error(b);
+      }
+    }
+  }
+  Status Memo(uint64_t idx) {
+    if (stack_.empty()) return Status::Error("pickle: memo of empty stack");
+    memo_[idx] = stack_.back();
+    return Status::Ok();
+  }
+
+  std::string_view d_;
+  size_t pos_ = 0;
+  bool done_ = false;
+  std::vector<P> stack_;
+  std::vector<size_t> marks_;
+  std::unordered_map<uint64_t, P> memo_;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<PyValue>> ParsePickle(std::string_view data) { return Reader(data).Run(); }
+
+Result<std::shared_ptr<PyValue>> ReadPickleFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return Status::Error("cannot open " + path);
+  std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  auto r = ParsePickle(data);
+  if (!r.ok()) return Status::Error(path + ": " + r.status().message());
+  return r;
+}
+
+}  // namespace collscope::readers
