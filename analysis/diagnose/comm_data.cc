@@ -123,7 +123,7 @@ Result<CommData> LoadCommData(Store& store, const std::string& run) {
   d.t1 = INT64_MIN;
   for (size_t i = 0; i < ir->rows; ++i) {
     auto ci = comm_index.find(ir->i[0][i]);
-    auto pi = proc_index.find(ir->i[6][i]);
+    auto pi = proc_index.find(ir->i[5][i]);
     if (ci == comm_index.end()) continue;
     Inst x;
     x.comm = ci->second;
@@ -135,8 +135,8 @@ Result<CommData> LoadCommData(Store& store, const std::string& run) {
     x.tmed = ir->d[1][i];
     x.tmax = ir->d[2][i];
     x.pmin = pi == proc_index.end() ? -1 : pi->second;
-    x.ts = ir->i[7][i];
-    exact += ir->i[8][i];
+    x.ts = ir->i[6][i];
+    exact += ir->i[7][i];
     d.t0 = std::min(d.t0, x.ts);
     d.t1 = std::max(d.t1, x.ts + static_cast<int64_t>(x.tmax));
     d.insts.push_back(x);

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <tuple>
@@ -74,7 +75,7 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
     const Comm& c = d.comms[x.comm];
     if (c.hosts.size() < 2) continue;
     const KeyStats& k = keys.at(KeyOf(d, x));
-    if (k.base < 20) continue;  // latency-bound: says nothing about bandwidth
+    if (k.base < 20 || x.bytes < (1 << 20)) continue;  // latency-bound: says nothing about bandwidth
     const int w = static_cast<int>((x.ts - d.t0) / W);
     ratios[{x.comm, w}].push_back(x.tmin / k.base);
   }
@@ -87,6 +88,8 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
     med[cw] = m;
     data_by_w[cw.second].push_back(cw.first);
     if (m >= o.link_ratio) slow_by_w[cw.second].push_back(cw.first);
+    if (std::getenv("COLLSCOPE_DEBUG"))
+      std::fprintf(stderr, "link comm=%s w=%d n=%zu median_ratio=%.2f\n", d.comms[cw.first].id.c_str(), cw.second, v.size(), m);
   }
   // host set (sorted) -> windows, comms, ratios
   struct Acc {
@@ -376,12 +379,18 @@ std::vector<Finding> DetectMismatch(const CommData& d) {
                 " peers: a code-path divergence; compare that rank's program order.";
     out.push_back(std::move(f));
   };
+  // How usual each message size is for its (comm, op): the odd one out of a split is the rarer.
+  std::map<std::tuple<int, int, int64_t>, int64_t> size_freq;
+  for (const Inst& x : d.insts) size_freq[{x.comm, x.op, x.bytes}] += x.n;
   for (auto& [key, v] : by) {
     if (v.size() < 2) continue;
     const Inst* big = v[0];
-    for (const Inst* x : v) if (x->n > big->n) big = x;
     for (const Inst* x : v)
-      if (x != big && x->n * 2 < big->n + x->n && x->n <= std::max(1, big->n / 2)) report(*x, "a different message size (" + std::to_string(x->bytes) + " vs " + std::to_string(big->bytes) + " bytes)", big->bytes);
+      if (x->n > big->n || (x->n == big->n && size_freq[{x->comm, x->op, x->bytes}] >
+                                                  size_freq[{big->comm, big->op, big->bytes}]))
+        big = x;
+    for (const Inst* x : v)
+      if (x != big && x->n <= std::max(1, big->n / 2)) report(*x, "a different message size (" + std::to_string(x->bytes) + " vs " + std::to_string(big->bytes) + " bytes)", big->bytes);
   }
   // An op that only one rank of a communicator ever issued.
   for (auto& [key, v] : by) {
@@ -404,8 +413,8 @@ std::vector<Finding> DetectHangFromRecords(const CommData& d) {
   std::map<std::pair<int, int>, int64_t> done;  // (comm, op) -> completed instances
   std::map<std::pair<int, int>, int64_t> last_ts;
   for (const Inst& x : d.insts) {
-    if (x.n < static_cast<int>(d.comms[x.comm].procs.size())) continue;
-    done[{x.comm, x.op}]++;
+    auto& dn = done[{x.comm, x.op}];
+    dn = std::max(dn, x.sn + 1);
     auto& t = last_ts[{x.comm, x.op}];
     t = std::max(t, x.ts);
   }
