@@ -91,6 +91,9 @@ Config LoadConfig(GetEnvFn getenv_fn) {
   r.Int("NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES", 0, INT64_MAX, &v);
   c.min_size_bytes = static_cast<uint64_t>(v);
 
+  // Verbose cells carry 64 channel traces (2.5 KiB each), so verbose mode defaults to
+  // Inspector's 1024-entry rings unless the user sized them.
+  if (c.verbose) c.coll_ring_size = c.p2p_ring_size = 1024;
   v = c.coll_ring_size;
   r.Int("NCCL_INSPECTOR_DUMP_COLL_RING_SIZE", 1, 1 << 22, &v);
   c.coll_ring_size = RoundUpPow2(static_cast<uint64_t>(v), 2, 1u << 22);

@@ -240,6 +240,10 @@ TEST(CaptureConfig, DefaultsAndOverrides) {
   EXPECT_EQ(c.dump_interval_us, 1000000);
   EXPECT_EQ(c.min_size_bytes, 0u);
   EXPECT_TRUE(c.enable_p2p);
+  EXPECT_EQ(c.coll_ring_size, 4096u);
+  EXPECT_EQ(c.p2p_ring_size, 4096u);
+  EXPECT_EQ(c.inflight_pool_size, 512u);
+  EXPECT_EQ(c.state_interval_ms, 1000);
   EXPECT_FALSE(c.proxy_events);
   EXPECT_EQ(c.sample_every, 1u);
   EXPECT_TRUE(c.warnings.empty());
@@ -262,6 +266,7 @@ TEST(CaptureConfig, DefaultsAndOverrides) {
   EXPECT_FALSE(c.enable_p2p);
   EXPECT_EQ(c.min_size_bytes, 8192u);
   EXPECT_EQ(c.coll_ring_size, 1024u);
+  EXPECT_EQ(c.p2p_ring_size, 1024u);  // verbose default
   EXPECT_EQ(c.sample_every, 10u);
   EXPECT_TRUE(c.proxy_events);
   EXPECT_EQ(c.dump_stats, DumpStatsMode::kDrops);

@@ -237,7 +237,12 @@ void* StartKernelCh(CommCtx* c, void* parent, uint8_t channel_id, uint64_t ptime
     const uint64_t prev = s->ch_started.fetch_or(bit, kRelaxed);
     first = prev == 0;
     // A duplicate channel, or more channels than announced, would break the completion count.
-    if ((prev & bit) != 0 || std::popcount(prev) >= nch) return nullptr;
+    if ((prev & bit) != 0) return nullptr;
+    if (std::popcount(prev) >= nch) {
+      // Take our bit back: Complete must only read channels started for this op.
+      s->ch_started.fetch_and(~bit, kRelaxed);
+      return nullptr;
+    }
     r = &s->ch[channel_id];
   } else {
     r = &s->ch[kMaxChannels];

@@ -756,6 +756,8 @@ TEST(CapturePlugin, TimingSourceFallbacks) {
   env.Unset("PMI_RANK");
   env.Set("OMPI_COMM_WORLD_LOCAL_RANK", "5");
   env.Unset("LOCAL_RANK");
+  // One slot: every op below reuses it, so stale channel data from earlier ops would show.
+  env.Set("COLLSCOPE_INFLIGHT_POOL_SIZE", "1");
   Plugin plugin(5);
   int mask = 0;
   void* ctx = plugin.Init(0x99, &mask, "fallbacks", 1, 8, 0);
@@ -765,6 +767,15 @@ TEST(CapturePlugin, TimingSourceFallbacks) {
   plugin.RunChannel(ctx, h, 0, 1000000, 1000000 + 12345);
   plugin.RunChannel(ctx, h, 1, 0, 5000);
   plugin.Stop(h);
+  // (c2) more KernelCh events than announced: the extra one is refused and does not count, even
+  // though the reused slot's channel 0 still holds (a)'s longer timing (12 us).
+  h = plugin.StartColl(ctx, 2, "AllReduce", 1 << 20, "ncclFloat32", 1);
+  plugin.Stop(h);
+  void* first = plugin.StartKernelCh(ctx, h, 1, 3000000);
+  EXPECT_EQ(plugin.StartKernelCh(ctx, h, 0, 3000000), nullptr);
+  EXPECT_EQ(plugin.StartKernelCh(ctx, h, 1, 3000000), nullptr);  // duplicate channel
+  plugin.Record(first, collscope_ncclProfilerKernelChStop, 3000000 + 7000);
+  plugin.Stop(first);
   // (b) no GPU timers: the channels' CPU timestamps (sleep so the time is measurable).
   h = plugin.StartColl(ctx, 1, "AllReduce", 1 << 20, "ncclFloat32", 1);
   plugin.Stop(h);
@@ -800,6 +811,11 @@ TEST(CapturePlugin, TimingSourceFallbacks) {
   EXPECT_EQ((*c)["collscope"]["algo"].text, "unknown");
   EXPECT_EQ((*c)["collscope"]["kernel_start_ts_us"].U(), 0u);
   EXPECT_EQ((*c)["collscope"]["queue_delay_us"].text, "0.000000");
+  const JVal* c2 = out.records["0x99/coll/AllReduce/2"];
+  ASSERT_NE(c2, nullptr);
+  EXPECT_EQ((*c2)["coll_perf"]["coll_exec_time_us"].U(), 7u);
+  EXPECT_GE((*c2)["collscope"]["kernel_start_ts_us"].U(), (*c2)["collscope"]["start_ts_us"].U());
+  EXPECT_EQ((*c2)["collscope"]["ch_start_spread_us"].D(), 0.0);
   EXPECT_EQ((*d)["coll_perf"]["coll_msg_size_bytes"].U(), 0u);
   EXPECT_EQ((*d)["coll_perf"]["coll_busbw_gbs"].text, "0.000000");
   EXPECT_EQ((*a)["collscope"]["global_rank"].I(), -1);
