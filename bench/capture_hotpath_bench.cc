@@ -159,8 +159,11 @@ void BM_CaptureWriterThroughput(benchmark::State& state) {
   unsetenv("NCCL_INSPECTOR_DUMP_COLL_RING_SIZE");
   unsetenv("NCCL_INSPECTOR_DUMP_VERBOSE");
 }
-BENCHMARK(BM_CaptureWriterThroughput)->Arg(0)->Arg(1)->ArgName("verbose")->Unit(
-    benchmark::kMillisecond);
+BENCHMARK(BM_CaptureWriterThroughput)
+    ->Arg(0)
+    ->Arg(1)
+    ->ArgName("verbose")
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -14,19 +14,19 @@ namespace collscope::capture {
 enum class DumpStatsMode { kAlways, kDrops, kOff };
 
 struct Config {
-  bool enable = true;                   // COLLSCOPE_ENABLE
-  std::string dump_dir;                 // NCCL_INSPECTOR_DUMP_DIR or nccl-inspector-<jobid>
-  int64_t dump_interval_us = 1000000;   // NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS
-  bool verbose = false;                 // NCCL_INSPECTOR_DUMP_VERBOSE
-  bool enable_p2p = true;               // NCCL_INSPECTOR_ENABLE_P2P
-  uint64_t min_size_bytes = 0;          // NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES
-  uint32_t coll_ring_size = 4096;       // NCCL_INSPECTOR_DUMP_COLL_RING_SIZE (power of two)
-  uint32_t p2p_ring_size = 4096;        // NCCL_INSPECTOR_DUMP_P2P_RING_SIZE (power of two)
-  uint32_t inflight_pool_size = 512;    // COLLSCOPE_INFLIGHT_POOL_SIZE
-  int64_t state_interval_ms = 1000;     // COLLSCOPE_STATE_INTERVAL_MS (0 = no state file)
-  uint32_t sample_every = 1;            // COLLSCOPE_SAMPLE_EVERY
-  bool proxy_events = false;            // COLLSCOPE_PROXY_EVENTS
-  uint32_t proxy_pool_size = 1024;      // COLLSCOPE_PROXY_POOL_SIZE
+  bool enable = true;                  // COLLSCOPE_ENABLE
+  std::string dump_dir;                // NCCL_INSPECTOR_DUMP_DIR or nccl-inspector-<jobid>
+  int64_t dump_interval_us = 1000000;  // NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS
+  bool verbose = false;                // NCCL_INSPECTOR_DUMP_VERBOSE
+  bool enable_p2p = true;              // NCCL_INSPECTOR_ENABLE_P2P
+  uint64_t min_size_bytes = 0;         // NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES
+  uint32_t coll_ring_size = 4096;      // NCCL_INSPECTOR_DUMP_COLL_RING_SIZE (power of two)
+  uint32_t p2p_ring_size = 4096;       // NCCL_INSPECTOR_DUMP_P2P_RING_SIZE (power of two)
+  uint32_t inflight_pool_size = 512;   // COLLSCOPE_INFLIGHT_POOL_SIZE
+  int64_t state_interval_ms = 1000;    // COLLSCOPE_STATE_INTERVAL_MS (0 = no state file)
+  uint32_t sample_every = 1;           // COLLSCOPE_SAMPLE_EVERY
+  bool proxy_events = false;           // COLLSCOPE_PROXY_EVENTS
+  uint32_t proxy_pool_size = 1024;     // COLLSCOPE_PROXY_POOL_SIZE
   DumpStatsMode dump_stats = DumpStatsMode::kAlways;  // COLLSCOPE_DUMP_STATS
   std::vector<std::string> warnings;
 };

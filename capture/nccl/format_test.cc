@@ -71,7 +71,8 @@ TEST(CaptureFormat, ExecTimePrefersGpuTimers) {
 
 TEST(CaptureFormat, ExecTimeFallsBackToCpuThenCollective) {
   // GPU stop missing or not after start: channel CPU timestamps decide.
-  std::vector<ChannelTiming> cpu = {{0, 5000, 0, 1000000, 1042000}, {1, 9000, 8000, 1000000, 1017999}};
+  std::vector<ChannelTiming> cpu = {{0, 5000, 0, 1000000, 1042000},
+                                    {1, 9000, 8000, 1000000, 1017999}};
   ExecTiming t = ComputeExecTiming(cpu, 1, 2);
   EXPECT_EQ(t.source, TimingSource::kKernelCpu);
   EXPECT_EQ(t.exec_us, 42u);
@@ -166,19 +167,20 @@ TEST(CaptureFormat, CollRecordExactLine) {
   r.proto = PackName("SIMPLE");
   std::string out;
   FormatRecord(TestComm(), TestProc(), r, {}, false, 1700000002000000ull, &out);
-  EXPECT_EQ(out,
-            "{\"header\":{\"id\":\"0xabc123\",\"comm_name\":\"tp\",\"rank\":3,\"n_ranks\":8,"
-            "\"nnodes\":2},\"metadata\":{\"inspector_output_format_version\":\"v4.0\","
-            "\"git_rev\":\"collscope-0.1.0\",\"rec_mechanism\":\"nccl_profiler_interface\","
-            "\"dump_timestamp_us\":1700000002000000,\"hostname\":\"node-1\",\"pid\":4242},"
-            "\"coll_perf\":{\"coll\":\"AllReduce\",\"coll_sn\":17,\"coll_msg_size_bytes\":1000000000,"
-            "\"coll_exec_time_us\":1000000,\"coll_timing_source\":\"kernel_gpu\","
-            "\"coll_algobw_gbs\":1.000000,\"coll_busbw_gbs\":1.750000},"
-            "\"collscope\":{\"v\":1,\"global_rank\":11,\"local_rank\":3,\"gpu\":3,\"algo\":\"RING\","
-            "\"proto\":\"SIMPLE\",\"n_channels\":2,\"start_ts_us\":1700000000000001,"
-            "\"enqueue_ts_us\":1700000000000005,\"kernel_start_ts_us\":1700000000000007,"
-            "\"kernel_stop_ts_us\":1700000001000009,\"queue_delay_us\":2.500000,"
-            "\"ch_start_spread_us\":0.250000,\"ch_stop_spread_us\":1.500000}}\n");
+  EXPECT_EQ(
+      out,
+      "{\"header\":{\"id\":\"0xabc123\",\"comm_name\":\"tp\",\"rank\":3,\"n_ranks\":8,"
+      "\"nnodes\":2},\"metadata\":{\"inspector_output_format_version\":\"v4.0\","
+      "\"git_rev\":\"collscope-0.1.0\",\"rec_mechanism\":\"nccl_profiler_interface\","
+      "\"dump_timestamp_us\":1700000002000000,\"hostname\":\"node-1\",\"pid\":4242},"
+      "\"coll_perf\":{\"coll\":\"AllReduce\",\"coll_sn\":17,\"coll_msg_size_bytes\":1000000000,"
+      "\"coll_exec_time_us\":1000000,\"coll_timing_source\":\"kernel_gpu\","
+      "\"coll_algobw_gbs\":1.000000,\"coll_busbw_gbs\":1.750000},"
+      "\"collscope\":{\"v\":1,\"global_rank\":11,\"local_rank\":3,\"gpu\":3,\"algo\":\"RING\","
+      "\"proto\":\"SIMPLE\",\"n_channels\":2,\"start_ts_us\":1700000000000001,"
+      "\"enqueue_ts_us\":1700000000000005,\"kernel_start_ts_us\":1700000000000007,"
+      "\"kernel_stop_ts_us\":1700000001000009,\"queue_delay_us\":2.500000,"
+      "\"ch_start_spread_us\":0.250000,\"ch_stop_spread_us\":1.500000}}\n");
 }
 
 TEST(CaptureFormat, P2pRecordAndVerboseTrace) {

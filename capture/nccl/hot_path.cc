@@ -118,7 +118,7 @@ void Complete(OpSlot* s) noexcept {
         ChannelTrace* out = traces + static_cast<size_t>(idx) * kMaxChannels;
         for (size_t i = 0; i < n; ++i) {
           const ChannelRec& cr = s->ch[timings[i].channel_id];
-          out[i] = ChannelTrace{cr.id,         cr.start_sn,     cr.stop_sn,       cr.record_sn,
+          out[i] = ChannelTrace{cr.id,           cr.start_sn,    cr.stop_sn,      cr.record_sn,
                                 cr.cpu_start_ns, cr.cpu_stop_ns, cr.cpu_record_ns};
         }
         r.n_traces = static_cast<uint8_t>(n);

@@ -12,9 +12,8 @@ namespace {
 
 collscope_coll_v4_t ToV4(const collscope_coll_v4_t& c) { return c; }
 collscope_coll_v4_t ToV4(const collscope_coll_v5_t& c) {
-  return collscope_coll_v4_t{c.seqNumber, c.func,      c.sendBuff,  c.recvBuff,
-                             c.count,     c.root,      c.datatype,  c.nChannels,
-                             c.nWarps,    c.algo,      c.proto};
+  return collscope_coll_v4_t{c.seqNumber, c.func,      c.sendBuff, c.recvBuff, c.count, c.root,
+                             c.datatype,  c.nChannels, c.nWarps,   c.algo,     c.proto};
 }
 collscope_p2p_v4_t ToV4(const collscope_p2p_v4_t& p) { return p; }
 collscope_p2p_v4_t ToV4(const collscope_p2p_v5_t& p) {

@@ -81,8 +81,8 @@ struct OpSlot {
   std::atomic<uint64_t> enqueue_ns{0};  // 0 until NCCL stops the op event
   std::atomic<uint64_t> algo[2] = {0, 0};
   std::atomic<uint64_t> proto[2] = {0, 0};
-  std::atomic<uint64_t> ch_started{0};  // bit c: KernelCh c started
-  std::atomic<uint64_t> ch_stopped{0};  // bit c: KernelCh c stop observed (record or stop)
+  std::atomic<uint64_t> ch_started{0};         // bit c: KernelCh c started
+  std::atomic<uint64_t> ch_stopped{0};         // bit c: KernelCh c stop observed (record or stop)
   std::atomic<uint64_t> first_ch_start_ns{0};  // CPU time of the first channel start
   // Completion: 1 (op event) + nChannels (KernelCh stops) outstanding.
   std::atomic<int32_t> pending{0};
@@ -145,7 +145,7 @@ struct CommCtx {
   std::atomic<uint64_t> p2p_sn{0};
   std::atomic<uint64_t> coll_dropped{0};  // ring full or no free in-flight slot
   std::atomic<uint64_t> p2p_dropped{0};
-  std::atomic<uint64_t> untracked{0};     // ops not tracked at all (no free slot)
+  std::atomic<uint64_t> untracked{0};  // ops not tracked at all (no free slot)
   std::atomic<uint64_t> proxy_untracked{0};
   std::atomic<uint64_t> ops_started{0};
   std::atomic<uint64_t> ops_completed{0};

@@ -72,8 +72,8 @@ void TestLogger(collscope_ncclDebugLogLevel level, unsigned long flags, const ch
 
 int CountLogs(int level) {
   std::lock_guard<std::mutex> lk(g_log_mu);
-  return static_cast<int>(std::count_if(g_logs.begin(), g_logs.end(),
-                                        [&](const auto& l) { return l.first == level; }));
+  return static_cast<int>(
+      std::count_if(g_logs.begin(), g_logs.end(), [&](const auto& l) { return l.first == level; }));
 }
 
 std::string AllLogs() {
@@ -466,19 +466,41 @@ const std::vector<std::string> kRecordKeys = {"header", "metadata", "coll_perf",
 const std::vector<std::string> kP2pRecordKeys = {"header", "metadata", "p2p_perf", "collscope"};
 const std::vector<std::string> kStatsKeys = {"header", "metadata", "dump_stats"};
 const std::vector<std::string> kHeaderKeys = {"id", "comm_name", "rank", "n_ranks", "nnodes"};
-const std::vector<std::string> kMetaKeys = {"inspector_output_format_version", "git_rev",
-                                            "rec_mechanism", "dump_timestamp_us", "hostname",
+const std::vector<std::string> kMetaKeys = {"inspector_output_format_version",
+                                            "git_rev",
+                                            "rec_mechanism",
+                                            "dump_timestamp_us",
+                                            "hostname",
                                             "pid"};
-const std::vector<std::string> kCollPerfKeys = {
-    "coll", "coll_sn", "coll_msg_size_bytes", "coll_exec_time_us", "coll_timing_source",
-    "coll_algobw_gbs", "coll_busbw_gbs"};
-const std::vector<std::string> kP2pPerfKeys = {
-    "p2p", "p2p_sn", "p2p_peer", "p2p_msg_size_bytes", "p2p_exec_time_us",
-    "p2p_timing_source", "p2p_algobw_gbs", "p2p_busbw_gbs"};
-const std::vector<std::string> kCollscopeKeys = {
-    "v", "global_rank", "local_rank", "gpu", "algo", "proto", "n_channels", "start_ts_us",
-    "enqueue_ts_us", "kernel_start_ts_us", "kernel_stop_ts_us", "queue_delay_us",
-    "ch_start_spread_us", "ch_stop_spread_us"};
+const std::vector<std::string> kCollPerfKeys = {"coll",
+                                                "coll_sn",
+                                                "coll_msg_size_bytes",
+                                                "coll_exec_time_us",
+                                                "coll_timing_source",
+                                                "coll_algobw_gbs",
+                                                "coll_busbw_gbs"};
+const std::vector<std::string> kP2pPerfKeys = {"p2p",
+                                               "p2p_sn",
+                                               "p2p_peer",
+                                               "p2p_msg_size_bytes",
+                                               "p2p_exec_time_us",
+                                               "p2p_timing_source",
+                                               "p2p_algobw_gbs",
+                                               "p2p_busbw_gbs"};
+const std::vector<std::string> kCollscopeKeys = {"v",
+                                                 "global_rank",
+                                                 "local_rank",
+                                                 "gpu",
+                                                 "algo",
+                                                 "proto",
+                                                 "n_channels",
+                                                 "start_ts_us",
+                                                 "enqueue_ts_us",
+                                                 "kernel_start_ts_us",
+                                                 "kernel_stop_ts_us",
+                                                 "queue_delay_us",
+                                                 "ch_start_spread_us",
+                                                 "ch_stop_spread_us"};
 
 // Parsed output of one dump directory, indexed by (comm id, kind, func, sn).
 struct Output {
@@ -507,8 +529,8 @@ void ParseOutput(const std::string& path, Output* out) {
     if (l.Has("dump_stats")) {
       EXPECT_EQ(l.Keys(), kStatsKeys);
       EXPECT_EQ(l["metadata"]["inspector_output_format_version"].text, "v4.1");
-      out->stats_records[id] += l["dump_stats"]["coll_records"].U() +
-                                l["dump_stats"]["p2p_records"].U();
+      out->stats_records[id] +=
+          l["dump_stats"]["coll_records"].U() + l["dump_stats"]["p2p_records"].U();
       out->coll_dropped[id] =
           std::max<uint64_t>(out->coll_dropped[id], l["dump_stats"]["coll_dropped_total"].U());
       continue;
@@ -631,8 +653,8 @@ TEST_P(CapturePluginVersions, ConcurrentCommunicatorsProduceExactRecords) {
   for (const CommSpec& c : comms) {
     int mask = -1;
     ctxs.push_back(plugin.Init(c.id, &mask, c.name, c.nnodes, c.nranks, c.rank));
-    EXPECT_EQ(mask, collscope_ncclProfileColl | collscope_ncclProfileKernelCh |
-                        collscope_ncclProfileP2p);
+    EXPECT_EQ(mask,
+              collscope_ncclProfileColl | collscope_ncclProfileKernelCh | collscope_ncclProfileP2p);
     ASSERT_NE(ctxs.back(), nullptr);
   }
 
@@ -643,8 +665,8 @@ TEST_P(CapturePluginVersions, ConcurrentCommunicatorsProduceExactRecords) {
     std::vector<std::thread> users;
     for (size_t ci = 0; ci < comms.size(); ++ci) {
       users.emplace_back([&, ci] {
-        static const char* kFuncs[] = {"AllReduce", "AllGather", "ReduceScatter", "Broadcast",
-                                       "Send", "Recv"};
+        static const char* kFuncs[] = {"AllReduce", "AllGather", "ReduceScatter",
+                                       "Broadcast", "Send",      "Recv"};
         static const char* kAlgos[] = {"RING", "TREE", "NVLS", "COLLNET_DIRECT"};
         static const char* kProtos[] = {"SIMPLE", "LL", "LL128"};
         std::map<std::string, uint64_t> seq;
@@ -687,8 +709,7 @@ TEST_P(CapturePluginVersions, ConcurrentCommunicatorsProduceExactRecords) {
             e.algo = kAlgos[op % 4];
             e.proto = kProtos[op % 3];
             h = plugin.StartColl(ctxs[ci], e.sn, e.func.c_str(), count, "ncclInt32",
-                                 static_cast<uint8_t>(e.nch), kAlgos[op % 4], kProtos[op % 3],
-                                 api);
+                                 static_cast<uint8_t>(e.nch), kAlgos[op % 4], kProtos[op % 3], api);
           }
           EXPECT_NE(h, nullptr);
           job.parent = h;
@@ -1153,8 +1174,8 @@ TEST(CapturePlugin, VerboseSamplingMinSizeAndP2pSwitch) {
     const JVal& perf = (*l)["coll_perf"];
     EXPECT_EQ(perf["coll_exec_time_us"].U(), 8u);
     const JVal& sn = perf["event_trace_sn"];
-    EXPECT_EQ(sn.Keys(), (std::vector<std::string>{"coll_start_sn", "coll_stop_sn",
-                                                   "kernel_events"}));
+    EXPECT_EQ(sn.Keys(),
+              (std::vector<std::string>{"coll_start_sn", "coll_stop_sn", "kernel_events"}));
     EXPECT_EQ(sn["coll_start_sn"].U(), 1u);
     EXPECT_EQ(sn["coll_stop_sn"].U(), 2u);
     ASSERT_EQ(sn["kernel_events"].arr.size(), 2u);
@@ -1165,8 +1186,8 @@ TEST(CapturePlugin, VerboseSamplingMinSizeAndP2pSwitch) {
     EXPECT_EQ(k0["kernel_record_sn"].U(), 6u);
     EXPECT_EQ(k0["kernel_stop_sn"].U(), 7u);
     const JVal& ts = perf["event_trace_ts"];
-    EXPECT_EQ(ts.Keys(), (std::vector<std::string>{"coll_start_ts", "coll_stop_ts",
-                                                   "kernel_events"}));
+    EXPECT_EQ(ts.Keys(),
+              (std::vector<std::string>{"coll_start_ts", "coll_stop_ts", "kernel_events"}));
     const JVal& t1 = ts["kernel_events"].arr[1];
     EXPECT_EQ(t1["channel_id"].U(), 1u);
     EXPECT_GE(t1["kernel_stop_ts"].U(), t1["kernel_record_ts"].U());
@@ -1188,7 +1209,8 @@ TEST(CapturePlugin, PeriodicDumpsAppearWhileRunning) {
   plugin.Stop(h);
   plugin.RunChannel(ctx, h, 0, 100, 100 + 500000);
   plugin.RunChannel(ctx, h, 1, 120, 100 + 400000);
-  ASSERT_TRUE(WaitFor([&] { return ReadFile(LogPath(dir)).find("p2p_perf") != std::string::npos; }));
+  ASSERT_TRUE(
+      WaitFor([&] { return ReadFile(LogPath(dir)).find("p2p_perf") != std::string::npos; }));
   Output out;
   ParseOutput(LogPath(dir), &out);
   ASSERT_EQ(out.record_count["0x7"], 1);

@@ -47,9 +47,8 @@ typedef enum {
 // Subsystem flag NCCL uses for profiler messages (NCCL_DEBUG_SUBSYS=PROFILE).
 #define COLLSCOPE_NCCL_SUBSYS_PROFILE 0x4000UL
 
-typedef void (*collscope_ncclDebugLogger_t)(collscope_ncclDebugLogLevel level,
-                                            unsigned long flags, const char* file, int line,
-                                            const char* fmt, ...);
+typedef void (*collscope_ncclDebugLogger_t)(collscope_ncclDebugLogLevel level, unsigned long flags,
+                                            const char* file, int line, const char* fmt, ...);
 
 // Event type bits (activation mask and descriptor type).
 enum {

@@ -14,12 +14,20 @@ struct FuncEntry {
 };
 // NCCL core's function strings; PutSignal etc. exist in newer cores and have no bw formula.
 constexpr FuncEntry kFuncs[] = {
-    {"AllReduce", Func::kAllReduce}, {"AllGather", Func::kAllGather},
-    {"ReduceScatter", Func::kReduceScatter}, {"Broadcast", Func::kBroadcast},
-    {"Reduce", Func::kReduce}, {"Send", Func::kSend}, {"Recv", Func::kRecv},
-    {"SendRecv", Func::kSendRecv}, {"AlltoAll", Func::kAlltoAll}, {"Gather", Func::kGather},
-    {"Scatter", Func::kScatter}, {"AllGatherV", Func::kAllGatherV},
-    {"PutSignal", Func::kPutSignal}, {"Signal", Func::kSignal},
+    {"AllReduce", Func::kAllReduce},
+    {"AllGather", Func::kAllGather},
+    {"ReduceScatter", Func::kReduceScatter},
+    {"Broadcast", Func::kBroadcast},
+    {"Reduce", Func::kReduce},
+    {"Send", Func::kSend},
+    {"Recv", Func::kRecv},
+    {"SendRecv", Func::kSendRecv},
+    {"AlltoAll", Func::kAlltoAll},
+    {"Gather", Func::kGather},
+    {"Scatter", Func::kScatter},
+    {"AllGatherV", Func::kAllGatherV},
+    {"PutSignal", Func::kPutSignal},
+    {"Signal", Func::kSignal},
     {"WaitSignal", Func::kWaitSignal},
 };
 
@@ -28,9 +36,9 @@ struct TypeEntry {
   size_t size;
 };
 constexpr TypeEntry kTypes[] = {
-    {"ncclInt8", 1},     {"ncclUint8", 1},      {"ncclInt32", 4},       {"ncclUint32", 4},
-    {"ncclInt64", 8},    {"ncclUint64", 8},     {"ncclFloat16", 2},     {"ncclFloat32", 4},
-    {"ncclFloat64", 8},  {"ncclBfloat16", 2},   {"ncclFloat8e4m3", 1},  {"ncclFloat8e5m2", 1},
+    {"ncclInt8", 1},    {"ncclUint8", 1},    {"ncclInt32", 4},      {"ncclUint32", 4},
+    {"ncclInt64", 8},   {"ncclUint64", 8},   {"ncclFloat16", 2},    {"ncclFloat32", 4},
+    {"ncclFloat64", 8}, {"ncclBfloat16", 2}, {"ncclFloat8e4m3", 1}, {"ncclFloat8e5m2", 1},
 };
 
 }  // namespace
@@ -57,7 +65,8 @@ size_t DatatypeSize(const char* name) noexcept {
   const char* p = name;
   while (*p != '\0' && (*p < '0' || *p > '9')) ++p;
   unsigned bits = 0;
-  while (*p >= '0' && *p <= '9' && bits < 1000) bits = bits * 10 + static_cast<unsigned>(*p++ - '0');
+  while (*p >= '0' && *p <= '9' && bits < 1000)
+    bits = bits * 10 + static_cast<unsigned>(*p++ - '0');
   const size_t guess = bits / 8;
   for (const auto& e : kTypes) {
     if (e.size == guess && std::strcmp(name, e.name) == 0) return e.size;

@@ -156,7 +156,7 @@ void FormatDumpStats(const CommIdentity& comm, const ProcessIdentity& proc, cons
 void AppendJsonString(std::string_view s, std::string* out);
 void AppendUint(uint64_t v, std::string* out);
 void AppendInt(int64_t v, std::string* out);
-void AppendDouble(double v, std::string* out);  // %lf style; "nan"/"inf" as strings
+void AppendDouble(double v, std::string* out);   // %lf style; "nan"/"inf" as strings
 void AppendHexId(uint64_t v, std::string* out);  // "0x%lx", quoted
 
 }  // namespace collscope::capture

@@ -25,7 +25,7 @@ namespace {
 
 constexpr auto kRelaxed = std::memory_order_relaxed;
 constexpr auto kAcquire = std::memory_order_acquire;
-constexpr size_t kFlushBytes = 1 << 20;    // keeps the writer's buffer bounded
+constexpr size_t kFlushBytes = 1 << 20;  // keeps the writer's buffer bounded
 constexpr size_t kMaxFinalizedSnapshots = 64;
 
 // Both are trivially destructible, so process exit cannot tear them down under the writer thread.
@@ -174,8 +174,7 @@ void AppendCommState(const CommCtx& c, uint64_t now_ns, std::string* out) {
     // Seqlock-style validation without fences: fields are stored with release after the slot
     // was claimed, so reading any value of a newer occupant makes this re-check fail and the
     // recycled slot is skipped for this snapshot.
-    if (s.state.load(std::memory_order_acquire) != kSlotBusy ||
-        s.gen.load(kAcquire) != o.gen) {
+    if (s.state.load(std::memory_order_acquire) != kSlotBusy || s.gen.load(kAcquire) != o.gen) {
       continue;
     }
     ops.push_back(o);
@@ -189,12 +188,11 @@ void AppendCommState(const CommCtx& c, uint64_t now_ns, std::string* out) {
     const ProxyEntry& e = c.proxies[i];
     if (e.state.load(std::memory_order_acquire) != kSlotBusy) continue;
     const uint32_t g = e.gen.load(std::memory_order_acquire);
-    ProxySnap p{e.op_index.load(kAcquire),    e.op_gen.load(kAcquire),
-                e.channel.load(kAcquire),     e.peer.load(kAcquire),
-                e.n_steps.load(kAcquire),     e.is_send.load(kAcquire),
-                e.steps_started.load(kAcquire), e.steps_done.load(kAcquire),
-                e.last_state.load(kAcquire),  e.trans_bytes.load(kAcquire),
-                e.last_update_ns.load(kAcquire)};
+    ProxySnap p{
+        e.op_index.load(kAcquire),      e.op_gen.load(kAcquire),        e.channel.load(kAcquire),
+        e.peer.load(kAcquire),          e.n_steps.load(kAcquire),       e.is_send.load(kAcquire),
+        e.steps_started.load(kAcquire), e.steps_done.load(kAcquire),    e.last_state.load(kAcquire),
+        e.trans_bytes.load(kAcquire),   e.last_update_ns.load(kAcquire)};
     if (e.state.load(std::memory_order_acquire) != kSlotBusy || e.gen.load(kAcquire) != g) {
       continue;
     }
@@ -300,8 +298,7 @@ bool HasInflight(const CommCtx& c) {
 
 void Runtime::Log(collscope_ncclDebugLogLevel level, const std::string& msg) {
   if (logfn_ != nullptr) {
-    logfn_(level, COLLSCOPE_NCCL_SUBSYS_PROFILE, __FILE__, __LINE__, "collscope: %s",
-           msg.c_str());
+    logfn_(level, COLLSCOPE_NCCL_SUBSYS_PROFILE, __FILE__, __LINE__, "collscope: %s", msg.c_str());
   } else if (level == COLLSCOPE_NCCL_LOG_WARN) {
     std::fprintf(stderr, "collscope: %s\n", msg.c_str());
   }
@@ -323,10 +320,10 @@ bool Runtime::Setup(collscope_ncclDebugLogger_t logfn) {
   if (gethostname(host, sizeof(host) - 1) != 0) std::snprintf(host, sizeof(host), "unknown");
   proc_.hostname = host;
   proc_.pid = static_cast<uint32_t>(getpid());
-  static const char* const kGlobal[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID",
-                                        "PMI_RANK", nullptr};
-  static const char* const kLocal[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
-                                       "SLURM_LOCALID", nullptr};
+  static const char* const kGlobal[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK",
+                                        nullptr};
+  static const char* const kLocal[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
+                                       nullptr};
   proc_.global_rank = EnvInt(kGlobal, -1);
   proc_.local_rank = EnvInt(kLocal, -1);
   proc_.gpu = QueryCudaDevice();
@@ -343,8 +340,8 @@ bool Runtime::Setup(collscope_ncclDebugLogger_t logfn) {
     Disable("cannot use dump directory '" + cfg_.dump_dir + "': " + err);
     return false;
   }
-  const std::string stem = cfg_.dump_dir + "/" + proc_.hostname + "-pid" +
-                           std::to_string(proc_.pid);
+  const std::string stem =
+      cfg_.dump_dir + "/" + proc_.hostname + "-pid" + std::to_string(proc_.pid);
   log_path_ = stem + ".log";
   state_path_ = stem + ".inflight.json";
   state_tmp_path_ = cfg_.dump_dir + "/." + proc_.hostname + "-pid" + std::to_string(proc_.pid) +

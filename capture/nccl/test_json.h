@@ -93,8 +93,8 @@ class JParser {
             break;
           case 'u': {
             if (e_ - p_ < 5) return false;
-            out->push_back(static_cast<char>(std::strtol(std::string(p_ + 1, 4).c_str(),
-                                                         nullptr, 16)));
+            out->push_back(
+                static_cast<char>(std::strtol(std::string(p_ + 1, 4).c_str(), nullptr, 16)));
             p_ += 4;
             break;
           }

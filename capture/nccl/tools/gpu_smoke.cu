@@ -8,21 +8,21 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define CHECK_CUDA(x)                                                              \
-  do {                                                                             \
-    cudaError_t e = (x);                                                           \
-    if (e != cudaSuccess) {                                                        \
+#define CHECK_CUDA(x)                                                                \
+  do {                                                                               \
+    cudaError_t e = (x);                                                             \
+    if (e != cudaSuccess) {                                                          \
       std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); \
-      std::exit(1);                                                                \
-    }                                                                              \
+      std::exit(1);                                                                  \
+    }                                                                                \
   } while (0)
-#define CHECK_NCCL(x)                                                              \
-  do {                                                                             \
-    ncclResult_t r = (x);                                                          \
-    if (r != ncclSuccess) {                                                        \
+#define CHECK_NCCL(x)                                                                \
+  do {                                                                               \
+    ncclResult_t r = (x);                                                            \
+    if (r != ncclSuccess) {                                                          \
       std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, ncclGetErrorString(r)); \
-      std::exit(1);                                                                \
-    }                                                                              \
+      std::exit(1);                                                                  \
+    }                                                                                \
   } while (0)
 
 int main() {
