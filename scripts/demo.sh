@@ -7,7 +7,7 @@ scripts/setup.sh build
 example=examples/job
 db=build/example.duckdb
 rm -f "$db" "$db.wal"
-./build/collscope ingest "$example/inspector" --db "$db" --run example
+./build/collscope ingest "$example/nccl-inspector" --db "$db" --run example
 ./build/collscope summary --db "$db" --top 8
 for cmd in diagnose report; do
   if ./build/collscope "$cmd" --help >/dev/null 2>&1; then

@@ -118,3 +118,29 @@ TEST_F(CliTest, ExitCodes) {
 
 }  // namespace
 }  // namespace collscope
+
+namespace collscope {
+namespace {
+
+// The simulator's files are exactly what the real plugin writes: ingest must take every line.
+TEST(SimulatedJob, IngestsWithZeroRejectedLines) {
+  if (Collscope("simulate --help").code != 0) GTEST_SKIP() << "collscope built without sim/";
+  testing::TempDir dir;
+  Output sim = Collscope("simulate -o " + dir / "job" +
+                         " --hosts 2 --gpus-per-host 4 --tp 2 --pp 2 --steps 6 --layers 2 "
+                         "--inspector-verbose --seed 3 "
+                         "--fault kind=nic_degrade,host=1,factor=0.5,start_step=2,end_step=4");
+  ASSERT_EQ(sim.code, 0) << sim.text;
+  Output ing = Collscope("ingest " + dir / "job/nccl-inspector" + " --db " + dir / "s.duckdb" +
+                         " --strict --json");
+  EXPECT_EQ(ing.code, 0) << ing.text;
+  EXPECT_NE(ing.text.find("\"lines_rejected\": 0"), std::string::npos) << ing.text;
+  EXPECT_EQ(ing.text.find("\"records_stored\": 0,"), std::string::npos) << ing.text;
+  Output p2p = Collscope("sql --db " + dir / "s.duckdb" +
+                         " --csv \"SELECT count(*) FILTER (WHERE kind = 'p2p') > 0, "
+                         "count(*) FILTER (WHERE n_channels > 0) > 0 FROM records_v\"");
+  EXPECT_NE(p2p.text.find("true,true"), std::string::npos) << p2p.text;
+}
+
+}  // namespace
+}  // namespace collscope
