@@ -1,0 +1,212 @@
+// collscope report: renders the aggregated tables embedded in #report-data with ECharts.
+(function () {
+  'use strict';
+  var D = JSON.parse(document.getElementById('report-data').textContent);
+  var F = JSON.parse(document.getElementById('findings-data').textContent);
+  var charts = [];
+  var PALETTE = ['#2f6fde', '#e8743b', '#2e9e6a', '#b553c9', '#d64545', '#19a0aa', '#8a6d3b', '#5a6b8c'];
+
+  function rows(t) {  // table -> array of objects
+    if (!t) return [];
+    return t.rows.map(function (r) { var o = {}; t.columns.forEach(function (c, i) { o[c] = r[i]; }); return o; });
+  }
+  function el(tag, attrs, html) {
+    var e = document.createElement(tag);
+    if (attrs) Object.keys(attrs).forEach(function (k) { e.setAttribute(k, attrs[k]); });
+    if (html !== undefined) e.innerHTML = html;
+    return e;
+  }
+  function esc(s) { return String(s === null || s === undefined ? '' : s).replace(/[&<>"]/g, function (c) { return {'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;'}[c]; }); }
+  function bytes(b) { if (b === null || b === undefined) return ''; var u = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB']; var i = 0; b = Number(b); while (b >= 1024 && i < u.length - 1) { b /= 1024; i++; } return (i ? b.toFixed(1) : b.toFixed(0)) + ' ' + u[i]; }
+  function num(x, d) { if (x === null || x === undefined) return ''; return Number(x).toLocaleString('en-US', {maximumFractionDigits: d === undefined ? 2 : d}); }
+  function pct(x) { return x === null || x === undefined ? '' : (100 * x).toFixed(1) + '%'; }
+  function dur(us) { var s = us / 1e6; if (s < 120) return s.toFixed(1) + ' s'; if (s < 7200) return (s / 60).toFixed(1) + ' min'; return (s / 3600).toFixed(2) + ' h'; }
+  function shortKey(k) { return String(k).replace('nvlink-only', 'NVLink').replace('nic-only', 'NIC').replace('mixed', 'mixed'); }
+  function sizeOf(k) { var p = String(k).split('/'); return p.length > 3 ? p.slice(0, 3).join('/') + '/' + bytes(Number(p[3])) : k; }
+  function normPill(v) { if (v === null || v === undefined) return ''; var c = v < 0.85 ? 'bad' : v < 0.95 ? 'warn' : 'good'; return '<span class="pill ' + c + '">' + v.toFixed(3) + '</span>'; }
+  function table(container, cols, data, opts) {
+    opts = opts || {};
+    var t = el('table', {class: 't'});
+    var h = '<thead><tr>' + cols.map(function (c) { return '<th>' + esc(c.title) + '</th>'; }).join('') + '</tr></thead><tbody>';
+    data.forEach(function (r) {
+      h += '<tr' + (opts.highlight && opts.highlight(r) ? ' class="hl"' : '') + '>' + cols.map(function (c) {
+        var v = c.render ? c.render(r) : esc(r[c.key]);
+        return '<td' + (c.num ? ' class="num"' : '') + '>' + v + '</td>';
+      }).join('') + '</tr>';
+    });
+    t.innerHTML = h + '</tbody>';
+    container.appendChild(t);
+    return t;
+  }
+  function chart(id, option) {
+    var node = document.getElementById(id);
+    if (!node) throw new Error('missing chart container ' + id);
+    if (!window.echarts) { node.innerHTML = '<div class="empty">Charting library not built in.</div>'; return null; }
+    var c = echarts.init(node, null, {renderer: 'canvas'});
+    option.animation = false;
+    option.color = option.color || PALETTE;
+    option.textStyle = {fontFamily: 'inherit'};
+    c.setOption(option);
+    node.setAttribute('data-chart', 'ok');
+    charts.push(c);
+    return c;
+  }
+  function empty(id, text) { var n = document.getElementById(id); n.innerHTML = '<div class="empty">' + esc(text) + '</div>'; n.setAttribute('data-chart', 'empty'); n.style.height = 'auto'; }
+  var zoomXY = [{type: 'inside', xAxisIndex: 0}, {type: 'slider', xAxisIndex: 0, height: 18, bottom: 6}];
+  var tip = {trigger: 'axis', confine: true};
+
+  // ---- overview ----
+  var ov = rows(D.overview)[0] || {};
+  document.getElementById('title').textContent = 'Run ' + D.meta.run;
+  document.getElementById('subtitle').textContent = (ov.first_dump_text ? ov.first_dump_text + ' \u2013 ' + ov.last_dump_text + '  \u00b7  ' : '') + 'store ' + D.meta.store;
+  var spanUs = ov.first_dump_text ? (Date.parse(ov.last_dump_text.replace(' ', 'T') + 'Z') - Date.parse(ov.first_dump_text.replace(' ', 'T') + 'Z')) * 1000 : 0;
+  var cards = [['Records', num(ov.records, 0)], ['Hosts', num(ov.hosts, 0)], ['Processes (GPUs)', num(ov.processes, 0)], ['Communicators', num(ov.communicators, 0)],
+    ['Largest communicator', num(ov.max_n_ranks, 0) + ' ranks'], ['Kernels', num(ov.kernels, 0)], ['Bytes moved', bytes(ov.bytes)], ['Time in collectives', dur(ov.time_us || 0)],
+    ['Span of records', spanUs > 0 ? dur(spanUs) : 'n/a'], ['Rejected lines', num(ov.rejected_lines, 0)]];
+  var cc = document.getElementById('overview-cards');
+  cards.forEach(function (c) { cc.appendChild(el('div', {class: 'card'}, '<div class="v">' + esc(c[1]) + '</div><div class="k">' + esc(c[0]) + '</div>')); });
+  function pie(id, t, key) {
+    var data = rows(t).map(function (r) { return {name: String(r[key]), value: r.time_us}; });
+    if (!data.length) return empty(id, 'No records.');
+    chart(id, {tooltip: {trigger: 'item', formatter: function (p) { return esc(p.name) + ': ' + p.percent + '% of time'; }},
+      legend: {orient: 'vertical', right: 10, top: 'middle'},
+      series: [{type: 'pie', radius: ['45%', '72%'], center: ['38%', '50%'], data: data, label: {show: false}}]});
+  }
+  pie('chart-ops', D.counts_by_op, 'op');
+  pie('chart-classes', D.counts_by_coll_type, 'coll_type');
+
+  // ---- findings ----
+  var fb = document.getElementById('findings-body');
+  var findings = F && F.findings ? F.findings : [];
+  if (!F) {
+    fb.innerHTML = '<div class="empty" id="no-findings">No findings: no diagnosis was supplied (run <code>collscope diagnose --json</code> and pass it with <code>--findings</code>).</div>';
+  } else if (!findings.length) {
+    fb.innerHTML = '<div class="empty" id="no-findings">No findings: the diagnosis found nothing wrong in this run.</div>';
+  } else {
+    findings.forEach(function (f) {
+      var conf = typeof f.confidence === 'number' ? f.confidence : null;
+      var win = (f.start_us && f.end_us) ? new Date(f.start_us / 1000).toISOString().replace('T', ' ').replace('Z', '') + ' \u2013 ' + new Date(f.end_us / 1000).toISOString().substr(11, 12) + ' (' + dur(f.end_us - f.start_us) + ')' : '';
+      var list = function (name, v) { return v && v.length ? '<b>' + name + '</b> ' + esc(v.slice(0, 24).join(', ')) + (v.length > 24 ? ' \u2026 (' + v.length + ')' : '') + '  ' : ''; };
+      var ev = f.evidence === undefined ? '' : (typeof f.evidence === 'string' ? esc(f.evidence) : esc(JSON.stringify(f.evidence, null, 1)));
+      fb.appendChild(el('div', {class: 'finding'}, '<div class="head"><span class="pill bad">' + esc(f.kind) + '</span>' + (conf !== null ? '<span class="pill ' + (conf > 0.7 ? 'bad' : 'warn') + '">confidence ' + conf.toFixed(2) + '</span>' : '') + '<span>' + esc(f.summary || '') + '</span></div>' +
+        '<div class="meta">' + list('hosts', f.hosts) + list('ranks', f.ranks) + list('victims', f.victims) + list('communicators', f.comms) + (win ? '<b>window</b> ' + esc(win) : '') + '</div>' + (ev ? '<pre>' + ev + '</pre>' : '')));
+    });
+  }
+
+  // ---- hot kernels ----
+  var hot = rows(D.hot_kernels);
+  var maxShare = Math.max.apply(null, hot.map(function (r) { return r.time_share || 0; }).concat([1e-9]));
+  table(document.getElementById('hot-table'), [
+    {title: '#', key: 'rank', num: true}, {title: 'kernel', render: function (r) { return esc(r.coll_type) + ' / ' + r.n_ranks + ' ranks on ' + r.nnodes + ' node' + (r.nnodes > 1 ? 's' : '') + ' / <b>' + esc(r.op) + '</b> / ' + bytes(r.msg_size_bytes); }},
+    {title: 'records', num: true, render: function (r) { return num(r.records, 0); }}, {title: 'bytes', num: true, render: function (r) { return bytes(r.bytes); }},
+    {title: 'time share', render: function (r) { return '<span class="bar" style="width:' + (80 * r.time_share / maxShare).toFixed(1) + 'px"></span>' + pct(r.time_share); }},
+    {title: 'cumulative', num: true, render: function (r) { return pct(r.cumulative_time_share); }}, {title: 'bytes share', num: true, render: function (r) { return pct(r.bytes_share); }},
+    {title: 'median busbw', num: true, render: function (r) { return num(r.median_busbw_gbs) + ' GB/s'; }}, {title: 'p5 \u2013 p95', num: true, render: function (r) { return num(r.p5_busbw_gbs) + ' \u2013 ' + num(r.p95_busbw_gbs); }},
+    {title: 'CV', num: true, render: function (r) { return r.cv_busbw === null ? '' : (100 * r.cv_busbw).toFixed(1) + '%'; }}], hot);
+
+  // ---- ECDF ----
+  var ecdf = rows(D.ecdf), byKernel = {};
+  ecdf.forEach(function (r) { (byKernel[r.kernel_key] = byKernel[r.kernel_key] || []).push([r.busbw_gbs, r.ecdf]); });
+  var keys = hot.map(function (r) { return r.kernel_key; }).filter(function (k) { return byKernel[k]; });
+  if (!keys.length) empty('chart-ecdf', 'No bandwidth values.');
+  else chart('chart-ecdf', {tooltip: {trigger: 'item', confine: true, formatter: function (p) { return esc(sizeOf(p.seriesName)) + '<br>busbw ' + num(p.value[0]) + ' GB/s<br>' + pct(p.value[1]) + ' of records at or below'; }},
+    legend: {type: 'scroll', top: 0, formatter: sizeOf}, grid: {left: 60, right: 30, top: 40, bottom: 60},
+    xAxis: {type: 'log', name: 'busbw (GB/s)', nameLocation: 'middle', nameGap: 28, min: function (v) { return Math.pow(10, Math.floor(Math.log10(Math.max(v.min, 1e-6)))); }},
+    yAxis: {type: 'value', min: 0, max: 1, name: 'fraction of records'},
+    dataZoom: zoomXY,
+    series: keys.map(function (k) { return {name: k, type: 'line', step: 'end', showSymbol: false, data: byKernel[k].filter(function (p) { return p[0] > 0; })}; })});
+
+  // ---- temporal ----
+  var tem = rows(D.temporal), tk = {};
+  tem.forEach(function (r) { (tk[r.kernel_key] = tk[r.kernel_key] || []).push(r); });
+  var tkeys = Object.keys(tk);
+  document.getElementById('temporal-note').textContent = 'Mean per ' + num(D.meta.bin_s, 3) + ' s bin (band: min\u2013max), messages of at least ' + bytes(D.meta.min_bytes) + '. Drag the slider or scroll to zoom.';
+  if (!tkeys.length) { empty('chart-temporal-bw', 'No messages of at least ' + bytes(D.meta.min_bytes) + '.'); empty('chart-temporal-exec', 'No data.'); }
+  else {
+    var ts = function (r) { return r.bin_start_us / 1000; };
+    chart('chart-temporal-bw', {tooltip: tip, legend: {type: 'scroll', top: 0, formatter: sizeOf}, grid: {left: 60, right: 30, top: 40, bottom: 60},
+      xAxis: {type: 'time'}, yAxis: {type: 'value', name: 'busbw (GB/s)'}, dataZoom: zoomXY,
+      series: tkeys.map(function (k) { return {name: k, type: 'line', showSymbol: false, data: tk[k].map(function (r) { return [ts(r), r.mean_busbw_gbs]; })}; })});
+    chart('chart-temporal-exec', {tooltip: tip, legend: {type: 'scroll', top: 0, formatter: sizeOf}, grid: {left: 60, right: 30, top: 40, bottom: 60},
+      xAxis: {type: 'time'}, yAxis: {type: 'log', name: 'mean exec time (\u00b5s)'}, dataZoom: zoomXY,
+      series: tkeys.map(function (k) { return {name: k, type: 'line', showSymbol: false, data: tk[k].map(function (r) { return [ts(r), Math.max(r.mean_exec_time_us, 1)]; })}; })});
+  }
+
+  // ---- spatial ----
+  var ht = rows(D.host_table);
+  var worst = ht.length ? ht[0].hostname : null;
+  table(document.getElementById('host-table'), [
+    {title: 'rank', key: 'rank', num: true}, {title: 'host', render: function (r) { return '<b>' + esc(r.hostname) + '</b>'; }},
+    {title: 'processes', key: 'processes', num: true}, {title: 'records', num: true, render: function (r) { return num(r.records, 0); }},
+    {title: 'cross-host transfers', render: function (r) { return normPill(r.transfer_norm_busbw); }}, {title: 'all records', render: function (r) { return normPill(r.norm_busbw); }},
+    {title: 'worst kernel', render: function (r) { return esc(sizeOf(r.worst_transfer_kernel || r.worst_kernel)); }}],
+    ht.slice(0, 12), {highlight: function (r) { return (r.transfer_norm_busbw !== null ? r.transfer_norm_busbw : r.norm_busbw) < 0.9; }});
+  if (ht.length > 12) document.getElementById('host-table').appendChild(el('p', {class: 'note'}, (ht.length - 12) + ' more hosts, all closer to 1.0.'));
+  var hh = rows(D.host_heatmap);
+  if (!hh.length) empty('chart-host-heatmap', 'No data.');
+  else {
+    var hosts = ht.map(function (r) { return r.hostname; }).reverse();
+    var hostIx = {}; hosts.forEach(function (h, i) { hostIx[h] = i; });
+    var bins = Array.from(new Set(hh.map(function (r) { return r.bin_start_us; }))).sort(function (a, b) { return a - b; });
+    var binIx = {}; bins.forEach(function (b, i) { binIx[b] = i; });
+    var cells = hh.filter(function (r) { return hostIx[r.hostname] !== undefined; }).map(function (r) { return [binIx[r.bin_start_us], hostIx[r.hostname], Number(r.norm_busbw.toFixed(4)), r.records]; });
+    var t0 = bins[0];
+    chart('chart-host-heatmap', {tooltip: {confine: true, formatter: function (p) { return esc(hosts[p.value[1]]) + '<br>t = +' + ((bins[p.value[0]] - t0) / 1e6).toFixed(2) + ' s<br>normalised busbw ' + p.value[2] + '<br>' + p.value[3] + ' records'; }},
+      grid: {left: 90, right: 70, top: 10, bottom: 70},
+      xAxis: {type: 'category', data: bins.map(function (b) { return '+' + ((b - t0) / 1e6).toFixed(1) + ' s'; }), splitArea: {show: false}},
+      yAxis: {type: 'category', data: hosts},
+      visualMap: {dimension: 2, min: 0.5, max: 1.1, calculable: true, orient: 'vertical', right: 5, top: 'middle', precision: 2, inRange: {color: ['#b2182b', '#ef8a62', '#fddbc7', '#f7f7f7', '#d1e5f0', '#67a9cf']}},
+      dataZoom: [{type: 'inside', xAxisIndex: 0}, {type: 'inside', yAxisIndex: 0}, {type: 'slider', xAxisIndex: 0, height: 18, bottom: 8}],
+      series: [{type: 'heatmap', data: cells, progressive: 20000}]});
+  }
+  var rc = rows(D.rank_cells);
+  if (!rc.length) empty('chart-rank-heatmap', 'No messages of at least ' + bytes(D.meta.min_bytes) + '.');
+  else {
+    var comms = [], commIx = {}, maxRank = 0;
+    rc.forEach(function (r) { var label = (r.comm_name ? r.comm_name + ' ' : '') + r.comm; if (commIx[label] === undefined) { commIx[label] = comms.length; comms.push(label); } maxRank = Math.max(maxRank, r.rank); });
+    var rcells = rc.map(function (r) { return [r.rank, commIx[(r.comm_name ? r.comm_name + ' ' : '') + r.comm], Number(r.norm_busbw.toFixed(4)), r.hostname, r.records]; });
+    chart('chart-rank-heatmap', {tooltip: {confine: true, formatter: function (p) { return esc(comms[p.value[1]]) + '<br>rank ' + p.value[0] + ' on ' + esc(p.value[3]) + '<br>normalised busbw ' + p.value[2] + '<br>' + p.value[4] + ' records'; }},
+      grid: {left: 230, right: 70, top: 10, bottom: 70},
+      xAxis: {type: 'category', name: 'rank in communicator', nameLocation: 'middle', nameGap: 50, data: Array.from({length: maxRank + 1}, function (_, i) { return i; })},
+      yAxis: {type: 'category', data: comms, axisLabel: {width: 210, overflow: 'truncate'}},
+      visualMap: {dimension: 2, min: 0.5, max: 1.1, calculable: true, orient: 'vertical', right: 5, top: 'middle', precision: 2, inRange: {color: ['#b2182b', '#ef8a62', '#fddbc7', '#f7f7f7', '#d1e5f0', '#67a9cf']}},
+      dataZoom: [{type: 'inside', xAxisIndex: 0}, {type: 'inside', yAxisIndex: 0}, {type: 'slider', xAxisIndex: 0, height: 18, bottom: 8}],
+      series: [{type: 'heatmap', data: rcells, progressive: 20000}]});
+  }
+
+  // ---- range bars ----
+  var rb = rows(D.range_bars);
+  document.getElementById('ranges-note').textContent = rb.length ? 'min / p25 / median / p75 / max of busbw (GB/s) for the hottest kernel of at least ' + bytes(D.meta.min_bytes) + ': ' + sizeOf(rb[0].kernel_key) + '.' : '';
+  var titles = {communicator: 'by communicator', host: 'by host', time_bin: 'by time bin', sn_bin: 'by sequence-number bin'};
+  Object.keys(titles).forEach(function (dim) {
+    var id = 'chart-range-' + dim;
+    var g = rb.filter(function (r) { return r.dimension === dim; });
+    if (dim === 'time_bin' || dim === 'sn_bin') g.sort(function (a, b) { return Number(a.group) - Number(b.group); });
+    if (!g.length) return empty(id, 'No data ' + titles[dim] + '.');
+    var t0 = dim === 'time_bin' ? Number(g[0].group) : 0;
+    var labels = g.map(function (r) { return dim === 'time_bin' ? '+' + ((Number(r.group) - t0) / 1e6).toFixed(1) + ' s' : String(r.group); });
+    chart(id, {title: {text: titles[dim], left: 'center', textStyle: {fontSize: 13, fontWeight: 600}},
+      tooltip: {trigger: 'item', confine: true, formatter: function (p) { var r = g[p.dataIndex]; return esc(labels[p.dataIndex]) + '<br>min ' + num(r.min_busbw_gbs) + '<br>p25 ' + num(r.p25_busbw_gbs) + '<br>median ' + num(r.p50_busbw_gbs) + '<br>p75 ' + num(r.p75_busbw_gbs) + '<br>max ' + num(r.max_busbw_gbs) + '<br>' + r.records + ' records'; }},
+      grid: {left: 55, right: 20, top: 34, bottom: 60}, xAxis: {type: 'category', data: labels, axisLabel: {hideOverlap: true}},
+      yAxis: {type: 'value', name: 'GB/s', scale: true}, dataZoom: zoomXY,
+      series: [{type: 'boxplot', itemStyle: {color: '#d1e5f0', borderColor: '#2f6fde'}, data: g.map(function (r) { return [r.min_busbw_gbs, r.p25_busbw_gbs, r.p50_busbw_gbs, r.p75_busbw_gbs, r.max_busbw_gbs]; })}]});
+  });
+
+  // ---- baseline ----
+  var bb = document.getElementById('baseline-body');
+  var cmp = rows(D.baseline);
+  if (!D.meta.baseline) bb.innerHTML = '<div class="empty" id="no-baseline">No baseline run in this store. Store nccl-tests output with <code>collscope compare --baseline-log FILE --baseline NAME</code> to compare against it.</div>';
+  else if (!cmp.length) bb.innerHTML = '<div class="empty" id="no-baseline">Baseline run ' + esc(D.meta.baseline) + ' has no (op, size, n_ranks) in common with this run.</div>';
+  else {
+    bb.appendChild(el('p', {class: 'note'}, 'Run ' + esc(D.meta.run) + ' against baseline ' + esc(D.meta.baseline) + ', per matching (op, message size, ranks).'));
+    table(bb, [{title: 'op', key: 'op'}, {title: 'size', num: true, render: function (r) { return bytes(r.msg_size_bytes); }}, {title: 'ranks', key: 'n_ranks', num: true},
+      {title: 'production mean busbw', num: true, render: function (r) { return num(r.prod_mean_busbw_gbs) + ' GB/s'; }}, {title: 'CV', num: true, render: function (r) { return r.prod_cv === null ? '' : (100 * r.prod_cv).toFixed(1) + '%'; }},
+      {title: 'baseline mean busbw', num: true, render: function (r) { return num(r.base_mean_busbw_gbs) + ' GB/s'; }}, {title: 'CV', num: true, render: function (r) { return r.base_cv === null ? '' : (100 * r.base_cv).toFixed(1) + '%'; }},
+      {title: 'production / baseline', render: function (r) { return normPill(r.mean_ratio); }}], cmp);
+  }
+
+  document.getElementById('footer').textContent = 'Generated by collscope on ' + D.meta.generated + '. Charts: Apache ECharts ' + (window.echarts ? echarts.version : '(missing)') + ', inlined.';
+  window.addEventListener('resize', function () { charts.forEach(function (c) { c.resize(); }); });
+  document.body.setAttribute('data-rendered', 'ok');
+  document.body.setAttribute('data-charts', String(charts.length));
+})();

@@ -1,0 +1,62 @@
+#include <cstdio>
+#include <memory>
+
+#include "analysis/report.h"
+#include "analysis/views.h"
+#include "cli/command.h"
+
+namespace collscope::cli {
+namespace {
+
+struct Options {
+  std::string db = "collscope.duckdb";
+  std::string output = "report.html";
+  ReportOptions report;
+};
+
+int Run(Options& o) {
+  auto store = Store::Open(o.db, {.read_only = true});
+  if (!store.ok()) {
+    std::fprintf(stderr, "collscope report: %s\n", store.status().message().c_str());
+    return 2;
+  }
+  Status views = InstallAnalysisViews(**store, true);
+  if (!views.ok()) {
+    std::fprintf(stderr, "collscope report: %s\n", views.message().c_str());
+    return 2;
+  }
+  o.report.output = o.output;
+  Status st = WriteReport(**store, o.report);
+  if (!st.ok()) {
+    std::fprintf(stderr, "collscope report: %s\n", st.message().c_str());
+    return 1;
+  }
+  std::printf("wrote %s\n", o.output.c_str());
+  return 0;
+}
+
+void Register(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand(
+      "report", "Write one self-contained, offline HTML report of a run: overview, findings, hot "
+                "kernels, busbw ECDFs, bandwidth over time, host and rank heatmaps, range bars and "
+                "the baseline comparison (docs/report.md).");
+  cmd->add_option("--db", o->db, "Store file")->capture_default_str();
+  cmd->add_option("-o,--output", o->output, "HTML file to write")->capture_default_str();
+  cmd->add_option("--run", o->report.run, "Run to report (default: the one with most records)");
+  cmd->add_option("--baseline", o->report.baseline,
+                  "Baseline run (default: the first run holding nccl-tests results)");
+  cmd->add_option("--findings", o->report.findings_path,
+                  "Findings JSON (collscope.findings.v1, from `collscope diagnose --json`)");
+  cmd->add_option("--top", o->report.top_kernels, "Hot kernels plotted")->capture_default_str();
+  cmd->add_option("--bin-s", o->report.bin_s, "Time bin, seconds (widened for long runs)")
+      ->capture_default_str();
+  cmd->add_option("--min-bytes", o->report.min_bytes,
+                  "Smallest message for temporal and spatial plots")->capture_default_str();
+  cmd->callback([o] { SetExitCode(Run(*o)); });
+}
+
+RegisterCommand reg(&Register);
+
+}  // namespace
+}  // namespace collscope::cli
