@@ -1,0 +1,107 @@
+// On a simulated job with one NIC-degraded host, the host table, the host x time heatmap and the
+// rank x communicator heatmap single out that host. The layout (4 hosts x 8 GPUs, TP 8 inside a
+// host, PP 2) gives communicators over different host pairs (DP over hosts {0,1} and {2,3}, PP
+// over {0,2} and {1,3}), so a host's fault is distinguishable from its ring neighbours'.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "analysis/primitives.h"
+#include "analysis/report.h"
+#include "analysis/views.h"
+#include "core/ingest.h"
+#include "sim/sim.h"
+#include "tests/test_util.h"
+
+namespace collscope {
+namespace {
+
+TEST(DegradedHost, SpatialPrimitivesSingleOutTheHost) {
+  testing::TempDir dir;
+  sim::SimConfig c;
+  c.seed = 3;
+  c.cluster.hosts = 4;
+  c.cluster.gpus_per_host = 8;
+  c.parallel.tp = 8;
+  c.parallel.pp = 2;
+  c.workload.layers = 2;
+  c.workload.micro_batches = 2;
+  c.workload.hidden = 2048;
+  c.workload.seq_len = 2048;
+  c.workload.steps = 8;
+  c.inspector.dump_interval_us = 200000;
+  c.output.dir = dir / "job";
+  c.output.kineto_max_ranks = 0;
+  c.output.summary = false;
+  sim::FaultSpec f;
+  std::string err;
+  ASSERT_TRUE(sim::ParseFaultSpec("kind=nic_degrade,host=1,factor=0.25", &f, &err)) << err;
+  c.faults.push_back(f);
+  sim::SimStats stats;
+  ASSERT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
+
+  auto store = Store::Open(dir / "s.duckdb");
+  ASSERT_TRUE(store.ok());
+  IngestOptions io;
+  io.run = "sim";
+  io.threads = 2;
+  auto rep = Ingest(**store, {dir / "job/nccl-inspector"}, io);
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  ASSERT_GT(rep->records_stored, 1000u);
+  ASSERT_TRUE(InstallAnalysisViews(**store, false).ok());
+
+  AnalysisOptions o;
+  // Host table: node-001 first (worst), clearly below the others.
+  auto ht = HostTable(**store, o);
+  ASSERT_TRUE(ht.ok()) << ht.status().message();
+  ASSERT_EQ(ht->rows.size(), 4u);
+  int host = ColumnOf(*ht, "hostname"), tn = ColumnOf(*ht, "transfer_norm_busbw");
+  EXPECT_EQ(*ht->rows[0][host], "node-001");
+  double worst = std::stod(*ht->rows[0][tn]);
+  for (size_t i = 1; i < ht->rows.size(); ++i)
+    EXPECT_LT(worst, 0.85 * std::stod(*ht->rows[i][tn])) << *ht->rows[i][host];
+
+  // Host x time heatmap: node-001 has the lowest mean normalised busbw over the bins.
+  o.bin_s = 1;
+  o.min_bytes = 1 << 20;
+  auto hm = HostTimeHeatmap(**store, o);
+  ASSERT_TRUE(hm.ok()) << hm.status().message();
+  std::map<std::string, std::pair<double, int>> mean;
+  int h = ColumnOf(*hm, "hostname"), v = ColumnOf(*hm, "norm_busbw");
+  for (const auto& row : hm->rows) {
+    auto& m = mean[*row[h]];
+    m.first += std::stod(*row[v]);
+    m.second += 1;
+  }
+  ASSERT_EQ(mean.size(), 4u);
+  std::string lowest;
+  double low = 1e9;
+  for (const auto& [name, m] : mean)
+    if (m.first / m.second < low) low = m.first / m.second, lowest = name;
+  EXPECT_EQ(lowest, "node-001");
+
+  // Rank x communicator heatmap: the cross-host cells of node-001 are the slowest of their
+  // communicators' kind: every cell of node-001 on a cross-host communicator is below 1.
+  auto rc = RankCells(**store, o);
+  ASSERT_TRUE(rc.ok());
+  auto cross = (*store)->Query("SELECT id FROM communicators WHERE nnodes > 1");
+  std::set<std::string> cross_ids;
+  for (const auto& row : cross->rows) cross_ids.insert(*row[0]);
+  int ch = ColumnOf(*rc, "hostname"), cc = ColumnOf(*rc, "comm"), cv = ColumnOf(*rc, "norm_busbw");
+  int cells = 0;
+  for (const auto& row : rc->rows) {
+    if (*row[ch] != "node-001" || !cross_ids.count(*row[cc])) continue;
+    ++cells;
+    EXPECT_LT(std::stod(*row[cv]), 1.0) << *row[cc];
+  }
+  EXPECT_GT(cells, 0);
+
+  // The report renders from the same store.
+  ReportOptions ro;
+  ro.output = dir / "r.html";
+  EXPECT_TRUE(WriteReport(**store, ro).ok());
+}
+
+}  // namespace
+}  // namespace collscope
