@@ -1,0 +1,677 @@
+#include "core/readers/kineto.h"
+
+#include <zlib.h>
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+#include <unordered_map>
+
+#include "core/taxonomy.h"
+
+namespace collscope::readers {
+namespace {
+
+namespace fs = std::filesystem;
+using simdjson::dom::element;
+using simdjson::dom::object;
+
+struct StrHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+class Interner {
+ public:
+  explicit Interner(std::vector<std::string>* out) : out_(out) {}
+  int32_t Add(std::string_view s) {
+    auto it = index_.find(s);
+    if (it != index_.end()) return it->second;
+    const int32_t id = static_cast<int32_t>(out_->size());
+    out_->emplace_back(s);
+    index_.emplace(std::string(s), id);
+    return id;
+  }
+
+ private:
+  std::vector<std::string>* out_;
+  std::unordered_map<std::string, int32_t, StrHash, std::equal_to<>> index_;
+};
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// Numbers may be written as integers, doubles or (rarely) strings.
+bool Num(element e, double* out) {
+  double d;
+  if (e.get_double().get(d) == simdjson::SUCCESS) { *out = d; return true; }
+  int64_t i;
+  if (e.get_int64().get(i) == simdjson::SUCCESS) { *out = static_cast<double>(i); return true; }
+  uint64_t u;
+  if (e.get_uint64().get(u) == simdjson::SUCCESS) { *out = static_cast<double>(u); return true; }
+  std::string_view s;
+  if (e.get_string().get(s) == simdjson::SUCCESS && !s.empty()) {
+    char* end = nullptr;
+    const std::string tmp(s);
+    const double v = std::strtod(tmp.c_str(), &end);
+    if (end && *end == '\0') { *out = v; return true; }
+  }
+  return false;
+}
+
+bool Int(element e, int64_t* out) {
+  int64_t i;
+  if (e.get_int64().get(i) == simdjson::SUCCESS) { *out = i; return true; }
+  double d;
+  if (Num(e, &d)) { *out = static_cast<int64_t>(d); return true; }
+  return false;
+}
+
+bool Field(object o, std::string_view key, element* out) {
+  return o.at_key(key).get(*out) == simdjson::SUCCESS;
+}
+
+bool NumField(object o, std::string_view key, double* out) {
+  element e;
+  return Field(o, key, &e) && Num(e, out);
+}
+
+bool IntField(object o, std::string_view key, int64_t* out) {
+  element e;
+  return Field(o, key, &e) && Int(e, out);
+}
+
+bool StrField(object o, std::string_view key, std::string_view* out) {
+  element e;
+  return Field(o, key, &e) && e.get_string().get(*out) == simdjson::SUCCESS;
+}
+
+bool ContainsNoCase(std::string_view s, std::string_view needle) {
+  if (needle.size() > s.size()) return false;
+  for (size_t i = 0; i + needle.size() <= s.size(); ++i) {
+    size_t k = 0;
+    while (k < needle.size() &&
+           std::tolower(static_cast<unsigned char>(s[i + k])) == needle[k])
+      ++k;
+    if (k == needle.size()) return true;
+  }
+  return false;
+}
+
+// "<host>_<pid>.<ms>" (PyTorch's tensorboard handler: worker name = "<hostname>_<pid>").
+void HostPidFromName(const std::string& path, std::string* host, int64_t* pid) {
+  std::string base = fs::path(path).filename().string();
+  for (std::string_view suf : {".gz", ".json", ".trace", ".pt"})
+    if (EndsWith(base, suf)) base.resize(base.size() - suf.size());
+  const size_t dot = base.rfind('.');
+  if (dot == std::string::npos) return;
+  const std::string stem = base.substr(0, dot);
+  const size_t us = stem.rfind('_');
+  if (us == std::string::npos || us == 0 || us + 1 >= stem.size()) return;
+  const std::string p = stem.substr(us + 1);
+  if (!std::all_of(p.begin(), p.end(), [](char c) { return c >= '0' && c <= '9'; })) return;
+  *host = stem.substr(0, us);
+  *pid = std::stoll(p);
+}
+
+std::vector<int> RankList(std::string_view s) {
+  std::vector<int> out;
+  int64_t v = 0;
+  bool in = false;
+  for (char c : s) {
+    if (c >= '0' && c <= '9') { v = v * 10 + (c - '0'); in = true; }
+    else if (in) { out.push_back(static_cast<int>(v)); v = 0; in = false; }
+  }
+  if (in) out.push_back(static_cast<int>(v));
+  return out;
+}
+
+Status ReadWholeFile(const std::string& path, std::string* out) {
+  gzFile gz = gzopen(path.c_str(), "rb");  // reads plain files too
+  if (!gz) return Status::Error(path + ": cannot open");
+  gzbuffer(gz, 1 << 20);
+  char buf[1 << 16];
+  for (;;) {
+    const int n = gzread(gz, buf, sizeof(buf));
+    if (n < 0) {
+      int err = 0;
+      std::string msg = gzerror(gz, &err);
+      gzclose(gz);
+      return Status::Error(path + ": " + msg);
+    }
+    if (n == 0) break;
+    out->append(buf, static_cast<size_t>(n));
+  }
+  gzclose(gz);
+  return Status::Ok();
+}
+
+// Other *.json(.gz) files in a directory: Kineto starts every trace with "schemaVersion" and
+// puts deviceProperties / distributedInfo / traceEvents near the top.
+bool LooksLikeKineto(const std::string& path) {
+  if (!(EndsWith(path, ".json") || EndsWith(path, ".json.gz")) || EndsWith(path, ".inflight.json"))
+    return false;
+  gzFile gz = gzopen(path.c_str(), "rb");
+  if (!gz) return false;
+  char buf[4096];
+  const int n = gzread(gz, buf, sizeof(buf));
+  gzclose(gz);
+  if (n <= 0) return false;
+  const std::string_view head(buf, static_cast<size_t>(n));
+  return head.find("\"schemaVersion\"") != std::string_view::npos &&
+         (head.find("\"traceEvents\"") != std::string_view::npos ||
+          head.find("\"deviceProperties\"") != std::string_view::npos ||
+          head.find("\"distributedInfo\"") != std::string_view::npos);
+}
+
+}  // namespace
+
+std::string_view KernelKindName(KernelKind k) {
+  switch (k) {
+    case KernelKind::kCompute: return "compute";
+    case KernelKind::kNccl: return "nccl";
+    case KernelKind::kMemcpy: return "memcpy";
+    case KernelKind::kMemset: return "memset";
+  }
+  return "compute";
+}
+
+const std::string& KinetoTrace::Str(int32_t i) const {
+  static const std::string kEmpty;
+  return i < 0 || static_cast<size_t>(i) >= strings.size() ? kEmpty : strings[i];
+}
+
+bool IsKinetoTraceName(std::string_view path) {
+  return EndsWith(path, ".pt.trace.json") || EndsWith(path, ".pt.trace.json.gz");
+}
+
+Result<std::vector<std::string>> FindKinetoTraces(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    if (!fs::exists(p, ec)) return Status::Error(p + ": no such file or directory");
+    if (fs::is_directory(p, ec)) {
+      for (auto it = fs::recursive_directory_iterator(p, ec);
+           it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        if (ec) break;
+        if (!it->is_regular_file(ec)) continue;
+        const std::string name = it->path().filename().string();
+        if (IsKinetoTraceName(name) || LooksLikeKineto(it->path().string()))
+          out.push_back(fs::absolute(it->path()).lexically_normal().string());
+      }
+    } else if (IsKinetoTraceName(p) || EndsWith(p, ".json") || EndsWith(p, ".json.gz")) {
+      out.push_back(fs::absolute(p).lexically_normal().string());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+Result<KinetoTrace> ParseKinetoTrace(std::string_view json, const std::string& path) {
+  simdjson::dom::parser parser;
+  simdjson::padded_string padded(json);
+  element root;
+  if (auto err = parser.parse(padded).get(root))
+    return Status::Error(path + ": not JSON (" + simdjson::error_message(err) + ")");
+  object top;
+  if (root.get_object().get(top)) return Status::Error(path + ": not a JSON object");
+  simdjson::dom::array events;
+  if (top.at_key("traceEvents").get_array().get(events))
+    return Status::Error(path + ": no traceEvents array (not a Chrome trace)");
+
+  KinetoTrace t;
+  t.path = path;
+  t.bytes = json.size();
+  HostPidFromName(path, &t.hostname, &t.pid);
+  const int64_t file_pid = t.pid;
+  t.pid = -1;
+  IntField(top, "baseTimeNanoseconds", &t.base_time_ns);
+  const double base_us = static_cast<double>(t.base_time_ns / 1000) +
+                         static_cast<double>(t.base_time_ns % 1000) / 1000.0;
+  object dist;
+  if (top.at_key("distributedInfo").get_object().get(dist) == simdjson::SUCCESS) {
+    int64_t v;
+    if (IntField(dist, "rank", &v)) { t.rank = static_cast<int>(v); t.rank_source = "distributedInfo"; }
+    if (IntField(dist, "world_size", &v)) t.world_size = static_cast<int>(v);
+    std::string_view s;
+    if (StrField(dist, "nccl_version", &s)) t.nccl_version = s;
+    simdjson::dom::array pgs;
+    if (dist.at_key("pg_config").get_array().get(pgs) == simdjson::SUCCESS) {
+      t.pg_config_json = simdjson::minify(pgs);
+      for (element pe : pgs) {
+        object po;
+        if (pe.get_object().get(po)) continue;
+        KinetoPg pg;
+        if (StrField(po, "pg_name", &s)) pg.name = s;
+        if (StrField(po, "pg_desc", &s)) pg.desc = s;
+        simdjson::dom::array rk;
+        if (po.at_key("ranks").get_array().get(rk) == simdjson::SUCCESS) {
+          for (element r : rk) {
+            int64_t x;
+            if (Int(r, &x)) pg.ranks.push_back(static_cast<int>(x));
+          }
+        } else if (StrField(po, "ranks", &s)) {
+          pg.ranks = RankList(s);
+        }
+        t.pgs.push_back(std::move(pg));
+      }
+    }
+  }
+
+  Interner strings(&t.strings);
+  std::unordered_map<int64_t, double> launch_ts;  // correlation -> CPU launch time (wall us)
+  std::vector<KinetoStep> gpu_steps;
+  int64_t step_pid = -1;
+  for (element e : events) {
+    ++t.events;
+    object o;
+    if (e.get_object().get(o)) continue;
+    std::string_view ph, cat, name;
+    if (!StrField(o, "ph", &ph) || ph != "X") continue;
+    StrField(o, "cat", &cat);
+    StrField(o, "name", &name);
+    double ts = 0, dur = 0;
+    if (!NumField(o, "ts", &ts)) continue;
+    NumField(o, "dur", &dur);
+    const double start = base_us + ts;
+    if (name.starts_with("ProfilerStep#")) {
+      KinetoStep st;
+      const std::string num(name.substr(13));
+      char* end = nullptr;
+      st.step = std::strtoll(num.c_str(), &end, 10);
+      if (end == num.c_str()) continue;
+      st.start_us = start;
+      st.dur_us = dur;
+      if (cat == "gpu_user_annotation") {
+        gpu_steps.push_back(st);
+      } else {
+        t.steps.push_back(st);
+        int64_t pid;
+        if (step_pid < 0 && IntField(o, "pid", &pid)) step_pid = pid;
+      }
+      continue;
+    }
+    object args;
+    const bool has_args = o.at_key("args").get_object().get(args) == simdjson::SUCCESS;
+    if (cat == "cuda_runtime" || cat == "cuda_driver") {
+      int64_t corr;
+      if (has_args && IntField(args, "correlation", &corr)) launch_ts[corr] = start;
+      continue;
+    }
+    KernelKind kind;
+    if (cat == "kernel" || cat == "Kernel") kind = KernelKind::kCompute;
+    else if (cat == "gpu_memcpy" || cat == "Memcpy") kind = KernelKind::kMemcpy;
+    else if (cat == "gpu_memset" || cat == "Memset") kind = KernelKind::kMemset;
+    else continue;
+    KinetoKernel k;
+    k.kind = kind;
+    k.name = strings.Add(name);
+    k.start_us = start;
+    k.dur_us = dur;
+    int64_t v;
+    if (has_args) {
+      if (IntField(args, "device", &v)) k.device = static_cast<int32_t>(v);
+      if (IntField(args, "stream", &v)) k.stream = static_cast<int32_t>(v);
+      if (IntField(args, "correlation", &v)) k.correlation = v;
+    }
+    if (k.device < 0 && IntField(o, "pid", &v)) k.device = static_cast<int32_t>(v);
+    if (k.stream < 0 && IntField(o, "tid", &v)) k.stream = static_cast<int32_t>(v);
+    if (kind == KernelKind::kCompute && ContainsNoCase(name, "nccl")) {
+      k.kind = KernelKind::kNccl;
+      std::string_view s;
+      if (has_args) {
+        if (StrField(args, "Collective name", &s)) k.coll = strings.Add(s);
+        if (StrField(args, "dtype", &s)) k.dtype = strings.Add(s);
+        if (StrField(args, "Process Group Name", &s)) k.pg_name = strings.Add(s);
+        if (StrField(args, "Process Group Description", &s)) k.pg_desc = strings.Add(s);
+        element pr;
+        if (Field(args, "Process Group Ranks", &pr)) {
+          if (pr.get_string().get(s) == simdjson::SUCCESS) k.pg_ranks = strings.Add(s);
+          else k.pg_ranks = strings.Add(simdjson::minify(pr));
+        }
+        if (IntField(args, "In msg nelems", &v)) k.in_nelems = v;
+        if (IntField(args, "Out msg nelems", &v)) k.out_nelems = v;
+        if (IntField(args, "Group size", &v)) k.group_size = static_cast<int32_t>(v);
+      }
+    }
+    t.kernels.push_back(k);
+  }
+  if (t.steps.empty()) t.steps = std::move(gpu_steps);
+  t.pid = step_pid >= 0 ? step_pid : file_pid;
+
+  // Device name of the trace's device.
+  if (!t.kernels.empty()) {
+    simdjson::dom::array props;
+    if (top.at_key("deviceProperties").get_array().get(props) == simdjson::SUCCESS) {
+      for (element pe : props) {
+        object po;
+        int64_t id;
+        std::string_view s;
+        if (pe.get_object().get(po) == simdjson::SUCCESS && IntField(po, "id", &id) &&
+            id == t.kernels.front().device && StrField(po, "name", &s)) {
+          t.device_name = s;
+          break;
+        }
+      }
+    }
+  }
+
+  // Attribute kernels to steps.
+  std::sort(t.steps.begin(), t.steps.end(),
+            [](const KinetoStep& a, const KinetoStep& b) { return a.start_us < b.start_us; });
+  std::stable_sort(t.kernels.begin(), t.kernels.end(),
+                   [](const KinetoKernel& a, const KinetoKernel& b) { return a.start_us < b.start_us; });
+  if (!t.steps.empty()) {
+    std::vector<double> starts;
+    starts.reserve(t.steps.size());
+    for (const KinetoStep& s : t.steps) starts.push_back(s.start_us);
+    for (KinetoKernel& k : t.kernels) {
+      auto li = k.correlation >= 0 ? launch_ts.find(k.correlation) : launch_ts.end();
+      const bool launched = li != launch_ts.end();
+      const double at = launched ? li->second : k.start_us;
+      const size_t i = std::upper_bound(starts.begin(), starts.end(), at) - starts.begin();
+      if (i == 0) continue;
+      const KinetoStep& s = t.steps[i - 1];
+      const double end = s.start_us + s.dur_us;
+      if (launched ? at > end : (i == t.steps.size() && at > end + s.dur_us)) continue;
+      k.step = s.step;
+      KinetoStep& sm = t.steps[i - 1];
+      ++sm.n_kernels;
+      if (k.kind == KernelKind::kCompute) sm.compute_us += k.dur_us;
+      else if (k.kind == KernelKind::kNccl) sm.nccl_us += k.dur_us;
+      sm.gpu_end_us = std::max(sm.gpu_end_us, k.start_us + k.dur_us);
+    }
+  }
+  return t;
+}
+
+Result<KinetoTrace> ReadKinetoTrace(const std::string& path) {
+  std::string data;
+  Status st = ReadWholeFile(path, &data);
+  if (!st.ok()) return st;
+  return ParseKinetoTrace(data, path);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Store
+
+namespace {
+
+constexpr const char* kKinetoTables[] = {"kineto_traces", "steps", "kernels"};
+
+std::string TableDdl(std::string_view table) {
+  std::string ddl = "CREATE TABLE IF NOT EXISTS " + std::string(table) + " (";
+  bool first = true;
+  for (const FieldSpec& f : Fields()) {
+    if (f.table != table) continue;
+    ddl += (first ? "" : ", ") + std::string(f.name) + " " + std::string(f.sql_type);
+    first = false;
+  }
+  for (const TableSpec& t : Tables())
+    if (t.name == table && !t.primary_key.empty())
+      ddl += ", PRIMARY KEY (" + std::string(t.primary_key) + ")";
+  return ddl + ");\n";
+}
+
+int64_t CountTables(Store& store) {
+  std::string q =
+      "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND "
+      "table_name IN ('kineto_traces', 'steps', 'kernels')";
+  auto n = store.QueryInt(q);
+  return n.ok() ? *n : 0;
+}
+
+}  // namespace
+
+bool HasKinetoTables(Store& store) { return CountTables(store) == 3; }
+
+Status EnsureKinetoTables(Store& store) {
+  if (HasKinetoTables(store)) return Status::Ok();
+  std::string ddl;
+  for (const char* t : kKinetoTables) ddl += TableDdl(t);
+  return store.Exec(ddl);
+}
+
+namespace {
+
+class TraceWriter {
+ public:
+  Status Open(duckdb_connection conn) {
+    COLLSCOPE_RETURN_IF_ERROR(traces_.Open(conn, "kineto_traces"));
+    COLLSCOPE_RETURN_IF_ERROR(steps_.Open(conn, "steps"));
+    return kernels_.Open(conn, "kernels");
+  }
+
+  Status Write(int32_t run_id, int32_t trace_id, const KinetoTrace& t) {
+    {
+      ChunkAppender& a = traces_;
+      size_t c = 0;
+      a.Column<int32_t>(c++)[0] = run_id;
+      a.Column<int32_t>(c++)[0] = trace_id;
+      a.SetString(c++, 0, t.path);
+      a.Column<int32_t>(c++)[0] = t.rank;
+      a.SetString(c++, 0, t.rank_source);
+      if (t.world_size >= 0) a.Column<int32_t>(c)[0] = t.world_size; else a.SetNull(c, 0);
+      ++c;
+      if (!t.hostname.empty()) a.SetString(c, 0, t.hostname); else a.SetNull(c, 0);
+      ++c;
+      if (t.pid >= 0) a.Column<int64_t>(c)[0] = t.pid; else a.SetNull(c, 0);
+      ++c;
+      if (!t.device_name.empty()) a.SetString(c, 0, t.device_name); else a.SetNull(c, 0);
+      ++c;
+      if (!t.nccl_version.empty()) a.SetString(c, 0, t.nccl_version); else a.SetNull(c, 0);
+      ++c;
+      if (!t.pg_config_json.empty()) a.SetString(c, 0, t.pg_config_json); else a.SetNull(c, 0);
+      ++c;
+      a.Column<int64_t>(c++)[0] = t.base_time_ns;
+      a.Column<uint64_t>(c++)[0] = t.events;
+      a.Column<int32_t>(c++)[0] = static_cast<int32_t>(t.steps.size());
+      a.Column<uint64_t>(c++)[0] = t.kernels.size();
+      COLLSCOPE_RETURN_IF_ERROR(a.Append(1));
+    }
+    const std::string kineto = "kineto";
+    for (size_t off = 0; off < t.steps.size(); off += steps_.capacity()) {
+      const size_t n = std::min(steps_.capacity(), t.steps.size() - off);
+      ChunkAppender& a = steps_;
+      for (size_t i = 0; i < n; ++i) {
+        const KinetoStep& s = t.steps[off + i];
+        a.Column<int32_t>(0)[i] = run_id;
+        a.Column<int32_t>(1)[i] = trace_id;
+        a.Column<int32_t>(2)[i] = t.rank;
+        a.Column<int64_t>(3)[i] = s.step;
+        a.Column<double>(4)[i] = s.start_us;
+        a.Column<double>(5)[i] = s.dur_us;
+        a.SetString(6, i, kineto);
+        a.Column<int32_t>(7)[i] = s.n_kernels;
+        a.Column<double>(8)[i] = s.compute_us;
+        a.Column<double>(9)[i] = s.nccl_us;
+        if (s.gpu_end_us > 0) a.Column<double>(10)[i] = s.gpu_end_us; else a.SetNull(10, i);
+      }
+      COLLSCOPE_RETURN_IF_ERROR(a.Append(n));
+    }
+    const std::string kinds[] = {"compute", "nccl", "memcpy", "memset"};
+    for (size_t off = 0; off < t.kernels.size(); off += kernels_.capacity()) {
+      const size_t n = std::min(kernels_.capacity(), t.kernels.size() - off);
+      ChunkAppender& a = kernels_;
+      auto str = [&](size_t col, size_t row, int32_t id) {
+        if (id >= 0) a.SetString(col, row, t.strings[id]); else a.SetNull(col, row);
+      };
+      auto i64 = [&](size_t col, size_t row, int64_t v) {
+        if (v >= 0) a.Column<int64_t>(col)[row] = v; else a.SetNull(col, row);
+      };
+      auto i32 = [&](size_t col, size_t row, int32_t v) {
+        if (v >= 0) a.Column<int32_t>(col)[row] = v; else a.SetNull(col, row);
+      };
+      for (size_t i = 0; i < n; ++i) {
+        const KinetoKernel& k = t.kernels[off + i];
+        a.Column<int32_t>(0)[i] = run_id;
+        a.Column<int32_t>(1)[i] = trace_id;
+        a.Column<int32_t>(2)[i] = t.rank;
+        if (k.step >= 0) a.Column<int64_t>(3)[i] = k.step; else a.SetNull(3, i);
+        str(4, i, k.name);
+        a.SetString(5, i, kinds[static_cast<int>(k.kind)]);
+        i32(6, i, k.device);
+        i32(7, i, k.stream);
+        a.Column<double>(8)[i] = k.start_us;
+        a.Column<double>(9)[i] = k.dur_us;
+        i64(10, i, k.correlation);
+        str(11, i, k.coll);
+        i64(12, i, k.in_nelems);
+        i64(13, i, k.out_nelems);
+        i32(14, i, k.group_size);
+        str(15, i, k.dtype);
+        str(16, i, k.pg_name);
+        str(17, i, k.pg_desc);
+        str(18, i, k.pg_ranks);
+      }
+      COLLSCOPE_RETURN_IF_ERROR(a.Append(n));
+    }
+    return Status::Ok();
+  }
+
+  void Close() {
+    traces_.Close();
+    steps_.Close();
+    kernels_.Close();
+  }
+
+ private:
+  ChunkAppender traces_, steps_, kernels_;
+};
+
+}  // namespace
+
+Result<KinetoIngestReport> IngestKineto(Store& store, const std::vector<std::string>& paths,
+                                        const std::string& run, int threads) {
+  const auto t0 = std::chrono::steady_clock::now();
+  KinetoIngestReport rep;
+  auto files = FindKinetoTraces(paths);
+  if (!files.ok()) return files.status();
+  rep.files_seen = files->size();
+  if (files->empty()) return rep;
+  COLLSCOPE_RETURN_IF_ERROR(EnsureKinetoTables(store));
+  auto run_id = store.RunId(run, true);
+  if (!run_id.ok()) return run_id.status();
+  rep.run_id = *run_id;
+  const std::string rid = std::to_string(*run_id);
+  // Already stored paths, the next trace id and the highest known rank.
+  std::set<std::string> seen;
+  {
+    auto r = store.Query("SELECT path FROM kineto_traces WHERE run_id = " + rid);
+    if (!r.ok()) return r.status();
+    for (const auto& row : r->rows)
+      if (row[0]) seen.insert(*row[0]);
+  }
+  auto next_id = store.QueryInt("SELECT CAST(coalesce(max(trace_id) + 1, 0) AS BIGINT) FROM kineto_traces WHERE run_id = " + rid);
+  if (!next_id.ok()) return next_id.status();
+  auto max_rank = store.QueryInt("SELECT CAST(coalesce(max(rank), -1) AS BIGINT) FROM kineto_traces WHERE run_id = " + rid);
+  if (!max_rank.ok()) return max_rank.status();
+  std::vector<std::string> todo;
+  for (const std::string& f : *files) {
+    if (seen.count(f)) ++rep.files_unchanged;
+    else todo.push_back(f);
+  }
+  if (todo.empty()) return rep;
+
+  // Parse in parallel (each trace is independent), write in path order.
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int nt = std::max(1, std::min<int>(threads > 0 ? threads : std::min(hw, 4),
+                                           static_cast<int>(todo.size())));
+  std::vector<std::optional<Result<KinetoTrace>>> parsed(todo.size());
+  {
+    std::mutex mu;
+    size_t next = 0;
+    auto work = [&] {
+      for (;;) {
+        size_t i;
+        {
+          std::lock_guard<std::mutex> g(mu);
+          if (next >= todo.size()) return;
+          i = next++;
+        }
+        auto r = ReadKinetoTrace(todo[i]);
+        std::lock_guard<std::mutex> g(mu);
+        parsed[i].emplace(std::move(r));
+      }
+    };
+    std::vector<std::thread> pool;
+    for (int i = 1; i < nt; ++i) pool.emplace_back(work);
+    work();
+    for (auto& th : pool) th.join();
+  }
+  for (auto& p : parsed)
+    if (!p->ok()) return p->status();
+  int next_rank = static_cast<int>(*max_rank);
+  for (auto& p : parsed) next_rank = std::max(next_rank, (**p).rank);
+  for (auto& p : parsed) {
+    KinetoTrace& t = **p;
+    if (t.rank < 0) {
+      t.rank = ++next_rank;
+      t.rank_source = "file order";
+    }
+  }
+
+  COLLSCOPE_RETURN_IF_ERROR(store.Exec("BEGIN TRANSACTION"));
+  TraceWriter w;
+  Status st = w.Open(store.connection());
+  int32_t id = static_cast<int32_t>(*next_id);
+  for (size_t i = 0; st.ok() && i < parsed.size(); ++i) {
+    const KinetoTrace& t = **parsed[i];
+    st = w.Write(rep.run_id, id++, t);
+    rep.files_read++;
+    rep.steps += t.steps.size();
+    rep.kernels += t.kernels.size();
+    rep.bytes += t.bytes;
+    for (const KinetoKernel& k : t.kernels) rep.nccl_kernels += k.kind == KernelKind::kNccl;
+  }
+  w.Close();
+  if (!st.ok()) {
+    (void)store.Exec("ROLLBACK");
+    return st;
+  }
+  COLLSCOPE_RETURN_IF_ERROR(store.Exec("COMMIT"));
+  rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return rep;
+}
+
+Result<StepSeries> LoadKinetoSteps(Store& store, const std::string& run) {
+  StepSeries s;
+  s.source = "kineto";
+  if (!HasKinetoTables(store)) return s;
+  std::string filter;
+  if (run.empty()) {
+    filter = "run_id = (SELECT min(run_id) FROM steps)";
+  } else {
+    filter = "run_id = (SELECT run_id FROM runs WHERE name = " + SqlString(run) + ")";
+  }
+  auto r = store.Query(
+      "SELECT rank, step, CAST(round(min(start_us)) AS BIGINT), max(dur_us), sum(compute_us), "
+      "sum(nccl_us) FROM steps WHERE " + filter + " GROUP BY rank, step ORDER BY rank, step");
+  if (!r.ok()) return r.status();
+  for (const auto& row : r->rows) {
+    if (!row[0] || !row[1]) continue;
+    StepRow x;
+    x.rank = std::stoi(*row[0]);
+    x.step = std::stoll(*row[1]);
+    x.start_us = row[2] ? std::stoll(*row[2]) : 0;
+    x.dur_us = row[3] ? std::stod(*row[3]) : 0;
+    if (row[4]) x.phases["compute"] = std::stod(*row[4]);
+    if (row[5]) x.phases["nccl"] = std::stod(*row[5]);
+    s.rows.push_back(std::move(x));
+  }
+  return s;
+}
+
+}  // namespace collscope::readers
