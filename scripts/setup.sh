@@ -9,7 +9,7 @@ shift || true
 
 packages=(build-essential cmake pkg-config git ca-certificates nodejs npm
           libsimdjson-dev libfmt-dev libcli11-dev libzstd-dev zlib1g-dev
-          libgtest-dev libgmock-dev libbenchmark-dev python3)
+          libgtest-dev libgmock-dev libbenchmark-dev python3 chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
