@@ -300,11 +300,19 @@ class Writer {
       Result<uint64_t> fingerprint = FingerprintPrefix(t.path, fp_len);
       if (!fingerprint.ok()) return fingerprint.status();
       upsert += upsert.empty() ? "INSERT OR REPLACE INTO files VALUES " : ", ";
-      upsert += "(" + std::to_string(run_id_) + ", " + std::to_string(t.file_id) + ", " +
-                SqlString(Printable(t.path.data(), t.path.size(), 4096)) + ", " +
-                (t.compressed ? "true" : "false") + ", " + std::to_string(fp.bytes_consumed) +
-                ", " + std::to_string(fp.lines_consumed) + ", " + std::to_string(*fingerprint) +
-                ", " + std::to_string(t.size) + ", " + std::to_string(t.mtime_ns) + ")";
+      // Built piecewise: GCC 12 misreports a long operator+ chain here (-Wrestrict).
+      upsert += "(";
+      for (const std::string& v :
+           {std::to_string(run_id_), std::to_string(t.file_id),
+            SqlString(Printable(t.path.data(), t.path.size(), 4096)),
+            std::string(t.compressed ? "true" : "false"), std::to_string(fp.bytes_consumed),
+            std::to_string(fp.lines_consumed), std::to_string(*fingerprint),
+            std::to_string(t.size), std::to_string(t.mtime_ns)}) {
+        upsert += v;
+        upsert += ", ";
+      }
+      upsert.resize(upsert.size() - 2);
+      upsert += ")";
       fp.touched = false;
     }
     if (!upsert.empty()) COLLSCOPE_RETURN_IF_ERROR(store_.Exec(upsert));
