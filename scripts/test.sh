@@ -7,3 +7,7 @@ scripts/setup.sh build
 (cd build && ctest --output-on-failure -j"$jobs" --timeout 600)
 scripts/setup.sh build-asan -DCOLLSCOPE_SANITIZE=ON -DCOLLSCOPE_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j"$jobs" --timeout 900)
+# The capture plugin runs on NCCL's threads: its tests also run under ThreadSanitizer.
+cmake -S . -B build-tsan -DCOLLSCOPE_TSAN=ON -DCOLLSCOPE_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug >/dev/null
+cmake --build build-tsan -j"$jobs" --target capture_nccl_plugin_test capture_nccl_format_test
+(cd build-tsan && ctest --output-on-failure -j"$jobs" --timeout 900 -R '^capture_')
