@@ -137,6 +137,18 @@ class Reader {
     return true;
   }
 
+  // A string naming a value of `table`; names we do not know read as "unknown". With
+  // `keep_existing`, an already set value wins (v4.2 fields over the collscope extras).
+  bool Enum(value v, std::string_view key, const EnumTable& table, uint8_t* out,
+            bool keep_existing = false) {
+    std::string_view s;
+    if (!String(v, key, &s)) return false;
+    if (keep_existing && *out != kNullEnum) return true;
+    int c = table.Find(s);
+    *out = static_cast<uint8_t>(c < 0 ? table.Find("unknown") : c);
+    return true;
+  }
+
  private:
   std::string* reason_;
 };
@@ -227,24 +239,13 @@ bool ParseCollscope(value v, ParsedLine* out, Reader& r) {
     std::string_view key = Key(field);
     value fv = field.value();
     bool ok = true;
-    std::string_view s;
     if (key == "global_rank") ok = r.I32(fv, key, &out->global_rank);
     else if (key == "local_rank") ok = r.I32(fv, key, &out->local_rank);
     else if (key == "gpu") ok = r.I32(fv, key, &out->gpu);
     else if (key == "n_channels") ok = r.I32(fv, key, &out->n_channels);
-    else if (key == "algo") {
-      ok = r.String(fv, key, &s);
-      if (ok && out->algo == kNullEnum) {
-        int c = Algos().Find(s);
-        out->algo = static_cast<uint8_t>(c < 0 ? Algos().Find("unknown") : c);
-      }
-    } else if (key == "proto") {
-      ok = r.String(fv, key, &s);
-      if (ok && out->proto == kNullEnum) {
-        int c = Protos().Find(s);
-        out->proto = static_cast<uint8_t>(c < 0 ? Protos().Find("unknown") : c);
-      }
-    } else if (key == "start_ts_us") {
+    else if (key == "algo") ok = r.Enum(fv, key, Algos(), &out->algo, true);
+    else if (key == "proto") ok = r.Enum(fv, key, Protos(), &out->proto, true);
+    else if (key == "start_ts_us") {
       if (out->start_ts_us == kNullU64) ok = r.U64(fv, key, &out->start_ts_us);
     } else if (key == "enqueue_ts_us") ok = r.U64(fv, key, &out->enqueue_ts_us);
     else if (key == "kernel_start_ts_us") ok = r.U64(fv, key, &out->kernel_start_ts_us);
@@ -295,12 +296,8 @@ bool ParsePerf(value v, bool p2p, ParsedLine* out, uint32_t* seen, Reader& r) {
       ok = r.U64(fv, key, &out->exec_time_us);
       *seen |= kTime;
     } else if (k == "timing_source") {
-      ok = r.String(fv, key, &s);
-      if (ok) {
-        int c = TimingSources().Find(s);
-        out->timing_source = static_cast<uint8_t>(c < 0 ? TimingSources().Find("unknown") : c);
-        *seen |= kSource;
-      }
+      ok = r.Enum(fv, key, TimingSources(), &out->timing_source);
+      *seen |= kSource;
     } else if (k == "algobw_gbs") {
       ok = r.Double(fv, key, &out->algbw_gbs);
       *seen |= kAlgBw;
@@ -311,17 +308,9 @@ bool ParsePerf(value v, bool p2p, ParsedLine* out, uint32_t* seen, Reader& r) {
       ok = r.I32(fv, key, &out->peer);
       *seen |= kPeer;
     } else if (k == "algo") {
-      ok = r.String(fv, key, &s);
-      if (ok) {
-        int c = Algos().Find(s);
-        out->algo = static_cast<uint8_t>(c < 0 ? Algos().Find("unknown") : c);
-      }
+      ok = r.Enum(fv, key, Algos(), &out->algo);
     } else if (k == "proto") {
-      ok = r.String(fv, key, &s);
-      if (ok) {
-        int c = Protos().Find(s);
-        out->proto = static_cast<uint8_t>(c < 0 ? Protos().Find("unknown") : c);
-      }
+      ok = r.Enum(fv, key, Protos(), &out->proto);
     } else if (key == "event_trace_sn") {
       ok = ParseEventTrace(fv, false, p2p, out, r);
     } else if (key == "event_trace_ts") {
