@@ -7,12 +7,18 @@ cd "$(dirname "$0")/.."
 build_dir=${1:-build}
 shift || true
 
-packages=(build-essential cmake pkg-config git ca-certificates nodejs npm
+# Libraries come from Debian; tools may already be on the machine from elsewhere (an image's own
+# Node.js, say), so those are installed only when their command is missing.
+packages=(build-essential pkg-config ca-certificates
           libsimdjson-dev libfmt-dev libcli11-dev libzstd-dev zlib1g-dev
-          libgtest-dev libgmock-dev libbenchmark-dev python3 chromium)
+          libgtest-dev libgmock-dev libbenchmark-dev)
+declare -A tools=([cmake]=cmake [git]=git [python3]=python3 [npm]="nodejs npm")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+for t in "${!tools[@]}"; do
+  command -v "$t" >/dev/null 2>&1 || missing+=(${tools[$t]})
 done
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
@@ -20,7 +26,6 @@ if ((${#missing[@]})); then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-# npm is only needed to fetch DuckDB; node from the image is fine when npm already works.
 
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
 cmake --build "$build_dir" -j"$(nproc)"
