@@ -210,7 +210,7 @@ Result<std::vector<std::string>> FindKinetoTraces(const std::vector<std::string>
         if (IsKinetoTraceName(name) || LooksLikeKineto(it->path().string()))
           out.push_back(fs::absolute(it->path()).lexically_normal().string());
       }
-    } else if (IsKinetoTraceName(p) || EndsWith(p, ".json") || EndsWith(p, ".json.gz")) {
+    } else if (IsKinetoTraceName(p) || LooksLikeKineto(p)) {
       out.push_back(fs::absolute(p).lexically_normal().string());
     }
   }

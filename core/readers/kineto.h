@@ -80,7 +80,7 @@ bool IsKinetoTraceName(std::string_view path);
 // Kineto traces under `paths`, sorted: directories are searched recursively for
 // *.pt.trace.json(.gz) and for other *.json(.gz) files that start like a Kineto trace
 // ("schemaVersion" with deviceProperties, distributedInfo or traceEvents in the first 4 KB);
-// a file given explicitly is taken when it is a *.json or *.json.gz.
+// a file given explicitly is taken on the same terms.
 Result<std::vector<std::string>> FindKinetoTraces(const std::vector<std::string>& paths);
 
 Result<KinetoTrace> ParseKinetoTrace(std::string_view json, const std::string& path);
