@@ -1,0 +1,408 @@
+#include "analysis/diagnose/perfetto.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "analysis/diagnose/duck.h"
+#include "core/readers/kineto.h"
+
+namespace collscope::diagnose {
+namespace {
+
+constexpr int kTidFindings = 1, kTidSteps = 2, kTidCollectives = 3, kTidStreamBase = 100;
+
+void Escape(std::string* out, std::string_view s) {
+  out->push_back('"');
+  for (char c : s) {
+    switch (c) {
+      case '"': out->append("\\\""); break;
+      case '\\': out->append("\\\\"); break;
+      case '\n': out->append("\\n"); break;
+      case '\r': out->append("\\r"); break;
+      case '\t': out->append("\\t"); break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+          out->append(buf);
+        } else {
+          out->push_back(c);
+        }
+    }
+  }
+  out->push_back('"');
+}
+
+std::string Num(double v) {
+  if (!std::isfinite(v)) return "0";
+  char buf[48];
+  if (v == std::floor(v) && std::fabs(v) < 1e17) std::snprintf(buf, sizeof(buf), "%.0f", v);
+  else std::snprintf(buf, sizeof(buf), "%.3f", v);
+  return buf;
+}
+
+// Builds {"k": v, ...} argument objects.
+class Args {
+ public:
+  Args& Str(std::string_view k, std::string_view v) {
+    Key(k);
+    Escape(&s_, v);
+    return *this;
+  }
+  Args& Val(std::string_view k, double v) {
+    Key(k);
+    s_ += Num(v);
+    return *this;
+  }
+  Args& Raw(std::string_view k, const std::string& json) {
+    Key(k);
+    s_ += json;
+    return *this;
+  }
+  std::string Done() const { return "{" + s_ + "}"; }
+
+ private:
+  void Key(std::string_view k) {
+    if (!s_.empty()) s_ += ", ";
+    Escape(&s_, k);
+    s_ += ": ";
+  }
+  std::string s_;
+};
+
+class Writer {
+ public:
+  void Event(std::string_view ph, std::string_view name, std::string_view cat, int pid, int tid,
+             double ts, double dur, const std::string& args, std::string_view extra = {}) {
+    s_ += n_++ ? ",\n" : "\n";
+    s_ += "{\"ph\": ";
+    Escape(&s_, ph);
+    s_ += ", \"name\": ";
+    Escape(&s_, name);
+    if (!cat.empty()) {
+      s_ += ", \"cat\": ";
+      Escape(&s_, cat);
+    }
+    s_ += ", \"pid\": " + std::to_string(pid) + ", \"tid\": " + std::to_string(tid) +
+          ", \"ts\": " + Num(ts);
+    if (ph == "X") s_ += ", \"dur\": " + Num(std::max(0.0, dur));
+    if (!extra.empty()) {
+      s_ += ", ";
+      s_ += extra;
+    }
+    if (!args.empty()) s_ += ", \"args\": " + args;
+    s_ += "}";
+  }
+  size_t count() const { return n_; }
+  std::string& str() { return s_; }
+
+ private:
+  std::string s_;
+  size_t n_ = 0;
+};
+
+struct StepSpan {
+  int64_t step;
+  double start, end;
+};
+
+std::string RanksIn(const std::set<int>& ranks) {
+  std::string s;
+  for (int r : ranks) s += (s.empty() ? "" : ", ") + std::to_string(r);
+  return s.empty() ? "NULL" : s;
+}
+
+std::string WindowSql(const std::vector<std::pair<double, double>>& w, const std::string& start,
+                      const std::string& end) {
+  std::string s;
+  for (const auto& [a, b] : w)
+    s += (s.empty() ? "" : " OR ") + ("(" + start + " < " + Num(b) + " AND " + end + " > " + Num(a) + ")");
+  return s.empty() ? "false" : "(" + s + ")";
+}
+
+bool EvidenceValue(const Finding& f, const std::string& key, double* v) {
+  for (const Evidence& e : f.evidence)
+    if (e.key == key && e.text.empty()) { *v = e.value; return true; }
+  return false;
+}
+
+}  // namespace
+
+Result<PerfettoReport> ExportPerfetto(Store& store, const std::vector<Finding>& findings,
+                                      const PerfettoOptions& o, std::string* json) {
+  PerfettoReport rep;
+  duckdb_connection conn = store.connection();
+  std::string rid;
+  {
+    const std::string q = o.run.empty()
+        ? "SELECT CAST(min(run_id) AS BIGINT) FROM runs"
+        : "SELECT CAST(run_id AS BIGINT) FROM runs WHERE name = " + SqlString(o.run);
+    auto r = Fetch(conn, q, "i");
+    if (!r.ok()) return r.status();
+    if (r->rows == 0 || r->null_i[0][0])
+      return Status::Error(o.run.empty() ? "the store holds no run" : "no run named " + o.run);
+    rid = std::to_string(r->i[0][0]);
+  }
+  const bool kineto = readers::HasKinetoTables(store);
+  // Job-level steps (over every rank) and the hosts of the ranks.
+  std::vector<StepSpan> steps;
+  std::map<int, std::string> host_of;
+  std::set<int> all_ranks;
+  if (kineto) {
+    auto s = Fetch(conn,
+                   "SELECT CAST(step AS BIGINT), CAST(min(start_us) AS DOUBLE), "
+                   "CAST(max(coalesce(greatest(start_us + dur_us, gpu_end_us), start_us + dur_us)) AS DOUBLE) "
+                   "FROM steps WHERE run_id = " + rid + " GROUP BY step ORDER BY 2",
+                   "idd");
+    if (!s.ok()) return s.status();
+    for (size_t i = 0; i < s->rows; ++i) steps.push_back({s->i[0][i], s->d[0][i], s->d[1][i]});
+    auto h = Fetch(conn,
+                   "SELECT DISTINCT CAST(rank AS BIGINT), coalesce(hostname, '') FROM kineto_traces "
+                   "WHERE run_id = " + rid,
+                   "is");
+    if (!h.ok()) return h.status();
+    for (size_t i = 0; i < h->rows; ++i) {
+      const int r = static_cast<int>(h->i[0][i]);
+      all_ranks.insert(r);
+      if (!h->s[0][i].empty()) host_of[r] = h->s[0][i];
+    }
+  }
+  // Global ranks of the store's processes: the collscope plugin's, a Kineto trace of the same
+  // host and pid, or the rank in the communicator that spans every process.
+  const std::string proc_rank_sql =
+      std::string("WITH ") +
+      (kineto ? "kt AS (SELECT hostname, pid, min(rank) AS rank FROM kineto_traces WHERE run_id = " + rid +
+                    " AND hostname IS NOT NULL AND pid IS NOT NULL GROUP BY ALL), "
+              : "kt AS (SELECT NULL::VARCHAR AS hostname, NULL::BIGINT AS pid, NULL::INTEGER AS rank WHERE false), ") +
+      "world AS (SELECT comm_id FROM communicators WHERE run_id = " + rid +
+      " AND n_ranks = (SELECT count(*) FROM processes WHERE run_id = " + rid +
+      ") ORDER BY comm_id LIMIT 1), "
+      "wr AS (SELECT r.process_id, min(r.rank) AS g, max(r.global_rank) AS plugin FROM records r "
+      "JOIN operations o USING (run_id, op_id) WHERE r.run_id = " + rid +
+      " AND o.comm_id IN (SELECT comm_id FROM world) GROUP BY 1), "
+      "pr AS (SELECT p.process_id, p.hostname, coalesce(wr.plugin, kt.rank, wr.g) AS g FROM processes p "
+      "LEFT JOIN kt ON kt.hostname = p.hostname AND kt.pid = CAST(p.pid AS BIGINT) "
+      "LEFT JOIN wr ON wr.process_id = p.process_id WHERE p.run_id = " + rid + ") ";
+  {
+    auto pr = Fetch(conn, proc_rank_sql + "SELECT CAST(g AS BIGINT), hostname FROM pr WHERE g IS NOT NULL", "is");
+    if (!pr.ok()) return pr.status();
+    for (size_t i = 0; i < pr->rows; ++i) {
+      const int r = static_cast<int>(pr->i[0][i]);
+      all_ranks.insert(r);
+      if (!host_of.count(r)) host_of[r] = pr->s[0][i];
+    }
+  }
+
+  // Windows and ranks per finding.
+  std::vector<std::pair<double, double>> windows;
+  std::set<int> ranks;
+  auto add_steps = [&](size_t first, size_t last) {  // indexes into steps, inclusive
+    last = std::min(last, first + static_cast<size_t>(std::max(1, o.max_steps)) - 1);
+    const size_t from = first >= static_cast<size_t>(std::max(0, o.context_steps))
+                            ? first - static_cast<size_t>(std::max(0, o.context_steps))
+                            : 0;
+    windows.push_back({steps[from].start, steps[last].end});
+  };
+  for (const Finding& f : findings) {
+    double fs = static_cast<double>(f.start_us), fe = static_cast<double>(f.end_us);
+    if (fe < fs) fe = fs;
+    if (!steps.empty()) {
+      double s0, s1;
+      size_t a = steps.size(), b = 0;
+      const bool by_step = EvidenceValue(f, "first_step", &s0) && EvidenceValue(f, "last_step", &s1);
+      for (size_t i = 0; i < steps.size(); ++i) {
+        const bool in = by_step ? (steps[i].step >= s0 && steps[i].step <= s1)
+                                : (steps[i].end > fs && steps[i].start <= fe);
+        if (in) { a = std::min(a, i); b = std::max(b, i); }
+      }
+      if (a == steps.size()) {  // no overlap: the step nearest to the finding's start
+        size_t best = 0;
+        for (size_t i = 1; i < steps.size(); ++i)
+          if (std::fabs(steps[i].start - fs) < std::fabs(steps[best].start - fs)) best = i;
+        a = b = best;
+      }
+      add_steps(a, b);
+    } else {
+      windows.push_back({fs, std::min(std::max(fe, fs + 1), fs + o.max_window_us)});
+    }
+    std::set<int> mine(f.ranks.begin(), f.ranks.end());
+    for (size_t i = 0; i < f.victims.size() && i < o.max_peers; ++i) mine.insert(f.victims[i]);
+    if (mine.empty())
+      for (const auto& [r, h] : host_of)
+        if (std::find(f.hosts.begin(), f.hosts.end(), h) != f.hosts.end()) mine.insert(r);
+    if (mine.empty())
+      for (int r : all_ranks) {
+        if (mine.size() >= o.max_peers) break;
+        mine.insert(r);
+      }
+    ranks.insert(mine.begin(), mine.end());
+  }
+  if (findings.empty()) {
+    if (!steps.empty()) add_steps(0, 0);
+    for (int r : all_ranks) {
+      if (ranks.size() >= o.max_peers) break;
+      ranks.insert(r);
+    }
+  }
+  // Merge overlapping windows.
+  std::sort(windows.begin(), windows.end());
+  std::vector<std::pair<double, double>> merged;
+  for (const auto& w : windows) {
+    if (!merged.empty() && w.first <= merged.back().second) merged.back().second = std::max(merged.back().second, w.second);
+    else merged.push_back(w);
+  }
+  rep.windows = merged.size();
+  rep.ranks = ranks.size();
+
+  Writer w;
+  // Metadata: one process per rank, named tracks.
+  for (int r : ranks) {
+    auto h = host_of.find(r);
+    const std::string pname = "rank " + std::to_string(r) + (h != host_of.end() && !h->second.empty() ? " (" + h->second + ")" : "");
+    w.Event("M", "process_name", "", r, 0, 0, 0, Args().Str("name", pname).Done());
+    w.Event("M", "process_sort_index", "", r, 0, 0, 0, Args().Val("sort_index", r).Done());
+    w.Event("M", "thread_name", "", r, kTidFindings, 0, 0, Args().Str("name", "findings").Done());
+    w.Event("M", "thread_name", "", r, kTidSteps, 0, 0, Args().Str("name", "steps").Done());
+    w.Event("M", "thread_name", "", r, kTidCollectives, 0, 0,
+            Args().Str("name", "NCCL collectives (records)").Done());
+    for (int t : {kTidFindings, kTidSteps, kTidCollectives})
+      w.Event("M", "thread_sort_index", "", r, t, 0, 0, Args().Val("sort_index", t).Done());
+  }
+  const std::string in_ranks = RanksIn(ranks);
+  if (kineto && !ranks.empty() && !merged.empty()) {
+    auto s = Fetch(conn,
+                   "SELECT CAST(rank AS BIGINT), CAST(step AS BIGINT), CAST(start_us AS DOUBLE), "
+                   "CAST(dur_us AS DOUBLE), CAST(compute_us AS DOUBLE), CAST(nccl_us AS DOUBLE) "
+                   "FROM steps WHERE run_id = " + rid + " AND rank IN (" + in_ranks + ") AND " +
+                       WindowSql(merged, "start_us", "start_us + dur_us") + " ORDER BY 1, 3",
+                   "iidddd");
+    if (!s.ok()) return s.status();
+    for (size_t i = 0; i < s->rows; ++i) {
+      w.Event("X", "ProfilerStep#" + std::to_string(s->i[1][i]), "step",
+              static_cast<int>(s->i[0][i]), kTidSteps, s->d[0][i], s->d[1][i],
+              Args().Val("step", static_cast<double>(s->i[1][i])).Val("compute_us", s->d[2][i])
+                  .Val("nccl_us", s->d[3][i]).Done());
+      ++rep.steps;
+    }
+    auto k = Fetch(conn,
+                   "SELECT CAST(rank AS BIGINT), CAST(coalesce(stream, -1) AS BIGINT), "
+                   "CAST(coalesce(step, -1) AS BIGINT), CAST(coalesce(in_nelems, -1) AS BIGINT), "
+                   "CAST(start_us AS DOUBLE), CAST(dur_us AS DOUBLE), name, kind, coalesce(coll, ''), "
+                   "coalesce(dtype, ''), coalesce(pg_desc, '') FROM kernels WHERE run_id = " + rid +
+                       " AND rank IN (" + in_ranks + ") AND " +
+                       WindowSql(merged, "start_us", "start_us + dur_us") + " ORDER BY 1, 5 LIMIT " +
+                       std::to_string(o.max_events + 1),
+                   "iiiiddsssss");
+    if (!k.ok()) return k.status();
+    std::set<std::pair<int, int64_t>> streams;
+    std::map<std::pair<int, int64_t>, std::string> stream_kind;
+    for (size_t i = 0; i < k->rows; ++i) {
+      if (w.count() >= o.max_events) { rep.truncated = true; break; }
+      const int r = static_cast<int>(k->i[0][i]);
+      const int64_t st = k->i[1][i];
+      streams.insert({r, st});
+      std::string& sk = stream_kind[{r, st}];
+      if (sk.empty() || (sk != k->s[1][i] && k->s[1][i] == "nccl")) sk = k->s[1][i];
+      Args a;
+      if (k->i[2][i] >= 0) a.Val("step", static_cast<double>(k->i[2][i]));
+      if (!k->s[2][i].empty()) a.Str("coll", k->s[2][i]);
+      if (k->i[3][i] >= 0) a.Val("in_nelems", static_cast<double>(k->i[3][i]));
+      if (!k->s[3][i].empty()) a.Str("dtype", k->s[3][i]);
+      if (!k->s[4][i].empty()) a.Str("pg_desc", k->s[4][i]);
+      w.Event("X", k->s[0][i], k->s[1][i], r, kTidStreamBase + static_cast<int>(std::max<int64_t>(0, st)),
+              k->d[0][i], k->d[1][i], a.Done());
+      ++rep.kernels;
+    }
+    for (const auto& [r, st] : streams) {
+      const int tid = kTidStreamBase + static_cast<int>(std::max<int64_t>(0, st));
+      w.Event("M", "thread_name", "", r, tid, 0, 0,
+              Args().Str("name", "GPU stream " + std::to_string(st) + " (" + stream_kind[{r, st}] + ")").Done());
+      w.Event("M", "thread_sort_index", "", r, tid, 0, 0, Args().Val("sort_index", tid).Done());
+    }
+  }
+  // Collectives from records with start/stop times.
+  if (!ranks.empty() && !merged.empty() && !rep.truncated) {
+    auto c = Fetch(conn,
+                   proc_rank_sql +
+                       ", rec AS (SELECT CAST(pr.g AS BIGINT) AS g, CAST(v.op AS VARCHAR) AS op, v.comm, "
+                       "coalesce(v.comm_name, '') AS comm_name, CAST(v.sn AS BIGINT) AS sn, "
+                       "CAST(v.msg_size_bytes AS BIGINT) AS bytes, "
+                       "CAST(coalesce(v.start_ts_us, v.kernel_start_ts_us) AS DOUBLE) AS t0, "
+                       "CAST(coalesce(v.stop_ts_us, v.kernel_stop_ts_us) AS DOUBLE) AS t1, "
+                       "CAST(v.exec_time_us AS DOUBLE) AS exec, CAST(v.rank AS BIGINT) AS comm_rank "
+                       "FROM records_v v JOIN pr ON pr.process_id = v.process_id WHERE v.run_id = " + rid +
+                       " AND coalesce(v.start_ts_us, v.kernel_start_ts_us) IS NOT NULL) "
+                       "SELECT g, sn, bytes, comm_rank, t0, coalesce(t1, t0 + exec), exec, op, comm, comm_name "
+                       "FROM rec WHERE g IN (" + in_ranks + ") AND " +
+                       WindowSql(merged, "t0", "coalesce(t1, t0 + exec)") + " ORDER BY 1, 5 LIMIT " +
+                       std::to_string(o.max_events + 1),
+                   "iiiidddsss");
+    if (!c.ok()) return c.status();
+    for (size_t i = 0; i < c->rows; ++i) {
+      if (w.count() >= o.max_events) { rep.truncated = true; break; }
+      w.Event("X", c->s[0][i], "nccl_record", static_cast<int>(c->i[0][i]), kTidCollectives,
+              c->d[0][i], c->d[1][i] - c->d[0][i],
+              Args().Str("comm", c->s[1][i]).Str("comm_name", c->s[2][i])
+                  .Val("sn", static_cast<double>(c->i[1][i])).Val("msg_size_bytes", static_cast<double>(c->i[2][i]))
+                  .Val("comm_rank", static_cast<double>(c->i[3][i])).Val("exec_time_us", c->d[2][i]).Done());
+      ++rep.collectives;
+    }
+  }
+  // Findings: a global instant at the start, and slices on the findings track of the ranks.
+  for (const Finding& f : findings) {
+    const std::string kind(KindName(f.kind));
+    double fs = static_cast<double>(f.start_us), fe = std::max(fs, static_cast<double>(f.end_us));
+    Args a;
+    a.Str("kind", kind).Val("confidence", f.confidence).Str("summary", f.summary)
+        .Str("ranks", RankList(f.ranks)).Str("victims", RankList(f.victims))
+        .Str("detector", f.detector);
+    if (!f.hosts.empty()) {
+      std::string h;
+      for (const std::string& x : f.hosts) h += (h.empty() ? "" : ", ") + x;
+      a.Str("hosts", h);
+    }
+    if (!f.comms.empty()) {
+      std::string h;
+      for (const std::string& x : f.comms) h += (h.empty() ? "" : ", ") + x;
+      a.Str("comms", h);
+    }
+    for (const Evidence& e : f.evidence) {
+      if (e.text.empty()) a.Val("evidence." + e.key, e.value);
+      else a.Str("evidence." + e.key, e.text);
+    }
+    const std::string args = a.Done();
+    const int anchor = ranks.empty() ? 0 : (f.ranks.empty() || !ranks.count(f.ranks[0]) ? *ranks.begin() : f.ranks[0]);
+    const std::string title = kind + (f.ranks.empty() ? "" : ": rank " + RankList(f.ranks)) +
+                              (f.ranks.empty() && !f.hosts.empty() ? ": " + f.hosts[0] : "");
+    w.Event("i", title, "finding", anchor, kTidFindings, fs, 0, args, "\"s\": \"g\"");
+    // Slices, clipped to the exported windows.
+    for (const auto& [ws, we] : merged) {
+      const double a0 = std::max(ws, fs), a1 = std::min(we, fe);
+      if (a1 <= a0) continue;
+      for (int r : f.ranks)
+        if (ranks.count(r)) w.Event("X", kind + " (root cause)", "finding", r, kTidFindings, a0, a1 - a0, args);
+      size_t nv = 0;
+      for (int r : f.victims) {
+        if (nv++ >= o.max_peers) break;
+        if (ranks.count(r)) w.Event("X", "victim of " + kind, "finding", r, kTidFindings, a0, a1 - a0,
+                                    Args().Str("root_cause_ranks", RankList(f.ranks)).Str("summary", f.summary).Done());
+      }
+    }
+    ++rep.findings;
+  }
+  rep.events = w.count();
+  std::string out = "{\"displayTimeUnit\": \"ms\",\n\"otherData\": ";
+  out += Args().Str("generator", "collscope export --perfetto").Str("findings_schema", kFindingsSchema)
+             .Val("findings", static_cast<double>(rep.findings)).Val("ranks", static_cast<double>(rep.ranks))
+             .Val("windows", static_cast<double>(rep.windows)).Done();
+  out += ",\n\"traceEvents\": [";
+  out += w.str();
+  out += "\n]}\n";
+  *json = std::move(out);
+  return rep;
+}
+
+}  // namespace collscope::diagnose

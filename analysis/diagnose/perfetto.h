@@ -1,0 +1,38 @@
+// L4: the anomalous steps of a diagnosis as a Chrome trace-event JSON file, which the Perfetto UI
+// (ui.perfetto.dev) and chrome://tracing open. One process per global rank (the implicated ranks
+// and their peers), with tracks for the training steps and GPU kernels (Kineto tables), NCCL
+// collectives (store records with start/stop times: verbose Inspector or collscope plugin), and
+// the findings: a global instant event (a line across every track) at each finding's start, a
+// slice on the "findings" track of every root-cause rank ("root cause") and victim ("victim").
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "analysis/diagnose/finding.h"
+#include "core/status.h"
+#include "core/store.h"
+
+namespace collscope::diagnose {
+
+struct PerfettoOptions {
+  std::string run;              // store run; empty: the first
+  size_t max_peers = 16;        // victims shown per finding
+  int max_steps = 6;            // anomalous steps shown per finding
+  int context_steps = 1;        // healthy steps shown before them
+  double max_window_us = 2e6;   // without step markers: the first this much of a finding
+  size_t max_events = 2000000;  // stop adding kernels and collectives beyond this
+};
+
+struct PerfettoReport {
+  size_t events = 0, ranks = 0, windows = 0;
+  size_t steps = 0, kernels = 0, collectives = 0, findings = 0;
+  bool truncated = false;  // max_events reached
+};
+
+// Writes the trace to *json.
+Result<PerfettoReport> ExportPerfetto(Store& store, const std::vector<Finding>& findings,
+                                      const PerfettoOptions& o, std::string* json);
+
+}  // namespace collscope::diagnose
