@@ -141,6 +141,34 @@ Result<CommData> LoadCommData(Store& store, const std::string& run) {
     d.t1 = std::max(d.t1, x.ts + static_cast<int64_t>(x.tmax));
     d.insts.push_back(x);
   }
+  // Point-to-point records (pipeline sends/receives), peers mapped to processes.
+  auto p2 = Fetch(conn,
+                  "SELECT CAST(o.comm_id AS BIGINT), CAST(r.process_id AS BIGINT), "
+                  "CAST(coalesce(o.peer, -1) AS BIGINT), CAST(o.op = 'Send' AS BIGINT), "
+                  "CAST(o.msg_size_bytes AS BIGINT), CAST(r.exec_time_us AS DOUBLE), "
+                  "CAST(coalesce(r.start_ts_us, r.kernel_start_ts_us, r.dump_ts_us) AS BIGINT) "
+                  "FROM records r JOIN operations o USING (run_id, op_id) WHERE r.run_id = " +
+                      run_filter + " AND o.kind = 'p2p' AND o.op IN ('Send', 'Recv')",
+                  "iiiiidi");
+  if (!p2.ok()) return p2.status();
+  d.p2p.reserve(p2->rows);
+  for (size_t i = 0; i < p2->rows; ++i) {
+    auto ci = comm_index.find(p2->i[0][i]);
+    auto pi = proc_index.find(p2->i[1][i]);
+    if (ci == comm_index.end() || pi == proc_index.end()) continue;
+    const Comm& c = d.comms[ci->second];
+    P2p x;
+    x.comm = ci->second;
+    x.proc = pi->second;
+    const int64_t peer = p2->i[2][i];
+    x.peer = (peer >= 0 && c.procs.size() == static_cast<size_t>(c.n_ranks) && peer < c.n_ranks)
+                 ? c.procs[static_cast<size_t>(peer)] : -1;
+    x.send = p2->i[3][i] != 0;
+    x.bytes = p2->i[4][i];
+    x.exec = p2->d[0][i];
+    x.ts = p2->i[5][i];
+    d.p2p.push_back(x);
+  }
   if (d.insts.empty()) d.t0 = d.t1 = 0;
   d.timestamps_exact = exact > 0;
   return d;

@@ -41,11 +41,24 @@ struct Inst {
   int64_t ts = 0;      // earliest start (or dump) timestamp over ranks, wall-clock us
 };
 
+// One point-to-point record (pipeline Send/Recv; PyTorch all_to_all as grouped send/recv). The
+// same synchronisation trap holds: the side that posted last shows the shorter time.
+struct P2p {
+  int proc = -1;
+  int comm = 0;
+  int peer = -1;       // process index of the peer (-1 when unknown)
+  bool send = false;
+  int64_t bytes = 0;
+  double exec = 0;     // microseconds
+  int64_t ts = 0;      // start (or dump) timestamp, wall-clock us
+};
+
 struct CommData {
   std::vector<std::string> hosts;
   std::vector<Proc> procs;
   std::vector<Comm> comms;
   std::vector<Inst> insts;
+  std::vector<P2p> p2p;
   int64_t t0 = 0, t1 = 0;   // time range of the data
   bool timestamps_exact = false;  // start timestamps (verbose/plugin) rather than dump times
   std::string rank_source;        // "collscope", "world-communicator", "ordinal"
@@ -57,10 +70,19 @@ Result<CommData> LoadCommData(Store& store, const std::string& run);
 struct CommOptions {
   double link_ratio = 1.6;        // comm-window median transfer time / baseline to call it slow
   double host_cover = 0.75;       // share of a host's multi-host comms that must be slow
-  double late_share = 0.6;        // share of a rank's instances where it arrived last, late
-  int min_late_events = 6;        // and at least this many such instances in the window
+  // A rank is late in a window when the time its peers spent waiting for it (it arrived last,
+  // beyond the noise) is at least this share of the window's wall time...
+  double late_time_share = 0.02;
+  int min_late_events = 6;        // ...in at least this many instances over its finding
   double stall_us = 1e6;          // one wait longer than this (and 20x the norm) is a stall
   double window_us = 0;           // 0: (t1 - t0) / 40, at least 200 ms
+  // A late rank whose lateness is at least this share explained by its own waiting on others
+  // (in other communicators or point-to-point) is a victim of propagation, not a root cause.
+  double explained_share = 0.5;
+  // pipeline_bubble: extra share of wall time a stage spends waiting for its predecessor's
+  // activations, and the share of the stage's pipeline links that must show it.
+  double bubble_idle_share = 0.05;
+  double bubble_links = 0.75;
 };
 
 // slow_link: communicators spanning a host collapse together (transfer time, not arrival skew).
@@ -70,9 +92,14 @@ std::vector<Finding> DetectSlowCompute(const CommData& d, const CommOptions& o);
 // collective_mismatch: ranks of one communicator recorded different sizes or ops for one
 // sequence number.
 std::vector<Finding> DetectMismatch(const CommData& d);
+// pipeline_bubble: every pipeline link out of one stage delivers activations late (the next
+// stage idles) while the stage's own collectives stay balanced (bubble_detect.cc).
+std::vector<Finding> DetectPipelineBubble(const CommData& d, const CommOptions& o);
 // hang from completion records: a communicator stopped behind its siblings.
 std::vector<Finding> DetectHangFromRecords(const CommData& d);
 
 double Median(std::vector<double> v);
+// Window length used by the detectors (CommOptions::window_us or a 40th of the data's span).
+double WindowUs(const CommData& d, const CommOptions& o);
 
 }  // namespace collscope::diagnose

@@ -38,11 +38,6 @@ std::unordered_map<uint64_t, KeyStats> KeyBaselines(const CommData& d) {
   return out;
 }
 
-double WindowUs(const CommData& d, const CommOptions& o) {
-  if (o.window_us > 0) return o.window_us;
-  return std::max(2e5, static_cast<double>(d.t1 - d.t0) / 40.0);
-}
-
 std::string Fmt(const char* f, double a) {
   char b[64];
   std::snprintf(b, sizeof b, f, a);
@@ -62,6 +57,11 @@ std::vector<std::pair<int, int>> Runs(std::vector<int> w) {
 }
 
 }  // namespace
+
+double WindowUs(const CommData& d, const CommOptions& o) {
+  if (o.window_us > 0) return o.window_us;
+  return std::max(2e5, static_cast<double>(d.t1 - d.t0) / 40.0);
+}
 
 std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
   std::vector<Finding> out;
@@ -88,8 +88,6 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
     med[cw] = m;
     data_by_w[cw.second].push_back(cw.first);
     if (m >= o.link_ratio) slow_by_w[cw.second].push_back(cw.first);
-    if (std::getenv("COLLSCOPE_DEBUG"))
-      std::fprintf(stderr, "link comm=%s w=%d n=%zu median_ratio=%.2f\n", d.comms[cw.first].id.c_str(), cw.second, v.size(), m);
   }
   // host set (sorted) -> windows, comms, ratios
   struct Acc {
@@ -187,67 +185,149 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
   return out;
 }
 
+namespace {
+
+uint64_t Cell(size_t p, size_t c, int w) {
+  return (static_cast<uint64_t>(p) << 40) ^ (static_cast<uint64_t>(c) << 16) ^ static_cast<uint64_t>(w);
+}
+uint64_t Cell(size_t p, int w) { return Cell(p, 0xFFFFFF, w); }
+
+// Time each process spent waiting on its peers, per window: in collectives (as a member that
+// was not the last to arrive) and in point-to-point receives (beyond the usual time of that
+// transfer). A rank that arrives late because it was itself waiting is a victim of propagation.
+struct WaitLedger {
+  std::unordered_map<uint64_t, double> by_comm;  // (proc, comm, window)
+  std::unordered_map<uint64_t, double> total;    // (proc, window): collectives + p2p
+  double Comm(size_t p, size_t c, int w) const {
+    auto it = by_comm.find(Cell(p, c, w));
+    return it == by_comm.end() ? 0 : it->second;
+  }
+  double Total(size_t p, int w) const {
+    auto it = total.find(Cell(p, w));
+    return it == total.end() ? 0 : it->second;
+  }
+};
+
+void AddP2pWaits(const CommData& d, double W, WaitLedger* led) {
+  // Usual time per (comm, size, direction): the median.
+  std::unordered_map<uint64_t, std::vector<double>> acc;
+  auto key = [](const P2p& x) {
+    return (static_cast<uint64_t>(x.comm) << 40) ^ (static_cast<uint64_t>(x.bytes) * 0x9E3779B97F4A7C15ULL) ^ x.send;
+  };
+  for (const P2p& x : d.p2p)
+    if (!x.send) acc[key(x)].push_back(x.exec);
+  std::unordered_map<uint64_t, double> base;
+  for (auto& [k, v] : acc) base[k] = Median(std::move(v));
+  for (const P2p& x : d.p2p) {
+    if (x.send) continue;
+    const double b = base[key(x)];
+    const double extra = x.exec - b - 20;
+    if (extra <= 0) continue;
+    const int w = static_cast<int>(std::max<int64_t>(0, x.ts - d.t0) / W);
+    led->total[Cell(static_cast<size_t>(x.proc), w)] += extra;
+  }
+}
+
+}  // namespace
+
 std::vector<Finding> DetectSlowCompute(const CommData& d, const CommOptions& o) {
+  const bool DBG = getenv("DBG");
   std::vector<Finding> out;
   if (d.insts.empty()) return out;
   const auto keys = KeyBaselines(d);
   const double W = WindowUs(d, o);
   const int nw = static_cast<int>((d.t1 - d.t0) / W) + 1;
   const size_t P = d.procs.size();
-  std::vector<std::vector<int>> late(P, std::vector<int>(nw, 0));
+  struct Late { int n = 0; double us = 0; };
+  std::unordered_map<uint64_t, Late> late;  // (proc, comm, window)
   std::vector<std::vector<double>> late_wait(P);
-  std::vector<std::vector<int>> comm_cnt(d.comms.size(), std::vector<int>(nw, 0));
+  std::vector<int> comm_cnt(d.comms.size() * static_cast<size_t>(nw), 0);
   struct Stall { int64_t ts; double wait; int comm; };
   std::vector<std::vector<Stall>> stalls(P);
-  double total_noise = 0;
+  WaitLedger led;
   for (const Inst& x : d.insts) {
     if (x.n < 2) continue;
     const int w = static_cast<int>((x.ts - d.t0) / W);
-    comm_cnt[x.comm][w]++;
+    comm_cnt[static_cast<size_t>(x.comm) * nw + w]++;
     if (x.pmin < 0) continue;
     const KeyStats& k = keys.at(KeyOf(d, x));
     const double wait = Wait(x);
-    if (wait > std::max(o.stall_us, 20 * (k.noise + k.base))) {
+    const bool stall = wait > std::max(o.stall_us, 20 * (k.noise + k.base));
+    const bool is_late = wait > 4 * k.noise + 0.25 * k.base + 20;
+    if (!stall && !is_late) continue;
+    // Every other member waited for the last one (n == 2: exactly; else about the median wait).
+    for (int q : d.comms[x.comm].procs) {
+      if (q == x.pmin) continue;
+      led.by_comm[Cell(static_cast<size_t>(q), static_cast<size_t>(x.comm), w)] += wait;
+      led.total[Cell(static_cast<size_t>(q), w)] += wait;
+    }
+    if (stall) {
       stalls[x.pmin].push_back({x.ts, wait, x.comm});
       continue;
     }
-    if (wait > 4 * k.noise + 0.25 * k.base + 20) {
-      late[x.pmin][w]++;
-      late_wait[x.pmin].push_back(wait);
-    }
-    total_noise += 0;
+    Late& l = late[Cell(static_cast<size_t>(x.pmin), static_cast<size_t>(x.comm), w)];
+    l.n++;
+    l.us += wait;
+    late_wait[x.pmin].push_back(wait);
   }
-  // Per process, per window: share of its instances where it arrived last and late.
-  std::vector<std::vector<int>> proc_comms(P);
-  for (size_t c = 0; c < d.comms.size(); ++c)
-    for (int p : d.comms[c].procs) proc_comms[p].push_back(static_cast<int>(c));
-  struct Flag { std::vector<int> windows; };
+  AddP2pWaits(d, W, &led);
+  // Per process and window: communicators where it arrived last and late in a large share of the
+  // instances, unless its lateness is explained by its own waiting elsewhere.
   std::map<int, std::vector<int>> flagged;  // proc -> windows
   std::vector<double> share_of(P, 0);
-  for (size_t p = 0; p < P; ++p) {
-    for (int w = 0; w < nw; ++w) {
-      if (late[p][w] < o.min_late_events) continue;
-      int total = 0;
-      for (int c : proc_comms[p]) total += comm_cnt[c][w];
-      const double share = total ? static_cast<double>(late[p][w]) / total : 0;
-      if (share >= o.late_share * 0.5 && late[p][w] >= o.min_late_events) {
-        // Compare with chance: a healthy member is last ~1/n of the time and rarely "late".
-        flagged[static_cast<int>(p)].push_back(w);
-        share_of[p] = std::max(share_of[p], share);
-      }
+  std::vector<int> events_of(P, 0);
+  std::map<std::pair<int, int>, std::vector<std::pair<int, Late>>> by_pw;  // (proc, w) -> (comm, late)
+  for (const auto& [cell, l] : late) {
+    const int p = static_cast<int>(cell >> 40);
+    const int c = static_cast<int>((cell >> 16) & 0xFFFFFF);
+    const int w = static_cast<int>(cell & 0xFFFF);
+    by_pw[{p, w}].push_back({c, l});
+  }
+  // Each process's usual waiting per window (pipeline receives wait by design): its 25th
+  // percentile over the windows it waited in, or 0.
+  std::vector<double> usual_wait(P, 0);
+  {
+    std::vector<std::vector<double>> per(P);
+    for (const auto& [cell, v] : led.total) per[cell >> 40].push_back(v);
+    for (size_t p = 0; p < P; ++p) {
+      auto& v = per[p];
+      if (v.size() * 2 < static_cast<size_t>(nw)) continue;  // waits in few windows: no habit
+      v.resize(static_cast<size_t>(nw), 0.0);
+      std::nth_element(v.begin(), v.begin() + v.size() / 4, v.end());
+      usual_wait[p] = v[v.size() / 4];
     }
   }
-  // Group flagged processes by host and time run: a whole host late is one host finding.
+  std::map<int, std::vector<std::pair<int, int>>> cand;  // proc -> (window, events)
+  for (auto& [pw, v] : by_pw) {
+    const auto [p, w] = pw;
+    double lateness = 0, waited_here = 0;
+    int events = 0;
+    for (auto& [c, l] : v) {
+      if (l.n < 2 || l.us < o.late_time_share * W) continue;
+      lateness += l.us;
+      waited_here += led.Comm(static_cast<size_t>(p), static_cast<size_t>(c), w);
+      events += l.n;
+    }
+    if (events == 0) continue;
+    const double explained = led.Total(static_cast<size_t>(p), w) - waited_here - usual_wait[p];
+    if (DBG) fprintf(stderr, "p=%d w=%d late=%.0f explained=%.0f usual=%.0f\n", p, w, lateness, explained, usual_wait[p]);
+    if (explained >= o.explained_share * lateness) continue;
+    cand[p].push_back({w, events});
+    share_of[p] = std::max(share_of[p], lateness / W);
+  }
+  for (auto& [p, v] : cand) {
+    int n = 0;
+    for (auto [w, e] : v) n += e;
+    if (n < o.min_late_events) continue;
+    events_of[p] = n;
+    for (auto [w, e] : v) flagged[p].push_back(w);
+  }
+  // Group flagged processes by host: a whole host late is one host finding.
   struct Group { std::vector<int> procs; int w0, w1; };
-  std::map<std::pair<int, int>, std::vector<std::pair<int, std::pair<int, int>>>> by_host;  // (host, w0)
   std::vector<Group> groups;
   std::map<int, std::vector<std::tuple<int, int, int>>> host_runs;  // host -> (proc, w0, w1)
   for (auto& [p, ws] : flagged)
-    for (auto [w0, w1] : Runs(ws)) {
-      int n = 0;
-      for (int w : ws) n += (w >= w0 && w <= w1);
-      host_runs[d.procs[p].host].push_back({p, w0, w1});
-    }
+    for (auto [w0, w1] : Runs(ws)) host_runs[d.procs[p].host].push_back({p, w0, w1});
   std::vector<int> host_size(d.hosts.size(), 0);
   for (const Proc& p : d.procs) host_size[p.host]++;
   for (auto& [h, runs] : host_runs) {
@@ -272,12 +352,16 @@ std::vector<Finding> DetectSlowCompute(const CommData& d, const CommOptions& o) 
     for (int p : g.procs) {
       f.ranks.push_back(d.procs[p].global_rank);
       hosts.insert(d.procs[p].host);
-      for (int w = g.w0; w <= g.w1; ++w) events += late[p][w];
+      events += events_of[p];
       waits.insert(waits.end(), late_wait[p].begin(), late_wait[p].end());
-      for (int c : proc_comms[p]) {
-        comms.insert(c);
-        for (int q : d.comms[c].procs) victims.insert(d.procs[q].global_rank);
-      }
+    }
+    for (size_t c = 0; c < d.comms.size(); ++c) {
+      bool member = false;
+      for (int p : g.procs)
+        member |= std::find(d.comms[c].procs.begin(), d.comms[c].procs.end(), p) != d.comms[c].procs.end();
+      if (!member) continue;
+      comms.insert(static_cast<int>(c));
+      for (int q : d.comms[c].procs) victims.insert(d.procs[q].global_rank);
     }
     SortUnique(&f.ranks);
     for (int r : f.ranks) victims.erase(r);
@@ -292,7 +376,7 @@ std::vector<Finding> DetectSlowCompute(const CommData& d, const CommOptions& o) 
     for (int p : g.procs) share = std::max(share, share_of[p]);
     f.confidence = std::min(1.0, 0.4 + share * 0.6) * std::min(1.0, 0.5 + events / 40.0);
     f.Add("late_instances", events);
-    f.Add("late_share", share);
+    f.Add("peer_wait_share", share);
     f.Add("median_wait_us", mw);
     f.AddText("synchronisation_trap", "root cause shows the shortest collective times; peers wait");
     const std::string who = g.procs.size() > 1 ? "All " + std::to_string(g.procs.size()) + " ranks of host " + f.hosts[0] +
@@ -300,16 +384,27 @@ std::vector<Finding> DetectSlowCompute(const CommData& d, const CommOptions& o) 
                                                : "Rank " + std::to_string(f.ranks[0]) + " on " + f.hosts[0];
     f.summary = who + " arrive" + (g.procs.size() > 1 ? "" : "s") + " last at " +
                 std::to_string(events) + " collectives, making " + std::to_string(f.victims.size()) +
-                " peers wait a median " + Fmt("%.0f", mw / 1000.0) +
+                " peers wait a median " + Fmt("%.1f", mw / 1000.0) +
                 " ms each: a compute straggler; check the GPU's clocks, temperature and "
                 "ECC errors" + std::string(g.procs.size() > 1 ? " and the host's CPU load." : ".");
     out.push_back(std::move(f));
   }
-  // Host stalls: one or two huge waits for one rank.
+  // Host stalls: one or two huge waits for one rank, unless that rank was itself waiting as long
+  // (a stall propagates: its peers arrive late elsewhere by about as much).
   for (size_t p = 0; p < P; ++p) {
     if (stalls[p].empty()) continue;
+    std::vector<Stall> own;
+    for (const Stall& s : stalls[p]) {
+      const int w1 = static_cast<int>((s.ts - d.t0) / W);
+      const int w0 = static_cast<int>(std::max<int64_t>(0, s.ts - d.t0 - static_cast<int64_t>(s.wait)) / W);
+      double waited = 0;
+      for (int w = std::max(0, w0 - 1); w <= w1 + 1; ++w)
+        waited += led.Total(p, w) - led.Comm(p, static_cast<size_t>(s.comm), w);
+      if (waited < o.explained_share * s.wait) own.push_back(s);
+    }
+    if (own.empty()) continue;
     std::set<int> wins;
-    for (const Stall& s : stalls[p]) wins.insert(static_cast<int>((s.ts - d.t0) / W));
+    for (const Stall& s : own) wins.insert(static_cast<int>((s.ts - d.t0) / W));
     Finding f;
     const bool repeated = Runs(std::vector<int>(wins.begin(), wins.end())).size() >= 3;
     f.kind = repeated ? Kind::kSlowCompute : Kind::kHostStall;
@@ -319,7 +414,7 @@ std::vector<Finding> DetectSlowCompute(const CommData& d, const CommOptions& o) 
     std::set<int> victims, comms;
     double mx = 0;
     int64_t first = INT64_MAX, last = 0;
-    for (const Stall& s : stalls[p]) {
+    for (const Stall& s : own) {
       comms.insert(s.comm);
       mx = std::max(mx, s.wait);
       first = std::min(first, s.ts);
@@ -333,7 +428,7 @@ std::vector<Finding> DetectSlowCompute(const CommData& d, const CommOptions& o) 
     f.end_us = last + static_cast<int64_t>(W);
     f.confidence = 0.8;
     f.Add("max_wait_us", mx);
-    f.Add("stalls", static_cast<double>(stalls[p].size()));
+    f.Add("stalls", static_cast<double>(own.size()));
     f.summary = "Rank " + std::to_string(f.ranks[0]) + " on " + f.hosts[0] + " blocked for " +
                 Fmt("%.1f", mx / 1e6) + " s before a collective while " +
                 std::to_string(f.victims.size()) + " peers waited: " +
@@ -418,10 +513,14 @@ std::vector<Finding> DetectHangFromRecords(const CommData& d) {
     auto& t = last_ts[{x.comm, x.op}];
     t = std::max(t, x.ts);
   }
-  std::map<std::tuple<std::string, int, int>, std::vector<int>> classes;
+  // Siblings do the same work: same name, size, op and message sizes (pipeline stages differ in
+  // their bucket sizes and counts, so their communicators are not siblings).
+  std::map<std::pair<int, int>, std::set<int64_t>> sizes;
+  for (const Inst& x : d.insts) sizes[{x.comm, x.op}].insert(x.bytes);
+  std::map<std::tuple<std::string, int, int, std::set<int64_t>>, std::vector<int>> classes;
   for (auto& [k, n] : done) {
     const Comm& c = d.comms[k.first];
-    classes[{c.name, c.n_ranks, k.second}].push_back(k.first);
+    classes[{c.name, c.n_ranks, k.second, sizes[k]}].push_back(k.first);
   }
   std::set<int> behind;
   std::map<int, int64_t> deficit, stop_ts;

@@ -31,7 +31,7 @@ Result<std::vector<Finding>> DiagnoseStore(Store& store, const DiagnoseOptions& 
   if (timing) timing->load_s = Now() - t;
   t = Now();
   std::vector<Finding> out;
-  for (auto* det : {&DetectSlowLink, &DetectSlowCompute}) {
+  for (auto* det : {&DetectSlowLink, &DetectSlowCompute, &DetectPipelineBubble}) {
     auto f = det(*data, o.comm);
     out.insert(out.end(), f.begin(), f.end());
   }

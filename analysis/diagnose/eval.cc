@@ -140,50 +140,131 @@ Status ScoreFindings(const std::string& gt_path, const std::vector<Finding>& fin
   return Status::Ok();
 }
 
-std::vector<Scenario> BuiltinSuite(const std::string& name) {
-  // A small job: 4 hosts x 4 GPUs, TP=2, PP=2 (DP=4), short steps.
-  const std::vector<std::string> small = {"hosts=4", "gpus_per_host=4", "tp=2", "pp=2", "layers=4",
-                                          "hidden=2048", "seq_len=2048", "micro_batches=4",
-                                          "steps=60", "dump_interval_us=200000"};
-  auto with = [](std::vector<std::string> a, std::vector<std::string> extra) {
+namespace {
+
+// Deterministic draws for scenario parameters (splitmix64): scenarios vary sizes, severities,
+// locations and windows with the seed, and no detector threshold is chosen per scenario.
+struct Draw {
+  uint64_t s;
+  explicit Draw(uint64_t seed) : s(seed * 0x9E3779B97F4A7C15ULL + 0x632BE59BD9B4E019ULL) {}
+  uint64_t Next() {
+    uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  }
+  int Int(int lo, int hi) { return lo + static_cast<int>(Next() % static_cast<uint64_t>(hi - lo + 1)); }  // [lo, hi]
+  double Real(double lo, double hi) { return lo + (hi - lo) * static_cast<double>(Next() >> 11) / 9007199254740992.0; }
+};
+
+struct Shape {
+  std::string tag;
+  std::vector<std::string> args;
+  int hosts, gpus, tp, pp;
+  int world() const { return hosts * gpus; }
+};
+
+std::string Num(double x, int prec = 2) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.*f", prec, x);
+  return b;
+}
+
+// One scenario per fault kind on a job shape, with parameters drawn from `seed`.
+void AddFaultScenarios(const Shape& sh, int seed, int steps, std::vector<Scenario>* out) {
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = sh.args;
+    a.push_back("seed=" + std::to_string(seed));
+    a.push_back("steps=" + std::to_string(steps));
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   };
-  std::vector<Scenario> s;
-  for (int seed : {1, 2}) {
-    const std::string sd = "seed=" + std::to_string(seed);
-    s.push_back({"healthy-s" + std::to_string(seed), with(small, {sd}), {}});
-    s.push_back({"nic_degrade-0.25-s" + std::to_string(seed), with(small, {sd}),
-                 {"kind=nic_degrade,host=" + std::to_string(seed) + ",factor=0.25,start_step=20,end_step=40"}});
-    s.push_back({"nic_degrade-0.5-s" + std::to_string(seed), with(small, {sd}),
-                 {"kind=nic_degrade,host=" + std::to_string(seed + 1) + ",factor=0.5,start_step=10,end_step=50"}});
-    s.push_back({"gpu_straggler-2x-s" + std::to_string(seed), with(small, {sd}),
-                 {"kind=gpu_straggler,rank=" + std::to_string(5 + seed) + ",factor=2,start_step=20,end_step=45"}});
-    s.push_back({"gpu_straggler-1.3x-s" + std::to_string(seed), with(small, {sd}),
-                 {"kind=gpu_straggler,rank=" + std::to_string(2 + seed) + ",factor=1.3,start_step=10,end_step=50"}});
-    s.push_back({"host_slowdown-s" + std::to_string(seed), with(small, {sd}),
-                 {"kind=host_slowdown,host=" + std::to_string(3 - seed) + ",factor=1.5,start_step=15,end_step=45"}});
-    s.push_back({"masked_straggler-s" + std::to_string(seed), with(small, {sd}),
-                 {"kind=masked_straggler,rank=" + std::to_string(9 + seed) + ",factor=3,start_step=15,end_step=45"}});
-    s.push_back({"host_stall-s" + std::to_string(seed), with(small, {sd}),
-                 {"kind=host_stall,rank=" + std::to_string(10 + seed) + ",stall_us=3000000,start_step=30,end_step=31"}});
-    s.push_back({"hang-dp-s" + std::to_string(seed), with(small, {sd, "hang_timeout_s=30"}),
-                 {"kind=hang,rank=" + std::to_string(4 + seed) + ",comm=dp,start_step=30"}});
-    s.push_back({"mismatch-size-s" + std::to_string(seed), with(small, {sd}),
-                 {"kind=mismatch,rank=" + std::to_string(seed) + ",comm=tp,start_step=25,size_factor=2,effect=complete"}});
-    s.push_back({"two-faults-s" + std::to_string(seed), with(small, {sd}),
-                 {"kind=nic_degrade,host=0,factor=0.3,start_step=10,end_step=40",
-                  "kind=gpu_straggler,rank=" + std::to_string(13 - seed) + ",factor=2,start_step=25,end_step=55"}});
+  const std::string sfx = "-" + sh.tag + "-s" + std::to_string(seed);
+  Draw r(static_cast<uint64_t>(seed) * 1000003ULL + static_cast<uint64_t>(sh.world()));
+  auto window = [&](int min_len) {
+    const int a = r.Int(steps / 6, steps / 3);
+    const int len = r.Int(min_len, steps / 2);
+    return ",start_step=" + std::to_string(a) + ",end_step=" + std::to_string(std::min(steps - 2, a + len));
+  };
+  const int stage_ranks = sh.world() / sh.pp;
+  out->push_back({"healthy" + sfx, with({}), {}});
+  out->push_back({"nic_degrade" + sfx, with({}),
+                  {"kind=nic_degrade,host=" + std::to_string(r.Int(0, sh.hosts - 1)) +
+                   ",factor=" + Num(r.Real(0.2, 0.5)) + window(steps / 4)}});
+  out->push_back({"gpu_straggler" + sfx, with({}),
+                  {"kind=gpu_straggler,rank=" + std::to_string(r.Int(0, sh.world() - 1)) +
+                   ",factor=" + Num(r.Real(1.3, 2.5)) + window(steps / 4)}});
+  out->push_back({"host_slowdown" + sfx, with({}),
+                  {"kind=host_slowdown,host=" + std::to_string(r.Int(0, sh.hosts - 1)) +
+                   ",factor=" + Num(r.Real(1.3, 2.0)) + window(steps / 4)}});
+  out->push_back({"masked_straggler" + sfx, with({}),
+                  {"kind=masked_straggler,rank=" + std::to_string(r.Int(0, sh.world() - 1)) +
+                   ",factor=" + Num(r.Real(2.0, 3.0)) + window(steps / 4)}});
+  {
+    const int a = r.Int(steps / 4, steps / 2);
+    out->push_back({"host_stall" + sfx, with({}),
+                    {"kind=host_stall,rank=" + std::to_string(r.Int(0, sh.world() - 1)) +
+                     ",stall_us=" + std::to_string(r.Int(15, 40) * 100000) + ",start_step=" +
+                     std::to_string(a) + ",end_step=" + std::to_string(a + 1)}});
   }
+  out->push_back({"hang" + sfx, with({"hang_timeout_s=30"}),
+                  {"kind=hang,rank=" + std::to_string(r.Int(0, sh.world() - 1)) + ",comm=" +
+                   (r.Int(0, 1) ? "dp" : "tp") + ",start_step=" + std::to_string(r.Int(steps / 4, steps / 2))}});
+  out->push_back({"mismatch" + sfx, with({}),
+                  {"kind=mismatch,rank=" + std::to_string(r.Int(0, sh.world() - 1)) + ",comm=" +
+                   (r.Int(0, 1) ? "dp" : "tp") + ",start_step=" + std::to_string(r.Int(steps / 4, steps / 2)) +
+                   ",size_factor=" + (r.Int(0, 1) ? "2" : "0.5") + ",effect=complete"}});
+  out->push_back({"pipeline_bubble" + sfx, with({}),
+                  {"kind=pipeline_bubble,stage=" + std::to_string(r.Int(0, sh.pp - 2)) +
+                   ",delay_us=" + std::to_string(r.Int(5, 20) * 1000) + window(steps / 4)}});
+  {
+    // Two overlapping faults: a degraded NIC and a compute straggler on another host.
+    const int h = r.Int(0, sh.hosts - 1);
+    int rank = r.Int(0, sh.world() - 1);
+    if (rank / sh.gpus == h) rank = (rank + sh.gpus) % sh.world();
+    const int a = r.Int(steps / 8, steps / 4);
+    out->push_back({"two_faults" + sfx, with({}),
+                    {"kind=nic_degrade,host=" + std::to_string(h) + ",factor=" + Num(r.Real(0.2, 0.4)) +
+                         ",start_step=" + std::to_string(a) + ",end_step=" + std::to_string(a + steps / 2),
+                     "kind=gpu_straggler,rank=" + std::to_string(rank) + ",factor=" + Num(r.Real(1.5, 2.5)) +
+                         ",start_step=" + std::to_string(a + steps / 4) + ",end_step=" + std::to_string(steps - 2)}});
+  }
+  (void)stage_ranks;
+}
+
+}  // namespace
+
+std::vector<Scenario> BuiltinSuite(const std::string& name) {
+  // Small jobs (16 and 8 GPUs; TP inside a host, PP 2 or 4), ~80 ms steps, 200 ms dumps.
+  const std::vector<std::string> model = {"layers=4", "hidden=4096", "seq_len=2048", "micro_batches=4",
+                                          "dump_interval_us=200000"};
+  auto shape = [&](std::string tag, int hosts, int gpus, int tp, int pp) {
+    Shape s{std::move(tag), model, hosts, gpus, tp, pp};
+    s.args.insert(s.args.end(), {"hosts=" + std::to_string(hosts), "gpus_per_host=" + std::to_string(gpus),
+                                 "tp=" + std::to_string(tp), "pp=" + std::to_string(pp)});
+    return s;
+  };
+  const std::vector<Shape> small = {shape("16g", 4, 4, 2, 2), shape("16g-pp4", 4, 4, 2, 4),
+                                    shape("8g", 4, 2, 2, 2)};
+  std::vector<Scenario> s;
+  for (int seed = 1; seed <= 3; ++seed) AddFaultScenarios(small[(seed - 1) % small.size()], seed, 50, &s);
+  // A long healthy job (>= 1,000 steps) on a tiny model: no finding may appear.
+  s.push_back({"healthy-1000steps-8g",
+               {"hosts=4", "gpus_per_host=2", "tp=2", "pp=2", "layers=2", "hidden=1024", "seq_len=1024",
+                "micro_batches=2", "dump_interval_us=200000", "steps=1000", "seed=11"},
+               {}});
   if (name == "small") return s;
-  // large: the small suite, bigger jobs, and a 10,240-GPU job.
+  // large: more seeds of the small shapes, 512-GPU jobs, a long healthy job and a 10,240-GPU job.
+  for (int seed = 4; seed <= 9; ++seed) AddFaultScenarios(small[(seed - 1) % small.size()], seed, 50, &s);
   const std::vector<std::string> mid = {"hosts=64", "gpus_per_host=8", "tp=8", "pp=4", "layers=8",
                                         "hidden=4096", "seq_len=4096", "micro_batches=4",
-                                        "steps=40", "dump_interval_us=1000000"};
-  s.push_back({"mid-healthy", mid, {}});
-  s.push_back({"mid-nic_degrade", mid, {"kind=nic_degrade,host=17,factor=0.3,start_step=10,end_step=30"}});
-  s.push_back({"mid-gpu_straggler", mid, {"kind=gpu_straggler,rank=301,factor=1.5,start_step=10,end_step=30"}});
-  s.push_back({"mid-hang", with(mid, {"hang_timeout_s=60"}), {"kind=hang,rank=77,comm=dp,start_step=20"}});
+                                        "dump_interval_us=1000000"};
+  Shape m{"512g", mid, 64, 8, 8, 4};
+  AddFaultScenarios(m, 21, 40, &s);
+  s.push_back({"healthy-2000steps-64g",
+               {"hosts=8", "gpus_per_host=8", "tp=4", "pp=2", "layers=2", "hidden=1024", "seq_len=1024",
+                "micro_batches=2", "dump_interval_us=500000", "steps=2000", "seed=12"},
+               {}});
   const std::vector<std::string> huge = {"hosts=1280", "gpus_per_host=8", "tp=8", "pp=8", "layers=16",
                                          "hidden=8192", "seq_len=4096", "micro_batches=8",
                                          "steps=12", "dump_interval_us=2000000"};

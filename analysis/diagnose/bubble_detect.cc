@@ -1,0 +1,140 @@
+// pipeline_bubble from point-to-point records (docs/diagnosis.md).
+//
+// A pipeline communicator carries Send/Recv between neighbouring stages; its communicator rank is
+// the stage. For every forward link (stage s -> s+1) the receiver's Recv time minus the sender's
+// Send time is what the receiver waited for the activations (the synchronisation trap again: the
+// side that posted last shows the shorter time, so a transfer slowed by the network raises both
+// and cancels out). Per window that wait, summed over the receives, as a share of wall time is
+// the receiver's idle share. A stage whose forward links (at least `bubble_links` of them) all
+// idle their receivers `bubble_idle_share` more than usual, in 2+ windows, delivers late: a
+// bubble. One rank of the stage straggling delays only its own links (and shows up as a late
+// arrival in its tensor-parallel group instead).
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "analysis/diagnose/comm_data.h"
+
+namespace collscope::diagnose {
+
+std::vector<Finding> DetectPipelineBubble(const CommData& d, const CommOptions& o) {
+  std::vector<Finding> out;
+  if (d.p2p.empty() || d.t1 <= d.t0) return out;
+  const double W = WindowUs(d, o);
+  const int nw = static_cast<int>((d.t1 - d.t0) / W) + 1;
+  // Pipeline-like communicators: every member talks to at most two peers.
+  std::map<int, std::map<int, std::set<int>>> peers;  // comm -> proc -> peers
+  for (const P2p& x : d.p2p)
+    if (x.peer >= 0) peers[x.comm][x.proc].insert(x.peer);
+  std::set<int> pipe;
+  for (auto& [c, m] : peers) {
+    bool ok = d.comms[c].procs.size() >= 2;
+    for (auto& [p, s] : m) ok = ok && s.size() <= 2;
+    if (ok) pipe.insert(c);
+  }
+  if (pipe.empty()) return out;
+  auto stage_of = [&](int c, int p) {
+    const auto& v = d.comms[c].procs;
+    return static_cast<int>(std::find(v.begin(), v.end(), p) - v.begin());
+  };
+  // Forward links: (comm, sender proc, receiver proc) -> per window sums.
+  struct Acc { double recv = 0, send = 0; int nr = 0, ns = 0; };
+  struct Link { int comm, from, to, stage; std::vector<Acc> w; };
+  std::map<std::tuple<int, int, int>, Link> links;
+  for (const P2p& x : d.p2p) {
+    if (x.peer < 0 || !pipe.count(x.comm)) continue;
+    const int me = stage_of(x.comm, x.proc), other = stage_of(x.comm, x.peer);
+    const int from = x.send ? x.proc : x.peer, to = x.send ? x.peer : x.proc;
+    const bool forward = x.send ? other == me + 1 : other == me - 1;
+    if (!forward) continue;
+    auto [it, added] = links.try_emplace({x.comm, from, to});
+    Link& l = it->second;
+    if (added) { l.comm = x.comm; l.from = from; l.to = to; l.stage = stage_of(x.comm, from); l.w.resize(nw); }
+    const int w = std::clamp(static_cast<int>((x.ts - d.t0) / W), 0, nw - 1);
+    Acc& a = l.w[w];
+    if (x.send) { a.send += x.exec; a.ns++; } else { a.recv += x.exec; a.nr++; }
+  }
+  // Per link and window: the receiver's idle share in excess of the link's usual one.
+  std::map<int, std::vector<const Link*>> by_stage;
+  // Usual idle share of a link: its 25th percentile over windows (a bubble makes steps longer,
+  // so it can fill most windows of a job; the better quarter still shows the usual level).
+  std::map<const Link*, double> base;
+  for (auto& [k, l] : links) {
+    by_stage[l.stage].push_back(&l);
+    std::vector<double> idles;
+    for (const Acc& b : l.w)
+      if (b.nr && b.ns) idles.push_back(std::max(0.0, b.recv / b.nr - b.send / b.ns) * b.nr / W);
+    if (idles.empty()) { base[&l] = 0; continue; }
+    std::nth_element(idles.begin(), idles.begin() + idles.size() / 4, idles.end());
+    base[&l] = idles[idles.size() / 4];
+  }
+  for (auto& [stage, ls] : by_stage) {
+    std::vector<int> flagged_w;
+    std::vector<double> excess_w(nw, 0);
+    for (int w = 0; w < nw; ++w) {
+      int with_data = 0, high = 0;
+      std::vector<double> exs;
+      for (const Link* l : ls) {
+        const Acc& a = l->w[w];
+        if (a.nr == 0 || a.ns == 0) continue;
+        ++with_data;
+        const double idle = std::max(0.0, a.recv / a.nr - a.send / a.ns) * a.nr / W;
+        exs.push_back(idle - base[l]);
+        if (idle - base[l] >= o.bubble_idle_share) ++high;
+      }
+      if (with_data == 0) continue;
+      if (high >= o.bubble_links * static_cast<double>(ls.size()) && high >= o.bubble_links * with_data) {
+        flagged_w.push_back(w);
+        excess_w[w] = Median(exs);
+      }
+    }
+    // Runs of windows (one missing window allowed), at least two windows.
+    std::vector<std::pair<int, int>> runs;
+    for (int w : flagged_w) {
+      if (!runs.empty() && w <= runs.back().second + 2) runs.back().second = w;
+      else runs.push_back({w, w});
+    }
+    for (auto [w0, w1] : runs) {
+      std::vector<double> exs;
+      for (int w : flagged_w)
+        if (w >= w0 && w <= w1) exs.push_back(excess_w[w]);
+      if (exs.size() < 2) continue;
+      Finding f;
+      f.kind = Kind::kPipelineBubble;
+      f.detector = "comm.pipeline_bubble";
+      std::set<int> ranks, victims, hosts, comms;
+      for (const Link* l : ls) {
+        ranks.insert(d.procs[l->from].global_rank);
+        victims.insert(d.procs[l->to].global_rank);
+        hosts.insert(d.procs[l->from].host);
+        comms.insert(l->comm);
+      }
+      f.ranks.assign(ranks.begin(), ranks.end());
+      f.victims.assign(victims.begin(), victims.end());
+      for (int h : hosts) f.hosts.push_back(d.hosts[h]);
+      for (int c : comms) f.comms.push_back(d.comms[c].id);
+      SortUnique(&f.comms);
+      f.start_us = d.t0 + static_cast<int64_t>(w0 * W);
+      f.end_us = d.t0 + static_cast<int64_t>((w1 + 1) * W);
+      const double e = Median(exs);
+      f.confidence = std::min(1.0, 0.5 + 0.05 * static_cast<double>(exs.size())) * std::min(1.0, 0.5 + e);
+      f.Add("stage", stage);
+      f.Add("extra_idle_share", e);
+      f.Add("links", static_cast<double>(ls.size()));
+      f.Add("windows", static_cast<double>(exs.size()));
+      char b[96];
+      std::snprintf(b, sizeof b, "%.0f%%", 100 * e);
+      f.summary = "Pipeline stage " + std::to_string(stage) + " (ranks " + RankList(f.ranks) +
+                  ") hands its activations to stage " + std::to_string(stage + 1) +
+                  " late: the next stage idles " + b + " more of the time since " +
+                  FormatTimeUs(f.start_us) +
+                  " (a pipeline bubble); check that stage's work between micro-batches (host-side "
+                  "code, data loading) and its layer balance.";
+      out.push_back(std::move(f));
+    }
+  }
+  return out;
+}
+
+}  // namespace collscope::diagnose
