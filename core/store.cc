@@ -106,6 +106,35 @@ Status Store::Exec(const std::string& sql) {
 }
 
 namespace {
+// ENUM columns need their dictionary: the row-wise accessors render them as empty strings.
+void RenderEnumColumn(duckdb_result* r, idx_t col, QueryResult& out) {
+  duckdb_logical_type type = duckdb_column_logical_type(r, col);
+  duckdb_type internal = duckdb_enum_internal_type(type);
+  std::vector<std::string> names(duckdb_enum_dictionary_size(type));
+  for (idx_t i = 0; i < names.size(); ++i) {
+    char* v = duckdb_enum_dictionary_value(type, i);
+    names[i] = v;
+    duckdb_free(v);
+  }
+  duckdb_destroy_logical_type(&type);
+  idx_t row = 0;
+  for (idx_t c = 0, n = duckdb_result_chunk_count(*r); c < n; ++c) {
+    duckdb_data_chunk chunk = duckdb_result_get_chunk(*r, c);
+    idx_t size = duckdb_data_chunk_get_size(chunk);
+    duckdb_vector vec = duckdb_data_chunk_get_vector(chunk, col);
+    void* data = duckdb_vector_get_data(vec);
+    uint64_t* validity = duckdb_vector_get_validity(vec);
+    for (idx_t i = 0; i < size; ++i, ++row) {
+      if (!duckdb_validity_row_is_valid(validity, i)) continue;  // stays NULL
+      uint64_t code = internal == DUCKDB_TYPE_UTINYINT    ? static_cast<uint8_t*>(data)[i]
+                      : internal == DUCKDB_TYPE_USMALLINT ? static_cast<uint16_t*>(data)[i]
+                                                          : static_cast<uint32_t*>(data)[i];
+      out.rows[row][col] = code < names.size() ? names[code] : std::string();
+    }
+    duckdb_destroy_data_chunk(&chunk);
+  }
+}
+
 Result<QueryResult> RenderResult(duckdb_result* r) {
   QueryResult out;
   idx_t cols = duckdb_column_count(r);
@@ -114,20 +143,18 @@ Result<QueryResult> RenderResult(duckdb_result* r) {
     out.types.push_back(duckdb_column_type(r, c));
   }
   idx_t rows = duckdb_row_count(r);
-  out.rows.reserve(rows);
-  for (idx_t i = 0; i < rows; ++i) {
-    std::vector<std::optional<std::string>> row;
-    row.reserve(cols);
-    for (idx_t c = 0; c < cols; ++c) {
-      if (duckdb_value_is_null(r, c, i)) {
-        row.emplace_back(std::nullopt);
-        continue;
-      }
+  out.rows.assign(rows, std::vector<std::optional<std::string>>(cols));
+  for (idx_t c = 0; c < cols; ++c) {
+    if (out.types[c] == DUCKDB_TYPE_ENUM) {
+      RenderEnumColumn(r, c, out);
+      continue;
+    }
+    for (idx_t i = 0; i < rows; ++i) {
+      if (duckdb_value_is_null(r, c, i)) continue;
       char* v = duckdb_value_varchar(r, c, i);
-      row.emplace_back(v ? std::string(v) : std::string());
+      out.rows[i][c] = v ? std::string(v) : std::string();
       if (v) duckdb_free(v);
     }
-    out.rows.push_back(std::move(row));
   }
   return out;
 }

@@ -59,6 +59,13 @@ TEST(Taxonomy, StoreSchemaCarriesRolesAsComments) {
   ASSERT_TRUE(n.ok());
   EXPECT_EQ(static_cast<size_t>(*n), Fields().size());
   EXPECT_EQ(ColumnIndex("records", "run_id"), 0);
+  // ENUM values print as their names, NULL stays NULL.
+  auto e = (*store)->Query(
+      "SELECT 'nic-only'::coll_type AS t, NULL::coll_type AS n FROM range(3000)");
+  ASSERT_TRUE(e.ok());
+  ASSERT_EQ(e->rows.size(), 3000u);
+  EXPECT_EQ(e->rows[2999][0].value_or("NULL"), "nic-only");
+  EXPECT_FALSE(e->rows[2999][1].has_value());
   EXPECT_EQ(ColumnIndex("records", "nope"), -1);
 }
 
