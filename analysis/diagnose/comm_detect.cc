@@ -69,7 +69,13 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
   const auto keys = KeyBaselines(d);
   const double W = WindowUs(d, o);
   const int nw = static_cast<int>((d.t1 - d.t0) / W) + 1;
-  // Per (comm, window): transfer-time ratios.
+  // Channels: every multi-host communicator (collective transfer times), and every pair of
+  // processes on different hosts that exchange point-to-point messages (pipeline links, whose
+  // only cross-host traffic may be these).
+  struct Chan { int comm; std::vector<int> hosts, procs; };
+  std::vector<Chan> chans;
+  for (size_t c = 0; c < d.comms.size(); ++c) chans.push_back({static_cast<int>(c), d.comms[c].hosts, d.comms[c].procs});
+  // Per (channel, window): transfer-time ratios.
   std::map<std::pair<int, int>, std::vector<double>> ratios;
   for (const Inst& x : d.insts) {
     const Comm& c = d.comms[x.comm];
@@ -78,6 +84,42 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
     if (k.base < 20 || x.bytes < (1 << 20)) continue;  // latency-bound: says nothing about bandwidth
     const int w = static_cast<int>((x.ts - d.t0) / W);
     ratios[{x.comm, w}].push_back(x.tmin / k.base);
+  }
+  {
+    // Point-to-point: a receive or send waits for its peer, so the transfer time is what the
+    // quicker records of a window show: their 25th percentile, against the job's.
+    std::map<std::tuple<int, int, int>, int> pair_chan;
+    std::map<int, std::vector<std::pair<int, double>>> samples;  // chan -> (window, exec)
+    for (const P2p& x : d.p2p) {
+      if (x.peer < 0 || x.bytes < (1 << 20)) continue;
+      const int a = std::min(x.proc, x.peer), b = std::max(x.proc, x.peer);
+      if (d.procs[a].host == d.procs[b].host) continue;
+      auto [it, added] = pair_chan.try_emplace({x.comm, a, b}, static_cast<int>(chans.size()));
+      if (added) {
+        std::vector<int> hs = {d.procs[a].host, d.procs[b].host};
+        SortUnique(&hs);
+        chans.push_back({x.comm, hs, {a, b}});
+      }
+      samples[it->second].push_back({std::min(nw - 1, static_cast<int>(std::max<int64_t>(0, x.ts - d.t0) / W)), x.exec});
+    }
+    auto q25 = [](std::vector<double> v) {
+      std::nth_element(v.begin(), v.begin() + v.size() / 4, v.end());
+      return v[v.size() / 4];
+    };
+    // The usual level is the better quarter of the windows (a degraded link slows the steps, so
+    // its windows can be most of a job).
+    for (auto& [ch, v] : samples) {
+      std::map<int, std::vector<double>> per_w;
+      for (auto [w, e] : v) per_w[w].push_back(e);
+      std::map<int, double> lw;
+      std::vector<double> levels;
+      for (auto& [w, e] : per_w)
+        if (e.size() >= 4) { lw[w] = q25(e); levels.push_back(lw[w]); }
+      if (levels.size() < 4) continue;
+      const double base = q25(levels);
+      if (base < 20) continue;
+      for (auto& [w, l] : lw) ratios[{ch, w}] = {l / base, l / base};
+    }
   }
   // Per window: slow comms, per host counts.
   std::vector<std::vector<int>> slow_by_w(nw), data_by_w(nw);
@@ -102,9 +144,9 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
     if (slow_by_w[w].empty()) continue;
     std::map<int, int> S, T;
     for (int c : data_by_w[w])
-      for (int h : d.comms[c].hosts) T[h]++;
+      for (int h : chans[c].hosts) T[h]++;
     for (int c : slow_by_w[w])
-      for (int h : d.comms[c].hosts) S[h]++;
+      for (int h : chans[c].hosts) S[h]++;
     std::set<int> uncovered(slow_by_w[w].begin(), slow_by_w[w].end());
     std::vector<int> chosen;
     bool ambiguous = false;
@@ -116,7 +158,7 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
         if (std::find(chosen.begin(), chosen.end(), h) != chosen.end()) continue;
         int cover = 0;
         for (int c : uncovered)
-          if (std::binary_search(d.comms[c].hosts.begin(), d.comms[c].hosts.end(), h)) ++cover;
+          if (std::binary_search(chans[c].hosts.begin(), chans[c].hosts.end(), h)) ++cover;
         if (cover > best) { best = cover; tied = {h}; }
         else if (cover == best && cover > 0) tied.push_back(h);
       }
@@ -125,7 +167,7 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
       for (int h : tied) {
         chosen.push_back(h);
         for (auto it = uncovered.begin(); it != uncovered.end();)
-          it = std::binary_search(d.comms[*it].hosts.begin(), d.comms[*it].hosts.end(), h)
+          it = std::binary_search(chans[*it].hosts.begin(), chans[*it].hosts.end(), h)
                    ? uncovered.erase(it) : std::next(it);
       }
     }
@@ -153,8 +195,8 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
       std::vector<int> comm_list(a.comms.begin(), a.comms.end());
       std::set<int> victims;
       for (int c : comm_list) {
-        f.comms.push_back(d.comms[c].id);
-        for (int p : d.comms[c].procs) {
+        f.comms.push_back(d.comms[chans[c].comm].id);
+        for (int p : chans[c].procs) {
           const int gr = d.procs[p].global_rank;
           if (std::find(hosts.begin(), hosts.end(), d.procs[p].host) != hosts.end()) f.ranks.push_back(gr);
           else victims.insert(gr);
@@ -169,12 +211,12 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
       f.confidence = std::min(1.0, 0.5 + 0.1 * nwin) * (a.ambiguous ? 0.6 : 1.0) * std::min(1.0, (r - 1) / 1.0);
       f.Add("transfer_time_ratio", r);
       f.Add("bandwidth_share", 1.0 / r);
-      f.Add("slow_comms", static_cast<double>(comm_list.size()));
+      f.Add("slow_comms", static_cast<double>(f.comms.size()));
       f.Add("windows", nwin);
       f.AddText("ambiguous", a.ambiguous ? "yes: every slow communicator spans all these hosts" : "no");
       std::string hs = f.hosts.size() == 1 ? "host " + f.hosts[0] : std::to_string(f.hosts.size()) + " hosts (" + f.hosts[0] + ", ...)";
       f.summary = (a.ambiguous ? "A network link of " : "The network link of ") + hs +
-                  " is degraded: the " + std::to_string(comm_list.size()) +
+                  " is degraded: the " + std::to_string(f.comms.size()) +
                   " communicators spanning it run at " + Fmt("%.0f", 100.0 / r) +
                   "% of their usual bus bandwidth since " + FormatTimeUs(f.start_us) +
                   "; check its NICs, cables and switch ports" +
@@ -231,7 +273,6 @@ void AddP2pWaits(const CommData& d, double W, WaitLedger* led) {
 }  // namespace
 
 std::vector<Finding> DetectSlowCompute(const CommData& d, const CommOptions& o) {
-  const bool DBG = getenv("DBG");
   std::vector<Finding> out;
   if (d.insts.empty()) return out;
   const auto keys = KeyBaselines(d);
@@ -241,19 +282,21 @@ std::vector<Finding> DetectSlowCompute(const CommData& d, const CommOptions& o) 
   struct Late { int n = 0; double us = 0; };
   std::unordered_map<uint64_t, Late> late;  // (proc, comm, window)
   std::vector<std::vector<double>> late_wait(P);
-  std::vector<int> comm_cnt(d.comms.size() * static_cast<size_t>(nw), 0);
   struct Stall { int64_t ts; double wait; int comm; };
   std::vector<std::vector<Stall>> stalls(P);
   WaitLedger led;
   for (const Inst& x : d.insts) {
     if (x.n < 2) continue;
     const int w = static_cast<int>((x.ts - d.t0) / W);
-    comm_cnt[static_cast<size_t>(x.comm) * nw + w]++;
     if (x.pmin < 0) continue;
     const KeyStats& k = keys.at(KeyOf(d, x));
     const double wait = Wait(x);
     const bool stall = wait > std::max(o.stall_us, 20 * (k.noise + k.base));
     const bool is_late = wait > 4 * k.noise + 0.25 * k.base + 20;
+    // A transfer that took much longer than usual (a slow link) kept every member busy: that
+    // delay, too, makes them late elsewhere without being their fault.
+    if (x.tmin > 1.5 * k.base + 20)
+      for (int q : d.comms[x.comm].procs) led.total[Cell(static_cast<size_t>(q), w)] += x.tmin - k.base;
     if (!stall && !is_late) continue;
     // Every other member waited for the last one (n == 2: exactly; else about the median wait).
     for (int q : d.comms[x.comm].procs) {
@@ -302,15 +345,16 @@ std::vector<Finding> DetectSlowCompute(const CommData& d, const CommOptions& o) 
     const auto [p, w] = pw;
     double lateness = 0, waited_here = 0;
     int events = 0;
+    // The same delay makes a rank last in every communicator until it is resynchronised, so
+    // its lateness is the largest over communicators, not their sum.
     for (auto& [c, l] : v) {
       if (l.n < 2 || l.us < o.late_time_share * W) continue;
-      lateness += l.us;
+      lateness = std::max(lateness, l.us);
       waited_here += led.Comm(static_cast<size_t>(p), static_cast<size_t>(c), w);
       events += l.n;
     }
     if (events == 0) continue;
     const double explained = led.Total(static_cast<size_t>(p), w) - waited_here - usual_wait[p];
-    if (DBG) fprintf(stderr, "p=%d w=%d late=%.0f explained=%.0f usual=%.0f\n", p, w, lateness, explained, usual_wait[p]);
     if (explained >= o.explained_share * lateness) continue;
     cand[p].push_back({w, events});
     share_of[p] = std::max(share_of[p], lateness / W);
@@ -326,8 +370,9 @@ std::vector<Finding> DetectSlowCompute(const CommData& d, const CommOptions& o) 
   struct Group { std::vector<int> procs; int w0, w1; };
   std::vector<Group> groups;
   std::map<int, std::vector<std::tuple<int, int, int>>> host_runs;  // host -> (proc, w0, w1)
+  // One finding per process: its late windows come and go with the noise.
   for (auto& [p, ws] : flagged)
-    for (auto [w0, w1] : Runs(ws)) host_runs[d.procs[p].host].push_back({p, w0, w1});
+    host_runs[d.procs[p].host].push_back({p, *std::min_element(ws.begin(), ws.end()), *std::max_element(ws.begin(), ws.end())});
   std::vector<int> host_size(d.hosts.size(), 0);
   for (const Proc& p : d.procs) host_size[p.host]++;
   for (auto& [h, runs] : host_runs) {
@@ -541,30 +586,41 @@ std::vector<Finding> DetectHangFromRecords(const CommData& d) {
       stop_ts[c] = std::max(stop_ts[c], last_ts[{c, op}]);
     }
   }
+  // One hang stops the whole job: a communicator that depends on the stuck one (the next
+  // pipeline stage, say) falls behind its siblings too. Completion records cannot tell which of
+  // them holds the member that never joined, so they make one finding.
+  if (behind.empty()) return out;
+  Finding f;
+  f.kind = Kind::kHang;
+  f.detector = "comm.progress";
+  std::set<int> hosts, victims;
+  int64_t first_stop = INT64_MAX, most = 0;
+  std::string names;
   for (int c : behind) {
     const Comm& cm = d.comms[c];
-    Finding f;
-    f.kind = Kind::kHang;
-    f.detector = "comm.progress";
-    f.comms = {cm.id};
-    std::set<int> hosts;
+    f.comms.push_back(cm.id);
     for (int p : cm.procs) {
-      f.victims.push_back(d.procs[p].global_rank);
+      victims.insert(d.procs[p].global_rank);
       hosts.insert(d.procs[p].host);
     }
-    SortUnique(&f.victims);
-    for (int h : hosts) f.hosts.push_back(d.hosts[h]);
-    f.start_us = stop_ts[c];
-    f.end_us = d.t1;
-    f.confidence = 0.7;
-    f.Add("collectives_behind_siblings", static_cast<double>(deficit[c]));
-    f.summary = "Communicator " + cm.id + (cm.name.empty() ? "" : " (" + cm.name + ")") + " of ranks " +
-                RankList(f.victims) + " stopped " + std::to_string(deficit[c]) +
-                " collective(s) behind its sibling communicators: a hang; completion records cannot "
-                "tell which member never joined, so read the Flight Recorder dumps or collscope "
-                "in-flight state files of these ranks.";
-    out.push_back(std::move(f));
+    first_stop = std::min(first_stop, stop_ts[c]);
+    most = std::max(most, deficit[c]);
+    if (names.size() < 200) names += (names.empty() ? "" : ", ") + cm.id + (cm.name.empty() ? "" : " (" + cm.name + ")");
   }
+  SortUnique(&f.comms);
+  f.victims.assign(victims.begin(), victims.end());
+  for (int h : hosts) f.hosts.push_back(d.hosts[h]);
+  f.start_us = first_stop;
+  f.end_us = d.t1;
+  f.confidence = behind.size() == 1 ? 0.7 : 0.6;
+  f.Add("collectives_behind_siblings", static_cast<double>(most));
+  f.Add("communicators_behind", static_cast<double>(behind.size()));
+  f.summary = std::string(behind.size() == 1 ? "Communicator " : "Communicators ") + names + " of ranks " +
+              RankList(f.victims) + " stopped up to " + std::to_string(most) +
+              " collective(s) behind their sibling communicators: a hang; completion records cannot "
+              "tell which member never joined, so read the Flight Recorder dumps or collscope "
+              "in-flight state files of these ranks.";
+  out.push_back(std::move(f));
   return out;
 }
 
