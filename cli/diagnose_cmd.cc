@@ -1,8 +1,11 @@
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include "analysis/diagnose/diagnose.h"
+#include "analysis/diagnose/kernel_detect.h"
 #include "cli/command.h"
+#include "core/readers/kineto.h"
 
 namespace collscope::cli {
 namespace {
@@ -13,6 +16,22 @@ struct Options {
   std::string run;
   bool json = false;
 };
+
+// True when a step_summary.csv is among the inputs (its L1 run supersedes the Kineto steps').
+bool HasStepSummary(const std::vector<std::string>& paths) {
+  namespace fs = std::filesystem;
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    if (fs::path(p).filename() == "step_summary.csv") return true;
+    if (!fs::is_directory(p, ec)) continue;
+    for (auto it = fs::recursive_directory_iterator(p, ec); it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
+      if (ec) break;
+      if (it->path().filename() == "step_summary.csv") return true;
+    }
+  }
+  return false;
+}
 
 int Run(const Options& o) {
   using namespace collscope::diagnose;
@@ -26,6 +45,12 @@ int Run(const Options& o) {
       return 2;
     }
     f = DiagnoseStore(**store, d);
+    // Kineto kernels and steps stored by `collscope ingest` (L3 kernel modes, L1 steps).
+    if (f.ok() && readers::HasKinetoTables(**store)) {
+      auto k = DiagnoseKineto(**store, o.run, true);
+      if (!k.ok()) f = k.status();
+      else { f->insert(f->end(), k->begin(), k->end()); Consolidate(&*f); }
+    }
     if (f.ok() && !o.paths.empty()) {
       auto more = DiagnosePaths(o.paths, d);
       if (!more.ok()) f = more.status();
@@ -33,6 +58,13 @@ int Run(const Options& o) {
     }
   } else if (!o.paths.empty()) {
     f = DiagnosePaths(o.paths, d);
+  }
+  // Kineto traces among the paths: L3 kernel modes, and L1 on their ProfilerStep times unless a
+  // step_summary.csv already gave the step series.
+  if (f.ok() && !o.paths.empty()) {
+    auto k = DiagnoseKinetoPaths(o.paths, !HasStepSummary(o.paths));
+    if (!k.ok()) f = k.status();
+    else if (!k->empty()) { f->insert(f->end(), k->begin(), k->end()); Consolidate(&*f); }
   }
   if (!f.ok()) {
     std::fprintf(stderr, "collscope diagnose: %s\n", f.status().message().c_str());
@@ -48,7 +80,7 @@ void Register(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "diagnose",
       "Find faulty ranks, hosts, links and hangs (NCCL Inspector logs, Flight Recorder dumps, "
-      "collscope in-flight state, step summaries, or a store).");
+      "collscope in-flight state, step summaries, PyTorch profiler (Kineto) traces, or a store).");
   cmd->add_option("paths", o->paths, "Input files or directories");
   cmd->add_option("--db", o->db, "Diagnose this store");
   cmd->add_option("--run", o->run, "Run in the store (default: the first)");
