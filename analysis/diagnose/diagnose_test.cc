@@ -7,6 +7,7 @@
 
 #include "analysis/diagnose/comm_data.h"
 #include "analysis/diagnose/hang.h"
+#include "analysis/diagnose/share_ccld.h"
 #include "analysis/diagnose/steps.h"
 
 namespace collscope::diagnose {
@@ -250,6 +251,137 @@ TEST(FlightRecorder, RealDumpsNameRank12InGroup74) {
   EXPECT_EQ((*f)[0].comms, std::vector<std::string>({"74"})) << FindingsToText(*f);
   EXPECT_NE((*f)[0].summary.find("nccl:all_to_all"), std::string::npos) << (*f)[0].summary;
   EXPECT_NE((*f)[0].summary.find("4027x5120"), std::string::npos) << (*f)[0].summary;
+}
+
+TEST(HostStall, PropagatedStallBlamesOnlyTheRoot) {
+  // Rank 3 stalls 3 s; its tensor-parallel partner 2 waits for it, then arrives 3 s late in its
+  // own data-parallel group: 2 is a victim, not a second stall.
+  CommData d = Job();
+  Fill(&d, 100, -1, 0, 0, /*late_proc=*/3, 50, 51, /*late_us=*/3e6);
+  for (Inst& x : d.insts)
+    if (d.comms[x.comm].id == "0xd0" && x.sn == 50) {
+      x.pmin = 2;
+      x.tmed = x.tmin + 3e6;
+      x.tmax = x.tmed * 1.01;
+    }
+  auto f = DetectSlowCompute(d, Opts());
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].kind, Kind::kHostStall);
+  EXPECT_EQ(f[0].ranks, std::vector<int>({3}));
+}
+
+// Two pipeline stages (processes 0,1 -> 2,3 over two pipeline communicators); 10 steps a window.
+CommData Pipeline(int bubble_w0, int bubble_w1, double bubble_us) {
+  CommData d;
+  d.hosts = {"h0", "h1"};
+  for (int r = 0; r < 4; ++r) d.procs.push_back({r / 2, r});
+  for (int i = 0; i < 2; ++i) {
+    Comm c;
+    c.id = "0xpp" + std::to_string(i);
+    c.procs = {i, 2 + i};
+    c.n_ranks = 2;
+    c.nnodes = 2;
+    c.hosts = {0, 1};
+    d.comms.push_back(c);
+  }
+  // a tensor-parallel collective per step so the data has a time range
+  for (int i = 0; i < 2; ++i) {
+    Comm c;
+    c.id = "0xtp" + std::to_string(i);
+    c.procs = {2 * i, 2 * i + 1};
+    c.n_ranks = 2;
+    c.nnodes = 1;
+    c.hosts = {i};
+    d.comms.push_back(c);
+  }
+  const int64_t t0 = 1000000000;
+  for (int s = 0; s < 200; ++s) {
+    const int64_t ts = t0 + s * 100000;
+    const int w = s / 10;
+    for (int i = 0; i < 2; ++i) {
+      const double wait = (w >= bubble_w0 && w < bubble_w1) ? bubble_us : 0;
+      for (int mb = 0; mb < 4; ++mb) {
+        P2p snd{i, i, 2 + i, true, 1 << 24, 400.0 + mb, ts + mb * 1000};
+        P2p rcv{2 + i, i, i, false, 1 << 24, 400.0 + mb + wait, ts + mb * 1000};
+        d.p2p.push_back(snd);
+        d.p2p.push_back(rcv);
+      }
+      Inst x;
+      x.comm = 2 + i;
+      x.sn = s;
+      x.bytes = 1 << 24;
+      x.n = 2;
+      x.tmin = 100;
+      x.tmed = x.tmax = 110;
+      x.pmin = 2 * i + s % 2;
+      x.ts = ts;
+      d.insts.push_back(x);
+    }
+  }
+  d.t0 = t0;
+  d.t1 = t0 + 200 * 100000;
+  return d;
+}
+
+TEST(PipelineBubble, LateActivationsFromOneStage) {
+  CommData d = Pipeline(8, 14, 8000);  // 4 x 8 ms a step of 100 ms: 32% idle
+  auto f = DetectPipelineBubble(d, Opts());
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].kind, Kind::kPipelineBubble);
+  EXPECT_EQ(f[0].ranks, std::vector<int>({0, 1}));
+  EXPECT_EQ(f[0].victims, std::vector<int>({2, 3}));
+  EXPECT_NEAR(f[0].start_us, 1000000000 + 8000000, 1000000);
+  EXPECT_NEAR(f[0].end_us, 1000000000 + 14000000, 1000000);
+  EXPECT_TRUE(DetectPipelineBubble(Pipeline(0, 0, 0), Opts()).empty());
+  EXPECT_TRUE(DetectPipelineBubble(Pipeline(8, 14, 500), Opts()).empty()) << "2% idle is noise";
+}
+
+TEST(Share, CclDAlphaBetaBoundaries) {
+  EXPECT_STREQ(ShareClass(ShareP(1, 9)), "compute");
+  EXPECT_STREQ(ShareClass(ShareP(4, 6)), "compute");  // P = 0.4: alpha is inclusive
+  EXPECT_STREQ(ShareClass(ShareP(5, 5)), "mixed");
+  EXPECT_STREQ(ShareClass(ShareP(6, 4)), "communication");
+  EXPECT_STREQ(ShareClass(ShareP(0, 0)), "none");
+  // Rank 1 computes 30 ms more; ranks 0 and 2 wait for it (their communication grows): the
+  // synchronisation trap in step phases. The rank with the lowest P is the straggler.
+  StepSeries s;
+  s.source = "step_summary";
+  std::vector<int64_t> before, after;
+  for (int i = 0; i < 20; ++i) (i < 10 ? before : after).push_back(i);
+  for (int r = 0; r < 3; ++r)
+    for (int i = 0; i < 20; ++i) {
+      readers::StepRow row;
+      row.rank = r;
+      row.step = i;
+      const bool slow = i >= 10;
+      row.phases = {{"forward", 50000.0 + (slow && r == 1 ? 30000 : 0)},
+                    {"dp_comm", 10000.0 + (slow && r != 1 ? 30000 : 0)}};
+      s.rows.push_back(row);
+    }
+  auto v = ClassifySlowdown(s, after, before);
+  EXPECT_EQ(v.cls, "compute");
+  EXPECT_EQ(v.rank, 1);
+  // Everyone's communication grows: a communication slowdown.
+  for (auto& row : s.rows)
+    if (row.step >= 10) { row.phases["forward"] = 50000; row.phases["dp_comm"] = 40000; }
+  v = ClassifySlowdown(s, after, before);
+  EXPECT_EQ(v.cls, "communication");
+}
+
+TEST(HangFromRecords, DependentCommunicatorsMakeOneFinding) {
+  CommData d = Job();
+  for (auto& c : d.comms) c.name = c.id.substr(0, 3);
+  Fill(&d, 20, -1, 0, 0, -1, 0, 0);
+  // 0xt1 hangs; 0xt3 (fed by it) stops too.
+  d.insts.erase(std::remove_if(d.insts.begin(), d.insts.end(),
+                               [&](const Inst& x) {
+                                 return (d.comms[x.comm].id == "0xt1" || d.comms[x.comm].id == "0xt3") && x.sn >= 15;
+                               }),
+                d.insts.end());
+  auto f = DetectHangFromRecords(d);
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].comms, std::vector<std::string>({"0xt1", "0xt3"}));
+  EXPECT_TRUE(f[0].ranks.empty()) << "completion records cannot name the member";
 }
 
 TEST(Findings, JsonRoundTrip) {

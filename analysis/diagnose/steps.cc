@@ -7,6 +7,7 @@
 #include <map>
 
 #include "analysis/diagnose/comm_data.h"
+#include "analysis/diagnose/share_ccld.h"
 
 namespace collscope::diagnose {
 
@@ -125,6 +126,18 @@ std::vector<Finding> DetectStepAnomalies(const StepSeries& s, const StepOptions&
     f.Add("first_step", static_cast<double>(steps[b]));
     f.Add("steps", static_cast<double>(c - b));
     if (!phase.empty()) { f.AddText("phase_grew", phase); f.Add("phase_growth_us", inc); }
+    // CCL-D share P (alpha 0.4 / beta 0.6): compute or communication slowdown, per rank.
+    if (s.source == "step_summary") {
+      std::vector<int64_t> sa, sb;
+      for (size_t i = b; i < c; ++i) sa.push_back(steps[i]);
+      for (size_t i = a; i < b; ++i) sb.push_back(steps[i]);
+      const ShareVerdict v = ClassifySlowdown(s, sa, sb);
+      if (v.cls != "none") {
+        f.Add("comm_share_P", v.job_p);
+        f.AddText("slowdown_class", v.cls);
+        if (v.rank >= 0) { f.Add("lowest_P_rank", v.rank); f.Add("lowest_P", v.rank_p); }
+      }
+    }
     char buf[256];
     std::snprintf(buf, sizeof buf, "Step time rose from %.1f ms to %.1f ms (+%.0f%%) at step %lld for %zu steps",
                   before / 1e3, after / 1e3, 100 * (after / before - 1), static_cast<long long>(steps[b]), c - b);
