@@ -144,3 +144,25 @@ TEST(SimulatedJob, IngestsWithZeroRejectedLines) {
 
 }  // namespace
 }  // namespace collscope
+
+namespace collscope {
+namespace {
+
+// The README's main job: the bundled example's degraded NIC is found and named.
+TEST(ExampleJob, DiagnoseNamesTheDegradedHost) {
+  if (Collscope("diagnose --help").code != 0) GTEST_SKIP() << "collscope built without diagnose";
+  testing::TempDir dir;
+  Output ing = Collscope(std::string("ingest ") + COLLSCOPE_SOURCE_DIR +
+                         "/examples/job/nccl-inspector --db " + dir / "s.duckdb" + " --strict -q");
+  ASSERT_EQ(ing.code, 0) << ing.text;
+  Output diag = Collscope("diagnose --db " + dir / "s.duckdb" + " --json");
+  ASSERT_EQ(diag.code, 0) << diag.text;
+  EXPECT_NE(diag.text.find("\"schema\": \"collscope.findings.v1\""), std::string::npos);
+  EXPECT_NE(diag.text.find("{\"kind\": \"slow_link\""), std::string::npos) << diag.text;
+  EXPECT_NE(diag.text.find("\"hosts\": [\"node-001\"], \"ranks\": [8, 9, 10, 11, 12, 13, 14, 15]"),
+            std::string::npos)
+      << diag.text;
+}
+
+}  // namespace
+}  // namespace collscope
