@@ -1,5 +1,4 @@
-// L3 kernel-level statistics and detector on hand-built inputs with known answers, and on a small
-// simulated job with a GPU straggler (Kineto traces through the store).
+// L3 kernel-level statistics and detector on hand-built inputs with known answers.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,9 +7,6 @@
 
 #include "analysis/diagnose/kernel_detect.h"
 #include "analysis/diagnose/kernel_stats.h"
-#include "core/readers/kineto.h"
-#include "sim/sim.h"
-#include "tests/test_util.h"
 
 namespace collscope::diagnose {
 namespace {
@@ -180,46 +176,6 @@ TEST(KernelDetector, HealthyAndPipelineStagesGiveNothing) {
   EXPECT_TRUE(DetectKernelAnomalies(Synthetic(-1, 1), KernelOptions{}).empty());
   // A small shift on a small share of the rank's time stays below the gates.
   EXPECT_TRUE(DetectKernelAnomalies(Synthetic(1, 1.02), KernelOptions{}).empty());
-}
-
-TEST(KernelDetector, SimulatedGpuStragglerThroughKineto) {
-  testing::TempDir dir;
-  sim::SimConfig c;
-  c.seed = 11;
-  c.cluster.hosts = 2;
-  c.cluster.gpus_per_host = 8;
-  c.workload.steps = 16;
-  c.workload.layers = 4;
-  c.output.dir = dir / "job";
-  c.output.summary = false;
-  c.faults.push_back({"gpu_straggler", {{"rank", "5"}, {"factor", "1.3"}, {"start_step", "6"},
-                                        {"end_step", "10"}}});
-  sim::SimStats stats;
-  std::string err;
-  ASSERT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
-  auto store = Store::Open(":memory:");
-  ASSERT_TRUE(store.ok());
-  auto rep = readers::IngestKineto(**store, {dir / "job"}, "sim");
-  ASSERT_TRUE(rep.ok()) << rep.status().message();
-  EXPECT_EQ(rep->files_read, 16u);
-  EXPECT_EQ(rep->steps, 16u * 16u);
-  auto f = DiagnoseKineto(**store, "sim", true);
-  ASSERT_TRUE(f.ok()) << f.status().message();
-  std::vector<Finding> slow;
-  for (const Finding& x : *f)
-    if (x.kind == Kind::kSlowCompute) slow.push_back(x);
-  ASSERT_EQ(slow.size(), 1u);
-  EXPECT_EQ(slow[0].ranks, (std::vector<int>{5}));
-  EXPECT_EQ(slow[0].hosts, (std::vector<std::string>{"node-000"}));
-  std::map<std::string, double> ev;
-  for (const Evidence& e : slow[0].evidence) ev[e.key] = e.value;
-  EXPECT_EQ(ev["first_step"], 6);
-  EXPECT_EQ(ev["last_step"], 9);  // end_step is exclusive (ground_truth.json: steps 6-9)
-  EXPECT_NEAR(ev["slowdown"], 1.3, 0.05);
-  EXPECT_GT(ev["grid_ratio"], 1.1);
-  // Victims: its data-, tensor- and pipeline-parallel peers.
-  EXPECT_FALSE(slow[0].victims.empty());
-  EXPECT_EQ(std::count(slow[0].victims.begin(), slow[0].victims.end(), 5), 0);
 }
 
 }  // namespace

@@ -1,0 +1,120 @@
+// L3 and L4 end to end on small simulated jobs: a GPU straggler found from the Kineto traces
+// through the store, and exported with its collectives (verbose Inspector records).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "analysis/diagnose/kernel_detect.h"
+#include "analysis/diagnose/perfetto.h"
+#include "analysis/diagnose/perfetto_test_util.h"
+#include "core/ingest.h"
+#include "core/readers/kineto.h"
+#include "sim/sim.h"
+#include "tests/test_util.h"
+
+namespace collscope::diagnose {
+namespace {
+
+using perfetto_test::Ev;
+using perfetto_test::Parse;
+
+TEST(KernelDetector, SimulatedGpuStragglerThroughKineto) {
+  testing::TempDir dir;
+  sim::SimConfig c;
+  c.seed = 11;
+  c.cluster.hosts = 2;
+  c.cluster.gpus_per_host = 8;
+  c.workload.steps = 16;
+  c.workload.layers = 4;
+  c.output.dir = dir / "job";
+  c.output.summary = false;
+  c.faults.push_back({"gpu_straggler", {{"rank", "5"}, {"factor", "1.3"}, {"start_step", "6"},
+                                        {"end_step", "10"}}});
+  sim::SimStats stats;
+  std::string err;
+  ASSERT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
+  auto store = Store::Open(":memory:");
+  ASSERT_TRUE(store.ok());
+  auto rep = readers::IngestKineto(**store, {dir / "job"}, "sim");
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  EXPECT_EQ(rep->files_read, 16u);
+  EXPECT_EQ(rep->steps, 16u * 16u);
+  auto f = DiagnoseKineto(**store, "sim", true);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  std::vector<Finding> slow;
+  for (const Finding& x : *f)
+    if (x.kind == Kind::kSlowCompute) slow.push_back(x);
+  ASSERT_EQ(slow.size(), 1u);
+  EXPECT_EQ(slow[0].ranks, (std::vector<int>{5}));
+  EXPECT_EQ(slow[0].hosts, (std::vector<std::string>{"node-000"}));
+  std::map<std::string, double> ev;
+  for (const Evidence& e : slow[0].evidence) ev[e.key] = e.value;
+  EXPECT_EQ(ev["first_step"], 6);
+  EXPECT_EQ(ev["last_step"], 9);  // end_step is exclusive (ground_truth.json: steps 6-9)
+  EXPECT_NEAR(ev["slowdown"], 1.3, 0.05);
+  EXPECT_GT(ev["grid_ratio"], 1.1);
+  // Victims: its data-, tensor- and pipeline-parallel peers.
+  EXPECT_FALSE(slow[0].victims.empty());
+  EXPECT_EQ(std::count(slow[0].victims.begin(), slow[0].victims.end(), 5), 0);
+}
+
+TEST(Perfetto, SimulatedStragglerWithCollectives) {
+  testing::TempDir dir;
+  sim::SimConfig c;
+  c.seed = 5;
+  c.cluster.hosts = 2;
+  c.cluster.gpus_per_host = 4;
+  c.cluster.nics_per_host = 4;
+  c.parallel.tp = 2;
+  c.parallel.pp = 2;
+  c.workload.steps = 12;
+  c.workload.layers = 4;
+  c.inspector.verbose = true;  // start/stop times per collective
+  c.output.dir = dir / "job";
+  c.output.summary = false;
+  c.faults.push_back({"gpu_straggler", {{"rank", "3"}, {"factor", "1.4"}, {"start_step", "5"},
+                                        {"end_step", "8"}}});
+  sim::SimStats stats;
+  std::string err;
+  ASSERT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
+  auto store = Store::Open(":memory:");
+  ASSERT_TRUE(store.ok());
+  IngestOptions io;
+  io.run = "sim";
+  io.threads = 1;
+  auto ir = Ingest(**store, {dir / "job"}, io);
+  ASSERT_TRUE(ir.ok()) << ir.status().message();
+  ASSERT_TRUE(readers::IngestKineto(**store, {dir / "job"}, "sim").ok());
+  auto f = DiagnoseKineto(**store, "sim", false);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  ASSERT_EQ(f->size(), 1u);
+  ASSERT_EQ((*f)[0].ranks, (std::vector<int>{3}));
+  std::string json;
+  auto rep = ExportPerfetto(**store, *f, PerfettoOptions{}, &json);
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  auto ev = Parse(json);
+  EXPECT_GT(rep->kernels, 100u);
+  EXPECT_GT(rep->collectives, 10u);
+  // Context step 4 and steps 5-7, for rank 3 and its peers.
+  std::set<std::string> steps;
+  std::map<int64_t, size_t> colls;
+  bool named = false, instant = false;
+  for (const Ev& e : ev) {
+    if (e.cat == "step" && e.pid == 3) steps.insert(e.name);
+    if (e.cat == "nccl_record") ++colls[e.pid];
+    if (e.ph == "M" && e.name == "process_name" && e.pid == 3)
+      named = e.args.find("rank 3 (node-000)") != std::string::npos;
+    if (e.ph == "i" && e.name == "slow_compute: rank 3") instant = true;
+  }
+  EXPECT_EQ(steps, (std::set<std::string>{"ProfilerStep#4", "ProfilerStep#5", "ProfilerStep#6",
+                                          "ProfilerStep#7"}));
+  EXPECT_TRUE(named);
+  EXPECT_TRUE(instant);
+  EXPECT_GT(colls[3], 0u);  // the straggler's own collectives, placed by its global rank
+  EXPECT_GE(colls.size(), 2u);
+}
+
+}  // namespace
+}  // namespace collscope::diagnose
