@@ -137,13 +137,45 @@ std::vector<int> RankList(std::string_view s) {
   return out;
 }
 
+// The uncompressed size of a gzip file (its trailer's ISIZE, modulo 4 GiB), or the file size.
+size_t SizeHint(const std::string& path) {
+  std::error_code ec;
+  const uintmax_t size = fs::file_size(path, ec);
+  if (ec) return 0;
+  if (!EndsWith(path, ".gz") || size < 18) return static_cast<size_t>(size);
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return 0;
+  unsigned char t[4] = {0, 0, 0, 0};
+  size_t hint = 0;
+  if (std::fseek(f, -4, SEEK_END) == 0 && std::fread(t, 1, 4, f) == 4)
+    hint = t[0] | (t[1] << 8) | (t[2] << 16) | (static_cast<size_t>(t[3]) << 24);
+  std::fclose(f);
+  return hint;
+}
+
 Status ReadWholeFile(const std::string& path, std::string* out) {
+  const size_t hint = SizeHint(path);
+  if (hint > 0 && hint < (size_t{1} << 34)) out->reserve(hint + simdjson::SIMDJSON_PADDING);
   gzFile gz = gzopen(path.c_str(), "rb");  // reads plain files too
   if (!gz) return Status::Error(path + ": cannot open");
   gzbuffer(gz, 1 << 20);
-  char buf[1 << 16];
   for (;;) {
-    const int n = gzread(gz, buf, sizeof(buf));
+    // Read straight into the output's spare capacity; near its end, probe for more first (an
+    // exact size hint then needs no reallocation).
+    if (out->capacity() - out->size() < 4096 + simdjson::SIMDJSON_PADDING) {
+      char probe[4096];
+      const int n = gzread(gz, probe, sizeof(probe));
+      if (n < 0) break;  // reported below
+      if (n == 0) break;
+      out->reserve(out->capacity() * 2 + (1 << 20));
+      out->append(probe, static_cast<size_t>(n));
+      continue;
+    }
+    const size_t at = out->size();
+    const size_t room = std::min<size_t>(out->capacity() - at, 1u << 30);
+    out->resize(at + room);
+    const int n = gzread(gz, out->data() + at, static_cast<unsigned>(room));
+    out->resize(at + static_cast<size_t>(std::max(n, 0)));
     if (n < 0) {
       int err = 0;
       std::string msg = gzerror(gz, &err);
@@ -151,7 +183,13 @@ Status ReadWholeFile(const std::string& path, std::string* out) {
       return Status::Error(path + ": " + msg);
     }
     if (n == 0) break;
-    out->append(buf, static_cast<size_t>(n));
+  }
+  int err = 0;
+  const char* msg = gzerror(gz, &err);
+  if (err != Z_OK && err != Z_BUF_ERROR) {
+    const std::string m = msg ? msg : "read error";
+    gzclose(gz);
+    return Status::Error(path + ": " + m);
   }
   gzclose(gz);
   return Status::Ok();
@@ -219,11 +257,13 @@ Result<std::vector<std::string>> FindKinetoTraces(const std::vector<std::string>
   return out;
 }
 
-Result<KinetoTrace> ParseKinetoTrace(std::string_view json, const std::string& path) {
-  simdjson::dom::parser parser;
-  simdjson::padded_string padded(json);
+namespace {
+
+// `json` must be followed by SIMDJSON_PADDING readable bytes when `padded`.
+Result<KinetoTrace> Parse(simdjson::dom::parser& parser, std::string_view json, bool padded,
+                          const std::string& path) {
   element root;
-  if (auto err = parser.parse(padded).get(root))
+  if (auto err = parser.parse(json.data(), json.size(), !padded).get(root))
     return Status::Error(path + ": not JSON (" + simdjson::error_message(err) + ")");
   object top;
   if (root.get_object().get(top)) return Status::Error(path + ": not a JSON object");
@@ -397,11 +437,26 @@ Result<KinetoTrace> ParseKinetoTrace(std::string_view json, const std::string& p
   return t;
 }
 
+}  // namespace
+
+Result<KinetoTrace> ParseKinetoTrace(std::string_view json, const std::string& path) {
+  simdjson::dom::parser parser;
+  return Parse(parser, json, false, path);
+}
+
 Result<KinetoTrace> ReadKinetoTrace(const std::string& path) {
-  std::string data;
+  // Per thread: the parser's and the buffer's memory are reused from trace to trace (fresh
+  // allocations of this size would be page-faulted in again for every file).
+  thread_local simdjson::dom::parser parser;
+  thread_local std::string data;
+  data.clear();
   Status st = ReadWholeFile(path, &data);
   if (!st.ok()) return st;
-  return ParseKinetoTrace(data, path);
+  const size_t n = data.size();
+  data.append(simdjson::SIMDJSON_PADDING, ' ');
+  auto r = Parse(parser, std::string_view(data.data(), n), true, path);
+  if (data.capacity() > (size_t{1} << 30)) std::string().swap(data);  // do not pin huge buffers
+  return r;
 }
 
 // ------------------------------------------------------------------------------------------------
