@@ -54,7 +54,10 @@ bool Numeric(duckdb_type t) {
 // {"columns":[...],"rows":[[...],...]}: compact, numbers unquoted, NULL/NaN/inf as null.
 std::string TableJson(const QueryResult& r) {
   std::string out = "{\"columns\":[";
-  for (size_t i = 0; i < r.columns.size(); ++i) out += (i ? "," : "") + JsonEscape(r.columns[i]);
+  for (size_t i = 0; i < r.columns.size(); ++i) {
+    if (i) out += ',';
+    out += JsonEscape(r.columns[i]);
+  }
   out += "],\"rows\":[";
   for (size_t i = 0; i < r.rows.size(); ++i) {
     out += i ? ",[" : "[";

@@ -1,6 +1,8 @@
 #include "analysis/views.h"
 
+#include <chrono>
 #include <string>
+#include <vector>
 
 #include "core/nccl_tests_reader.h"
 #include "core/taxonomy.h"
@@ -8,15 +10,235 @@
 namespace collscope {
 namespace {
 
-// Every view and macro is written as `CREATE OR REPLACE {TEMP} VIEW|MACRO`; {TEMP} is filled in
-// at install time. Conventions (docs/analysis.md):
-//   - aggregate `records` by ids first, join the small dimension tables after: scans stay narrow;
-//   - bus bandwidth is Inspector's formula over (op, n_ranks, size, exec time) unless the file
-//     wrote another value (busbw_gbs_override); NaN reads as NULL and is left out of statistics;
-//   - quantiles are nearest-rank: the smallest value whose ECDF reaches p (quantile_disc), computed
-//     from value counts, so they are exact and need no sort of the raw records;
-//   - "normalised" means divided by the job median of the same kernel key.
-constexpr const char* kViews[] = {
+// Version of the agg_* tables' definitions: aggregates of another version are stale.
+constexpr int kAggVersion = 1;
+// The range_bars parameters whose answer RefreshAggregates materialises (the macro's defaults).
+constexpr const char* kRangeBarsDefault = "min_bytes = 1048576 AND bin_s = 5 AND sn_bin = 50";
+
+std::string Replace(std::string s, const std::string& from, const std::string& to) {
+  for (size_t at = 0; (at = s.find(from, at)) != std::string::npos; at += to.size())
+    s.replace(at, from.size(), to);
+  return s;
+}
+
+// ---- the aggregates' SQL, over a relation given by the caller ---------------------------------
+// Value counts per (process, operation, rank, timing source, exec time, override) with their
+// busbw, from `records` rows matching `filter`.
+std::string RawCellsSql(const std::string& filter) {
+  return R"sql(SELECT v.run_id, v.process_id, v.op_id, v.rank, v.timing_source, v.exec_time_us,
+       v.busbw_gbs_override,
+       shape_busbw(d.op, d.n_ranks, d.msg_size_bytes, v.exec_time_us, v.busbw_gbs_override)
+         AS busbw_gbs, v.records
+FROM (SELECT run_id, process_id, op_id, rank, timing_source, exec_time_us, busbw_gbs_override,
+             count(*) AS records
+      FROM records WHERE )sql" + filter + R"sql( GROUP BY ALL) v
+JOIN op_dims d USING (run_id, op_id))sql";
+}
+// Value counts per (operation, exec time, override), from cells.
+std::string ValuesFromCellsSql(const std::string& cells) {
+  return "SELECT run_id, op_id, exec_time_us, busbw_gbs_override, busbw_gbs, "
+         "sum(records)::BIGINT AS records FROM " + cells + " c GROUP BY ALL";
+}
+// Per (process, operation, rank, timing source): records, time, records with a busbw, their sum.
+std::string ProcOpsFromCellsSql(const std::string& cells) {
+  return "SELECT run_id, process_id, op_id, rank, timing_source, sum(records)::BIGINT AS records, "
+         "sum(records * exec_time_us)::HUGEINT AS time_us, "
+         "coalesce(sum(records) FILTER (WHERE busbw_gbs IS NOT NULL), 0)::BIGINT AS bw_records, "
+         "sum(records * busbw_gbs) AS bw_sum FROM " + cells + " c GROUP BY ALL";
+}
+// Per (host, kernel key, second of wall clock): records, busbw count/sum/min/max, exec time
+// sum/max. busbw per record is shape_busbw with the per-operation constants hoisted (the same
+// double operations, so the same values).
+std::string RawTimeSql(const std::string& filter) {
+  return R"sql(WITH k AS (
+  SELECT run_id, op_id, kernel_key, msg_size_bytes,
+         dense_rank() OVER (PARTITION BY run_id ORDER BY kernel_key) AS kid,
+         inspector_traffic(op, n_ranks, msg_size_bytes) / 1.0e9 AS traffic_gb,
+         inspector_busbw_factor(op, n_ranks) AS factor
+  FROM op_dims),
+pr AS (
+  SELECT run_id, process_id, hostname,
+         dense_rank() OVER (PARTITION BY run_id ORDER BY hostname) AS hid
+  FROM processes),
+x AS (
+  SELECT r.run_id, pr.hid, k.kid,
+         coalesce(r.start_ts_us, r.kernel_start_ts_us, r.dump_ts_us) // 1000000 AS tbin_s,
+         r.exec_time_us,
+         nullif(coalesce(r.busbw_gbs_override,
+                         CASE WHEN r.exec_time_us = 0 THEN 0.0
+                              ELSE round(k.traffic_gb / (CAST(r.exec_time_us AS DOUBLE) / 1000000.0)
+                                         * k.factor, 6) END), 'nan'::DOUBLE) AS b
+  FROM records r JOIN k USING (run_id, op_id) JOIN pr USING (run_id, process_id)
+  WHERE )sql" + filter + R"sql(),
+g AS (
+  SELECT run_id, hid, kid, tbin_s, count(*) AS records, count(b) AS bw_records, sum(b) AS bw_sum,
+         min(b) AS bw_min, max(b) AS bw_max, sum(exec_time_us) AS time_us,
+         max(exec_time_us) AS max_exec_us
+  FROM x GROUP BY ALL)
+SELECT g.run_id, h.hostname, k.kernel_key, k.msg_size_bytes, g.tbin_s, g.records, g.bw_records,
+       g.bw_sum, g.bw_min, g.bw_max, g.time_us, g.max_exec_us
+FROM g JOIN (SELECT DISTINCT run_id, hid, hostname FROM pr) h USING (run_id, hid)
+JOIN (SELECT DISTINCT run_id, kid, kernel_key, msg_size_bytes FROM k) k USING (run_id, kid))sql";
+}
+// host_normalized over cells (a relation with cell_values' columns).
+std::string HostNormalizedSql(const std::string& cells) {
+  return R"sql(WITH h AS (
+  SELECT c.run_id, p.hostname, d.kernel_key, c.busbw_gbs AS x, sum(c.records) AS n
+  FROM )sql" + cells + R"sql( c JOIN op_dims d USING (run_id, op_id)
+  JOIN processes p USING (run_id, process_id)
+  WHERE c.busbw_gbs IS NOT NULL GROUP BY ALL),
+w AS (
+  SELECT *, sum(n) OVER (PARTITION BY run_id, hostname, kernel_key ORDER BY x
+                         ROWS UNBOUNDED PRECEDING) AS cum,
+         sum(n) OVER (PARTITION BY run_id, hostname, kernel_key) AS total
+  FROM h),
+m AS (
+  SELECT run_id, hostname, kernel_key, any_value(total)::BIGINT AS records,
+         min(x) FILTER (WHERE cum >= 0.5 * total) AS median_busbw_gbs
+  FROM w GROUP BY ALL)
+SELECT m.run_id, m.hostname, m.kernel_key, k.nnodes, m.records, m.median_busbw_gbs,
+       k.median_busbw_gbs AS job_median_busbw_gbs,
+       m.median_busbw_gbs / nullif(k.median_busbw_gbs, 0) AS norm_busbw
+FROM m JOIN kernel_variation k USING (run_id, kernel_key))sql";
+}
+// host_transfer_normalized over recs (a relation with records' columns).
+std::string HostTransferSql(const std::string& recs) {
+  return Replace(R"sql(WITH d AS (SELECT * FROM op_dims WHERE nnodes > 1),
+i AS (
+  SELECT r.run_id, r.op_id, r.sn, min(r.exec_time_us) AS t, any_value(r.busbw_gbs_override) AS ovr
+  FROM {RECS} r SEMI JOIN d USING (run_id, op_id) GROUP BY ALL),
+ib AS (
+  SELECT i.run_id, i.op_id, i.sn, d.kernel_key,
+         shape_busbw(d.op, d.n_ranks, d.msg_size_bytes, i.t, i.ovr) AS x
+  FROM i JOIN d USING (run_id, op_id)),
+hi AS (
+  SELECT DISTINCT r.run_id, p.hostname, r.op_id, r.sn
+  FROM {RECS} r SEMI JOIN d USING (run_id, op_id) JOIN processes p USING (run_id, process_id)),
+h AS (
+  SELECT ib.run_id, hi.hostname, ib.kernel_key, ib.x, count(*) AS n
+  FROM hi JOIN ib USING (run_id, op_id, sn) WHERE ib.x IS NOT NULL GROUP BY ALL),
+hw AS (
+  SELECT *, sum(n) OVER (PARTITION BY run_id, hostname, kernel_key ORDER BY x
+                         ROWS UNBOUNDED PRECEDING) AS cum,
+         sum(n) OVER (PARTITION BY run_id, hostname, kernel_key) AS total FROM h),
+hm AS (
+  SELECT run_id, hostname, kernel_key, any_value(total)::BIGINT AS instances,
+         min(x) FILTER (WHERE cum >= 0.5 * total) AS median_busbw_gbs
+  FROM hw GROUP BY ALL),
+j AS (SELECT run_id, kernel_key, x, count(*) AS n FROM ib WHERE x IS NOT NULL GROUP BY ALL),
+jw AS (
+  SELECT *, sum(n) OVER (PARTITION BY run_id, kernel_key ORDER BY x ROWS UNBOUNDED PRECEDING)
+              AS cum,
+         sum(n) OVER (PARTITION BY run_id, kernel_key) AS total FROM j),
+jm AS (
+  SELECT run_id, kernel_key, min(x) FILTER (WHERE cum >= 0.5 * total) AS job_median_busbw_gbs
+  FROM jw GROUP BY ALL)
+SELECT hm.run_id, hm.hostname, hm.kernel_key, hm.instances, hm.median_busbw_gbs,
+       jm.job_median_busbw_gbs, hm.median_busbw_gbs / nullif(jm.job_median_busbw_gbs, 0) AS norm_busbw
+FROM hm JOIN jm USING (run_id, kernel_key))sql", "{RECS}", recs);
+}
+// range_bars over cells and recs; {MIN_BYTES}, {BIN_S}, {SN_BIN} are the macro's parameters or
+// literals. Communicator and host come from the cells' value counts, time and sequence-number
+// bins from the records.
+std::string RangeBarsSql(const std::string& cells, const std::string& recs,
+                         const std::string& min_bytes, const std::string& bin_s,
+                         const std::string& sn_bin) {
+  std::string sql = R"sql(WITH d AS (SELECT * FROM op_dims WHERE msg_size_bytes >= {MIN_BYTES}),
+cv AS (
+  SELECT c.run_id, d.kernel_key, d.comm, p.hostname, c.busbw_gbs AS v, c.records AS n
+  FROM {CELLS} c JOIN d USING (run_id, op_id) JOIN processes p USING (run_id, process_id)),
+tb AS (
+  SELECT r.run_id, r.op_id,
+         (coalesce(r.start_ts_us, r.kernel_start_ts_us, r.dump_ts_us)
+            // CAST(round({BIN_S} * 1e6) AS UBIGINT)) AS tbin,
+         r.exec_time_us, r.busbw_gbs_override AS ovr, count(*) AS n
+  FROM {RECS} r SEMI JOIN d USING (run_id, op_id) GROUP BY ALL),
+sb AS (
+  SELECT r.run_id, r.op_id, r.sn // {SN_BIN} AS sbin, r.exec_time_us,
+         r.busbw_gbs_override AS ovr, count(*) AS n
+  FROM {RECS} r SEMI JOIN d USING (run_id, op_id) GROUP BY ALL),
+g AS (
+  SELECT run_id, kernel_key, 'communicator' AS dimension, comm AS grp, v, sum(n) AS n FROM cv GROUP BY ALL
+  UNION ALL SELECT run_id, kernel_key, 'host', hostname, v, sum(n) FROM cv GROUP BY ALL
+  UNION ALL SELECT t.run_id, d.kernel_key, 'time_bin', CAST(t.tbin * CAST(round({BIN_S} * 1e6) AS UBIGINT) AS VARCHAR),
+                   shape_busbw(d.op, d.n_ranks, d.msg_size_bytes, t.exec_time_us, t.ovr), sum(t.n)
+            FROM tb t JOIN d USING (run_id, op_id) GROUP BY ALL
+  UNION ALL SELECT s.run_id, d.kernel_key, 'sn_bin', CAST(s.sbin * {SN_BIN} AS VARCHAR),
+                   shape_busbw(d.op, d.n_ranks, d.msg_size_bytes, s.exec_time_us, s.ovr), sum(s.n)
+            FROM sb s JOIN d USING (run_id, op_id) GROUP BY ALL),
+w AS (
+  SELECT *, sum(n) OVER (PARTITION BY run_id, kernel_key, dimension, grp ORDER BY v
+                         ROWS UNBOUNDED PRECEDING) AS cum,
+         sum(n) OVER (PARTITION BY run_id, kernel_key, dimension, grp) AS total
+  FROM g WHERE v IS NOT NULL)
+SELECT run_id, kernel_key, dimension, grp AS "group", any_value(total)::BIGINT AS records,
+       min(v) AS min_busbw_gbs, min(v) FILTER (WHERE cum >= 0.25 * total) AS p25_busbw_gbs,
+       min(v) FILTER (WHERE cum >= 0.5 * total) AS p50_busbw_gbs,
+       min(v) FILTER (WHERE cum >= 0.75 * total) AS p75_busbw_gbs, max(v) AS max_busbw_gbs
+FROM w GROUP BY ALL)sql";
+  sql = Replace(sql, "{CELLS}", cells);
+  sql = Replace(sql, "{RECS}", recs);
+  sql = Replace(sql, "{MIN_BYTES}", min_bytes);
+  sql = Replace(sql, "{BIN_S}", bin_s);
+  return Replace(sql, "{SN_BIN}", sn_bin);
+}
+
+// "(" + s + ")" (spelled out: GCC 12's -Wrestrict misfires on the operator+ chain at -O3).
+std::string Paren(const std::string& s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  out.push_back('(');
+  out.append(s);
+  out.push_back(')');
+  return out;
+}
+
+constexpr const char* kFresh = "(SELECT run_id FROM agg_fresh_runs)";
+constexpr const char* kStale = "(SELECT run_id FROM agg_stale_runs)";
+
+// The agg_* tables, created empty with the types of the statements that fill them.
+std::vector<std::pair<std::string, std::string>> AggTables() {
+  const std::string none = "false";
+  return {
+      {"agg_meta",
+       "SELECT 0::INTEGER AS run_id, 0::INTEGER AS version, 0::BIGINT AS ingests, "
+       "0::BIGINT AS records, 0::UBIGINT AS first_dump_us, 0::UBIGINT AS last_dump_us, "
+       "0::UBIGINT AS first_ts_us, 0::UBIGINT AS last_ts_us, "
+       "current_localtimestamp() AS refreshed_at, 0::DOUBLE AS seconds"},
+      {"agg_cells", RawCellsSql(none)},
+      {"agg_values", ValuesFromCellsSql(Paren(RawCellsSql(none)))},
+      {"agg_proc_ops", ProcOpsFromCellsSql(Paren(RawCellsSql(none)))},
+      {"agg_time", RawTimeSql(none)},
+      // (host_normalized reads kernel_variation, not installed yet: its columns by hand)
+      {"agg_host_normalized",
+       "SELECT 0::INTEGER AS run_id, ''::VARCHAR AS hostname, ''::VARCHAR AS kernel_key, "
+       "0::INTEGER AS nnodes, 0::BIGINT AS records, 0::DOUBLE AS median_busbw_gbs, "
+       "0::DOUBLE AS job_median_busbw_gbs, 0::DOUBLE AS norm_busbw"},
+      {"agg_host_transfer", HostTransferSql("(SELECT * FROM records WHERE false)")},
+      {"agg_range_bars",
+       "SELECT 0::UBIGINT AS p_min_bytes, 0::DOUBLE AS p_bin_s, 0::INTEGER AS p_sn_bin, * FROM (" +
+           RangeBarsSql(Paren(RawCellsSql(none)), "(SELECT * FROM records WHERE false)",
+                        "1048576", "5", "50") + ")"},
+  };
+}
+
+const char* const kAggComments[][2] = {
+    {"agg_meta", "analysis aggregates: one row per run they cover (version, the run''s ingests "
+                 "count when they were made, records, time span); stale when the count changed"},
+    {"agg_cells", "analysis aggregate: records per (run, process, op, rank, timing source, exec "
+                  "time, busbw override) with busbw"},
+    {"agg_values", "analysis aggregate: records per (run, op, exec time, busbw override) with busbw"},
+    {"agg_proc_ops", "analysis aggregate: per (run, process, op, rank, timing source) records, "
+                     "time, records with a busbw and their busbw sum"},
+    {"agg_time", "analysis aggregate: per (run, host, kernel key, second) records, busbw "
+                 "count/sum/min/max, exec time sum/max"},
+    {"agg_host_normalized", "analysis aggregate: host_normalized, materialised"},
+    {"agg_host_transfer", "analysis aggregate: host_transfer_normalized, materialised"},
+    {"agg_range_bars", "analysis aggregate: range_bars at the parameters p_*, materialised"},
+};
+
+// Views and macros installed before anything else: the small dimension side of every join.
+constexpr const char* kBaseViews[] = {
     // Operation shapes with their communicator and kernel key: the small side of every join.
     R"sql(CREATE OR REPLACE {TEMP} VIEW op_dims AS
 SELECT o.run_id, o.op_id, o.comm_id, c.id AS comm, c.comm_name, c.n_ranks, c.nnodes,
@@ -29,18 +251,53 @@ FROM operations o JOIN communicators c ON c.run_id = o.run_id AND c.comm_id = o.
     // busbw of a (shape, exec time, written override).
     R"sql(CREATE OR REPLACE {TEMP} MACRO shape_busbw(op, n_ranks, size, exec_us, override) AS
 nullif(coalesce(override, inspector_busbw(op, n_ranks, size, exec_us)), 'nan'::DOUBLE))sql",
-    // One row per (run, kernel key): the (interconnect class, size of communicator, op, message
-    // size) NIXT calls a kernel.
-    R"sql(CREATE OR REPLACE {TEMP} VIEW kernel_stats AS
+};
+
+// Every other view and macro. Sources read the agg_* tables for the runs whose aggregates are
+// fresh (agg_fresh_runs) and the records for the others (agg_stale_runs), so answers never depend
+// on whether RefreshAggregates ran: only their cost does.
+std::vector<std::string> Views(bool use_aggregates) {
+  std::vector<std::string> v;
+  v.push_back(std::string(R"sql(CREATE OR REPLACE {TEMP} VIEW agg_fresh_runs AS
+SELECT m.run_id FROM agg_meta m
+WHERE )sql") + (use_aggregates ? "" : "false AND ") + "m.version = " +
+              std::to_string(kAggVersion) +
+              " AND m.ingests = (SELECT count(*) FROM ingests i WHERE i.run_id = m.run_id)");
+  v.push_back(R"sql(CREATE OR REPLACE {TEMP} VIEW agg_stale_runs AS
+SELECT run_id FROM runs WHERE run_id NOT IN (SELECT run_id FROM agg_fresh_runs))sql");
+  // Value counts per cell (process, op, rank, timing source, exec time, override).
+  v.push_back("CREATE OR REPLACE {TEMP} VIEW raw_cells AS " +
+              RawCellsSql(std::string("run_id IN ") + kStale));
+  v.push_back(std::string("CREATE OR REPLACE {TEMP} VIEW cell_values AS SELECT * FROM agg_cells "
+                          "WHERE run_id IN ") + kFresh + " UNION ALL SELECT * FROM raw_cells");
+  v.push_back(std::string("CREATE OR REPLACE {TEMP} VIEW op_values AS SELECT * FROM agg_values "
+                          "WHERE run_id IN ") + kFresh + " UNION ALL " +
+              ValuesFromCellsSql("raw_cells"));
+  v.push_back(std::string("CREATE OR REPLACE {TEMP} VIEW proc_ops AS SELECT * FROM agg_proc_ops "
+                          "WHERE run_id IN ") + kFresh + " UNION ALL " +
+              ProcOpsFromCellsSql("raw_cells"));
+  // Time span of each run (records' start, else kernel start, else dump time).
+  v.push_back(std::string(R"sql(CREATE OR REPLACE {TEMP} VIEW run_span AS
+SELECT run_id, records, first_dump_us, last_dump_us, first_ts_us, last_ts_us FROM agg_meta
+WHERE run_id IN )sql") + kFresh + R"sql(
+UNION ALL
+SELECT run_id, count(*), min(dump_ts_us), max(dump_ts_us),
+       min(coalesce(start_ts_us, kernel_start_ts_us, dump_ts_us)),
+       max(coalesce(start_ts_us, kernel_start_ts_us, dump_ts_us))
+FROM records WHERE run_id IN )sql" + kStale + " GROUP BY run_id");
+  // One row per (run, kernel key): the (interconnect class, size of communicator, op, message
+  // size) NIXT calls a kernel.
+  v.push_back(R"sql(CREATE OR REPLACE {TEMP} VIEW kernel_stats AS
 WITH per_op AS (
-  SELECT run_id, op_id, count(*) AS records, sum(exec_time_us) AS time_us
-  FROM records GROUP BY run_id, op_id)
+  SELECT run_id, op_id, sum(records) AS records, sum(records * exec_time_us) AS time_us
+  FROM op_values GROUP BY run_id, op_id)
 SELECT p.run_id, d.coll_type, d.n_ranks, d.nnodes, d.kind, d.op, d.msg_size_bytes, d.kernel_key,
        sum(p.records) AS records,
        sum(p.records * d.msg_size_bytes) AS bytes,
        sum(p.time_us) AS time_us
 FROM per_op p JOIN op_dims d USING (run_id, op_id)
-GROUP BY ALL)sql",
+GROUP BY ALL)sql");
+  v.push_back(
     // Kernels ranked by share of time (rank) and of bytes (bytes_rank), with running shares.
     R"sql(CREATE OR REPLACE {TEMP} VIEW hot_kernels AS
 SELECT run_id, row_number() OVER w AS rank, kernel_key, coll_type, n_ranks, nnodes, kind, op,
@@ -54,42 +311,37 @@ SELECT run_id, row_number() OVER w AS rank, kernel_key, coll_type, n_ranks, nnod
          AS cumulative_bytes_share
 FROM kernel_stats
 WINDOW w AS (PARTITION BY run_id ORDER BY time_us DESC, bytes DESC, kernel_key),
-       wb AS (PARTITION BY run_id ORDER BY bytes DESC, time_us DESC, kernel_key))sql",
-    // One row per run: what is in it.
-    R"sql(CREATE OR REPLACE {TEMP} VIEW run_overview AS
-SELECT ru.run_id, ru.name AS run,
-       (SELECT count(*) FROM records r WHERE r.run_id = ru.run_id) AS records,
+       wb AS (PARTITION BY run_id ORDER BY bytes DESC, time_us DESC, kernel_key))sql");
+  // One row per run: what is in it.
+  v.push_back(R"sql(CREATE OR REPLACE {TEMP} VIEW run_overview AS
+SELECT ru.run_id, ru.name AS run, coalesce(s.records, 0) AS records,
        (SELECT count(DISTINCT hostname) FROM processes p WHERE p.run_id = ru.run_id) AS hosts,
        (SELECT count(*) FROM processes p WHERE p.run_id = ru.run_id) AS processes,
        (SELECT count(*) FROM communicators c WHERE c.run_id = ru.run_id) AS communicators,
        (SELECT count(*) FROM files f WHERE f.run_id = ru.run_id) AS files,
        (SELECT count(*) FROM ingest_log l WHERE l.run_id = ru.run_id) AS rejected_lines,
-       (SELECT make_timestamp(min(dump_ts_us)::BIGINT) FROM records r WHERE r.run_id = ru.run_id)
-         AS first_dump,
-       (SELECT make_timestamp(max(dump_ts_us)::BIGINT) FROM records r WHERE r.run_id = ru.run_id)
-         AS last_dump
-FROM runs ru)sql",
+       make_timestamp(s.first_dump_us::BIGINT) AS first_dump,
+       make_timestamp(s.last_dump_us::BIGINT) AS last_dump
+FROM runs ru LEFT JOIN run_span s USING (run_id))sql");
+  v.push_back(
     // ---- summary -------------------------------------------------------------------------------
     R"sql(CREATE OR REPLACE {TEMP} VIEW counts_by_op AS
 SELECT run_id, kind, op, sum(records) AS records, sum(bytes) AS bytes, sum(time_us) AS time_us,
        sum(bytes) / sum(sum(bytes)) OVER (PARTITION BY run_id) AS bytes_share,
        sum(time_us) / sum(sum(time_us)) OVER (PARTITION BY run_id) AS time_share
-FROM kernel_stats GROUP BY run_id, kind, op)sql",
+FROM kernel_stats GROUP BY run_id, kind, op)sql");
+  v.push_back(
     R"sql(CREATE OR REPLACE {TEMP} VIEW counts_by_coll_type AS
 SELECT run_id, coll_type, sum(records) AS records, sum(bytes) AS bytes, sum(time_us) AS time_us,
        sum(bytes) / sum(sum(bytes)) OVER (PARTITION BY run_id) AS bytes_share,
        sum(time_us) / sum(sum(time_us)) OVER (PARTITION BY run_id) AS time_share
-FROM kernel_stats GROUP BY run_id, coll_type)sql",
-    // Distinct (kernel key, busbw, exec time) with their record counts: the exact distribution of
-    // each kernel key, small because exec times are integer microseconds.
-    R"sql(CREATE OR REPLACE {TEMP} VIEW busbw_values AS
-WITH v AS (
-  SELECT run_id, op_id, exec_time_us, busbw_gbs_override AS ovr, count(*) AS n
-  FROM records GROUP BY ALL)
-SELECT v.run_id, d.kernel_key,
-       shape_busbw(d.op, d.n_ranks, d.msg_size_bytes, v.exec_time_us, v.ovr) AS busbw_gbs,
-       v.exec_time_us, sum(v.n) AS n
-FROM v JOIN op_dims d USING (run_id, op_id) GROUP BY ALL)sql",
+FROM kernel_stats GROUP BY run_id, coll_type)sql");
+  // Distinct (kernel key, busbw, exec time) with their record counts: the exact distribution of
+  // each kernel key, small because exec times are integer microseconds.
+  v.push_back(R"sql(CREATE OR REPLACE {TEMP} VIEW busbw_values AS
+SELECT v.run_id, d.kernel_key, v.busbw_gbs, v.exec_time_us, sum(v.records) AS n
+FROM op_values v JOIN op_dims d USING (run_id, op_id) GROUP BY ALL)sql");
+  v.push_back(
     // ECDF of busbw per kernel key, thinned to at most max_points + 1 points: a point is kept
     // where the cumulative fraction crosses a multiple of 1/max_points (and the first one), so
     // with max_points >= the number of distinct values every point of the exact ECDF is kept.
@@ -105,7 +357,8 @@ c AS (
   FROM v WINDOW w AS (PARTITION BY run_id, kernel_key ORDER BY busbw_gbs))
 SELECT run_id, kernel_key, busbw_gbs, ecdf FROM c
 WHERE prev = 0 OR floor(ecdf * max_points) > floor(prev * max_points)
-ORDER BY run_id, kernel_key, busbw_gbs)sql",
+ORDER BY run_id, kernel_key, busbw_gbs)sql");
+  v.push_back(
     R"sql(CREATE OR REPLACE {TEMP} MACRO exec_time_ecdf(max_points := 200) AS TABLE
 WITH v AS (
   SELECT run_id, kernel_key, exec_time_us, sum(n) AS n FROM busbw_values GROUP BY ALL),
@@ -117,7 +370,8 @@ c AS (
   FROM v WINDOW w AS (PARTITION BY run_id, kernel_key ORDER BY exec_time_us))
 SELECT run_id, kernel_key, exec_time_us, ecdf FROM c
 WHERE prev = 0 OR floor(ecdf * max_points) > floor(prev * max_points)
-ORDER BY run_id, kernel_key, exec_time_us)sql",
+ORDER BY run_id, kernel_key, exec_time_us)sql");
+  v.push_back(
     // Equal-width histogram of busbw per kernel key between its min and max; bin i covers
     // [lo + i*w, lo + (i+1)*w), the last bin includes the max.
     R"sql(CREATE OR REPLACE {TEMP} MACRO busbw_histogram(bins := 40) AS TABLE
@@ -135,7 +389,8 @@ SELECT run_id, kernel_key, bin,
        CASE WHEN any_value(hi) = any_value(lo) THEN any_value(hi)
             ELSE any_value(lo) + (bin + 1) * (any_value(hi) - any_value(lo)) / bins END AS bin_hi,
        sum(n) AS records
-FROM b GROUP BY run_id, kernel_key, bin ORDER BY run_id, kernel_key, bin)sql",
+FROM b GROUP BY run_id, kernel_key, bin ORDER BY run_id, kernel_key, bin)sql");
+  v.push_back(
     // ---- variation -----------------------------------------------------------------------------
     // Per kernel key: records, mean, sample stddev, CV = stddev / mean, and nearest-rank
     // quantiles of busbw; mean exec time.
@@ -168,13 +423,15 @@ SELECT s.run_id, k.coll_type, k.n_ranks, k.nnodes, k.kind, k.op, k.msg_size_byte
        s.stddev_busbw_gbs / nullif(s.mean_busbw_gbs, 0) AS cv_busbw,
        s.min_busbw_gbs, s.p5_busbw_gbs, s.p25_busbw_gbs, s.median_busbw_gbs, s.p75_busbw_gbs,
        s.p95_busbw_gbs, s.max_busbw_gbs, s.mean_exec_time_us
-FROM s JOIN kernel_stats k USING (run_id, kernel_key))sql",
+FROM s JOIN kernel_stats k USING (run_id, kernel_key))sql");
+  v.push_back(
     // CV against GPU count: the same (op, size) across communicator sizes and runs.
     R"sql(CREATE OR REPLACE {TEMP} VIEW variation_scaling AS
 SELECT r.name AS run, v.run_id, v.op, v.msg_size_bytes, v.n_ranks, v.nnodes, v.coll_type,
        v.records, v.mean_busbw_gbs, v.cv_busbw
 FROM kernel_variation v JOIN runs r USING (run_id)
-ORDER BY v.op, v.msg_size_bytes, v.n_ranks, r.name)sql",
+ORDER BY v.op, v.msg_size_bytes, v.n_ranks, r.name)sql");
+  v.push_back(
     // busbw statistics per (run, op, Inspector message size, n_ranks) from Inspector records and
     // from nccl-tests baselines alike: what `collscope compare` matches on.
     R"sql(CREATE OR REPLACE {TEMP} VIEW busbw_by_shape AS
@@ -204,7 +461,8 @@ SELECT m.source, m.run_id, r.name AS run, m.op, m.msg_size_bytes, m.n_ranks, m.n
        CASE WHEN m.samples > 1 THEN sqrt(v.ss / (m.samples - 1)) END AS stddev_busbw_gbs,
        CASE WHEN m.samples > 1 THEN sqrt(v.ss / (m.samples - 1)) / nullif(m.mean_busbw_gbs, 0) END
          AS cv_busbw
-FROM m JOIN v USING (source, run_id, op, msg_size_bytes, n_ranks) JOIN runs r USING (run_id))sql",
+FROM m JOIN v USING (source, run_id, op, msg_size_bytes, n_ranks) JOIN runs r USING (run_id))sql");
+  v.push_back(
     // Production run vs baseline run per matching (op, size, n_ranks).
     R"sql(CREATE OR REPLACE {TEMP} MACRO compare_runs(prod_run, base_run) AS TABLE
 SELECT p.op, p.msg_size_bytes, p.n_ranks, p.nnodes AS prod_nnodes, b.nnodes AS base_nnodes,
@@ -214,126 +472,99 @@ SELECT p.op, p.msg_size_bytes, p.n_ranks, p.nnodes AS prod_nnodes, b.nnodes AS b
        p.cv_busbw / nullif(b.cv_busbw, 0) AS cv_ratio, b.source AS base_source
 FROM busbw_by_shape p JOIN busbw_by_shape b USING (op, msg_size_bytes, n_ranks)
 WHERE p.run = prod_run AND b.run = base_run
-ORDER BY p.op, p.msg_size_bytes, p.n_ranks)sql",
-    // ---- temporal ------------------------------------------------------------------------------
-    // busbw and exec time per kernel key in wall-clock bins of bin_s seconds (bins start at
-    // multiples of bin_s since the epoch), messages of at least min_bytes. The time of a record
-    // is when it started when known (verbose or collscope records), else when it was dumped.
-    R"sql(CREATE OR REPLACE {TEMP} MACRO temporal(bin_s := 5, min_bytes := 1048576) AS TABLE
-WITH d AS (SELECT * FROM op_dims WHERE msg_size_bytes >= min_bytes),
+ORDER BY p.op, p.msg_size_bytes, p.n_ranks)sql");
+  // ---- temporal ------------------------------------------------------------------------------
+  // busbw and exec time per kernel key in wall-clock bins of bin_s seconds (bins start at
+  // multiples of bin_s since the epoch), messages of at least min_bytes. The time of a record
+  // is when it started when known (verbose or collscope records), else when it was dumped.
+  // Whole-second bins of fresh runs add up agg_time's one-second bins; the rest read records.
+  v.push_back(std::string(R"sql(CREATE OR REPLACE {TEMP} MACRO temporal(bin_s := 5, min_bytes := 1048576) AS TABLE
+WITH fast AS (
+  SELECT run_id, kernel_key, tbin_s // CAST(greatest(1, round(bin_s)) AS UBIGINT) AS bin,
+         sum(records) AS records, sum(bw_records) AS bw_records, sum(bw_sum) AS bw_sum,
+         min(bw_min) AS bw_min, max(bw_max) AS bw_max, sum(time_us) AS time_us,
+         max(max_exec_us) AS max_exec_us
+  FROM agg_time WHERE msg_size_bytes >= min_bytes
+   AND run_id IN (SELECT run_id FROM agg_fresh_runs WHERE bin_s >= 1 AND bin_s = floor(bin_s))
+  GROUP BY ALL),
+d AS (SELECT * FROM op_dims WHERE msg_size_bytes >= min_bytes),
 b AS (
   SELECT r.run_id, r.op_id,
          (coalesce(r.start_ts_us, r.kernel_start_ts_us, r.dump_ts_us)
             // CAST(round(bin_s * 1e6) AS UBIGINT)) AS bin,
          r.exec_time_us, r.busbw_gbs_override AS ovr, count(*) AS n
-  FROM records r SEMI JOIN d USING (run_id, op_id) GROUP BY ALL),
+  FROM records r SEMI JOIN d USING (run_id, op_id)
+  WHERE r.run_id IN (SELECT run_id FROM agg_stale_runs UNION ALL
+                     SELECT run_id FROM runs WHERE NOT (bin_s >= 1 AND bin_s = floor(bin_s)))
+  GROUP BY ALL),
 x AS (
   SELECT b.run_id, d.kernel_key, b.bin, b.n, b.exec_time_us,
          shape_busbw(d.op, d.n_ranks, d.msg_size_bytes, b.exec_time_us, b.ovr) AS busbw
-  FROM b JOIN d USING (run_id, op_id))
+  FROM b JOIN d USING (run_id, op_id)),
+slow AS (
+  SELECT run_id, kernel_key, bin, sum(n) AS records,
+         sum(n) FILTER (WHERE busbw IS NOT NULL) AS bw_records, sum(n * busbw) AS bw_sum,
+         min(busbw) AS bw_min, max(busbw) AS bw_max, sum(n * exec_time_us) AS time_us,
+         max(exec_time_us) AS max_exec_us
+  FROM x GROUP BY ALL)
 SELECT run_id, kernel_key, bin, bin * CAST(round(bin_s * 1e6) AS UBIGINT) AS bin_start_us,
-       sum(n)::BIGINT AS records, sum(n * busbw) / sum(n) FILTER (WHERE busbw IS NOT NULL)
-         AS mean_busbw_gbs,
-       min(busbw) AS min_busbw_gbs, max(busbw) AS max_busbw_gbs,
-       sum(n * exec_time_us) / sum(n) AS mean_exec_time_us, max(exec_time_us) AS max_exec_time_us
-FROM x GROUP BY run_id, kernel_key, bin ORDER BY run_id, kernel_key, bin)sql",
-    // ---- spatial -------------------------------------------------------------------------------
-    // Value counts per (process, operation): the exact busbw distribution of every cell.
-    R"sql(CREATE OR REPLACE {TEMP} VIEW busbw_cells AS
-WITH v AS (
-  SELECT run_id, process_id, op_id, rank, exec_time_us, busbw_gbs_override AS ovr, count(*) AS n
-  FROM records GROUP BY ALL)
+       records::BIGINT AS records, bw_sum / bw_records AS mean_busbw_gbs,
+       bw_min AS min_busbw_gbs, bw_max AS max_busbw_gbs, time_us / records AS mean_exec_time_us,
+       max_exec_us AS max_exec_time_us
+FROM (SELECT * FROM fast UNION ALL SELECT * FROM slow) ORDER BY run_id, kernel_key, bin)sql"));
+  // ---- spatial -------------------------------------------------------------------------------
+  // Value counts per (process, operation): the exact busbw distribution of every cell.
+  v.push_back(R"sql(CREATE OR REPLACE {TEMP} VIEW busbw_cells AS
 SELECT v.run_id, v.process_id, v.op_id, d.comm_id, d.comm, d.comm_name, v.rank, d.kernel_key,
-       d.nnodes, d.msg_size_bytes, v.exec_time_us,
-       shape_busbw(d.op, d.n_ranks, d.msg_size_bytes, v.exec_time_us, v.ovr) AS busbw_gbs, v.n
-FROM v JOIN op_dims d USING (run_id, op_id))sql",
-    // Mean busbw and normalised busbw (busbw / job median of the kernel key) per
-    // (communicator, rank): the cells of the rank x communicator heatmap.
-    R"sql(CREATE OR REPLACE {TEMP} MACRO rank_cells(min_bytes := 1048576) AS TABLE
-SELECT c.run_id, c.comm_id, any_value(c.comm) AS comm, any_value(c.comm_name) AS comm_name,
+       d.nnodes, d.msg_size_bytes, v.exec_time_us, v.busbw_gbs, v.records AS n
+FROM cell_values v JOIN op_dims d USING (run_id, op_id))sql");
+  // Mean busbw and normalised busbw (busbw / job median of the kernel key) per
+  // (communicator, rank): the cells of the rank x communicator heatmap.
+  v.push_back(R"sql(CREATE OR REPLACE {TEMP} MACRO rank_cells(min_bytes := 1048576) AS TABLE
+SELECT c.run_id, d.comm_id, any_value(d.comm) AS comm, any_value(d.comm_name) AS comm_name,
        c.rank, any_value(p.hostname) AS hostname, any_value(c.process_id) AS process_id,
-       sum(c.n)::BIGINT AS records, sum(c.n * c.busbw_gbs) / sum(c.n) AS mean_busbw_gbs,
-       sum(c.n * c.busbw_gbs / k.median_busbw_gbs) / sum(c.n) AS norm_busbw
-FROM busbw_cells c JOIN kernel_variation k USING (run_id, kernel_key)
-JOIN processes p USING (run_id, process_id)
-WHERE c.msg_size_bytes >= min_bytes AND c.busbw_gbs IS NOT NULL
-GROUP BY c.run_id, c.comm_id, c.rank ORDER BY c.run_id, c.comm_id, c.rank)sql",
-    // Per process: records and normalised mean busbw; ordinal = position in (host, pid) order.
-    R"sql(CREATE OR REPLACE {TEMP} MACRO process_stats(min_bytes := 1048576) AS TABLE
+       sum(c.bw_records)::BIGINT AS records, sum(c.bw_sum) / sum(c.bw_records) AS mean_busbw_gbs,
+       sum(c.bw_sum / k.median_busbw_gbs) / sum(c.bw_records) AS norm_busbw
+FROM proc_ops c JOIN op_dims d USING (run_id, op_id)
+JOIN kernel_variation k ON k.run_id = c.run_id AND k.kernel_key = d.kernel_key
+JOIN processes p ON p.run_id = c.run_id AND p.process_id = c.process_id
+WHERE d.msg_size_bytes >= min_bytes AND c.bw_records > 0
+GROUP BY c.run_id, d.comm_id, c.rank ORDER BY c.run_id, d.comm_id, c.rank)sql");
+  // Per process: records and normalised mean busbw; ordinal = position in (host, pid) order.
+  v.push_back(R"sql(CREATE OR REPLACE {TEMP} MACRO process_stats(min_bytes := 1048576) AS TABLE
 WITH o AS (
   SELECT run_id, process_id, hostname, pid,
          row_number() OVER (PARTITION BY run_id ORDER BY hostname, pid) - 1 AS ordinal
   FROM processes)
-SELECT c.run_id, c.process_id, o.ordinal, o.hostname, o.pid, sum(c.n)::BIGINT AS records,
-       sum(c.n * c.busbw_gbs / k.median_busbw_gbs) / sum(c.n) AS norm_busbw
-FROM busbw_cells c JOIN kernel_variation k USING (run_id, kernel_key) JOIN o USING (run_id, process_id)
-WHERE c.msg_size_bytes >= min_bytes AND c.busbw_gbs IS NOT NULL
-GROUP BY ALL ORDER BY c.run_id, o.ordinal)sql",
+SELECT c.run_id, c.process_id, o.ordinal, o.hostname, o.pid, sum(c.bw_records)::BIGINT AS records,
+       sum(c.bw_sum / k.median_busbw_gbs) / sum(c.bw_records) AS norm_busbw
+FROM proc_ops c JOIN op_dims d USING (run_id, op_id)
+JOIN kernel_variation k ON k.run_id = c.run_id AND k.kernel_key = d.kernel_key
+JOIN o ON o.run_id = c.run_id AND o.process_id = c.process_id
+WHERE d.msg_size_bytes >= min_bytes AND c.bw_records > 0
+GROUP BY ALL ORDER BY c.run_id, o.ordinal)sql");
+  v.push_back(
     // Blocks of block_ranks consecutive processes (process ordinal // block_ranks).
     R"sql(CREATE OR REPLACE {TEMP} MACRO rank_blocks(block_ranks := 8, min_bytes := 1048576) AS TABLE
 SELECT run_id, ordinal // block_ranks AS block, min(ordinal) AS first_ordinal,
        max(ordinal) AS last_ordinal, sum(records)::BIGINT AS records,
        sum(records * norm_busbw) / sum(records) AS norm_busbw,
        min(hostname) AS first_host, max(hostname) AS last_host
-FROM process_stats(min_bytes := min_bytes) GROUP BY ALL ORDER BY run_id, block)sql",
-    // Each host's median busbw over the job median, per kernel key (NIXT's host normalisation).
-    R"sql(CREATE OR REPLACE {TEMP} VIEW host_normalized AS
-WITH h AS (
-  SELECT c.run_id, p.hostname, c.kernel_key, c.busbw_gbs AS x, sum(c.n) AS n
-  FROM busbw_cells c JOIN processes p USING (run_id, process_id)
-  WHERE c.busbw_gbs IS NOT NULL GROUP BY ALL),
-w AS (
-  SELECT *, sum(n) OVER (PARTITION BY run_id, hostname, kernel_key ORDER BY x
-                         ROWS UNBOUNDED PRECEDING) AS cum,
-         sum(n) OVER (PARTITION BY run_id, hostname, kernel_key) AS total
-  FROM h),
-m AS (
-  SELECT run_id, hostname, kernel_key, any_value(total)::BIGINT AS records,
-         min(x) FILTER (WHERE cum >= 0.5 * total) AS median_busbw_gbs
-  FROM w GROUP BY ALL)
-SELECT m.run_id, m.hostname, m.kernel_key, k.nnodes, m.records, m.median_busbw_gbs,
-       k.median_busbw_gbs AS job_median_busbw_gbs,
-       m.median_busbw_gbs / nullif(k.median_busbw_gbs, 0) AS norm_busbw
-FROM m JOIN kernel_variation k USING (run_id, kernel_key))sql",
-    // Per host, for communicators spanning hosts: the bandwidth of each collective instance
-    // (communicator, op, sequence number) is that of its fastest record, i.e. of the last rank to
-    // arrive, whose time has no waiting in it; every host taking part is charged with it. A
-    // degraded NIC slows every instance it takes part in, so its host has the lowest median over
-    // the job median even where all ranks of a ring report the same slow time.
-    R"sql(CREATE OR REPLACE {TEMP} VIEW host_transfer_normalized AS
-WITH d AS (SELECT * FROM op_dims WHERE nnodes > 1),
-i AS (
-  SELECT r.run_id, r.op_id, r.sn, min(r.exec_time_us) AS t, any_value(r.busbw_gbs_override) AS ovr
-  FROM records r SEMI JOIN d USING (run_id, op_id) GROUP BY ALL),
-ib AS (
-  SELECT i.run_id, i.op_id, i.sn, d.kernel_key,
-         shape_busbw(d.op, d.n_ranks, d.msg_size_bytes, i.t, i.ovr) AS x
-  FROM i JOIN d USING (run_id, op_id)),
-hi AS (
-  SELECT DISTINCT r.run_id, p.hostname, r.op_id, r.sn
-  FROM records r SEMI JOIN d USING (run_id, op_id) JOIN processes p USING (run_id, process_id)),
-h AS (
-  SELECT ib.run_id, hi.hostname, ib.kernel_key, ib.x, count(*) AS n
-  FROM hi JOIN ib USING (run_id, op_id, sn) WHERE ib.x IS NOT NULL GROUP BY ALL),
-hw AS (
-  SELECT *, sum(n) OVER (PARTITION BY run_id, hostname, kernel_key ORDER BY x
-                         ROWS UNBOUNDED PRECEDING) AS cum,
-         sum(n) OVER (PARTITION BY run_id, hostname, kernel_key) AS total FROM h),
-hm AS (
-  SELECT run_id, hostname, kernel_key, any_value(total)::BIGINT AS instances,
-         min(x) FILTER (WHERE cum >= 0.5 * total) AS median_busbw_gbs
-  FROM hw GROUP BY ALL),
-j AS (SELECT run_id, kernel_key, x, count(*) AS n FROM ib WHERE x IS NOT NULL GROUP BY ALL),
-jw AS (
-  SELECT *, sum(n) OVER (PARTITION BY run_id, kernel_key ORDER BY x ROWS UNBOUNDED PRECEDING)
-              AS cum,
-         sum(n) OVER (PARTITION BY run_id, kernel_key) AS total FROM j),
-jm AS (
-  SELECT run_id, kernel_key, min(x) FILTER (WHERE cum >= 0.5 * total) AS job_median_busbw_gbs
-  FROM jw GROUP BY ALL)
-SELECT hm.run_id, hm.hostname, hm.kernel_key, hm.instances, hm.median_busbw_gbs,
-       jm.job_median_busbw_gbs, hm.median_busbw_gbs / nullif(jm.job_median_busbw_gbs, 0) AS norm_busbw
-FROM hm JOIN jm USING (run_id, kernel_key))sql",
+FROM process_stats(min_bytes := min_bytes) GROUP BY ALL ORDER BY run_id, block)sql");
+  // Each host's median busbw over the job median, per kernel key (NIXT's host normalisation).
+  v.push_back(std::string("CREATE OR REPLACE {TEMP} VIEW host_normalized AS SELECT * FROM "
+                          "agg_host_normalized WHERE run_id IN ") + kFresh + " UNION ALL SELECT * FROM " +
+              Paren(HostNormalizedSql("raw_cells")));
+  // Per host, for communicators spanning hosts: the bandwidth of each collective instance
+  // (communicator, op, sequence number) is that of its fastest record, i.e. of the last rank to
+  // arrive, whose time has no waiting in it; every host taking part is charged with it. A
+  // degraded NIC slows every instance it takes part in, so its host has the lowest median over
+  // the job median even where all ranks of a ring report the same slow time.
+  v.push_back(std::string("CREATE OR REPLACE {TEMP} VIEW host_transfer_normalized AS SELECT * "
+                          "FROM agg_host_transfer WHERE run_id IN ") + kFresh + " UNION ALL SELECT * FROM " +
+              Paren(HostTransferSql(std::string("(SELECT * FROM records WHERE run_id IN ") +
+                                    kStale + ")")));
+  v.push_back(
     // The host table: per host, the record-weighted geometric mean of its normalised medians
     // (all kernels, and cross-host transfers), its worst kernel, ranked worst first.
     R"sql(CREATE OR REPLACE {TEMP} VIEW host_table AS
@@ -353,54 +584,60 @@ SELECT n.run_id, row_number() OVER (PARTITION BY n.run_id
        n.hostname, p.processes, n.records, n.norm_busbw, t.transfer_norm_busbw, n.worst_kernel,
        n.worst_kernel_norm, t.worst_transfer_kernel
 FROM n JOIN p USING (run_id, hostname) LEFT JOIN t USING (run_id, hostname)
-ORDER BY n.run_id, rank)sql",
-    // Host x time-bin heatmap of normalised busbw (record busbw / job median of its kernel key).
-    R"sql(CREATE OR REPLACE {TEMP} MACRO host_time_heatmap(bin_s := 5, min_bytes := 1048576) AS TABLE
-WITH d AS (SELECT * FROM op_dims WHERE msg_size_bytes >= min_bytes),
+ORDER BY n.run_id, rank)sql");
+  // Host x time-bin heatmap of normalised busbw (record busbw / job median of its kernel key).
+  v.push_back(R"sql(CREATE OR REPLACE {TEMP} MACRO host_time_heatmap(bin_s := 5, min_bytes := 1048576) AS TABLE
+WITH fast AS (
+  SELECT t.run_id, t.hostname, t.tbin_s // CAST(greatest(1, round(bin_s)) AS UBIGINT) AS bin,
+         sum(t.bw_records) AS records,
+         sum(t.bw_sum / nullif(k.median_busbw_gbs, 0)) AS norm_sum
+  FROM agg_time t JOIN kernel_variation k USING (run_id, kernel_key)
+  WHERE t.msg_size_bytes >= min_bytes AND t.bw_records > 0 AND k.median_busbw_gbs <> 0
+    AND t.run_id IN (SELECT run_id FROM agg_fresh_runs WHERE bin_s >= 1 AND bin_s = floor(bin_s))
+  GROUP BY ALL),
+d AS (SELECT * FROM op_dims WHERE msg_size_bytes >= min_bytes),
 b AS (
   SELECT r.run_id, r.process_id, r.op_id,
          (coalesce(r.start_ts_us, r.kernel_start_ts_us, r.dump_ts_us)
             // CAST(round(bin_s * 1e6) AS UBIGINT)) AS bin,
          r.exec_time_us, r.busbw_gbs_override AS ovr, count(*) AS n
-  FROM records r SEMI JOIN d USING (run_id, op_id) GROUP BY ALL),
+  FROM records r SEMI JOIN d USING (run_id, op_id)
+  WHERE r.run_id IN (SELECT run_id FROM agg_stale_runs UNION ALL
+                     SELECT run_id FROM runs WHERE NOT (bin_s >= 1 AND bin_s = floor(bin_s)))
+  GROUP BY ALL),
 x AS (
   SELECT b.run_id, p.hostname, b.bin, b.n,
          shape_busbw(d.op, d.n_ranks, d.msg_size_bytes, b.exec_time_us, b.ovr)
            / nullif(k.median_busbw_gbs, 0) AS norm
   FROM b JOIN d USING (run_id, op_id) JOIN kernel_variation k USING (run_id, kernel_key)
-  JOIN processes p USING (run_id, process_id))
+  JOIN processes p USING (run_id, process_id)),
+slow AS (
+  SELECT run_id, hostname, bin, sum(n) AS records, sum(n * norm) AS norm_sum
+  FROM x WHERE norm IS NOT NULL GROUP BY ALL)
 SELECT run_id, hostname, bin, bin * CAST(round(bin_s * 1e6) AS UBIGINT) AS bin_start_us,
-       sum(n)::BIGINT AS records, sum(n * norm) / sum(n) AS norm_busbw
-FROM x WHERE norm IS NOT NULL GROUP BY ALL ORDER BY run_id, hostname, bin)sql",
-    // Range bars: min/p25/p50/p75/max of busbw per kernel key and communicator, host, time bin,
-    // sequence-number bin (nearest-rank quantiles from value counts).
-    R"sql(CREATE OR REPLACE {TEMP} MACRO range_bars(min_bytes := 1048576, bin_s := 5, sn_bin := 50) AS TABLE
-WITH d AS (SELECT * FROM op_dims WHERE msg_size_bytes >= min_bytes),
-base AS (
-  SELECT r.run_id, r.op_id, r.process_id, r.exec_time_us, r.busbw_gbs_override AS ovr,
-         (coalesce(r.start_ts_us, r.kernel_start_ts_us, r.dump_ts_us)
-            // CAST(round(bin_s * 1e6) AS UBIGINT)) AS tbin,
-         r.sn // sn_bin AS sbin, count(*) AS n
-  FROM records r SEMI JOIN d USING (run_id, op_id) GROUP BY ALL),
-x AS (
-  SELECT b.run_id, d.kernel_key, d.comm, p.hostname, b.tbin, b.sbin, b.n,
-         shape_busbw(d.op, d.n_ranks, d.msg_size_bytes, b.exec_time_us, b.ovr) AS v
-  FROM base b JOIN d USING (run_id, op_id) JOIN processes p USING (run_id, process_id)),
-g AS (
-  SELECT run_id, kernel_key, 'communicator' AS dimension, comm AS grp, v, sum(n) AS n FROM x GROUP BY ALL
-  UNION ALL SELECT run_id, kernel_key, 'host', hostname, v, sum(n) FROM x GROUP BY ALL
-  UNION ALL SELECT run_id, kernel_key, 'time_bin', CAST(tbin * CAST(round(bin_s * 1e6) AS UBIGINT) AS VARCHAR), v, sum(n) FROM x GROUP BY ALL
-  UNION ALL SELECT run_id, kernel_key, 'sn_bin', CAST(sbin * sn_bin AS VARCHAR), v, sum(n) FROM x GROUP BY ALL),
-w AS (
-  SELECT *, sum(n) OVER (PARTITION BY run_id, kernel_key, dimension, grp ORDER BY v
-                         ROWS UNBOUNDED PRECEDING) AS cum,
-         sum(n) OVER (PARTITION BY run_id, kernel_key, dimension, grp) AS total
-  FROM g WHERE v IS NOT NULL)
-SELECT run_id, kernel_key, dimension, grp AS "group", any_value(total)::BIGINT AS records,
-       min(v) AS min_busbw_gbs, min(v) FILTER (WHERE cum >= 0.25 * total) AS p25_busbw_gbs,
-       min(v) FILTER (WHERE cum >= 0.5 * total) AS p50_busbw_gbs,
-       min(v) FILTER (WHERE cum >= 0.75 * total) AS p75_busbw_gbs, max(v) AS max_busbw_gbs
-FROM w GROUP BY ALL ORDER BY run_id, kernel_key, dimension, "group")sql",
+       records::BIGINT AS records, norm_sum / records AS norm_busbw
+FROM (SELECT * FROM fast UNION ALL SELECT * FROM slow) ORDER BY run_id, hostname, bin)sql");
+  // Range bars: min/p25/p50/p75/max of busbw per kernel key and communicator, host, time bin,
+  // sequence-number bin (nearest-rank quantiles from value counts). The default parameters'
+  // answer of fresh runs is materialised (agg_range_bars).
+  {
+    const std::string recompute = std::string("(SELECT run_id FROM agg_stale_runs UNION ALL "
+                                              "SELECT run_id FROM runs WHERE NOT (") +
+                                  kRangeBarsDefault + "))";
+    v.push_back(
+        "CREATE OR REPLACE {TEMP} MACRO range_bars(min_bytes := 1048576, bin_s := 5, "
+        "sn_bin := 50) AS TABLE SELECT * FROM (SELECT run_id, kernel_key, dimension, \"group\", "
+        "records, min_busbw_gbs, p25_busbw_gbs, p50_busbw_gbs, p75_busbw_gbs, max_busbw_gbs "
+        "FROM agg_range_bars WHERE p_min_bytes = min_bytes AND p_bin_s = bin_s AND "
+        "p_sn_bin = sn_bin AND run_id IN (SELECT run_id FROM agg_fresh_runs WHERE " +
+        std::string(kRangeBarsDefault) + ") UNION ALL SELECT * FROM " +
+        Paren(RangeBarsSql("(SELECT * FROM cell_values WHERE run_id IN " + recompute + ")",
+                     "(SELECT * FROM records WHERE run_id IN " + recompute + ")", "min_bytes",
+                     "bin_s", "sn_bin")) +
+        ") ORDER BY run_id, kernel_key, dimension, \"group\"");
+  }
+  // ---- resource ------------------------------------------------------------------------------
+  v.push_back(
     // ---- resource ------------------------------------------------------------------------------
     R"sql(CREATE OR REPLACE {TEMP} VIEW resource_usage AS
 SELECT k.run_id, k.n_ranks, k.nnodes, k.coll_type, k.kind, k.op, sum(k.records) AS records,
@@ -408,39 +645,91 @@ SELECT k.run_id, k.n_ranks, k.nnodes, k.coll_type, k.kind, k.op, sum(k.records) 
        (SELECT count(DISTINCT comm_id) FROM op_dims d WHERE d.run_id = k.run_id
           AND d.n_ranks = k.n_ranks AND d.nnodes = k.nnodes AND d.op = k.op AND d.kind = k.kind)
          AS communicators
-FROM kernel_stats k GROUP BY ALL ORDER BY k.run_id, k.n_ranks, k.nnodes, k.op)sql",
-    // ---- other ---------------------------------------------------------------------------------
-    // Per process and operation shape, with every metadata column: group it by any of them.
-    R"sql(CREATE OR REPLACE {TEMP} VIEW meta_cells AS
+FROM kernel_stats k GROUP BY ALL ORDER BY k.run_id, k.n_ranks, k.nnodes, k.op)sql");
+  // ---- other ---------------------------------------------------------------------------------
+  // Per process and operation shape, with every metadata column: group it by any of them.
+  v.push_back(R"sql(CREATE OR REPLACE {TEMP} VIEW meta_cells AS
 WITH c AS (
-  SELECT run_id, process_id, op_id, timing_source, count(*) AS records,
-         sum(exec_time_us) AS time_us
-  FROM records GROUP BY ALL)
+  SELECT run_id, process_id, op_id, timing_source, sum(records)::BIGINT AS records,
+         sum(time_us)::HUGEINT AS time_us
+  FROM proc_ops GROUP BY ALL)
 SELECT r.name AS run, c.run_id, p.hostname, p.pid, p.git_rev, p.rec_mechanism, p.format_version,
        d.comm, d.comm_name, d.n_ranks, d.nnodes, d.coll_type, d.kind, d.op, d.algo, d.proto,
        d.msg_size_bytes, d.kernel_key, CAST(c.timing_source AS VARCHAR) AS timing_source, c.records, c.time_us,
        c.records * d.msg_size_bytes AS bytes
 FROM c JOIN op_dims d USING (run_id, op_id) JOIN processes p USING (run_id, process_id)
-JOIN runs r USING (run_id))sql",
+JOIN runs r USING (run_id))sql");
+  v.push_back(
     // Records, bytes, time and time-weighted busbw (total traffic-bytes / total time) by any
     // metadata column: SELECT * FROM group_by_column(git_rev).
     R"sql(CREATE OR REPLACE {TEMP} MACRO group_by_column(col) AS TABLE
 SELECT run, CAST(col AS VARCHAR) AS value, sum(records)::BIGINT AS records,
        sum(bytes)::HUGEINT AS bytes, sum(time_us)::HUGEINT AS time_us,
        count(DISTINCT hostname) AS hosts, count(DISTINCT kernel_key) AS kernels
-FROM meta_cells GROUP BY ALL ORDER BY run, value)sql",
-    // Median busbw by metadata column and kernel key (NIXT's "other" primitive), per record.
-    R"sql(CREATE OR REPLACE {TEMP} MACRO busbw_by_column(col) AS TABLE
-SELECT run, CAST(col AS VARCHAR) AS value, kernel_key, count(*) AS records,
-       median(busbw_gbs) AS median_busbw_gbs
-FROM (SELECT v.*, p.git_rev, p.rec_mechanism, p.format_version
-      FROM records_v v JOIN processes p USING (run_id, process_id))
-GROUP BY ALL ORDER BY run, kernel_key, value)sql",
-};
+FROM meta_cells GROUP BY ALL ORDER BY run, value)sql");
+  // Median busbw by metadata column and kernel key (NIXT's "other" primitive), per record: the
+  // median of DuckDB's median() (quantile_cont: the two middle values interpolated), computed
+  // from the value counts of the cells. col: a column of records_v's metadata (hostname, pid,
+  // git_rev, rec_mechanism, format_version, comm, comm_name, n_ranks, nnodes, coll_type, kind, op,
+  // algo, proto, msg_size_bytes, kernel_key, timing_source, rank).
+  v.push_back(R"sql(CREATE OR REPLACE {TEMP} MACRO busbw_by_column(col) AS TABLE
+WITH mc AS (
+  SELECT r.name AS run, c.run_id, p.hostname, p.pid, p.git_rev, p.rec_mechanism, p.format_version,
+         d.comm, d.comm_name, d.n_ranks, d.nnodes, d.coll_type, d.kind, d.op, d.algo, d.proto,
+         d.msg_size_bytes, d.kernel_key, c.timing_source, c.rank, c.busbw_gbs, c.records AS n
+  FROM cell_values c JOIN op_dims d USING (run_id, op_id) JOIN processes p USING (run_id, process_id)
+  JOIN runs r USING (run_id)),
+g AS (
+  SELECT run, CAST(col AS VARCHAR) AS value, kernel_key, busbw_gbs AS x, sum(n) AS n
+  FROM mc GROUP BY ALL),
+w AS (
+  SELECT *, sum(n) OVER (PARTITION BY run, value, kernel_key) AS records,
+         sum(n) FILTER (WHERE x IS NOT NULL) OVER (PARTITION BY run, value, kernel_key) AS total,
+         sum(n) OVER (PARTITION BY run, value, kernel_key ORDER BY x ASC NULLS LAST
+                      ROWS UNBOUNDED PRECEDING) AS cum
+  FROM g),
+m AS (
+  SELECT run, value, kernel_key, any_value(records)::BIGINT AS records,
+         min(x) FILTER (WHERE cum >= floor((total - 1) * 0.5) + 1) AS lo,
+         min(x) FILTER (WHERE cum >= ceil((total - 1) * 0.5) + 1) AS hi
+  FROM w GROUP BY ALL)
+SELECT run, value, kernel_key, records, lo + (hi - lo) * 0.5 AS median_busbw_gbs
+FROM m ORDER BY run, kernel_key, value)sql");
+  return v;
+}
+
+Status Install(Store& store, const std::string& sql, bool temporary) {
+  std::string s = sql;
+  size_t at = s.find("{TEMP} ");
+  if (at != std::string::npos) s.replace(at, 7, temporary ? "TEMP " : "");
+  Status st = store.Exec(s);
+  if (!st.ok()) return Status::Error("analysis view: " + st.message());
+  return Status::Ok();
+}
+
+// Creates the agg_* tables that are missing (TEMP and empty in a read-only session).
+Status EnsureAggTables(Store& store, bool temporary) {
+  for (const auto& [name, select] : AggTables()) {
+    Result<int64_t> n = store.QueryInt("SELECT count(*) FROM duckdb_tables() WHERE table_name = " +
+                                       SqlString(name));
+    if (!n.ok()) return n.status();
+    if (*n > 0) continue;
+    Status st = store.Exec(std::string("CREATE ") + (temporary ? "TEMP " : "") + "TABLE " + name +
+                           " AS SELECT * FROM (" + select + ") LIMIT 0");
+    if (!st.ok()) return Status::Error("analysis aggregates: " + name + ": " + st.message());
+    if (!temporary) {
+      for (const auto& c : kAggComments)
+        if (name == c[0])
+          COLLSCOPE_RETURN_IF_ERROR(
+              store.Exec("COMMENT ON TABLE " + name + " IS '" + c[1] + "'"));
+    }
+  }
+  return Status::Ok();
+}
 
 }  // namespace
 
-Status InstallAnalysisViews(Store& store, bool temporary) {
+Status InstallAnalysisViews(Store& store, bool temporary, bool use_aggregates) {
   // Stores made before the nccl-tests tables existed: busbw_by_shape reads them.
   Result<int64_t> nt = store.QueryInt(
       "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'nccl_tests_results'");
@@ -459,14 +748,80 @@ Status InstallAnalysisViews(Store& store, bool temporary) {
       COLLSCOPE_RETURN_IF_ERROR(store.Exec(ddl + ")"));
     }
   }
-  for (const char* view : kViews) {
-    std::string sql = view;
-    size_t at = sql.find("{TEMP} ");
-    sql.replace(at, 7, temporary ? "TEMP " : "");
-    Status st = store.Exec(sql);
-    if (!st.ok()) return Status::Error("analysis view: " + st.message());
-  }
+  for (const char* view : kBaseViews) COLLSCOPE_RETURN_IF_ERROR(Install(store, view, temporary));
+  COLLSCOPE_RETURN_IF_ERROR(EnsureAggTables(store, temporary));
+  for (const std::string& view : Views(use_aggregates))
+    COLLSCOPE_RETURN_IF_ERROR(Install(store, view, temporary));
   return Status::Ok();
+}
+
+Result<AggregateReport> RefreshAggregates(Store& store, const std::string& run) {
+  auto t0 = std::chrono::steady_clock::now();
+  COLLSCOPE_RETURN_IF_ERROR(InstallAnalysisViews(store, false));
+  std::string which = "SELECT run_id FROM agg_stale_runs ORDER BY run_id";
+  if (!run.empty()) {
+    Result<int32_t> id = store.RunId(run, false);
+    if (!id.ok()) return id.status();
+    which = "SELECT " + std::to_string(*id);
+  }
+  Result<QueryResult> runs = store.Query(which);
+  if (!runs.ok()) return runs.status();
+  AggregateReport report;
+  for (const auto& row : runs->rows) {
+    const std::string r = *row[0];
+    const std::string only = "run_id = " + r;
+    auto t = std::chrono::steady_clock::now();
+    std::vector<std::string> steps = {
+        "BEGIN TRANSACTION",
+        "DELETE FROM agg_meta WHERE " + only,
+        "DELETE FROM agg_cells WHERE " + only,
+        "DELETE FROM agg_values WHERE " + only,
+        "DELETE FROM agg_proc_ops WHERE " + only,
+        "DELETE FROM agg_time WHERE " + only,
+        "DELETE FROM agg_host_normalized WHERE " + only,
+        "DELETE FROM agg_host_transfer WHERE " + only,
+        "DELETE FROM agg_range_bars WHERE " + only,
+        // The run reads as fresh from here on (inside the transaction), so the materialised
+        // primitives below are computed from the aggregates made just before them.
+        "INSERT INTO agg_meta SELECT " + r + ", " + std::to_string(kAggVersion) +
+            ", (SELECT count(*) FROM ingests WHERE " + only + "), count(*), min(dump_ts_us), "
+            "max(dump_ts_us), min(coalesce(start_ts_us, kernel_start_ts_us, dump_ts_us)), "
+            "max(coalesce(start_ts_us, kernel_start_ts_us, dump_ts_us)), "
+            "current_localtimestamp(), 0 FROM records WHERE " + only,
+        "INSERT INTO agg_cells " + RawCellsSql(only),
+        "INSERT INTO agg_values " +
+            ValuesFromCellsSql("(SELECT * FROM agg_cells WHERE " + only + ")"),
+        "INSERT INTO agg_proc_ops " +
+            ProcOpsFromCellsSql("(SELECT * FROM agg_cells WHERE " + only + ")"),
+        "INSERT INTO agg_time SELECT * FROM " + Paren(RawTimeSql("r." + only)),
+        "INSERT INTO agg_host_normalized SELECT * FROM " +
+            Paren(HostNormalizedSql("(SELECT * FROM agg_cells WHERE " + only + ")")),
+        "INSERT INTO agg_host_transfer SELECT * FROM " +
+            Paren(HostTransferSql("(SELECT * FROM records WHERE " + only + ")")),
+        "INSERT INTO agg_range_bars SELECT 1048576, 5, 50, * FROM (" +
+            RangeBarsSql("(SELECT * FROM agg_cells WHERE " + only + ")",
+                         "(SELECT * FROM records WHERE " + only + ")", "1048576", "5", "50") +
+            ")",
+    };
+    for (const std::string& sql : steps) {
+      Status st = store.Exec(sql);
+      if (!st.ok()) {
+        store.Exec("ROLLBACK");
+        return Status::Error("analysis aggregates: " + st.message());
+      }
+    }
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+    Status st = store.Exec("UPDATE agg_meta SET seconds = " + std::to_string(secs) + " WHERE " +
+                           only);
+    if (st.ok()) st = store.Exec("COMMIT");
+    if (!st.ok()) {
+      store.Exec("ROLLBACK");
+      return Status::Error("analysis aggregates: " + st.message());
+    }
+    ++report.runs;
+  }
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return report;
 }
 
 }  // namespace collscope

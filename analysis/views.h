@@ -2,14 +2,35 @@
 // installed into a store by InstallAnalysisViews: persistently after an ingest, or as TEMP
 // objects in a read-only session, so `collscope sql` users and the C++ primitives read the same
 // definitions.
+//
+// Aggregates (docs/analysis.md, "Aggregates"): RefreshAggregates materialises compact agg_*
+// tables per run (value counts per cell, one-second bins, the parameterless spatial answers) so
+// the primitives read thousands of rows instead of millions of records. Every view reads them
+// only for runs whose aggregates are fresh (agg_fresh_runs: same definitions version, and the
+// run's ingests count unchanged since) and the records otherwise, so the answers are the same
+// with or without them.
 #pragma once
+
+#include <string>
 
 #include "core/status.h"
 #include "core/store.h"
 
 namespace collscope {
 
-// Creates (or replaces) every analysis view; `temporary` for read-only stores.
-Status InstallAnalysisViews(Store& store, bool temporary);
+// Creates (or replaces) every analysis view; `temporary` for read-only stores. Missing agg_*
+// tables are created empty (TEMP when `temporary`). use_aggregates = false makes every run read
+// the records (for tests and benchmarks comparing the two).
+Status InstallAnalysisViews(Store& store, bool temporary, bool use_aggregates = true);
+
+struct AggregateReport {
+  int runs = 0;         // runs (re)aggregated
+  double seconds = 0;   // wall time
+};
+
+// (Re)computes the agg_* tables of `run` (by name), or of every run whose aggregates are missing
+// or stale when `run` is empty, each run in one transaction; then the views read them. The store
+// must be writable. `collscope ingest` calls it after InstallAnalysisViews.
+Result<AggregateReport> RefreshAggregates(Store& store, const std::string& run = "");
 
 }  // namespace collscope

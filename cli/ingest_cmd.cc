@@ -63,6 +63,11 @@ int Run(const Options& o) {
   // Persist the analysis views so stock DuckDB clients see them too.
   Status views = InstallAnalysisViews(**store, false);
   if (!views.ok()) std::fprintf(stderr, "collscope ingest: %s\n", views.message().c_str());
+  // Pre-aggregate the new records for the analysis primitives (docs/analysis.md, "Aggregates").
+  if (views.ok()) {
+    Result<AggregateReport> agg = RefreshAggregates(**store);
+    if (!agg.ok()) std::fprintf(stderr, "collscope ingest: %s\n", agg.status().message().c_str());
+  }
   if (o.json) {
     std::printf(
         "{\"run\": %s, \"run_id\": %d, \"ingest_id\": %d, \"files_seen\": %lu, \"files_read\": "
