@@ -98,6 +98,36 @@ std::string ModesText(const std::vector<Mode>& modes) {
   return s;
 }
 
+// The synchronisation trap, as evidence: a rank that arrives late at every collective waits the
+// least, so its NCCL kernels are the shortest. Weighted median over collective keys of (the rank's
+// median NCCL kernel time / the other ranks' median) in steps [s0, s1]; 0 when not measurable.
+double NcclRatio(const KernelData& d, int rank, int64_t s0, int64_t s1) {
+  std::map<int, std::map<int, std::vector<double>>> by_key;  // key -> rank -> durations
+  for (const KernelData::Nccl& n : d.nccl)
+    if (n.step >= s0 && n.step <= s1) by_key[n.key][n.rank].push_back(n.dur_us);
+  std::vector<std::pair<double, double>> ratios;  // (ratio, the rank's kernels of the key)
+  double total = 0;
+  for (auto& [key, ranks] : by_key) {
+    auto mine = ranks.find(rank);
+    if (mine == ranks.end() || ranks.size() < 2) continue;
+    std::vector<double> others;
+    for (auto& [r, v] : ranks)
+      if (r != rank) others.push_back(MedianOf(v));
+    const double o = MedianOf(others);
+    if (!(o > 0)) continue;
+    const double w = static_cast<double>(mine->second.size());
+    ratios.push_back({MedianOf(mine->second) / o, w});
+    total += w;
+  }
+  // Weighted by how many such kernels the rank ran: frequent collectives (tensor parallel) count
+  // more than a per-step gradient bucket.
+  std::sort(ratios.begin(), ratios.end());
+  double acc = 0;
+  for (const auto& [r, w] : ratios)
+    if ((acc += w) >= total / 2) return r;
+  return 0;
+}
+
 }  // namespace
 
 Result<KernelData> LoadKernelData(Store& store, const std::string& run) {
@@ -153,6 +183,16 @@ Result<KernelData> LoadKernelData(Store& store, const std::string& run) {
   if (!sc.ok()) return sc.status();
   for (size_t i = 0; i < sc->rows; ++i)
     d.step_compute.push_back({static_cast<int>(sc->i[0][i]), sc->d[0][i]});
+  auto nc = Fetch(conn,
+                  "SELECT CAST(rank AS BIGINT), CAST(dense_rank() OVER (ORDER BY coalesce(pg_name, ''), coalesce(pg_ranks, ''), "
+                  "coalesce(coll, ''), name, coalesce(in_nelems, -1)) AS BIGINT), CAST(step AS BIGINT), "
+                  "CAST(dur_us AS DOUBLE) FROM kernels WHERE run_id = " + rid +
+                      " AND kind = 'nccl' AND step IS NOT NULL",
+                  "iiid");
+  if (!nc.ok()) return nc.status();
+  d.nccl.reserve(nc->rows);
+  for (size_t i = 0; i < nc->rows; ++i)
+    d.nccl.push_back({static_cast<int>(nc->i[0][i]), static_cast<int>(nc->i[1][i]), nc->i[2][i], nc->d[0][i]});
   // Process groups: the traces' pg_config, and the NCCL kernels' own metadata.
   std::vector<Group> groups;
   auto tr = Fetch(conn,
@@ -368,6 +408,13 @@ std::vector<Finding> DetectKernelAnomalies(const KernelData& d, const KernelOpti
     f.AddText("worst_kernel_modes", ModesText(worst->modes));
     f.AddText("worst_kernel_peer_modes", ModesText(worst->peer_modes));
     if (s0 >= 0) { f.Add("first_step", static_cast<double>(s0)); f.Add("last_step", static_cast<double>(s1)); }
+    const double nccl_ratio = s0 >= 0 ? NcclRatio(d, rank, s0, s1) : 0;
+    if (nccl_ratio > 0) {
+      f.Add("nccl_kernel_time_ratio", nccl_ratio);
+      if (nccl_ratio < 0.9)
+        f.AddText("synchronisation_trap",
+                  "its NCCL kernels are the shortest: it arrives last and its peers wait");
+    }
     if (cell) {
       f.Add("grid_ratio", cell->ratio);
       f.AddText("grid_cell", "dp " + std::to_string(cell->row) + ", model-parallel " + std::to_string(cell->col));

@@ -39,6 +39,14 @@ struct KernelData {
   std::vector<std::vector<int>> dp_groups;   // data-parallel groups (global ranks in DP order)
   std::map<int, std::vector<int>> peers;     // rank -> ranks it shares a process group with
   std::vector<std::pair<int, double>> step_compute;  // (rank, summed compute time of one step)
+  // NCCL kernels (for the synchronisation-trap evidence): key = same process group (name and
+  // ranks), collective, kernel and size.
+  struct Nccl {
+    int rank = -1, key = -1;
+    int64_t step = -1;
+    double dur_us = 0;
+  };
+  std::vector<Nccl> nccl;
 };
 
 // Kineto kernels of run `run` (empty: the first run that has kernels). Empty data when the store

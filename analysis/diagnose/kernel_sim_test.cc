@@ -55,6 +55,9 @@ TEST(KernelDetector, SimulatedGpuStragglerThroughKineto) {
   EXPECT_EQ(ev["last_step"], 9);  // end_step is exclusive (ground_truth.json: steps 6-9)
   EXPECT_NEAR(ev["slowdown"], 1.3, 0.05);
   EXPECT_GT(ev["grid_ratio"], 1.1);
+  // The synchronisation trap: the straggler waits least, its NCCL kernels are the shortest.
+  EXPECT_GT(ev["nccl_kernel_time_ratio"], 0);
+  EXPECT_LT(ev["nccl_kernel_time_ratio"], 0.9);
   // Victims: its data-, tensor- and pipeline-parallel peers.
   EXPECT_FALSE(slow[0].victims.empty());
   EXPECT_EQ(std::count(slow[0].victims.begin(), slow[0].victims.end(), 5), 0);
