@@ -20,8 +20,8 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 db=$tmp/job.duckdb
 "$bin" ingest "$job/nccl-inspector" --db "$db" --run example -q || fail "ingest"
-# A baseline: nccl-tests of the example's 4-GPU tensor-parallel groups, from the simulator.
-"$bin" simulate -o "$tmp/nt" --mode nccl-tests --hosts 1 --gpus-per-host 4 --tp 4 --pp 1 \
+# A baseline: nccl-tests of the example's 8-GPU tensor-parallel groups, from the simulator.
+"$bin" simulate -o "$tmp/nt" --mode nccl-tests --hosts 1 --gpus-per-host 8 --tp 8 --pp 1 \
   --nt-ops allreduce --nt-min-bytes 1048576 --nt-max-bytes 268435456 --kineto-max-ranks 0 \
   --seed 7 >/dev/null || fail "simulate nccl-tests"
 "$bin" compare --db "$db" --baseline nccl-tests --baseline-log "$tmp/nt/nccl-tests.out" \
