@@ -8,6 +8,7 @@
 #include "cli/output.h"
 #include "analysis/views.h"
 #include "core/ingest.h"
+#include "core/readers/kineto.h"
 
 namespace collscope::cli {
 namespace {
@@ -60,6 +61,14 @@ int Run(const Options& o) {
     return 2;
   }
   const IngestReport& rep = *r;
+  // PyTorch-profiler (Kineto) traces among the inputs go to their own tables of the same run.
+  Result<readers::KinetoIngestReport> kineto =
+      readers::IngestKineto(**store, o.paths, opts.run, o.threads);
+  if (!kineto.ok()) {
+    std::fprintf(stderr, "collscope ingest: %s\n", kineto.status().message().c_str());
+    return 2;
+  }
+  const readers::KinetoIngestReport& kin = *kineto;
   // Persist the analysis views so stock DuckDB clients see them too.
   Status views = InstallAnalysisViews(**store, false);
   if (!views.ok()) std::fprintf(stderr, "collscope ingest: %s\n", views.message().c_str());
@@ -73,11 +82,13 @@ int Run(const Options& o) {
         "{\"run\": %s, \"run_id\": %d, \"ingest_id\": %d, \"files_seen\": %lu, \"files_read\": "
         "%lu, \"files_unchanged\": %lu, \"files_rewritten\": %lu, \"bytes_read\": %lu, "
         "\"lines_read\": %lu, \"records_stored\": %lu, \"dump_stats_stored\": %lu, "
-        "\"lines_rejected\": %lu, \"incomplete_tail_bytes\": %lu, \"seconds\": %.3f}\n",
+        "\"lines_rejected\": %lu, \"incomplete_tail_bytes\": %lu, \"seconds\": %.3f, "
+        "\"kineto_traces_seen\": %lu, \"kineto_traces_read\": %lu, \"kineto_steps\": %lu, "
+        "\"kineto_kernels\": %lu}\n",
         JsonString(opts.run).c_str(), rep.run_id, rep.ingest_id, rep.files_seen, rep.files_read,
         rep.files_unchanged, rep.files_rewritten, rep.bytes_read, rep.lines_read,
         rep.records_stored, rep.dump_stats_stored, rep.lines_rejected, rep.incomplete_tail_bytes,
-        rep.seconds);
+        rep.seconds, kin.files_seen, kin.files_read, kin.steps, kin.kernels);
   } else if (!o.quiet) {
     std::printf("run %s: %lu files (%lu read, %lu unchanged, %lu rewritten)\n", opts.run.c_str(),
                 rep.files_seen, rep.files_read, rep.files_unchanged, rep.files_rewritten);
@@ -89,12 +100,16 @@ int Run(const Options& o) {
     if (rep.incomplete_tail_bytes)
       std::printf("%lu bytes of unfinished last lines left for the next ingest\n",
                   rep.incomplete_tail_bytes);
+    if (kin.files_seen)
+      std::printf("kineto: %lu traces (%lu read): %lu steps, %lu kernels (%lu NCCL)\n",
+                  kin.files_seen, kin.files_read, kin.steps, kin.kernels, kin.nccl_kernels);
     for (const std::string& s : rep.first_rejections) std::printf("  rejected %s\n", s.c_str());
     if (rep.lines_rejected > rep.first_rejections.size())
       std::printf("  ... see: collscope sql --db %s \"SELECT * FROM ingest_log\"\n", o.db.c_str());
   }
-  if (rep.files_seen == 0) {
-    std::fprintf(stderr, "collscope ingest: no input files (*.log, *.jsonl, *.gz) found\n");
+  if (rep.files_seen == 0 && kin.files_seen == 0) {
+    std::fprintf(stderr, "collscope ingest: no input files (*.log, *.jsonl, their .gz, or "
+                         "Kineto *.pt.trace.json[.gz]) found\n");
     return 1;
   }
   if (rep.lines_read > 0 && rep.records_stored + rep.dump_stats_stored == 0) return 1;
@@ -105,9 +120,9 @@ int Run(const Options& o) {
 void Register(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
-      "ingest", "Ingest NCCL Inspector / collscope logs (files or directories, recursively) into "
-                "a store. Incremental: files that grew are read from where the last ingest "
-                "stopped; unchanged ones are skipped.");
+      "ingest", "Ingest NCCL Inspector / collscope logs and PyTorch-profiler (Kineto) traces "
+                "(files or directories, recursively) into a store. Incremental: files that grew "
+                "are read from where the last ingest stopped; unchanged ones are skipped.");
   cmd->add_option("paths", o->paths, "Log files or directories")->required();
   cmd->add_option("--db", o->db, "Store file (created if missing)")->capture_default_str();
   cmd->add_option("--run", o->run, "Run name (default: the first path's base name)");

@@ -585,7 +585,11 @@ Result<std::vector<std::string>> DiscoverInputs(const std::vector<std::string>& 
     fs::file_status st = fs::status(p, ec);
     if (ec || !fs::exists(st)) return Status::Error(p + ": no such file or directory");
     if (fs::is_regular_file(st)) {
-      out.push_back(fs::absolute(p).lexically_normal().string());
+      // Named explicitly, a file is taken whatever its name, except JSON documents (Kineto
+      // traces, plugin state files), which are not JSON lines and have readers of their own.
+      std::string name = fs::path(p).filename().string();
+      bool json_document = name.ends_with(".json") || name.ends_with(".json.gz");
+      if (!json_document) out.push_back(fs::absolute(p).lexically_normal().string());
       continue;
     }
     for (auto it = fs::recursive_directory_iterator(

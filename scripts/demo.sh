@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
-# Sets up, builds, and runs the main job on the bundled example: ingest its NCCL Inspector logs
-# into a fresh store, then summarise it (and diagnose/report where those commands exist).
+# Sets up, builds, and runs the main job on the bundled example (examples/README.md): ingest its
+# NCCL Inspector logs and PyTorch-profiler traces into a fresh store, summarise it, diagnose it,
+# and write the HTML report with the findings.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh build
-example=examples/job
+cs=./build/collscope
 db=build/example.duckdb
 rm -f "$db" "$db.wal"
-./build/collscope ingest "$example/nccl-inspector" --db "$db" --run example
-./build/collscope summary --db "$db" --top 8
-for cmd in diagnose report; do
-  if ./build/collscope "$cmd" --help >/dev/null 2>&1; then
-    case "$cmd" in
-      diagnose) ./build/collscope diagnose --db "$db" ;;
-      report) ./build/collscope report --db "$db" -o build/example-report.html &&
-              echo "report: build/example-report.html" ;;
-    esac
-  fi
-done
+$cs ingest examples/job --db "$db" --run example
+echo
+$cs summary --db "$db" --top 8
+echo
+echo "== findings"
+$cs diagnose --db "$db" --run example
+$cs diagnose --db "$db" --run example --json > build/example-findings.json
+$cs report --db "$db" --run example --findings build/example-findings.json \
+  -o build/example-report.html
+echo
+echo "report: build/example-report.html (findings as JSON: build/example-findings.json)"

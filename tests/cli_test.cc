@@ -152,9 +152,12 @@ namespace {
 TEST(ExampleJob, DiagnoseNamesTheDegradedHost) {
   if (Collscope("diagnose --help").code != 0) GTEST_SKIP() << "collscope built without diagnose";
   testing::TempDir dir;
-  Output ing = Collscope(std::string("ingest ") + COLLSCOPE_SOURCE_DIR +
-                         "/examples/job/nccl-inspector --db " + dir / "s.duckdb" + " --strict -q");
+  // The whole job directory: Inspector logs and Kineto traces land in one run.
+  Output ing = Collscope(std::string("ingest ") + COLLSCOPE_SOURCE_DIR + "/examples/job --db " +
+                         dir / "s.duckdb" + " --strict --json");
   ASSERT_EQ(ing.code, 0) << ing.text;
+  EXPECT_NE(ing.text.find("\"records_stored\": 9600"), std::string::npos) << ing.text;
+  EXPECT_NE(ing.text.find("\"kineto_traces_read\": 32"), std::string::npos) << ing.text;
   Output diag = Collscope("diagnose --db " + dir / "s.duckdb" + " --json");
   ASSERT_EQ(diag.code, 0) << diag.text;
   EXPECT_NE(diag.text.find("\"schema\": \"collscope.findings.v1\""), std::string::npos);
