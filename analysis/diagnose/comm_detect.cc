@@ -366,27 +366,29 @@ std::vector<Finding> DetectSlowCompute(const CommData& d, const CommOptions& o) 
     events_of[p] = n;
     for (auto [w, e] : v) flagged[p].push_back(w);
   }
-  // Group flagged processes by host: a whole host late is one host finding.
+  // Group flagged processes by host: ranks of one host late over overlapping windows are one
+  // host finding (a slowed host rarely makes every one of its ranks last in every window: its
+  // tensor-parallel partners resynchronise); a single late rank is one rank finding.
   struct Group { std::vector<int> procs; int w0, w1; };
   std::vector<Group> groups;
-  std::map<int, std::vector<std::tuple<int, int, int>>> host_runs;  // host -> (proc, w0, w1)
-  // One finding per process: its late windows come and go with the noise.
+  std::map<int, std::vector<std::tuple<int, int, int>>> host_runs;  // host -> (w0, w1, proc)
   for (auto& [p, ws] : flagged)
-    host_runs[d.procs[p].host].push_back({p, *std::min_element(ws.begin(), ws.end()), *std::max_element(ws.begin(), ws.end())});
+    host_runs[d.procs[p].host].push_back({*std::min_element(ws.begin(), ws.end()), *std::max_element(ws.begin(), ws.end()), p});
   std::vector<int> host_size(d.hosts.size(), 0);
   for (const Proc& p : d.procs) host_size[p.host]++;
   for (auto& [h, runs] : host_runs) {
-    std::vector<int> procs;
-    int w0 = INT32_MAX, w1 = 0;
-    for (auto [p, a, b] : runs) { procs.push_back(p); w0 = std::min(w0, a); w1 = std::max(w1, b); }
-    SortUnique(&procs);
-    const bool whole_host = host_size[h] > 1 && static_cast<int>(procs.size()) == host_size[h];
-    if (whole_host) {
-      groups.push_back({procs, w0, w1});
-    } else {
-      for (auto [p, a, b] : runs) groups.push_back({{p}, a, b});
+    std::sort(runs.begin(), runs.end());
+    for (auto [a, b, p] : runs) {
+      // Overlapping (or one window apart, as Runs allows) windows join the host's last group.
+      if (!groups.empty() && d.procs[groups.back().procs[0]].host == h && a <= groups.back().w1 + 2) {
+        groups.back().procs.push_back(p);
+        groups.back().w1 = std::max(groups.back().w1, b);
+      } else {
+        groups.push_back({{p}, a, b});
+      }
     }
   }
+  for (Group& g : groups) SortUnique(&g.procs);
   for (const Group& g : groups) {
     Finding f;
     f.kind = Kind::kSlowCompute;
@@ -424,9 +426,14 @@ std::vector<Finding> DetectSlowCompute(const CommData& d, const CommOptions& o) 
     f.Add("peer_wait_share", share);
     f.Add("median_wait_us", mw);
     f.AddText("synchronisation_trap", "root cause shows the shortest collective times; peers wait");
-    const std::string who = g.procs.size() > 1 ? "All " + std::to_string(g.procs.size()) + " ranks of host " + f.hosts[0] +
-                                                     " (" + RankList(f.ranks) + ")"
-                                               : "Rank " + std::to_string(f.ranks[0]) + " on " + f.hosts[0];
+    const int hn = host_size[d.procs[g.procs[0]].host];
+    const std::string who =
+        g.procs.size() == 1 ? "Rank " + std::to_string(f.ranks[0]) + " on " + f.hosts[0]
+        : static_cast<int>(g.procs.size()) == hn
+            ? "All " + std::to_string(g.procs.size()) + " ranks of host " + f.hosts[0] + " (" + RankList(f.ranks) + ")"
+            : std::to_string(g.procs.size()) + " of the " + std::to_string(hn) + " ranks of host " + f.hosts[0] +
+                  " (" + RankList(f.ranks) + ")";
+    f.Add("host_ranks_flagged", static_cast<double>(g.procs.size()));
     f.summary = who + " arrive" + (g.procs.size() > 1 ? "" : "s") + " last at " +
                 std::to_string(events) + " collectives, making " + std::to_string(f.victims.size()) +
                 " peers wait a median " + Fmt("%.1f", mw / 1000.0) +

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <iterator>
 
 #include "analysis/diagnose/hang.h"
 #include "analysis/diagnose/steps.h"
@@ -15,12 +16,66 @@ double Now() {
 }
 }  // namespace
 
+namespace {
+
+bool Subset(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  for (const std::string& x : a)
+    if (std::find(b.begin(), b.end(), x) == b.end()) return false;
+  return true;
+}
+
+// Folds `b` into `a` (the more confident finding of the two keeps its summary and evidence).
+void Fold(Finding* a, const Finding& b) {
+  a->ranks.insert(a->ranks.end(), b.ranks.begin(), b.ranks.end());
+  SortUnique(&a->ranks);
+  a->victims.insert(a->victims.end(), b.victims.begin(), b.victims.end());
+  SortUnique(&a->victims);
+  std::vector<int> v;
+  std::set_difference(a->victims.begin(), a->victims.end(), a->ranks.begin(), a->ranks.end(), std::back_inserter(v));
+  a->victims = std::move(v);
+  a->hosts.insert(a->hosts.end(), b.hosts.begin(), b.hosts.end());
+  SortUnique(&a->hosts);
+  a->comms.insert(a->comms.end(), b.comms.begin(), b.comms.end());
+  SortUnique(&a->comms);
+  a->start_us = std::min(a->start_us, b.start_us);
+  a->end_us = std::max(a->end_us, b.end_us);
+  a->confidence = std::max(a->confidence, b.confidence);
+  if (b.detector != a->detector) {
+    std::string also = b.detector;
+    for (const Evidence& e : b.evidence)
+      if (e.key == "also_detected_by") also += ", " + e.text;
+    for (Evidence& e : a->evidence)
+      if (e.key == "also_detected_by") { e.text += ", " + also; also.clear(); }
+    if (!also.empty()) a->AddText("also_detected_by", also);
+  }
+}
+
+}  // namespace
+
 void Consolidate(std::vector<Finding>* fs) {
   std::stable_sort(fs->begin(), fs->end(), [](const Finding& a, const Finding& b) {
     const bool ha = a.kind == Kind::kHang, hb = b.kind == Kind::kHang;
     if (ha != hb) return ha;
     return a.confidence > b.confidence;
   });
+  // One compute straggler, one finding: slow_compute findings of one host (or of hosts one of
+  // them covers, such as a slow pipeline stage) whose windows overlap are merged, whichever
+  // detector saw them (late arrivals, repeated stalls, a slow pipeline stage).
+  for (size_t i = 0; i < fs->size(); ++i) {
+    Finding& a = (*fs)[i];
+    if (a.kind != Kind::kSlowCompute || a.hosts.empty()) continue;
+    for (size_t j = i + 1; j < fs->size();) {
+      const Finding& b = (*fs)[j];
+      const bool same_place = !b.hosts.empty() && (Subset(b.hosts, a.hosts) || Subset(a.hosts, b.hosts));
+      if (b.kind == Kind::kSlowCompute && same_place && b.start_us <= a.end_us && a.start_us <= b.end_us) {
+        Fold(&a, b);
+        fs->erase(fs->begin() + static_cast<std::ptrdiff_t>(j));
+        j = i + 1;  // the merged window may now overlap an earlier-skipped finding
+      } else {
+        ++j;
+      }
+    }
+  }
 }
 
 Result<std::vector<Finding>> DiagnoseStore(Store& store, const DiagnoseOptions& o,

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "analysis/diagnose/comm_data.h"
+#include "analysis/diagnose/diagnose.h"
 #include "analysis/diagnose/hang.h"
 #include "analysis/diagnose/share_ccld.h"
 #include "analysis/diagnose/steps.h"
@@ -116,6 +117,95 @@ TEST(Overlap, SlowLinkAndStragglerAtOnce) {
   EXPECT_EQ(link[0].hosts, std::vector<std::string>({"h0"}));
   ASSERT_EQ(comp.size(), 1u);
   EXPECT_EQ(comp[0].ranks, std::vector<int>({7}));
+}
+
+// Makes `proc` arrive 2 ms late in steps [s0, s1) in every communicator it shares with none of
+// `not_with` (a host's ranks slowed independently: their shared tensor-parallel group stays
+// balanced).
+void MakeLate(CommData* d, int proc, int not_with, int s0, int s1) {
+  for (Inst& x : d->insts) {
+    const auto& ps = d->comms[x.comm].procs;
+    if (x.sn < s0 || x.sn >= s1 || std::find(ps.begin(), ps.end(), proc) == ps.end() ||
+        std::find(ps.begin(), ps.end(), not_with) != ps.end())
+      continue;
+    x.pmin = proc;
+    x.tmed = x.tmin + 2000;
+    x.tmax = x.tmin + 2200;
+  }
+}
+
+TEST(SlowCompute, RanksOfOneHostWithOverlappingWindowsAreOneFinding) {
+  CommData d = Job();
+  Fill(&d, 100, -1, 0, 0, -1, 0, 0);
+  MakeLate(&d, 2, 3, 20, 60);
+  MakeLate(&d, 3, 2, 40, 80);
+  auto f = DetectSlowCompute(d, Opts());
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].kind, Kind::kSlowCompute);
+  EXPECT_EQ(f[0].ranks, std::vector<int>({2, 3}));
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"h1"}));
+  EXPECT_NEAR(f[0].start_us, 1000000000 + 2000000, 1000000);
+  EXPECT_NEAR(f[0].end_us, 1000000000 + 8000000, 1000000);
+  for (int r : f[0].ranks)
+    EXPECT_EQ(std::find(f[0].victims.begin(), f[0].victims.end(), r), f[0].victims.end());
+}
+
+TEST(SlowCompute, SameHostRanksAtDifferentTimesStaySeparate) {
+  CommData d = Job();
+  Fill(&d, 100, -1, 0, 0, -1, 0, 0);
+  MakeLate(&d, 2, 3, 10, 30);
+  MakeLate(&d, 3, 2, 70, 90);
+  auto f = DetectSlowCompute(d, Opts());
+  ASSERT_EQ(f.size(), 2u) << FindingsToText(f);
+  std::vector<int> ranks;
+  for (const Finding& x : f) {
+    ASSERT_EQ(x.ranks.size(), 1u);
+    EXPECT_EQ(x.hosts, std::vector<std::string>({"h1"}));
+    ranks.push_back(x.ranks[0]);
+  }
+  std::sort(ranks.begin(), ranks.end());
+  EXPECT_EQ(ranks, std::vector<int>({2, 3}));
+}
+
+TEST(Consolidate, SlowComputeOfOneHostMergesAcrossDetectors) {
+  auto mk = [](std::string det, std::vector<std::string> hosts, std::vector<int> ranks, int64_t a, int64_t b,
+               double conf) {
+    Finding f;
+    f.kind = Kind::kSlowCompute;
+    f.detector = std::move(det);
+    f.hosts = std::move(hosts);
+    f.ranks = std::move(ranks);
+    f.victims = {0, 1, 2, 3, 4, 5};
+    f.start_us = a;
+    f.end_us = b;
+    f.confidence = conf;
+    return f;
+  };
+  std::vector<Finding> fs = {
+      mk("comm.late_arrival", {"h1"}, {2}, 100, 300, 0.6),
+      mk("comm.stall", {"h1"}, {3}, 250, 400, 0.8),           // overlaps: same straggler host
+      mk("comm.late_arrival", {"h1"}, {3}, 900, 1000, 0.5),   // same host, later: separate
+      mk("comm.late_arrival", {"h2"}, {4}, 100, 300, 0.7),    // other host: separate
+  };
+  Finding bubble = mk("comm.pipeline_bubble", {"h1"}, {2, 3}, 100, 300, 0.9);
+  bubble.kind = Kind::kPipelineBubble;  // other kinds are never merged
+  fs.push_back(bubble);
+  Consolidate(&fs);
+  ASSERT_EQ(fs.size(), 4u) << FindingsToText(fs);
+  const Finding* merged = nullptr;
+  for (const Finding& f : fs)
+    if (f.kind == Kind::kSlowCompute && f.ranks.size() == 2) merged = &f;
+  ASSERT_NE(merged, nullptr) << FindingsToText(fs);
+  EXPECT_EQ(merged->ranks, std::vector<int>({2, 3}));
+  EXPECT_EQ(merged->hosts, std::vector<std::string>({"h1"}));
+  EXPECT_EQ(merged->detector, "comm.stall");  // the more confident one leads
+  EXPECT_EQ(merged->start_us, 100);
+  EXPECT_EQ(merged->end_us, 400);
+  EXPECT_DOUBLE_EQ(merged->confidence, 0.8);
+  EXPECT_EQ(merged->victims, std::vector<int>({0, 1, 4, 5}));
+  bool also = false;
+  for (const Evidence& e : merged->evidence) also |= e.key == "also_detected_by" && e.text == "comm.late_arrival";
+  EXPECT_TRUE(also);
 }
 
 TEST(HostStall, OneHugeWaitIsAStall) {
