@@ -824,4 +824,11 @@ Result<AggregateReport> RefreshAggregates(Store& store, const std::string& run) 
   return report;
 }
 
+Result<std::unique_ptr<Store>> OpenForAnalysis(const std::string& path) {
+  auto store = Store::Open(path, {.read_only = true});
+  if (!store.ok()) return store.status();
+  COLLSCOPE_RETURN_IF_ERROR(InstallAnalysisViews(**store, true));
+  return store;
+}
+
 }  // namespace collscope

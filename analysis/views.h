@@ -11,6 +11,7 @@
 // with or without them.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "core/status.h"
@@ -32,5 +33,9 @@ struct AggregateReport {
 // or stale when `run` is empty, each run in one transaction; then the views read them. The store
 // must be writable. `collscope ingest` calls it after InstallAnalysisViews.
 Result<AggregateReport> RefreshAggregates(Store& store, const std::string& run = "");
+
+// Opens the store at `path` read-only with the analysis views installed (as temporary views):
+// what every reading command starts with.
+Result<std::unique_ptr<Store>> OpenForAnalysis(const std::string& path);
 
 }  // namespace collscope

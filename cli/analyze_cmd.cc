@@ -31,14 +31,9 @@ int Run(Options& o) {
     std::printf("%s\n", sql->c_str());
     return 0;
   }
-  auto store = Store::Open(o.db, {.read_only = true});
+  auto store = OpenForAnalysis(o.db);
   if (!store.ok()) {
     std::fprintf(stderr, "collscope analyze: %s\n", store.status().message().c_str());
-    return 2;
-  }
-  Status views = InstallAnalysisViews(**store, true);
-  if (!views.ok()) {
-    std::fprintf(stderr, "collscope analyze: %s\n", views.message().c_str());
     return 2;
   }
   auto r = RunPrimitive(**store, o.primitive, o.a);

@@ -52,14 +52,9 @@ int Run(const Options& o) {
     std::fprintf(stderr, "collscope compare: --run is required (or --baseline-log to store)\n");
     return 2;
   }
-  auto store = Store::Open(o.db, {.read_only = true});
+  auto store = OpenForAnalysis(o.db);
   if (!store.ok()) {
     std::fprintf(stderr, "collscope compare: %s\n", store.status().message().c_str());
-    return 2;
-  }
-  Status views = InstallAnalysisViews(**store, true);
-  if (!views.ok()) {
-    std::fprintf(stderr, "collscope compare: %s\n", views.message().c_str());
     return 2;
   }
   for (const std::string& name : {o.run, o.baseline}) {

@@ -15,14 +15,9 @@ struct Options {
 };
 
 int Run(Options& o) {
-  auto store = Store::Open(o.db, {.read_only = true});
+  auto store = OpenForAnalysis(o.db);
   if (!store.ok()) {
     std::fprintf(stderr, "collscope report: %s\n", store.status().message().c_str());
-    return 2;
-  }
-  Status views = InstallAnalysisViews(**store, true);
-  if (!views.ok()) {
-    std::fprintf(stderr, "collscope report: %s\n", views.message().c_str());
     return 2;
   }
   o.report.output = o.output;

@@ -17,13 +17,11 @@ struct Options {
 };
 
 int Run(const Options& o) {
-  auto store = Store::Open(o.db, {.read_only = true});
+  auto store = OpenForAnalysis(o.db);
   if (!store.ok()) {
     std::fprintf(stderr, "collscope sql: %s\n", store.status().message().c_str());
     return 2;
   }
-  Status views = InstallAnalysisViews(**store, true);
-  if (!views.ok()) std::fprintf(stderr, "collscope sql: %s\n", views.message().c_str());
   Result<QueryResult> r = (*store)->QueryReadOnly(o.query);
   if (!r.ok()) {
     std::fprintf(stderr, "collscope sql: %s\n", r.status().message().c_str());

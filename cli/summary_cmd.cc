@@ -26,14 +26,9 @@ std::string Bytes(double b) {
 }
 
 int Run(const Options& o) {
-  auto store = Store::Open(o.db, {.read_only = true});
+  auto store = OpenForAnalysis(o.db);
   if (!store.ok()) {
     std::fprintf(stderr, "collscope summary: %s\n", store.status().message().c_str());
-    return 2;
-  }
-  Status views = InstallAnalysisViews(**store, true);
-  if (!views.ok()) {
-    std::fprintf(stderr, "collscope summary: %s\n", views.message().c_str());
     return 2;
   }
   auto runs = Summarize(**store, o.run, o.top);
