@@ -53,6 +53,10 @@ struct FileTask {
   uint64_t size = 0;
   int64_t mtime_ns = 0;
   bool compressed = false;
+  // Hash of the first kFingerprintBytes, once that much has been consumed: it cannot change
+  // afterwards, so later commits need not read the file again.
+  bool fingerprint_final = false;
+  uint64_t fingerprint = 0;
 };
 
 struct FileProgress {
@@ -295,10 +299,14 @@ class Writer {
     for (size_t i = 0; i < tasks_.size(); ++i) {
       FileProgress& fp = progress_[i];
       if (!fp.touched) continue;
-      const FileTask& t = tasks_[i];
-      uint64_t fp_len = std::min(kFingerprintBytes, fp.bytes_consumed);
-      Result<uint64_t> fingerprint = FingerprintPrefix(t.path, fp_len);
-      if (!fingerprint.ok()) return fingerprint.status();
+      FileTask& t = tasks_[i];
+      if (!t.fingerprint_final) {
+        uint64_t fp_len = std::min(kFingerprintBytes, fp.bytes_consumed);
+        Result<uint64_t> prefix = FingerprintPrefix(t.path, fp_len);
+        if (!prefix.ok()) return prefix.status();
+        t.fingerprint = *prefix;
+        t.fingerprint_final = fp_len == kFingerprintBytes;
+      }
       upsert += upsert.empty() ? "INSERT OR REPLACE INTO files VALUES " : ", ";
       // Built piecewise: GCC 12 misreports a long operator+ chain here (-Wrestrict).
       upsert += "(";
@@ -306,7 +314,7 @@ class Writer {
            {std::to_string(run_id_), std::to_string(t.file_id),
             SqlString(Printable(t.path.data(), t.path.size(), 4096)),
             std::string(t.compressed ? "true" : "false"), std::to_string(fp.bytes_consumed),
-            std::to_string(fp.lines_consumed), std::to_string(*fingerprint),
+            std::to_string(fp.lines_consumed), std::to_string(t.fingerprint),
             std::to_string(t.size), std::to_string(t.mtime_ns)}) {
         upsert += v;
         upsert += ", ";
@@ -658,6 +666,8 @@ Result<IngestReport> Ingest(Store& store, const std::vector<std::string>& paths,
       if (same) {
         t.start_offset = k.bytes_consumed;
         t.start_line = k.lines_consumed;
+        t.fingerprint = k.fingerprint;
+        t.fingerprint_final = k.bytes_consumed >= kFingerprintBytes;
       } else {
         rewritten.push_back(t.file_id);
         ++report.files_rewritten;
@@ -702,12 +712,15 @@ Result<IngestReport> Ingest(Store& store, const std::vector<std::string>& paths,
                                    ? threads_setting->rows[0][0].value_or("")
                                    : "";
   store.Exec("SET threads = 1");
+  // Restores the setting once: explicitly before the checkpoint, or on any early return.
   struct RestoreThreads {
     Store& store;
-    const std::string& value;
-    ~RestoreThreads() {
+    std::string value;
+    void Restore() {
       if (!value.empty()) store.Exec("SET threads = " + value);
+      value.clear();
     }
+    ~RestoreThreads() { Restore(); }
   } restore_threads{store, duckdb_threads};
 
   Writer writer(store, *run_id, report.ingest_id, tasks);
@@ -760,7 +773,7 @@ Result<IngestReport> Ingest(Store& store, const std::vector<std::string>& paths,
   }
 
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (!duckdb_threads.empty()) store.Exec("SET threads = " + duckdb_threads);
+  restore_threads.Restore();
   Status st = store.Exec(
       "INSERT INTO ingests VALUES (" + run + ", " + std::to_string(report.ingest_id) +
       ", current_localtimestamp() - to_microseconds(" +

@@ -151,6 +151,25 @@ TEST_F(IngestTest, FileRewrittenInPlaceReplacesItsRows) {
   EXPECT_EQ(Count(*store_, "SELECT min(sn) FROM records"), 100);
 }
 
+TEST_F(IngestTest, FilesPastTheFingerprintGrowAndAreRewritten) {
+  // Larger than the 4 KiB fingerprint: resuming reuses the stored fingerprint, and a rewrite
+  // that grew the file is still noticed by its first bytes.
+  WriteFile(dir_ / "logs/node1-pid10.log", ProcessLog("node1", 10, 0, 1, 20));
+  ASSERT_TRUE(Run().ok());
+  WriteFile(dir_ / "logs/node1-pid10.log", ProcessLog("node1", 10, 0, 21, 5), true);
+  Result<IngestReport> grown = Run();
+  ASSERT_TRUE(grown.ok()) << grown.status().message();
+  EXPECT_EQ(grown->records_stored, 5u);
+  EXPECT_EQ(grown->files_rewritten, 0u);
+  EXPECT_EQ(Count(*store_, "SELECT count(*) FROM records"), 25);
+  WriteFile(dir_ / "logs/node1-pid10.log", ProcessLog("node2", 11, 0, 100, 30));
+  Result<IngestReport> rewritten = Run();
+  ASSERT_TRUE(rewritten.ok()) << rewritten.status().message();
+  EXPECT_EQ(rewritten->files_rewritten, 1u);
+  EXPECT_EQ(Count(*store_, "SELECT count(*) FROM records"), 30);
+  EXPECT_EQ(Count(*store_, "SELECT min(sn) FROM records"), 100);
+}
+
 TEST_F(IngestTest, FailureMidwayLosesNothingCommittedAndRerunCompletes) {
   for (int p = 0; p < 6; ++p)
     WriteFile(dir_ / ("logs/node1-pid" + std::to_string(p) + ".log"),

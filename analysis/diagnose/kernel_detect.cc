@@ -62,18 +62,6 @@ std::vector<Group> ParsePgConfig(const std::string& json) {
   return out;
 }
 
-std::vector<int> ParseRanks(const std::string& s) {
-  std::vector<int> out;
-  int64_t v = 0;
-  bool in = false;
-  for (char c : s) {
-    if (c >= '0' && c <= '9') { v = v * 10 + (c - '0'); in = true; }
-    else if (in) { out.push_back(static_cast<int>(v)); v = 0; in = false; }
-  }
-  if (in) out.push_back(static_cast<int>(v));
-  return out;
-}
-
 std::string ShortName(const std::string& name) {
   std::string s = name;
   if (s.starts_with("void ")) s = s.substr(5);
@@ -218,7 +206,7 @@ Result<KernelData> LoadKernelData(Store& store, const std::string& run) {
   for (size_t i = 0; i < pg->rows; ++i) {
     Group g;
     g.desc = pg->s[0][i];
-    g.ranks = ParseRanks(pg->s[1][i]);
+    g.ranks = readers::RankList(pg->s[1][i]);
     if (!g.ranks.empty()) groups.push_back(std::move(g));
   }
   d.ranks.assign(ranks.begin(), ranks.end());

@@ -125,18 +125,6 @@ void HostPidFromName(const std::string& path, std::string* host, int64_t* pid) {
   *pid = std::stoll(p);
 }
 
-std::vector<int> RankList(std::string_view s) {
-  std::vector<int> out;
-  int64_t v = 0;
-  bool in = false;
-  for (char c : s) {
-    if (c >= '0' && c <= '9') { v = v * 10 + (c - '0'); in = true; }
-    else if (in) { out.push_back(static_cast<int>(v)); v = 0; in = false; }
-  }
-  if (in) out.push_back(static_cast<int>(v));
-  return out;
-}
-
 // The uncompressed size of a gzip file (its trailer's ISIZE, modulo 4 GiB), or the file size.
 size_t SizeHint(const std::string& path) {
   std::error_code ec;
@@ -214,6 +202,24 @@ bool LooksLikeKineto(const std::string& path) {
 }
 
 }  // namespace
+
+std::vector<int> RankList(std::string_view s) {
+  std::vector<int> out;
+  int64_t v = 0;
+  bool in = false;
+  for (char c : s) {
+    if (c >= '0' && c <= '9') {
+      v = v * 10 + (c - '0');
+      in = true;
+    } else if (in) {
+      out.push_back(static_cast<int>(v));
+      v = 0;
+      in = false;
+    }
+  }
+  if (in) out.push_back(static_cast<int>(v));
+  return out;
+}
 
 std::string_view KernelKindName(KernelKind k) {
   switch (k) {

@@ -77,6 +77,9 @@ struct KinetoTrace {
 
 // *.pt.trace.json and *.pt.trace.json.gz.
 bool IsKinetoTraceName(std::string_view path);
+
+// The ranks of a process group as Kineto writes them ("[0, 1, 2]" or "0,1,2").
+std::vector<int> RankList(std::string_view s);
 // Kineto traces under `paths`, sorted: directories are searched recursively for
 // *.pt.trace.json(.gz) and for other *.json(.gz) files that start like a Kineto trace
 // ("schemaVersion" with deviceProperties, distributedInfo or traceEvents in the first 4 KB);
