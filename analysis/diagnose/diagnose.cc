@@ -4,7 +4,9 @@
 #include <chrono>
 #include <filesystem>
 #include <iterator>
+#include <map>
 
+#include "analysis/diagnose/compute_growth.h"
 #include "analysis/diagnose/hang.h"
 #include "analysis/diagnose/steps.h"
 #include "core/ingest.h"
@@ -78,6 +80,25 @@ void Consolidate(std::vector<Finding>* fs) {
   }
 }
 
+namespace {
+
+// Every communication-level detector over loaded records.
+std::vector<Finding> DetectAll(const CommData& data, const DiagnoseOptions& o) {
+  std::vector<Finding> out;
+  for (auto* det : {&DetectSlowLink, &DetectSlowCompute, &DetectPipelineBubble}) {
+    auto f = det(data, o.comm);
+    out.insert(out.end(), f.begin(), f.end());
+  }
+  for (auto* det : {&DetectMismatch, &DetectHangFromRecords}) {
+    auto f = det(data);
+    out.insert(out.end(), f.begin(), f.end());
+  }
+  Consolidate(&out);
+  return out;
+}
+
+}  // namespace
+
 Result<std::vector<Finding>> DiagnoseStore(Store& store, const DiagnoseOptions& o,
                                            DiagnoseTiming* timing) {
   double t = Now();
@@ -85,16 +106,7 @@ Result<std::vector<Finding>> DiagnoseStore(Store& store, const DiagnoseOptions& 
   if (!data.ok()) return data.status();
   if (timing) timing->load_s = Now() - t;
   t = Now();
-  std::vector<Finding> out;
-  for (auto* det : {&DetectSlowLink, &DetectSlowCompute, &DetectPipelineBubble}) {
-    auto f = det(*data, o.comm);
-    out.insert(out.end(), f.begin(), f.end());
-  }
-  for (auto* det : {&DetectMismatch, &DetectHangFromRecords}) {
-    auto f = det(*data);
-    out.insert(out.end(), f.begin(), f.end());
-  }
-  Consolidate(&out);
+  std::vector<Finding> out = DetectAll(*data, o);
   if (timing) timing->detect_s = Now() - t;
   return out;
 }
@@ -126,6 +138,10 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
     }
   }
   std::vector<Finding> out;
+  // From the records, for the step series: which host each global rank runs on, and the
+  // detectors' window (how far apart two findings' windows may be and still coincide).
+  std::map<int, std::string> host_of;
+  int64_t window_us = 0;
   if (!logs.empty()) {
     auto files = DiscoverInputs(logs);
     if (!files.ok()) return files.status();
@@ -139,11 +155,16 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
       auto rep = Ingest(**store, *files, io);
       if (!rep.ok()) return rep.status();
       if (timing) timing->ingest_s = Now() - t;
-      DiagnoseOptions o2 = o;
-      o2.run = "diagnose";
-      auto f = DiagnoseStore(**store, o2, timing);
-      if (!f.ok()) return f.status();
-      out = std::move(*f);
+      double t0 = Now();
+      auto data = LoadCommData(**store, "diagnose");
+      if (!data.ok()) return data.status();
+      if (timing) timing->load_s = Now() - t0;
+      t0 = Now();
+      out = DetectAll(*data, o);
+      if (timing) timing->detect_s = Now() - t0;
+      for (const Proc& p : data->procs)
+        if (p.global_rank >= 0 && p.host >= 0) host_of[p.global_rank] = data->hosts[static_cast<size_t>(p.host)];
+      window_us = static_cast<int64_t>(WindowUs(*data, o.comm));
     }
   }
   if (!fr.empty()) {
@@ -166,6 +187,13 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
     if (!series.ok()) return series.status();
     auto f = DetectStepAnomalies(*series, StepOptions{});
     out.insert(out.end(), f.begin(), f.end());
+    // L2 per-rank compute phases: names slow GPUs and hosts that communication records cannot
+    // tell from waiting (a slow pipeline stage vs a bubble), and refutes late arrivals whose own
+    // compute did not grow (propagated lateness).
+    const ComputeProfile prof = AnalyzeComputeGrowth(*series, ComputeOptions{});
+    auto c = DetectComputeGrowth(prof, host_of);
+    out.insert(out.end(), c.begin(), c.end());
+    DemoteFlatLateArrivals(prof, std::max<int64_t>(window_us, static_cast<int64_t>(2 * prof.step_us)), &out);
   }
   Consolidate(&out);
   return out;

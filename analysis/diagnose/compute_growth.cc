@@ -1,0 +1,294 @@
+#include "analysis/diagnose/compute_growth.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "analysis/diagnose/comm_data.h"
+
+namespace collscope::diagnose {
+namespace {
+
+double Quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const size_t i = static_cast<size_t>(pos);
+  if (i + 1 >= v.size()) return v.back();
+  return v[i] + (pos - static_cast<double>(i)) * (v[i + 1] - v[i]);
+}
+
+double Phase(const readers::StepRow& r, const char* name) {
+  auto it = r.phases.find(name);
+  return it == r.phases.end() ? 0 : it->second;
+}
+
+struct Obs {
+  int64_t step = 0, start = 0, end = 0;
+  double c = 0, fwd = 0, bwd = 0, e = 0;
+  bool has_e = false;
+};
+
+std::string Pct(double x) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.0f%%", 100 * x);
+  return b;
+}
+
+bool Coincide(int64_t a0, int64_t a1, int64_t b0, int64_t b1, int64_t slack) {
+  return a0 <= b1 + slack && b0 <= a1 + slack;
+}
+
+}  // namespace
+
+ComputeProfile AnalyzeComputeGrowth(const readers::StepSeries& s, const ComputeOptions& o) {
+  ComputeProfile p;
+  std::map<int, std::vector<Obs>> by_rank;
+  std::vector<double> durs;
+  for (const readers::StepRow& r : s.rows) {
+    if (r.rank < 0) continue;
+    const double fwd = Phase(r, "forward"), bwd = Phase(r, "backward");
+    if (fwd + bwd <= 0) continue;
+    Obs x;
+    x.step = r.step;
+    x.start = r.start_us;
+    x.end = r.start_us + static_cast<int64_t>(r.dur_us);
+    x.c = fwd + bwd;
+    x.fwd = fwd;
+    x.bwd = bwd;
+    by_rank[r.rank].push_back(x);
+    if (r.dur_us > 0) durs.push_back(r.dur_us);
+  }
+  p.step_us = Median(durs);
+  // Own history: the rank's usual compute per step.
+  std::map<int, double> usual, usual_fwd, usual_bwd;
+  std::map<int64_t, std::vector<double>> ratios;  // step -> x of every rank
+  for (auto& [rank, obs] : by_rank) {
+    std::sort(obs.begin(), obs.end(), [](const Obs& a, const Obs& b) { return a.step < b.step; });
+    if (static_cast<int>(obs.size()) < 2 * o.min_steps) continue;  // no history to compare with
+    std::vector<double> c, f, b;
+    for (const Obs& x : obs) { c.push_back(x.c); f.push_back(x.fwd); b.push_back(x.bwd); }
+    usual[rank] = Quantile(c, o.baseline_quantile);
+    usual_fwd[rank] = Quantile(f, o.baseline_quantile);
+    usual_bwd[rank] = Quantile(b, o.baseline_quantile);
+    if (usual[rank] <= 0) continue;
+    p.coverage[rank] = {obs.front().start, std::max(obs.back().end, obs.back().start)};
+    for (const Obs& x : obs) ratios[x.step].push_back(x.c / usual[rank]);
+  }
+  // Against the job in the same step: the median rank's ratio.
+  std::map<int64_t, double> job;
+  for (auto& [step, xs] : ratios)
+    if (static_cast<int>(xs.size()) >= o.min_ranks) job[step] = Median(xs);
+  std::vector<double> all;
+  for (auto& [rank, obs] : by_rank) {
+    if (!usual.count(rank) || usual[rank] <= 0) continue;
+    for (Obs& x : obs) {
+      auto it = job.find(x.step);
+      if (it == job.end() || it->second <= 0) continue;
+      x.e = x.c / usual[rank] / it->second - 1;
+      x.has_e = true;
+      all.push_back(x.e);
+    }
+  }
+  if (all.empty()) return p;
+  const double med = Median(all);
+  std::vector<double> dev;
+  for (double e : all) dev.push_back(std::fabs(e - med));
+  p.sigma = 1.4826 * Median(dev);
+  p.threshold = std::max(o.min_growth, o.noise_sigmas * p.sigma);
+  for (auto& [rank, obs] : by_rank) {
+    if (!usual.count(rank) || usual[rank] <= 0) continue;
+    std::vector<const Obs*> run;
+    int gap = 0;
+    auto close = [&]() {
+      if (static_cast<int>(run.size()) >= o.min_steps) {
+        ComputeRun cr;
+        cr.rank = rank;
+        cr.first_step = run.front()->step;
+        cr.last_step = run.back()->step;
+        cr.slow_steps = static_cast<int>(run.size());
+        cr.start_us = run.front()->start;
+        cr.end_us = std::max(run.back()->end, run.back()->start);
+        std::vector<double> e, c, f, b;
+        for (const Obs* x : run) {
+          e.push_back(x->e);
+          c.push_back(x->c);
+          f.push_back(x->fwd);
+          b.push_back(x->bwd);
+        }
+        cr.growth = Median(e);
+        cr.usual_us = usual[rank];
+        cr.compute_us = Median(c);
+        cr.forward_growth = usual_fwd[rank] > 0 ? Median(f) / usual_fwd[rank] - 1 : 0;
+        cr.backward_growth = usual_bwd[rank] > 0 ? Median(b) / usual_bwd[rank] - 1 : 0;
+        p.runs.push_back(cr);
+      }
+      run.clear();
+      gap = 0;
+    };
+    for (const Obs& x : obs) {
+      if (!x.has_e) continue;
+      if (x.e >= p.threshold) {
+        run.push_back(&x);
+        gap = 0;
+      } else if (!run.empty() && ++gap > o.max_gap_steps) {
+        close();
+      }
+    }
+    close();
+  }
+  return p;
+}
+
+std::vector<Finding> DetectComputeGrowth(const ComputeProfile& p, const std::map<int, std::string>& host_of) {
+  std::map<std::string, int> host_size;
+  for (const auto& [rank, h] : host_of) host_size[h]++;
+  // Runs of one host whose step ranges overlap (or touch) are one slowdown.
+  struct Group {
+    std::string host;
+    std::vector<const ComputeRun*> runs;
+    int64_t first = 0, last = 0;
+  };
+  std::vector<const ComputeRun*> sorted;
+  for (const ComputeRun& r : p.runs) sorted.push_back(&r);
+  auto host = [&](int rank) {
+    auto it = host_of.find(rank);
+    return it == host_of.end() ? std::string() : it->second;
+  };
+  std::stable_sort(sorted.begin(), sorted.end(), [&](const ComputeRun* a, const ComputeRun* b) {
+    const std::string ha = host(a->rank), hb = host(b->rank);
+    if (ha != hb) return ha < hb;
+    return a->first_step < b->first_step;
+  });
+  std::vector<Group> groups;
+  for (const ComputeRun* r : sorted) {
+    const std::string h = host(r->rank);
+    if (!h.empty() && !groups.empty() && groups.back().host == h && r->first_step <= groups.back().last + 1) {
+      groups.back().runs.push_back(r);
+      groups.back().last = std::max(groups.back().last, r->last_step);
+    } else {
+      groups.push_back({h, {r}, r->first_step, r->last_step});
+    }
+  }
+  std::vector<Finding> out;
+  for (const Group& g : groups) {
+    Finding f;
+    f.kind = Kind::kSlowCompute;
+    f.detector = "steps.compute";
+    if (!g.host.empty()) f.hosts = {g.host};
+    std::vector<double> growth, fwd, bwd, usual, now;
+    int slow_steps = 0;
+    f.start_us = g.runs.front()->start_us;
+    f.end_us = g.runs.front()->end_us;
+    for (const ComputeRun* r : g.runs) {
+      f.ranks.push_back(r->rank);
+      growth.push_back(r->growth);
+      fwd.push_back(r->forward_growth);
+      bwd.push_back(r->backward_growth);
+      usual.push_back(r->usual_us);
+      now.push_back(r->compute_us);
+      slow_steps = std::max(slow_steps, r->slow_steps);
+      f.start_us = std::min(f.start_us, r->start_us);
+      f.end_us = std::max(f.end_us, r->end_us);
+    }
+    SortUnique(&f.ranks);
+    const double gr = Median(growth), fg = Median(fwd), bg = Median(bwd);
+    // Sure when the rank computes much longer for many steps; a 10% growth over 3 steps is weak.
+    f.confidence = std::min(0.95, 0.5 + gr) * std::min(1.0, 0.4 + slow_steps / 10.0);
+    f.Add("compute_growth", gr);
+    f.Add("forward_growth", fg);
+    f.Add("backward_growth", bg);
+    f.Add("usual_compute_us", Median(usual));
+    f.Add("compute_us", Median(now));
+    f.Add("slow_steps", slow_steps);
+    f.Add("first_step", static_cast<double>(g.first));
+    f.Add("last_step", static_cast<double>(g.last));
+    f.Add("noise_sigma", p.sigma);
+    f.Add("host_ranks_flagged", static_cast<double>(f.ranks.size()));
+    const int hn = g.host.empty() ? 0 : host_size[g.host];
+    const bool whole_host = f.ranks.size() > 1 && static_cast<int>(f.ranks.size()) == hn;
+    std::string who;
+    if (f.ranks.size() == 1)
+      who = "Rank " + std::to_string(f.ranks[0]) + (g.host.empty() ? "" : " on " + g.host) + " computes";
+    else if (whole_host)
+      who = "All " + std::to_string(hn) + " ranks of host " + g.host + " (" + RankList(f.ranks) + ") compute";
+    else
+      who = "Ranks " + RankList(f.ranks) + (g.host.empty() ? "" : " of host " + g.host) + " compute";
+    // A backward-only growth is the signature of a kernel that only the backward pass runs
+    // (a masked straggler: its forward collectives look normal).
+    const bool bwd_only = bg > 2 * std::max(fg, 0.0) + p.threshold;
+    f.summary = who + " " + Pct(gr) + " longer per step (forward + backward" +
+                (bwd_only ? ", backward only: +" + Pct(bg) + " vs forward +" + Pct(std::max(fg, 0.0)) : "") +
+                ") in steps " + std::to_string(g.first) + "-" + std::to_string(g.last) +
+                " than " + (f.ranks.size() == 1 ? "its" : "their") +
+                " own usual, while the rest of the job did not: " +
+                (whole_host ? "a host-wide slowdown; check the host's clocks, power, thermal state and CPU load."
+                            : "a compute straggler; check the GPU's clocks, temperature and ECC errors.");
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+int DemoteFlatLateArrivals(const ComputeProfile& p, int64_t slack_us, std::vector<Finding>* fs) {
+  if (p.coverage.empty()) return 0;
+  auto grew = [&](int rank, int64_t a, int64_t b) {
+    for (const ComputeRun& r : p.runs)
+      if (r.rank == rank && Coincide(r.start_us, r.end_us, a, b, slack_us)) return true;
+    return false;
+  };
+  auto covered = [&](int rank, int64_t a, int64_t b) {
+    auto it = p.coverage.find(rank);
+    return it != p.coverage.end() && Coincide(it->second.first, it->second.second, a, b, 0);
+  };
+  // Kinds whose finding explains another rank's lateness (a symptom-level step finding does not).
+  auto explains = [](const Finding& g) {
+    return g.kind == Kind::kSlowLink || g.kind == Kind::kHostStall || g.kind == Kind::kPipelineBubble ||
+           g.kind == Kind::kHang || g.kind == Kind::kCollectiveMismatch ||
+           (g.kind == Kind::kSlowCompute && g.detector == "steps.compute");
+  };
+  std::vector<bool> drop(fs->size(), false);
+  int dropped = 0;
+  for (size_t i = 0; i < fs->size(); ++i) {
+    Finding& f = (*fs)[i];
+    if (f.kind != Kind::kSlowCompute || f.detector == "steps.compute" || f.ranks.empty()) continue;
+    bool all_covered = true;
+    std::vector<int> grown, flat;
+    for (int r : f.ranks) {
+      all_covered = all_covered && covered(r, f.start_us, f.end_us);
+      (grew(r, f.start_us, f.end_us) ? grown : flat).push_back(r);
+    }
+    if (!all_covered || flat.empty()) continue;
+    if (!grown.empty()) {
+      // The rank that computes longer is the straggler; its host mates only followed it.
+      f.ranks = grown;
+      f.victims.insert(f.victims.end(), flat.begin(), flat.end());
+      SortUnique(&f.victims);
+      f.Add("compute_flat_ranks", static_cast<double>(flat.size()));
+      continue;
+    }
+    std::vector<size_t> why;
+    for (size_t j = 0; j < fs->size(); ++j) {
+      const Finding& g = (*fs)[j];
+      if (j == i || drop[j] || !explains(g)) continue;
+      // (A compute run about f's own ranks would have made them grown, so any other finding in
+      // the window is about another cause: a slow link of their host, a stall, a straggler.)
+      if (Coincide(g.start_us, g.end_us, f.start_us, f.end_us, slack_us)) why.push_back(j);
+    }
+    if (why.empty()) continue;  // late for a reason the inputs do not show: keep it
+    for (size_t j : why) {
+      Finding& g = (*fs)[j];
+      for (int r : f.ranks)
+        if (std::find(g.ranks.begin(), g.ranks.end(), r) == g.ranks.end()) g.victims.push_back(r);
+      SortUnique(&g.victims);
+    }
+    drop[i] = true;
+    ++dropped;
+  }
+  std::vector<Finding> kept;
+  for (size_t i = 0; i < fs->size(); ++i)
+    if (!drop[i]) kept.push_back(std::move((*fs)[i]));
+  *fs = std::move(kept);
+  return dropped;
+}
+
+}  // namespace collscope::diagnose

@@ -1,0 +1,76 @@
+// L2 compute-phase growth: which ranks' own compute (forward + backward, the per-micro-batch
+// kernels; never a wait) grew against their own history and against the rest of the job in the
+// same steps. Input: per-rank step phases (step_summary.csv, Megatron-style per-rank timers).
+//
+// Why this is needed beside the communication detectors: a rank that is late by X per
+// micro-batch looks the same in NCCL records whether X is compute or a host-side gap (a slow
+// pipeline stage on its own host vs a pipeline bubble, docs/diagnosis.md). Compute phases tell
+// them apart: a bubble, a stall, a slow link or a hang adds waiting and host_stall time and
+// leaves a rank's forward/backward durations as they were; a slower GPU or host stretches them.
+//
+// Per rank r and step s: c = forward + backward; x = c / (r's usual c: a low quantile of its
+// steps, robust while a fault lasts less than most of the job); excess e = x / (median x of all
+// ranks in step s) - 1, so a change the whole job sees (another sequence length, a job-wide
+// clock change) cancels, and a slow pipeline stage on one host (all its peers in the stage slow
+// together) still stands out against the other stages. A step is slow for r when e is at least
+// min_growth and noise_sigmas robust sigmas of the job's e; a run of such steps (short gaps
+// allowed) of at least min_steps is a slowdown.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "analysis/diagnose/finding.h"
+#include "core/readers/steps.h"
+
+namespace collscope::diagnose {
+
+struct ComputeOptions {
+  double min_growth = 0.10;       // a tenth more compute per step than the rank's usual
+  double noise_sigmas = 6;        // ... and this far above the job's step-to-step noise
+  double baseline_quantile = 0.25;
+  int min_steps = 3;              // slow steps in a run (one slow step is jitter, not a straggler)
+  int max_gap_steps = 1;          // ordinary steps tolerated inside a run
+  int min_ranks = 3;              // ranks with data in a step for the job median to mean anything
+};
+
+// One rank's run of slow steps.
+struct ComputeRun {
+  int rank = -1;
+  int64_t first_step = 0, last_step = 0;  // slow steps at both ends
+  int slow_steps = 0;
+  int64_t start_us = 0, end_us = 0;       // first slow step's start .. last slow step's end
+  double growth = 0;                      // median excess e over the slow steps
+  double forward_growth = 0, backward_growth = 0;  // median phase / usual phase - 1
+  double usual_us = 0, compute_us = 0;    // usual c and median c over the slow steps
+};
+
+struct ComputeProfile {
+  std::vector<ComputeRun> runs;
+  // Ranks with compute phases and the wall-clock span their steps cover.
+  std::map<int, std::pair<int64_t, int64_t>> coverage;
+  double sigma = 0;          // robust sigma of the excess over all (rank, step)
+  double threshold = 0;      // the excess that made a step slow
+  double step_us = 0;        // median step duration (for time slack)
+};
+
+ComputeProfile AnalyzeComputeGrowth(const readers::StepSeries& s, const ComputeOptions& o);
+
+// slow_compute findings (detector `steps.compute`): the slow runs of one host whose windows
+// overlap are one finding (every rank of the host: a host slowdown); a run alone on its host is
+// a rank finding. `host_of` maps global rank -> host name (empty: no host attribution).
+std::vector<Finding> DetectComputeGrowth(const ComputeProfile& p, const std::map<int, std::string>& host_of);
+
+// Late-arrival findings cross-checked against compute: a slow_compute finding of another
+// detector whose ranks' compute is covered in its window but did not grow there, while something
+// else explains the lateness (a compute run of another rank, or a finding of another kind in the
+// same window), is propagated lateness, not a root cause: it is dropped and its ranks become
+// victims of the explaining findings. Ranks of a finding that did not grow while others of it
+// did move to its victims. `slack_us`: how far apart windows may be and still coincide.
+// Returns the number of findings dropped.
+int DemoteFlatLateArrivals(const ComputeProfile& p, int64_t slack_us, std::vector<Finding>* findings);
+
+}  // namespace collscope::diagnose

@@ -1,0 +1,252 @@
+// L2 compute-phase growth on hand-built step series with known answers.
+#include "analysis/diagnose/compute_growth.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "analysis/diagnose/diagnose.h"
+
+namespace collscope::diagnose {
+namespace {
+
+constexpr int64_t kT0 = 1'700'000'000'000'000;
+constexpr int64_t kStepUs = 40'000;
+
+// 16 ranks, 4 pipeline stages of 4 ranks, one stage per host (h0..h3): stage s runs a different
+// amount of compute (the last stage carries the LM head). `tweak(rank, step, row)` applies a fault.
+readers::StepSeries Job(int steps, const std::function<void(int, int, readers::StepRow*)>& tweak) {
+  readers::StepSeries s;
+  s.source = "step_summary";
+  uint64_t seed = 11;
+  auto noise = [&]() {  // +-1% per phase, like per-kernel jitter summed over a step
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return 1.0 + 0.02 * (static_cast<double>((seed >> 33) % 1000) / 1000.0 - 0.5);
+  };
+  for (int r = 0; r < 16; ++r)
+    for (int st = 0; st < steps; ++st) {
+      readers::StepRow row;
+      row.rank = r;
+      row.step = st;
+      row.start_us = kT0 + st * kStepUs;
+      row.dur_us = kStepUs;
+      const double stage = 1.0 + 0.2 * (r / 4);
+      row.phases["forward"] = 4000 * stage * noise();
+      row.phases["backward"] = 8000 * stage * noise();
+      row.phases["tp_comm"] = 1000 * noise();
+      row.phases["pp_p2p"] = 20000 * noise();
+      row.phases["dp_comm"] = 1700 * noise();
+      tweak(r, st, &row);
+      s.rows.push_back(row);
+    }
+  return s;
+}
+
+std::map<int, std::string> Hosts() {
+  std::map<int, std::string> h;
+  for (int r = 0; r < 16; ++r) h[r] = "h" + std::to_string(r / 4);
+  return h;
+}
+
+std::vector<Finding> Detect(const readers::StepSeries& s) {
+  return DetectComputeGrowth(AnalyzeComputeGrowth(s, ComputeOptions{}), Hosts());
+}
+
+double Ev(const Finding& f, const std::string& key) {
+  for (const Evidence& e : f.evidence)
+    if (e.key == key) return e.value;
+  return -1;
+}
+
+TEST(ComputeGrowth, SlowStageIsOneHostFindingWithItsWindow) {
+  // Host h1 = pipeline stage 1 computes 1.8x in steps 10-25; its neighbours wait (pp_p2p grows).
+  auto s = Job(50, [](int r, int st, readers::StepRow* row) {
+    if (st < 10 || st > 25) return;
+    if (r / 4 == 1) {
+      row->phases["forward"] *= 1.8;
+      row->phases["backward"] *= 1.8;
+    } else {
+      row->phases["pp_p2p"] += 9000;
+    }
+  });
+  auto f = Detect(s);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, Kind::kSlowCompute);
+  EXPECT_EQ(f[0].detector, "steps.compute");
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>{"h1"});
+  EXPECT_EQ(f[0].ranks, (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_EQ(f[0].start_us, kT0 + 10 * kStepUs);
+  EXPECT_EQ(f[0].end_us, kT0 + 26 * kStepUs);
+  EXPECT_NEAR(Ev(f[0], "compute_growth"), 0.8, 0.05);
+  EXPECT_EQ(Ev(f[0], "first_step"), 10);
+  EXPECT_EQ(Ev(f[0], "last_step"), 25);
+  EXPECT_NE(f[0].summary.find("All 4 ranks of host h1"), std::string::npos) << f[0].summary;
+  EXPECT_NE(f[0].summary.find("host-wide"), std::string::npos);
+}
+
+TEST(ComputeGrowth, PipelineBubbleAndStallAddNoComputeSoNoFinding) {
+  // The same stage is late by the same amount, but from a host-side gap before its sends (a
+  // bubble: host_stall phase) and one long stall of rank 9: forward/backward are unchanged.
+  auto s = Job(50, [](int r, int st, readers::StepRow* row) {
+    if (st >= 10 && st <= 25) {
+      if (r / 4 == 1) row->phases["host_stall"] = 9000;
+      else row->phases["pp_p2p"] += 9000;
+    }
+    if (r == 9 && st == 30) row->phases["host_stall"] = 3e6;
+  });
+  EXPECT_TRUE(Detect(s).empty());
+}
+
+TEST(ComputeGrowth, JobWideChangeCancelsAgainstTheSameStep) {
+  // Every rank computes 30% more in steps 20-40 (a longer sequence length): nobody is slow.
+  auto s = Job(50, [](int, int st, readers::StepRow* row) {
+    if (st < 20 || st > 40) return;
+    row->phases["forward"] *= 1.3;
+    row->phases["backward"] *= 1.3;
+  });
+  EXPECT_TRUE(Detect(s).empty());
+}
+
+TEST(ComputeGrowth, BackwardOnlyStragglerIsARankFinding) {
+  auto s = Job(50, [](int r, int st, readers::StepRow* row) {
+    if (r == 9 && st >= 5 && st < 21) row->phases["backward"] *= 2.5;
+  });
+  auto f = Detect(s);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].ranks, std::vector<int>{9});
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>{"h2"});
+  EXPECT_NEAR(Ev(f[0], "backward_growth"), 1.5, 0.05);
+  EXPECT_NEAR(Ev(f[0], "forward_growth"), 0.0, 0.05);
+  EXPECT_NE(f[0].summary.find("backward only"), std::string::npos) << f[0].summary;
+  EXPECT_NE(f[0].summary.find("Rank 9 on h2"), std::string::npos) << f[0].summary;
+}
+
+TEST(ComputeGrowth, OverlappingFaultsStaySeparate) {
+  // Rank 2 straggles in steps 10-30 while host h3 slows down in steps 20-35.
+  auto s = Job(50, [](int r, int st, readers::StepRow* row) {
+    double k = 1;
+    if (r == 2 && st >= 10 && st <= 30) k *= 1.5;
+    if (r / 4 == 3 && st >= 20 && st <= 35) k *= 1.4;
+    row->phases["forward"] *= k;
+    row->phases["backward"] *= k;
+  });
+  auto f = Detect(s);
+  ASSERT_EQ(f.size(), 2u);
+  std::sort(f.begin(), f.end(), [](const Finding& a, const Finding& b) { return a.ranks[0] < b.ranks[0]; });
+  EXPECT_EQ(f[0].ranks, std::vector<int>{2});
+  EXPECT_EQ(Ev(f[0], "first_step"), 10);
+  EXPECT_EQ(Ev(f[0], "last_step"), 30);
+  EXPECT_EQ(f[1].ranks, (std::vector<int>{12, 13, 14, 15}));
+  EXPECT_EQ(Ev(f[1], "first_step"), 20);
+  EXPECT_EQ(Ev(f[1], "last_step"), 35);
+}
+
+TEST(ComputeGrowth, ShortSpikesAndSmallGrowthAreNotStragglers) {
+  auto s = Job(50, [](int r, int st, readers::StepRow* row) {
+    if (r == 3 && (st == 12 || st == 13)) row->phases["backward"] *= 3;  // two steps: jitter
+    if (r == 6 && st >= 10 && st < 30) row->phases["backward"] *= 1.05;  // +3% of compute
+  });
+  EXPECT_TRUE(Detect(s).empty());
+}
+
+TEST(ComputeGrowth, OneOrdinaryStepInsideARunDoesNotSplitIt) {
+  auto s = Job(50, [](int r, int st, readers::StepRow* row) {
+    if (r == 0 && st >= 10 && st < 30 && st != 20) row->phases["forward"] *= 2;
+  });
+  auto f = Detect(s);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(Ev(f[0], "first_step"), 10);
+  EXPECT_EQ(Ev(f[0], "last_step"), 29);
+}
+
+Finding Late(std::vector<int> ranks, std::string host, int s0, int s1) {
+  Finding f;
+  f.kind = Kind::kSlowCompute;
+  f.detector = "comm.late_arrival";
+  f.ranks = std::move(ranks);
+  f.hosts = {std::move(host)};
+  f.start_us = kT0 + s0 * kStepUs;
+  f.end_us = kT0 + s1 * kStepUs;
+  f.confidence = 0.5;
+  return f;
+}
+
+TEST(DemoteFlatLateArrivals, PropagatedLatenessBecomesVictimsOfTheStraggler) {
+  // Rank 8 computes 2x in steps 15-40; ranks 12,13 (its pipeline neighbours) arrive last in their
+  // own group because they waited for it. Their compute is flat: victims, not a second cause.
+  auto s = Job(50, [](int r, int st, readers::StepRow* row) {
+    if (r == 8 && st >= 15 && st <= 40) row->phases["backward"] *= 2;
+  });
+  const ComputeProfile p = AnalyzeComputeGrowth(s, ComputeOptions{});
+  std::vector<Finding> fs = DetectComputeGrowth(p, Hosts());
+  ASSERT_EQ(fs.size(), 1u);
+  fs.push_back(Late({8}, "h2", 15, 41));
+  fs.push_back(Late({12, 13}, "h3", 20, 41));
+  EXPECT_EQ(DemoteFlatLateArrivals(p, 200000, &fs), 1);
+  ASSERT_EQ(fs.size(), 2u);
+  EXPECT_EQ(fs[0].ranks, std::vector<int>{8});
+  EXPECT_EQ(fs[0].victims, (std::vector<int>{12, 13}));
+  EXPECT_EQ(fs[1].detector, "comm.late_arrival");
+  EXPECT_EQ(fs[1].ranks, std::vector<int>{8});
+  // Consolidate then merges the two findings about rank 8 and names both detectors.
+  Consolidate(&fs);
+  ASSERT_EQ(fs.size(), 1u);
+  bool named = false;
+  for (const Evidence& e : fs[0].evidence)
+    named |= e.key == "also_detected_by" && (e.text == "comm.late_arrival" || e.text == "steps.compute");
+  EXPECT_TRUE(named);
+}
+
+TEST(DemoteFlatLateArrivals, HostMateWithFlatComputeMovesToVictims) {
+  auto s = Job(50, [](int r, int st, readers::StepRow* row) {
+    if (r == 11 && st >= 20) row->phases["forward"] *= 1.6;
+  });
+  const ComputeProfile p = AnalyzeComputeGrowth(s, ComputeOptions{});
+  std::vector<Finding> fs = {Late({10, 11}, "h2", 22, 48)};
+  EXPECT_EQ(DemoteFlatLateArrivals(p, 200000, &fs), 0);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].ranks, std::vector<int>{11});
+  EXPECT_EQ(fs[0].victims, std::vector<int>{10});
+}
+
+TEST(DemoteFlatLateArrivals, LateWithFlatComputeIsExplainedByASlowLink) {
+  auto s = Job(50, [](int, int, readers::StepRow*) {});
+  const ComputeProfile p = AnalyzeComputeGrowth(s, ComputeOptions{});
+  Finding link;
+  link.kind = Kind::kSlowLink;
+  link.detector = "comm.slow_link";
+  link.hosts = {"h0"};
+  link.ranks = {0, 1, 2, 3};
+  link.start_us = kT0 + 10 * kStepUs;
+  link.end_us = kT0 + 30 * kStepUs;
+  std::vector<Finding> fs = {link, Late({2, 3}, "h0", 12, 30)};
+  // The host's ranks arrive last because their transfers are slow: not a compute straggler.
+  EXPECT_EQ(DemoteFlatLateArrivals(p, 200000, &fs), 1);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kSlowLink);
+  EXPECT_TRUE(fs[0].victims.empty());  // they are the link finding's own ranks
+  // A link finding far away in time explains nothing.
+  fs = {link, Late({2, 3}, "h0", 40, 48)};
+  EXPECT_EQ(DemoteFlatLateArrivals(p, 40000, &fs), 0);
+  EXPECT_EQ(fs.size(), 2u);
+}
+
+TEST(DemoteFlatLateArrivals, UnexplainedOrUncoveredLateArrivalsStay) {
+  auto s = Job(50, [](int, int, readers::StepRow*) {});
+  const ComputeProfile p = AnalyzeComputeGrowth(s, ComputeOptions{});
+  // Flat compute but nothing else explains it (e.g. a slow data loader the phases do not show).
+  std::vector<Finding> fs = {Late({5}, "h1", 10, 30)};
+  EXPECT_EQ(DemoteFlatLateArrivals(p, 200000, &fs), 0);
+  EXPECT_EQ(fs.size(), 1u);
+  // A rank the step series does not cover is never judged.
+  auto comp = DetectComputeGrowth(AnalyzeComputeGrowth(Job(50, [](int r, int st, readers::StepRow* row) {
+                                     if (r == 1 && st > 10 && st < 30) row->phases["forward"] *= 2;
+                                   }), ComputeOptions{}), Hosts());
+  ASSERT_EQ(comp.size(), 1u);
+  fs = {comp[0], Late({40}, "h9", 10, 30)};
+  EXPECT_EQ(DemoteFlatLateArrivals(p, 200000, &fs), 0);
+  EXPECT_EQ(fs.size(), 2u);
+}
+
+}  // namespace
+}  // namespace collscope::diagnose
