@@ -111,7 +111,14 @@ const std::vector<Spec>& Specs() {
        Filter::kRunId,
        [](const AnalysisOptions&) { return std::string("host_transfer_normalized"); },
        "run_id, norm_busbw, hostname"},
-      {{"host_table", "spatial", "hosts ranked worst first by normalised busbw"}, Filter::kRunId,
+      {{"host_comm_transfer", "spatial",
+        "per host and cross-host communicator: geometric mean busbw of its transfers (>= 1 MiB) "
+        "over the job median"},
+       Filter::kRunId, [](const AnalysisOptions&) { return std::string("host_comm_transfer"); },
+       "run_id, hostname, norm_busbw, comm"},
+      {{"host_table", "spatial",
+        "hosts ranked worst first by their best cross-host communicator's normalised busbw"},
+       Filter::kRunId,
        [](const AnalysisOptions&) { return std::string("host_table"); }, "run_id, rank"},
       {{"host_time_heatmap", "spatial", "normalised busbw per (host, time bin)"}, Filter::kRunId,
        [](const AnalysisOptions& o) {
@@ -216,6 +223,7 @@ COLLSCOPE_PRIMITIVE(ProcessStats, "process_stats")
 COLLSCOPE_PRIMITIVE(RankBlocks, "rank_blocks")
 COLLSCOPE_PRIMITIVE(HostNormalized, "host_normalized")
 COLLSCOPE_PRIMITIVE(HostTransferNormalized, "host_transfer_normalized")
+COLLSCOPE_PRIMITIVE(HostCommTransfer, "host_comm_transfer")
 COLLSCOPE_PRIMITIVE(HostTable, "host_table")
 COLLSCOPE_PRIMITIVE(HostTimeHeatmap, "host_time_heatmap")
 COLLSCOPE_PRIMITIVE(RangeBars, "range_bars")

@@ -65,6 +65,7 @@ Result<QueryResult> ProcessStats(Store& store, const AnalysisOptions& o);      /
 Result<QueryResult> RankBlocks(Store& store, const AnalysisOptions& o);        // rank_blocks()
 Result<QueryResult> HostNormalized(Store& store, const AnalysisOptions& o);    // host_normalized
 Result<QueryResult> HostTransferNormalized(Store& store, const AnalysisOptions& o);
+Result<QueryResult> HostCommTransfer(Store& store, const AnalysisOptions& o);  // host_comm_transfer
 Result<QueryResult> HostTable(Store& store, const AnalysisOptions& o);         // host_table
 Result<QueryResult> HostTimeHeatmap(Store& store, const AnalysisOptions& o);   // host_time_heatmap()
 Result<QueryResult> RangeBars(Store& store, const AnalysisOptions& o);         // range_bars()

@@ -272,6 +272,7 @@ TEST_F(PrimitivesTest, CxxFunctionsAgreeWithTheirSqlViews) {
       {"rank_blocks", "SELECT * FROM rank_blocks()"},
       {"host_normalized", "SELECT * FROM host_normalized"},
       {"host_transfer_normalized", "SELECT * FROM host_transfer_normalized"},
+      {"host_comm_transfer", "SELECT * FROM host_comm_transfer"},
       {"host_table", "SELECT * FROM host_table"},
       {"host_time_heatmap", "SELECT * FROM host_time_heatmap()"},
       {"range_bars", "SELECT * FROM range_bars()"},

@@ -11,7 +11,7 @@ namespace collscope {
 namespace {
 
 // Version of the agg_* tables' definitions: aggregates of another version are stale.
-constexpr int kAggVersion = 1;
+constexpr int kAggVersion = 2;
 // The range_bars parameters whose answer RefreshAggregates materialises (the macro's defaults).
 constexpr const char* kRangeBarsDefault = "min_bytes = 1048576 AND bin_s = 5 AND sn_bin = 50";
 
@@ -101,30 +101,36 @@ SELECT m.run_id, m.hostname, m.kernel_key, k.nnodes, m.records, m.median_busbw_g
        m.median_busbw_gbs / nullif(k.median_busbw_gbs, 0) AS norm_busbw
 FROM m JOIN kernel_variation k USING (run_id, kernel_key))sql";
 }
-// host_transfer_normalized over recs (a relation with records' columns).
-std::string HostTransferSql(const std::string& recs) {
+// Cross-host transfer instances over recs (a relation with records' columns), as CTEs ending in
+// hx (run, host, communicator, kernel key, size, instance busbw x) and jm (run, kernel key, job
+// median of x). A collective instance is (operation, sequence number); a point-to-point one is a
+// Send with its Recv (communicator, sequence number, rank pair, size: p2p sequence numbers count
+// per communicator at both ends), keyed by the Send's kernel key. Its busbw is that of its fastest
+// record: the last rank to arrive, whose time has no waiting in it.
+std::string TransferCtes(const std::string& recs) {
   return Replace(R"sql(WITH d AS (SELECT * FROM op_dims WHERE nnodes > 1),
+ik AS (
+  SELECT r.run_id, r.process_id, r.op_id, d.op, r.sn, r.exec_time_us, r.busbw_gbs_override,
+         d.comm_id, d.msg_size_bytes,
+         CASE WHEN d.kind = 'p2p' THEN -1 ELSE r.op_id END AS iop,
+         CASE WHEN d.kind = 'p2p' THEN least(r.rank, coalesce(d.peer, -1)) ELSE -1 END AS pa,
+         CASE WHEN d.kind = 'p2p' THEN greatest(r.rank, coalesce(d.peer, -1)) ELSE -1 END AS pb
+  FROM {RECS} r JOIN d USING (run_id, op_id)),
 i AS (
-  SELECT r.run_id, r.op_id, r.sn, min(r.exec_time_us) AS t, any_value(r.busbw_gbs_override) AS ovr
-  FROM {RECS} r SEMI JOIN d USING (run_id, op_id) GROUP BY ALL),
+  SELECT run_id, comm_id, iop, sn, pa, pb, msg_size_bytes,
+         coalesce(min(op_id) FILTER (WHERE op = 'Send'), min(op_id)) AS op_id,
+         min(exec_time_us) AS t, max(busbw_gbs_override) AS ovr
+  FROM ik GROUP BY ALL),
 ib AS (
-  SELECT i.run_id, i.op_id, i.sn, d.kernel_key,
+  SELECT i.run_id, i.comm_id, i.iop, i.sn, i.pa, i.pb, i.msg_size_bytes, d.kernel_key,
          shape_busbw(d.op, d.n_ranks, d.msg_size_bytes, i.t, i.ovr) AS x
   FROM i JOIN d USING (run_id, op_id)),
 hi AS (
-  SELECT DISTINCT r.run_id, p.hostname, r.op_id, r.sn
-  FROM {RECS} r SEMI JOIN d USING (run_id, op_id) JOIN processes p USING (run_id, process_id)),
-h AS (
-  SELECT ib.run_id, hi.hostname, ib.kernel_key, ib.x, count(*) AS n
-  FROM hi JOIN ib USING (run_id, op_id, sn) WHERE ib.x IS NOT NULL GROUP BY ALL),
-hw AS (
-  SELECT *, sum(n) OVER (PARTITION BY run_id, hostname, kernel_key ORDER BY x
-                         ROWS UNBOUNDED PRECEDING) AS cum,
-         sum(n) OVER (PARTITION BY run_id, hostname, kernel_key) AS total FROM h),
-hm AS (
-  SELECT run_id, hostname, kernel_key, any_value(total)::BIGINT AS instances,
-         min(x) FILTER (WHERE cum >= 0.5 * total) AS median_busbw_gbs
-  FROM hw GROUP BY ALL),
+  SELECT DISTINCT ik.run_id, p.hostname, ik.comm_id, ik.iop, ik.sn, ik.pa, ik.pb, ik.msg_size_bytes
+  FROM ik JOIN processes p USING (run_id, process_id)),
+hx AS (
+  SELECT hi.run_id, hi.hostname, ib.comm_id, ib.kernel_key, ib.msg_size_bytes, ib.x
+  FROM hi JOIN ib USING (run_id, comm_id, iop, sn, pa, pb, msg_size_bytes) WHERE ib.x IS NOT NULL),
 j AS (SELECT run_id, kernel_key, x, count(*) AS n FROM ib WHERE x IS NOT NULL GROUP BY ALL),
 jw AS (
   SELECT *, sum(n) OVER (PARTITION BY run_id, kernel_key ORDER BY x ROWS UNBOUNDED PRECEDING)
@@ -132,10 +138,36 @@ jw AS (
          sum(n) OVER (PARTITION BY run_id, kernel_key) AS total FROM j),
 jm AS (
   SELECT run_id, kernel_key, min(x) FILTER (WHERE cum >= 0.5 * total) AS job_median_busbw_gbs
-  FROM jw GROUP BY ALL)
+  FROM jw GROUP BY ALL))sql", "{RECS}", recs);
+}
+// host_transfer_normalized over recs: per host and cross-host kernel key, the median busbw of
+// the instances it takes part in over the job median.
+std::string HostTransferSql(const std::string& recs) {
+  return TransferCtes(recs) + R"sql(,
+h AS (SELECT run_id, hostname, kernel_key, x, count(*) AS n FROM hx GROUP BY ALL),
+hw AS (
+  SELECT *, sum(n) OVER (PARTITION BY run_id, hostname, kernel_key ORDER BY x
+                         ROWS UNBOUNDED PRECEDING) AS cum,
+         sum(n) OVER (PARTITION BY run_id, hostname, kernel_key) AS total FROM h),
+hm AS (
+  SELECT run_id, hostname, kernel_key, any_value(total)::BIGINT AS instances,
+         min(x) FILTER (WHERE cum >= 0.5 * total) AS median_busbw_gbs
+  FROM hw GROUP BY ALL)
 SELECT hm.run_id, hm.hostname, hm.kernel_key, hm.instances, hm.median_busbw_gbs,
        jm.job_median_busbw_gbs, hm.median_busbw_gbs / nullif(jm.job_median_busbw_gbs, 0) AS norm_busbw
-FROM hm JOIN jm USING (run_id, kernel_key))sql", "{RECS}", recs);
+FROM hm JOIN jm USING (run_id, kernel_key))sql";
+}
+// host_comm_transfer over recs: per host and cross-host communicator, the geometric mean over
+// the communicator's instances of at least 1 MiB (smaller ones are latency-bound and say nothing
+// of a link's bandwidth) of instance busbw over the job median of its kernel key.
+std::string HostCommSql(const std::string& recs) {
+  return TransferCtes(recs) + R"sql(,
+c AS (SELECT DISTINCT run_id, comm_id, comm, comm_name FROM d)
+SELECT hx.run_id, hx.hostname, hx.comm_id, c.comm, c.comm_name, count(*) AS instances,
+       exp(avg(ln(hx.x / jm.job_median_busbw_gbs))) AS norm_busbw
+FROM hx JOIN jm USING (run_id, kernel_key) JOIN c USING (run_id, comm_id)
+WHERE hx.msg_size_bytes >= 1048576 AND hx.x > 0 AND jm.job_median_busbw_gbs > 0
+GROUP BY hx.run_id, hx.hostname, hx.comm_id, c.comm, c.comm_name)sql";
 }
 // range_bars over cells and recs; {MIN_BYTES}, {BIN_S}, {SN_BIN} are the macro's parameters or
 // literals. Communicator and host come from the cells' value counts, time and sequence-number
@@ -215,6 +247,7 @@ std::vector<std::pair<std::string, std::string>> AggTables() {
        "0::INTEGER AS nnodes, 0::BIGINT AS records, 0::DOUBLE AS median_busbw_gbs, "
        "0::DOUBLE AS job_median_busbw_gbs, 0::DOUBLE AS norm_busbw"},
       {"agg_host_transfer", HostTransferSql("(SELECT * FROM records WHERE false)")},
+      {"agg_host_comm", HostCommSql("(SELECT * FROM records WHERE false)")},
       {"agg_range_bars",
        "SELECT 0::UBIGINT AS p_min_bytes, 0::DOUBLE AS p_bin_s, 0::INTEGER AS p_sn_bin, * FROM (" +
            RangeBarsSql(Paren(RawCellsSql(none)), "(SELECT * FROM records WHERE false)",
@@ -234,6 +267,7 @@ const char* const kAggComments[][2] = {
                  "count/sum/min/max, exec time sum/max"},
     {"agg_host_normalized", "analysis aggregate: host_normalized, materialised"},
     {"agg_host_transfer", "analysis aggregate: host_transfer_normalized, materialised"},
+    {"agg_host_comm", "analysis aggregate: host_comm_transfer, materialised"},
     {"agg_range_bars", "analysis aggregate: range_bars at the parameters p_*, materialised"},
 };
 
@@ -555,18 +589,26 @@ FROM process_stats(min_bytes := min_bytes) GROUP BY ALL ORDER BY run_id, block)s
   v.push_back(std::string("CREATE OR REPLACE {TEMP} VIEW host_normalized AS SELECT * FROM "
                           "agg_host_normalized WHERE run_id IN ") + kFresh + " UNION ALL SELECT * FROM " +
               Paren(HostNormalizedSql("raw_cells")));
-  // Per host, for communicators spanning hosts: the bandwidth of each collective instance
-  // (communicator, op, sequence number) is that of its fastest record, i.e. of the last rank to
-  // arrive, whose time has no waiting in it; every host taking part is charged with it. A
-  // degraded NIC slows every instance it takes part in, so its host has the lowest median over
-  // the job median even where all ranks of a ring report the same slow time.
+  // Per host and cross-host kernel key: the median busbw of the transfer instances (TransferCtes)
+  // the host takes part in, over the job median. Every host of an instance is charged with it,
+  // because all ranks of a ring report the same slow time: the median flags a degraded host and
+  // its ring partners alike; host_comm_transfer tells them apart.
   v.push_back(std::string("CREATE OR REPLACE {TEMP} VIEW host_transfer_normalized AS SELECT * "
                           "FROM agg_host_transfer WHERE run_id IN ") + kFresh + " UNION ALL SELECT * FROM " +
               Paren(HostTransferSql(std::string("(SELECT * FROM records WHERE run_id IN ") +
                                     kStale + ")")));
+  // Per host, for each communicator spanning hosts: how fast its transfers ran against the job.
+  v.push_back(std::string("CREATE OR REPLACE {TEMP} VIEW host_comm_transfer AS SELECT * "
+                          "FROM agg_host_comm WHERE run_id IN ") + kFresh + " UNION ALL SELECT * FROM " +
+              Paren(HostCommSql(std::string("(SELECT * FROM records WHERE run_id IN ") +
+                                kStale + ")")));
   v.push_back(
-    // The host table: per host, the record-weighted geometric mean of its normalised medians
-    // (all kernels, and cross-host transfers), its worst kernel, ranked worst first.
+    // The host table, ranked worst first by transfer_norm_busbw: the host's best cross-host
+    // communicator (host_comm_transfer). A communicator runs no faster than its slowest member,
+    // so a host's network does at least what its best communicator shows: a degraded host is the
+    // one whose communicators are all slow, while each of its partners has a fast one as well.
+    // Hosts without cross-host transfers rank by norm_busbw: the record-weighted geometric mean
+    // of their normalised medians over every kernel.
     R"sql(CREATE OR REPLACE {TEMP} VIEW host_table AS
 WITH n AS (
   SELECT run_id, hostname, sum(records)::BIGINT AS records,
@@ -574,16 +616,19 @@ WITH n AS (
          arg_min(kernel_key, norm_busbw) AS worst_kernel, min(norm_busbw) AS worst_kernel_norm
   FROM host_normalized WHERE norm_busbw > 0 GROUP BY ALL),
 t AS (
-  SELECT run_id, hostname,
-         exp(sum(instances * ln(norm_busbw)) / sum(instances)) AS transfer_norm_busbw,
-         arg_min(kernel_key, norm_busbw) AS worst_transfer_kernel
+  SELECT run_id, hostname, arg_min(kernel_key, norm_busbw) AS worst_transfer_kernel
   FROM host_transfer_normalized WHERE norm_busbw > 0 GROUP BY ALL),
+c AS (
+  SELECT run_id, hostname, count(*) AS transfer_comms, max(norm_busbw) AS transfer_norm_busbw,
+         arg_max(comm, (norm_busbw, comm)) AS best_comm, min(norm_busbw) AS worst_comm_norm
+  FROM host_comm_transfer GROUP BY ALL),
 p AS (SELECT run_id, hostname, count(*) AS processes FROM processes GROUP BY ALL)
 SELECT n.run_id, row_number() OVER (PARTITION BY n.run_id
-         ORDER BY coalesce(t.transfer_norm_busbw, n.norm_busbw), n.norm_busbw, n.hostname) AS rank,
-       n.hostname, p.processes, n.records, n.norm_busbw, t.transfer_norm_busbw, n.worst_kernel,
-       n.worst_kernel_norm, t.worst_transfer_kernel
+         ORDER BY coalesce(c.transfer_norm_busbw, n.norm_busbw), n.norm_busbw, n.hostname) AS rank,
+       n.hostname, p.processes, n.records, n.norm_busbw, c.transfer_norm_busbw, c.transfer_comms,
+       c.best_comm, c.worst_comm_norm, n.worst_kernel, n.worst_kernel_norm, t.worst_transfer_kernel
 FROM n JOIN p USING (run_id, hostname) LEFT JOIN t USING (run_id, hostname)
+LEFT JOIN c USING (run_id, hostname)
 ORDER BY n.run_id, rank)sql");
   // Host x time-bin heatmap of normalised busbw (record busbw / job median of its kernel key).
   v.push_back(R"sql(CREATE OR REPLACE {TEMP} MACRO host_time_heatmap(bin_s := 5, min_bytes := 1048576) AS TABLE
@@ -780,6 +825,7 @@ Result<AggregateReport> RefreshAggregates(Store& store, const std::string& run) 
         "DELETE FROM agg_time WHERE " + only,
         "DELETE FROM agg_host_normalized WHERE " + only,
         "DELETE FROM agg_host_transfer WHERE " + only,
+        "DELETE FROM agg_host_comm WHERE " + only,
         "DELETE FROM agg_range_bars WHERE " + only,
         // The run reads as fresh from here on (inside the transaction), so the materialised
         // primitives below are computed from the aggregates made just before them.
@@ -798,6 +844,8 @@ Result<AggregateReport> RefreshAggregates(Store& store, const std::string& run) 
             Paren(HostNormalizedSql("(SELECT * FROM agg_cells WHERE " + only + ")")),
         "INSERT INTO agg_host_transfer SELECT * FROM " +
             Paren(HostTransferSql("(SELECT * FROM records WHERE " + only + ")")),
+        "INSERT INTO agg_host_comm SELECT * FROM " +
+            Paren(HostCommSql("(SELECT * FROM records WHERE " + only + ")")),
         "INSERT INTO agg_range_bars SELECT 1048576, 5, 50, * FROM (" +
             RangeBarsSql("(SELECT * FROM agg_cells WHERE " + only + ")",
                          "(SELECT * FROM records WHERE " + only + ")", "1048576", "5", "50") +
