@@ -16,7 +16,8 @@ struct SimulateOptions {
   std::vector<std::string> faults;
   std::string scenario;
   std::string nt_ops = "allreduce,allgather,reducescatter";
-  bool no_p2p = false, no_kineto_gzip = false, no_summary = false, quiet = false;
+  bool no_p2p = false, no_kineto_gzip = false, no_summary = false, no_inflight_state = false,
+       quiet = false;
 };
 
 void Register(CLI::App& app) {
@@ -140,6 +141,8 @@ void Register(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--no-kineto-gzip", opts->no_kineto_gzip, "Write .json instead of .json.gz");
   cmd->add_flag("--no-summary", opts->no_summary, "Do not write step_summary.csv");
+  cmd->add_flag("--no-inflight-state", opts->no_inflight_state,
+                "Do not write the plugin's in-flight state files (*.inflight.json)");
   cmd->add_option("--buffer-mb", c.output.buffer_mb, "Inspector output buffered before flush")
       ->capture_default_str();
   // nccl-tests mode
@@ -162,6 +165,7 @@ void Register(CLI::App& app) {
     cfg.inspector.p2p = !opts->no_p2p;
     cfg.output.kineto_gzip = !opts->no_kineto_gzip;
     cfg.output.summary = !opts->no_summary;
+    cfg.output.inflight_state = !opts->no_inflight_state;
     std::string error;
     cfg.nccl_tests.ops.clear();
     {

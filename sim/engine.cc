@@ -706,6 +706,17 @@ void Engine::CompleteColl(int c, int arriving_rank) {
         Segment(m, seg, mp.mb, arr, my_end);
       }
       NcclKernel(m, c, mop, in.bytes[i], mp.dtype, arr, my_end, cost, stream);
+    } else if (std::isfinite(arr)) {
+      // Entered, never completes: the plugin's in-flight list keeps it until the job dies.
+      if (op == Op::kAlltoAll) {
+        for (int j = 0; j < n; ++j) {
+          if (j == i) continue;
+          insp_.AddInflight(m, c, Op::kSend, 0, j, in.bytes[i], arr, 1, cost);
+          insp_.AddInflight(m, c, Op::kRecv, 0, j, in.bytes[i], arr, 1, cost);
+        }
+      } else {
+        insp_.AddInflight(m, c, mop, in.sn[i], -1, in.bytes[i], arr, cost.channels, cost);
+      }
     }
     RankState& st = rs_[m];
     st.t = my_end;
@@ -801,6 +812,11 @@ void Engine::MatchPart(const Post& send, const Post& recv, int dir) {
   const int k = static_cast<int>(CommKind::kPp);
   insp_.AddP2p(send.rank, c, Op::kSend, ri.comm_rank[k], send.bytes, send.t, end);
   insp_.AddP2p(recv.rank, c, Op::kRecv, si.comm_rank[k], send.bytes, recv.t, end);
+  if (!std::isfinite(end)) {
+    // A side that posted but whose transfer never completes stays in flight.
+    if (std::isfinite(send.t)) insp_.AddInflight(send.rank, c, Op::kSend, 0, ri.comm_rank[k], send.bytes, send.t, 1, cost);
+    if (std::isfinite(recv.t)) insp_.AddInflight(recv.rank, c, Op::kRecv, 0, si.comm_rank[k], send.bytes, recv.t, 1, cost);
+  }
   for (const Post* p : {&send, &recv}) {
     RankState& st = rs_[p->rank];
     st.parts_done++;

@@ -88,6 +88,9 @@ struct OutputConfig {
   bool kineto_gzip = true;
   bool summary = true;                // step_summary.csv
   int64_t buffer_mb = 256;            // Inspector bytes buffered before appending to files
+  // collscope plugin in-flight state files (<host>-pid<pid>.inflight.json in nccl-inspector/),
+  // as the plugin leaves them at the end of the job; training mode only.
+  bool inflight_state = true;
 };
 
 struct NcclTestsConfig {

@@ -137,6 +137,8 @@ int Simulate(const SimConfig& config, SimStats* stats, std::string* error) {
     return 1;
   }
   if (!insp.Finish(job_end, error)) return 1;
+  const bool state_files = config.output.inflight_state && config.mode == Mode::kTraining;
+  if (state_files && !insp.WriteStateFiles(job_end, error)) return 1;
   if (!kineto.Finish(error)) return 1;
 
   // ---- ground truth
@@ -183,7 +185,7 @@ int Simulate(const SimConfig& config, SimStats* stats, std::string* error) {
        (summary_buf.empty() ? std::string("null") : std::string("\"step_summary.csv\"")) +
        ",\"nccl_tests_out\":" +
        (config.mode == Mode::kNcclTests ? std::string("\"nccl-tests.out\"") : std::string("null")) +
-       "},\n";
+       ",\"inflight_state\":" + (state_files ? "true" : "false") + "},\n";
   // Steps (training): global start (earliest rank) and end (latest rank).
   o += "\"steps\":[";
   if (config.mode == Mode::kTraining) {
@@ -362,7 +364,8 @@ int Simulate(const SimConfig& config, SimStats* stats, std::string* error) {
          ",\"cp\":" + std::to_string(ri.cp) + ",\"dp\":" + std::to_string(ri.dp) +
          ",\"pp\":" + std::to_string(ri.pp) + ",\"ep\":" + std::to_string(ri.ep) +
          ",\"inspector_file\":" + JsonString(insp.LinesOf(r) ? insp.FileName(r) : "") +
-         ",\"inspector_lines\":" + std::to_string(insp.LinesOf(r)) + "}";
+         ",\"inspector_lines\":" + std::to_string(insp.LinesOf(r)) +
+         ",\"inflight_file\":" + JsonString(state_files ? insp.StateFileName(r) : "") + "}";
   }
   o += "],\n\"comms\":[";
   for (size_t c = 0; c < layout.comms.size(); ++c) {

@@ -106,9 +106,21 @@ int64_t InspectorWriter::PassOf(int rank, double t) const {
   return k;
 }
 
+InspectorWriter::CommCounters& InspectorWriter::Counters(int rank, int comm) {
+  const int kinds = static_cast<int>(CommKind::kCount);
+  if (counters_.empty()) counters_.resize(static_cast<size_t>(layout_.world) * kinds);
+  return counters_[static_cast<size_t>(rank) * kinds + static_cast<int>(layout_.comms[comm].kind)];
+}
+
 void InspectorWriter::AddColl(int rank, int comm, Op op, uint64_t sn, int64_t bytes,
                               double start_us, double end_us, int channels) {
   if (!std::isfinite(end_us)) return;
+  {
+    // The plugin counts every completed op, recorded or filtered.
+    CommCounters& c = Counters(rank, comm);
+    c.completed++;
+    c.last_activity_us = std::max(c.last_activity_us, end_us);
+  }
   if (!v229_ && bytes < config_.inspector.min_size_bytes) { ++filtered_; return; }
   Pending p;
   p.end_us = end_us;
@@ -131,6 +143,11 @@ void InspectorWriter::AddP2p(int rank, int comm, Op op, int peer, int64_t bytes,
   if (!std::isfinite(end_us)) return;
   const int kind = static_cast<int>(layout_.comms[comm].kind);
   const uint64_t sn = procs_[rank].p2p_sn[kind]++;  // counted even when filtered, as the plugin
+  {
+    CommCounters& c = Counters(rank, comm);
+    c.completed++;
+    c.last_activity_us = std::max(c.last_activity_us, end_us);
+  }
   if (bytes < config_.inspector.min_size_bytes) { ++filtered_; return; }
   Pending p;
   p.end_us = end_us;
@@ -145,6 +162,113 @@ void InspectorWriter::AddP2p(int rank, int comm, Op op, int peer, int64_t bytes,
   p.p2p = 1;
   p.channels = 1;
   procs_[rank].pending.push_back(p);
+}
+
+void InspectorWriter::AddInflight(int rank, int comm, Op op, uint64_t sn, int peer, int64_t bytes,
+                                  double start_us, int channels, const CollCost& cost) {
+  const bool p2p = op == Op::kSend || op == Op::kRecv;
+  // Without P2p events (2.29, or NCCL_INSPECTOR_ENABLE_P2P=0) the plugin tracks no p2p op.
+  if (p2p && (v229_ || !config_.inspector.p2p)) return;
+  if (p2p) sn = procs_[rank].p2p_sn[static_cast<int>(layout_.comms[comm].kind)]++;
+  CommCounters& c = Counters(rank, comm);
+  InflightOp o;
+  o.start_us = start_us;
+  o.bytes = bytes;
+  o.sn = sn;
+  o.peer = p2p ? peer : -1;
+  o.op = static_cast<uint8_t>(op);
+  o.p2p = p2p;
+  o.channels = static_cast<uint16_t>(std::clamp(channels, 1, 64));
+  o.algo = static_cast<uint8_t>(cost.algo);
+  o.proto = static_cast<uint8_t>(cost.proto);
+  c.inflight.push_back(o);
+  c.last_activity_us = std::max(c.last_activity_us, start_us);
+}
+
+std::string InspectorWriter::StateFileName(int rank) const {
+  const RankInfo& ri = layout_.ranks[rank];
+  return layout_.hostnames[ri.host] + "-pid" + std::to_string(ri.pid) + ".inflight.json";
+}
+
+bool InspectorWriter::WriteStateFiles(double job_end_us, std::string* error) const {
+  const int kinds = static_cast<int>(CommKind::kCount);
+  static const CommCounters kNone;
+  std::string s;
+  for (int r = 0; r < layout_.world; ++r) {
+    const RankInfo& ri = layout_.ranks[r];
+    const double wall0 = static_cast<double>(config_.start_time_us) + layout_.clock_offset_us[ri.host];
+    auto wall = [&](double t) {
+      std::string v;
+      AppendU64(&v, static_cast<uint64_t>(std::max(0.0, std::floor(wall0 + t))));
+      return v;
+    };
+    // Each process finalizes its communicators a little after the job end (the watchdog's
+    // abort, or the teardown, does not reach every process at once), one by one in creation
+    // order; the last finalize writes the final state.
+    const double fin0 = job_end_us + std::floor(Uniform(Hash(config_.seed, 0xF1A1ULL, r)) * 200000.0);
+    s.clear();
+    s += "{\"collscope_inflight_version\":1,\"hostname\":\"" + layout_.hostnames[ri.host] + "\",\"pid\":";
+    AppendI64(&s, ri.pid);
+    s += ",\"global_rank\":" + std::to_string(r) + ",\"local_rank\":" + std::to_string(ri.local) +
+         ",\"gpu\":" + std::to_string(ri.local);
+    std::string comms;
+    double fin = fin0;
+    for (int k = 0; k < kinds; ++k) {
+      const int c = ri.comm[k];
+      if (c < 0) continue;
+      const CommInfo& ci = layout_.comms[c];
+      const CommCounters& cc =
+          counters_.empty() ? kNone : counters_[static_cast<size_t>(r) * kinds + k];
+      std::vector<InflightOp> ops = cc.inflight;
+      std::sort(ops.begin(), ops.end(), [](const InflightOp& a, const InflightOp& b) {
+        return a.start_us != b.start_us ? a.start_us < b.start_us : a.sn < b.sn;
+      });
+      fin += 20;
+      if (!comms.empty()) comms += ',';
+      comms += "{\"id\":\"" + ci.id_text + "\",\"comm_name\":\"" + ci.name + "\",\"rank\":" +
+               std::to_string(ri.comm_rank[k]) + ",\"n_ranks\":" + std::to_string(ci.ranks.size()) +
+               ",\"nnodes\":" + std::to_string(ci.hosts.size()) + ",\"ops_started\":";
+      AppendU64(&comms, cc.completed + ops.size());
+      comms += ",\"ops_completed\":";
+      AppendU64(&comms, cc.completed);
+      comms += ",\"last_activity_ts_us\":" + wall(cc.last_activity_us) +
+               ",\"coll_dropped_total\":0,\"p2p_dropped_total\":0,\"untracked_total\":0,\"inflight\":[";
+      for (size_t i = 0; i < ops.size(); ++i) {
+        const InflightOp& o = ops[i];
+        if (i) comms += ',';
+        comms += std::string("{\"kind\":\"") + (o.p2p ? "p2p" : "coll") + "\",\"op\":\"" +
+                 std::string(OpName(static_cast<Op>(o.op))) + "\",\"sn\":";
+        AppendU64(&comms, o.sn);
+        comms += ",\"peer\":" + std::to_string(o.peer) + ",\"msg_size_bytes\":";
+        AppendI64(&comms, o.bytes);
+        comms += ",\"algo\":\"" + (o.p2p ? std::string("unknown") : std::string(AlgoName(static_cast<Algo>(o.algo)))) +
+                 "\",\"proto\":\"" + (o.p2p ? std::string("unknown") : std::string(ProtoName(static_cast<Proto>(o.proto)))) +
+                 "\",\"n_channels\":" + std::to_string(o.channels) + ",\"start_ts_us\":" + wall(o.start_us) +
+                 ",\"enqueue_ts_us\":" + wall(o.start_us + 4) + ",\"age_us\":";
+        AppendU64(&comms, static_cast<uint64_t>(std::max(0.0, fin - o.start_us)));
+        comms += ",\"n_channels_started\":" + std::to_string(o.channels) +
+                 ",\"n_channels_stopped\":0,\"channels_started\":[";
+        for (int ch = 0; ch < o.channels; ++ch) comms += (ch ? "," : "") + std::to_string(ch);
+        comms += "],\"channels_stopped\":[],\"proxy\":[]}";
+      }
+      comms += "],\"finalize_ts_us\":" + wall(fin) + "}";
+    }
+    s += ",\"heartbeat_ts_us\":" + wall(fin + 5) + ",\"state_seq\":";
+    AppendU64(&s, static_cast<uint64_t>(std::max(0.0, fin / 1e6)) + 1);  // one write per second, plus the last
+    s += ",\"status\":\"finalized\",\"comms\":[],\"finalized_comms\":[" + comms + "]}\n";
+    const std::string path = dir_ + "/" + StateFileName(r);
+    FILE* f = std::fopen(path.c_str(), "wb");
+    bool ok = f != nullptr;
+    if (f) {
+      ok = std::fwrite(s.data(), 1, s.size(), f) == s.size();
+      ok = std::fclose(f) == 0 && ok;
+    }
+    if (!ok) {
+      if (error) *error = "cannot write " + path;
+      return false;
+    }
+  }
+  return true;
 }
 
 void InspectorWriter::Advance(int rank, double now_us) {

@@ -35,6 +35,18 @@ class InspectorWriter {
                double end_us, int channels);
   // A completed point-to-point operation (op kSend or kRecv); peer is the comm rank of the peer.
   void AddP2p(int rank, int comm, Op op, int peer, int64_t bytes, double start_us, double end_us);
+  // An operation `rank` started at `start_us` that never completes (it waits on a member that
+  // never arrives, or on a dead link): it stays in the plugin's in-flight list. Collectives give
+  // their per-op `sn`; point-to-point ops (kSend/kRecv) their peer's comm rank. All its channels
+  // started (the kernel runs, waiting on its peers) and none stopped.
+  void AddInflight(int rank, int comm, Op op, uint64_t sn, int peer, int64_t bytes,
+                   double start_us, int channels, const CollCost& cost);
+  // Writes one <host>-pid<pid>.inflight.json per process, as collscope's plugin leaves it when
+  // every communicator is finalized at `job_end_us` (the watchdog's abort of a hung job, or the
+  // normal teardown): status "finalized", every communicator under finalized_comms with the ops
+  // still in flight. Returns false with *error if a file cannot be written.
+  bool WriteStateFiles(double job_end_us, std::string* error) const;
+  std::string StateFileName(int rank) const;
   // Every record `rank` adds from now on completes after `now_us`: write the finished passes.
   void Advance(int rank, double now_us);
   // End of job: the dump threads stop at `job_end_us` (no final drain, as in the plugin).
@@ -80,6 +92,23 @@ class InspectorWriter {
     uint64_t lines = 0;
     std::vector<uint64_t> p2p_sn;  // per comm kind
   };
+  struct InflightOp {
+    double start_us;
+    int64_t bytes;
+    uint64_t sn;
+    int32_t peer;
+    uint8_t op;
+    uint8_t p2p;
+    uint16_t channels;
+    uint8_t algo, proto;
+  };
+  // Per (rank, comm kind): what the plugin's communicator counters would show.
+  struct CommCounters {
+    uint64_t completed = 0;
+    double last_activity_us = 0;
+    std::vector<InflightOp> inflight;
+  };
+  CommCounters& Counters(int rank, int comm);
   double PassTime(int rank, int64_t k) const;
   int64_t PassOf(int rank, double t_us) const;
   void Emit(int rank, std::vector<Pending>& ready);
@@ -107,6 +136,7 @@ class InspectorWriter {
   uint64_t coll_written_ = 0, p2p_written_ = 0, dropped_ = 0, filtered_ = 0, bytes_written_ = 0;
   std::string error_;
   std::vector<Pending> scratch_;
+  std::vector<CommCounters> counters_;  // world x comm kinds
 };
 
 // Per-rank Kineto Chrome trace (small jobs). Events are collected in memory per rank.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace collscope::diagnose {
 
@@ -143,106 +144,566 @@ Result<std::vector<Finding>> DiagnoseFlightRecorder(const std::vector<std::strin
   return AnalyzeFlightRecorder(dumps);
 }
 
-Result<std::vector<Finding>> DiagnoseInflight(const std::vector<std::string>& paths) {
-  // Per communicator (id): each member's ops_started and the oldest in-flight collective.
-  struct Member { int global_rank; std::string host; uint64_t started = 0; int64_t inflight_sn = -1;
-                  int n_ch = 0, ch_stopped = 0; std::string op; int64_t ts = 0; };
-  std::map<std::string, std::vector<Member>> comms;
-  std::map<std::string, int> n_ranks;
+namespace {
+
+int64_t IntOr(simdjson::dom::element e, const char* key, int64_t dflt) {
+  int64_t v = 0;
+  if (!e[key].get_int64().get(v)) return v;
+  uint64_t u = 0;  // the plugin prints unsigned fields; a value past INT64_MAX is not a count
+  if (!e[key].get_uint64().get(u)) return static_cast<int64_t>(u);
+  return dflt;
+}
+std::string TextOr(simdjson::dom::element e, const char* key) {
+  std::string_view v;
+  if (e[key].get_string().get(v)) return {};
+  return std::string(v);
+}
+int CountOf(simdjson::dom::element e, const char* n_key, const char* list_key) {
+  int64_t n = IntOr(e, n_key, -1);
+  if (n >= 0) return static_cast<int>(n);
+  simdjson::dom::array a;
+  return e[list_key].get_array().get(a) ? 0 : static_cast<int>(a.size());
+}
+
+}  // namespace
+
+Result<InflightState> ReadInflightState(const std::string& path) {
   simdjson::dom::parser parser;
-  for (const std::string& p : paths) {
-    simdjson::dom::element root;
-    if (auto err = parser.load(p).get(root)) return Status::Error(p + ": " + simdjson::error_message(err));
-    int64_t gr = -1;
-    std::string_view host;
-    if (root["global_rank"].get_int64().get(gr)) {}
-    if (root["hostname"].get_string().get(host)) {}
-    int64_t hb = 0;
-    if (root["heartbeat_ts_us"].get_int64().get(hb)) {}
-    for (const char* key : {"comms", "finalized_comms"}) {
-      simdjson::dom::array arr;
-      if (root[key].get_array().get(arr)) continue;
-      for (auto c : arr) {
-        std::string_view id;
-        if (c["id"].get_string().get(id)) continue;
-        Member m;
-        m.global_rank = static_cast<int>(gr);
-        m.host = std::string(host);
-        uint64_t u = 0;
-        if (!c["ops_started"].get_uint64().get(u)) m.started = u;
-        int64_t nr = 0;
-        if (!c["n_ranks"].get_int64().get(nr)) n_ranks[std::string(id)] = static_cast<int>(nr);
-        simdjson::dom::array fl;
-        if (!c["inflight"].get_array().get(fl))
-          for (auto o : fl) {
-            std::string_view kind;
-            if (o["kind"].get_string().get(kind) || kind != "coll") continue;
-            int64_t sn = -1;
-            if (o["sn"].get_int64().get(sn)) {}
-            if (m.inflight_sn < 0 || sn < m.inflight_sn) {
-              m.inflight_sn = sn;
-              std::string_view op;
-              if (o["op"].get_string().get(op)) {}
-              m.op = std::string(op);
-              int64_t v = 0;
-              if (!o["n_channels"].get_int64().get(v)) m.n_ch = static_cast<int>(v);
-              if (!o["n_channels_stopped"].get_int64().get(v)) m.ch_stopped = static_cast<int>(v);
-              if (!o["start_ts_us"].get_int64().get(v)) m.ts = v;
-            }
-          }
-        comms[std::string(id)].push_back(m);
-      }
+  simdjson::dom::element root;
+  if (auto err = parser.load(path).get(root)) return Status::Error(path + ": " + simdjson::error_message(err));
+  int64_t version = IntOr(root, "collscope_inflight_version", -1);
+  if (version != 1)
+    return Status::Error(path + ": not a collscope in-flight state file of version 1 (collscope_inflight_version " +
+                         std::to_string(version) + ")");
+  InflightState st;
+  st.path = path;
+  st.hostname = TextOr(root, "hostname");
+  st.status = TextOr(root, "status");
+  st.pid = IntOr(root, "pid", 0);
+  st.global_rank = static_cast<int>(IntOr(root, "global_rank", -1));
+  st.heartbeat_ts_us = IntOr(root, "heartbeat_ts_us", 0);
+  for (const char* key : {"comms", "finalized_comms"}) {
+    simdjson::dom::array arr;
+    if (root[key].get_array().get(arr)) continue;
+    for (simdjson::dom::element c : arr) {
+      InflightComm cm;
+      cm.id = TextOr(c, "id");
+      if (cm.id.empty()) return Status::Error(path + ": a communicator without an id");
+      cm.name = TextOr(c, "comm_name");
+      cm.rank = static_cast<int>(IntOr(c, "rank", -1));
+      cm.n_ranks = static_cast<int>(IntOr(c, "n_ranks", 0));
+      cm.ops_started = static_cast<uint64_t>(IntOr(c, "ops_started", 0));
+      cm.ops_completed = static_cast<uint64_t>(IntOr(c, "ops_completed", 0));
+      cm.finalized = std::string_view(key) == "finalized_comms";
+      simdjson::dom::array ops;
+      if (!c["inflight"].get_array().get(ops))
+        for (simdjson::dom::element o : ops) {
+          InflightOp op;
+          op.coll = TextOr(o, "kind") != "p2p";
+          op.op = TextOr(o, "op");
+          op.sn = IntOr(o, "sn", -1);
+          op.peer = static_cast<int>(IntOr(o, "peer", -1));
+          op.bytes = IntOr(o, "msg_size_bytes", 0);
+          op.n_channels = static_cast<int>(IntOr(o, "n_channels", 0));
+          op.channels_started = CountOf(o, "n_channels_started", "channels_started");
+          op.channels_stopped = CountOf(o, "n_channels_stopped", "channels_stopped");
+          op.start_ts_us = IntOr(o, "start_ts_us", 0);
+          op.enqueue_ts_us = IntOr(o, "enqueue_ts_us", 0);
+          cm.ops.push_back(std::move(op));
+        }
+      st.comms.push_back(std::move(cm));
     }
-    (void)hb;
+  }
+  return st;
+}
+
+namespace {
+
+// A process's role in the collective its communicator is stuck in.
+enum class Role { kJoined, kNeverJoined, kOtherOp, kOtherSize, kNotStarted };
+
+struct CommView {
+  std::string id, name;
+  int n_ranks = 0;
+  std::map<int, std::pair<int, const InflightComm*>> members;  // comm rank -> (process, its view)
+};
+
+std::string OpText(const InflightOp& o) {
+  return o.op + " #" + std::to_string(o.sn) + " (" + std::to_string(o.bytes) + " B)";
+}
+
+}  // namespace
+
+std::vector<Finding> AnalyzeInflight(const std::vector<InflightState>& input, const InflightOptions& options) {
+  std::vector<InflightState> states = input;
+  for (InflightState& s : states)
+    for (InflightComm& c : s.comms) {
+      if (c.finalized || s.status != "running") continue;
+      std::erase_if(c.ops, [&](const InflightOp& o) { return s.heartbeat_ts_us - o.start_ts_us < options.min_age_us; });
+    }
+  const int np = static_cast<int>(states.size());
+  // Rank label per process: the launcher's global rank; without one, the process's rank in its
+  // largest communicator (the world communicator's rank is the global rank in every launcher).
+  std::vector<int> label(np, -1);
+  for (int p = 0; p < np; ++p) {
+    label[p] = states[p].global_rank;
+    if (label[p] >= 0) continue;
+    int best = 0;
+    for (const InflightComm& c : states[p].comms)
+      if (c.n_ranks > best) { best = c.n_ranks; label[p] = c.rank; }
+  }
+  // Communicators; a comm rank reported by two processes (a re-initialised communicator with
+  // the same hash) keeps the fresher file.
+  std::map<std::string, CommView> comms;
+  for (int p = 0; p < np; ++p)
+    for (const InflightComm& c : states[p].comms) {
+      CommView& v = comms[c.id];
+      v.id = c.id;
+      if (v.name.empty()) v.name = c.name;
+      v.n_ranks = std::max(v.n_ranks, c.n_ranks);
+      auto it = v.members.find(c.rank);
+      if (it == v.members.end() || states[it->second.first].heartbeat_ts_us < states[p].heartbeat_ts_us)
+        v.members[c.rank] = {p, &c};
+    }
+
+  std::vector<std::set<int>> waits_on(np);  // process -> processes it waits on
+  struct Edge { std::string comm; const InflightOp* op; };
+  std::map<std::pair<int, int>, Edge> why;  // (waiter, waited-on) -> where
+  std::vector<std::map<std::string, Role>> role(np);
+  std::map<std::string, std::vector<int>> missing;  // comm -> comm ranks without a state file
+  std::map<std::string, const InflightOp*> target_of;
+  std::map<std::string, int> n_blockers;  // comm -> members missing from its stuck collective
+  auto add_edge = [&](int a, int b, const std::string& comm, const InflightOp* op) {
+    if (a == b) return;
+    waits_on[a].insert(b);
+    why.emplace(std::make_pair(a, b), Edge{comm, op});
+  };
+
+  for (auto& [id, v] : comms) {
+    for (int r = 0; r < v.n_ranks; ++r)
+      if (!v.members.count(r)) missing[id].push_back(r);
+    // The collective this communicator is stuck in: the (op, sn) in flight at most members, the
+    // earliest-started on a tie.
+    std::map<std::pair<std::string, int64_t>, std::pair<int, int64_t>> votes;
+    for (auto& [cr, m] : v.members)
+      for (const InflightOp& o : m.second->ops)
+        if (o.coll) {
+          auto& vt = votes[{o.op, o.sn}];
+          vt.second = vt.first == 0 ? o.start_ts_us : std::min(vt.second, o.start_ts_us);
+          vt.first++;
+        }
+    if (!votes.empty()) {
+      auto best = votes.begin();
+      for (auto it = votes.begin(); it != votes.end(); ++it)
+        if (it->second.first > best->second.first ||
+            (it->second.first == best->second.first && it->second.second < best->second.second))
+          best = it;
+      const auto key = best->first;
+      // Majority size of the joined members: a member that joined with another size mismatched.
+      std::map<int64_t, int> sizes;
+      const InflightOp* first = nullptr;
+      bool any_started = false;
+      for (auto& [cr, m] : v.members)
+        for (const InflightOp& o : m.second->ops)
+          if (o.coll && o.op == key.first && o.sn == key.second) {
+            sizes[o.bytes]++;
+            any_started |= o.channels_started > 0;
+          }
+      int64_t size = 0;
+      int most = 0;
+      for (auto& [b, n] : sizes)
+        if (n > most) { most = n; size = b; }
+      for (auto& [cr, m] : v.members)
+        for (const InflightOp& o : m.second->ops)
+          if (o.coll && o.op == key.first && o.sn == key.second && o.bytes == size &&
+              (!first || o.start_ts_us < first->start_ts_us))
+            first = &o;
+      target_of[id] = first;
+      std::vector<int> blockers;
+      std::vector<int> joined;
+      for (auto& [cr, m] : v.members) {
+        const int p = m.first;
+        const InflightOp* mine = nullptr;
+        bool other = false;
+        for (const InflightOp& o : m.second->ops)
+          if (o.coll) {
+            if (o.op == key.first && o.sn == key.second) mine = &o;
+            else other = true;
+          }
+        Role r;
+        if (mine && mine->bytes != size) r = Role::kOtherSize;
+        else if (mine && any_started && mine->channels_started == 0 && mine->n_channels > 0) r = Role::kNotStarted;
+        else if (mine) r = Role::kJoined;
+        else if (other) r = Role::kOtherOp;
+        else r = Role::kNeverJoined;
+        role[p][id] = r;
+        if (r == Role::kJoined) joined.push_back(p);
+        else blockers.push_back(p);
+      }
+      for (int a : joined)
+        for (int b : blockers) add_edge(a, b, id, first);
+      n_blockers[id] = static_cast<int>(blockers.size());
+    }
+    // Pending point-to-point ops wait on a peer that has no matching op (Send <-> Recv aimed back
+    // at this member) in flight.
+    for (auto& [cr, m] : v.members)
+      for (const InflightOp& o : m.second->ops) {
+        if (o.coll || o.peer < 0) continue;
+        auto peer = v.members.find(o.peer);
+        if (peer == v.members.end()) continue;  // no state file: counted as missing
+        bool matched = false;
+        for (const InflightOp& q : peer->second.second->ops)
+          if (!q.coll && q.peer == cr && q.op != o.op) matched = true;
+        if (!matched) add_edge(m.first, peer->second.first, id, &o);
+      }
+  }
+
+  // Everyone waiting on p, directly.
+  std::vector<std::set<int>> waiters(np);
+  for (int a = 0; a < np; ++a)
+    for (int b : waits_on[a]) waiters[b].insert(a);
+  std::set<int> roots;
+  for (int p = 0; p < np; ++p)
+    if (!waiters[p].empty() && waits_on[p].empty()) roots.insert(p);
+  if (roots.empty())  // a cycle (e.g. two members each in the other's missing op): every waited-on one
+    for (int p = 0; p < np; ++p)
+      if (!waiters[p].empty()) roots.insert(p);
+
+  int64_t last_heartbeat = 0;
+  for (const InflightState& s : states) last_heartbeat = std::max(last_heartbeat, s.heartbeat_ts_us);
+  // A heartbeat well behind the others' means the process died or froze before the end.
+  auto stale = [&](int p) { return last_heartbeat - states[p].heartbeat_ts_us > 5'000'000; };
+
+  // A root with ops of its own in flight (which all their peers joined, or it would wait on
+  // someone) is stuck mid-transfer there rather than absent: its oldest such op.
+  std::vector<std::pair<const InflightOp*, std::string>> own(np, {nullptr, {}});
+  for (int p = 0; p < np; ++p)
+    for (const InflightComm& c : states[p].comms)
+      for (const InflightOp& o : c.ops)
+        if (!own[p].first || o.start_ts_us < own[p].first->start_ts_us) own[p] = {&o, c.id};
+  // Group roots: stuck ones by the communicator they are stuck in (the members of one stuck
+  // transfer are one fault), absent ones by the first collective they failed to join.
+  std::map<std::string, std::set<int>> groups;
+  for (int r : roots) {
+    if (own[r].first) {
+      groups[own[r].second].insert(r);
+      continue;
+    }
+    // The collective it failed to join is the one where it is missing alone (or with the fewest
+    // others): a job blocked behind it piles up in later collectives, e.g. the step's world
+    // AllReduce, where its blocked peers are missing too; then the earliest.
+    const Edge* first = nullptr;
+    auto blockers = [&](const Edge& e) { return n_blockers.count(e.comm) ? n_blockers.at(e.comm) : 1; };
+    auto start = [](const Edge& e) { return e.op ? e.op->start_ts_us : INT64_MAX; };
+    // A pipeline receiver posts its Recv early and waits by design: collectives come first.
+    auto p2p = [](const Edge& e) { return e.op && !e.op->coll; };
+    for (int w : waiters[r]) {
+      const Edge& e = why.at({w, r});
+      if (!first || std::make_tuple(p2p(e), blockers(e), start(e)) < std::make_tuple(p2p(*first), blockers(*first), start(*first)))
+        first = &e;
+    }
+    groups[first->comm].insert(r);
   }
   std::vector<Finding> out;
-  for (auto& [id, ms] : comms) {
-    int64_t sn = -1;
-    std::string op;
-    int64_t ts = 0;
-    for (const Member& m : ms)
-      if (m.inflight_sn >= 0 && (sn < 0 || m.inflight_sn < sn)) { sn = m.inflight_sn; op = m.op; ts = m.ts; }
-    if (sn < 0) continue;
+  std::set<std::string> explained;
+  for (auto& [comm, group] : groups) {
+    std::set<int> rs = group, victims;
+    // Members of one stuck transfer that finished more of its channels than others are waiting
+    // for the laggards: those that finished the fewest are the root, the others victims.
+    std::map<int, int> stopped;
+    for (int r : rs) {
+      auto ro = role[r].find(comm);
+      if (ro == role[r].end() || ro->second != Role::kJoined || !own[r].first || own[r].second != comm) {
+        stopped.clear();
+        break;
+      }
+      stopped[r] = own[r].first->channels_stopped;
+    }
+    if (stopped.size() > 1) {
+      int lo = INT32_MAX, hi = 0;
+      for (auto& [r, n] : stopped) { lo = std::min(lo, n); hi = std::max(hi, n); }
+      if (lo < hi)
+        for (auto& [r, n] : stopped)
+          if (n > lo) { rs.erase(r); victims.insert(r); }
+    }
+    std::vector<int> todo(rs.begin(), rs.end());
+    todo.insert(todo.end(), victims.begin(), victims.end());
+    while (!todo.empty()) {
+      const int x = todo.back();
+      todo.pop_back();
+      for (int w : waiters[x])
+        if (!rs.count(w) && victims.insert(w).second) todo.push_back(w);
+    }
+    const CommView& v = comms.at(comm);
+    // The op of the finding: the communicator's stuck collective, else a waiter's p2p op (or the
+    // stuck root's own p2p op).
+    const InflightOp* op = target_of.count(comm) ? target_of.at(comm) : nullptr;
+    for (int r : rs) {
+      if (!op && own[r].first && own[r].second == comm) op = own[r].first;
+      for (int w : waiters[r])
+        if (!op && why.at({w, r}).comm == comm) op = why.at({w, r}).op;
+    }
+    Finding f;
+    f.kind = Kind::kHang;
+    f.detector = "inflight.state";
+    f.confidence = 0.95;
+    f.comms = {comm};
+    for (int r : group)
+      for (int w : waiters[r]) f.comms.push_back(why.at({w, r}).comm);
+    SortUnique(&f.comms);
+    std::vector<std::string> never, other, size, not_started, stuck;
+    std::set<std::string> hosts;
+    for (int r : rs) {
+      f.ranks.push_back(label[r]);
+      hosts.insert(states[r].hostname);
+      const std::string who = std::to_string(label[r]);
+      auto ro = role[r].find(comm);
+      const Role rl = ro == role[r].end() ? Role::kNeverJoined : ro->second;
+      const InflightOp* mine = own[r].first;
+      if (rl == Role::kOtherSize) {
+        int64_t bytes = 0;
+        for (const InflightComm& c : states[r].comms)
+          if (c.id == comm)
+            for (const InflightOp& o : c.ops)
+              if (o.coll && op && o.op == op->op && o.sn == op->sn) bytes = o.bytes;
+        size.push_back(who + " (" + std::to_string(bytes) + " B)");
+      }
+      else if (rl == Role::kOtherOp) {
+        std::string what;
+        for (const InflightComm& c : states[r].comms)
+          if (c.id == comm)
+            for (const InflightOp& o : c.ops)
+              if (o.coll) what = OpText(o);
+        other.push_back(who + " in " + what);
+      } else if (rl == Role::kNotStarted) not_started.push_back(who);
+      else if (mine) stuck.push_back(who + " in " + OpText(*mine) + " of " + own[r].second + " (" +
+                                     std::to_string(mine->channels_stopped) + "/" +
+                                     std::to_string(mine->n_channels) + " channels finished)");
+      else never.push_back(who);
+    }
+    SortUnique(&f.ranks);
+    for (int w : victims) f.victims.push_back(label[w]);
+    SortUnique(&f.victims);
+    f.hosts.assign(hosts.begin(), hosts.end());
+    f.start_us = op ? op->start_ts_us : last_heartbeat;
+    f.end_us = last_heartbeat;
+    std::set<int> direct;
+    for (int r : rs) direct.insert(waiters[r].begin(), waiters[r].end());
+    std::vector<int> direct_ranks;
+    for (int w : direct) direct_ranks.push_back(label[w]);
+    SortUnique(&direct_ranks);
+    // Members of the stuck collective that are part-way through it: victims, but which channels
+    // finished tells where the transfer stopped.
+    std::vector<int> partial;
+    for (auto& [cr, m] : v.members)
+      for (const InflightOp& o : m.second->ops)
+        if (op && o.coll && o.op == op->op && o.sn == op->sn && o.channels_stopped > 0) partial.push_back(label[m.first]);
+    SortUnique(&partial);
+    auto join = [](const std::vector<std::string>& xs) {
+      std::string s;
+      for (const std::string& x : xs) s += (s.empty() ? "" : "; ") + x;
+      return s;
+    };
+    const std::string where = (op ? OpText(*op) : std::string("its pending operation")) + " of communicator " +
+                              comm + (v.name.empty() ? "" : " (" + v.name + ")");
+    if (op) {
+      f.AddText("op", op->op);
+      f.Add("sn", static_cast<double>(op->sn));
+      f.Add("msg_size_bytes", static_cast<double>(op->bytes));
+    }
+    f.AddText("comm_name", v.name);
+    f.Add("direct_waiters", static_cast<double>(direct.size()));
+    f.AddText("waiting_ranks", RankList(direct_ranks));
+    if (!never.empty()) f.AddText("never_joined", join(never));
+    if (!other.empty()) f.AddText("issued_other_op", join(other));
+    if (!size.empty()) f.AddText("issued_other_size", join(size));
+    if (!not_started.empty()) f.AddText("kernel_never_started", join(not_started));
+    if (!stuck.empty()) f.AddText("stuck_mid_transfer", join(stuck));
+    if (!partial.empty()) f.AddText("partly_transferred_ranks", RankList(partial));
+    if (missing.count(comm)) f.Add("members_without_state_file", static_cast<double>(missing[comm].size()));
+    std::vector<int> stale_ranks;
+    for (int r : rs)
+      if (stale(r)) stale_ranks.push_back(label[r]);
+    if (!stale_ranks.empty()) f.AddText("stale_heartbeat_ranks", RankList(stale_ranks));
+    std::string what;
+    if (!never.empty()) what = " never joined " + where;
+    else if (!other.empty()) what = " issued a different collective (" + join(other) + ") where its peers are in " + where;
+    else if (!size.empty()) what = " joined " + where + " with a different message size";
+    else if (!not_started.empty()) what = " enqueued " + where + " but its GPU never started the kernel (busy or stuck in earlier work)";
+    else what = (f.ranks.size() > 1 ? " are" : " is") + std::string(" stuck mid-transfer in ") + where +
+                " although every member joined it (" + join(stuck) + ")";
+    f.summary = std::string(f.ranks.size() > 1 ? "Ranks " : "Rank ") + RankList(f.ranks) + what + "; " +
+                std::to_string(direct.size()) + " peer(s) wait on it directly and " +
+                std::to_string(f.victims.size()) + " rank(s) are blocked behind it" +
+                (stale_ranks.empty() ? "" : " (its state file stopped updating: the process died or froze)") +
+                ": inspect what those ranks were doing (stack, GPU errors in dmesg/XID).";
+    explained.insert(comm);
+    for (int r : group)
+      for (const InflightComm& c : states[r].comms) explained.insert(c.id);
+    out.push_back(std::move(f));
+  }
+
+  // A stuck collective whose missing members have no state file (or no entry for this
+  // communicator: a process that died, or a plugin that dropped it): they are the likely root
+  // cause, named by communicator rank since nothing maps them to a process.
+  for (auto& [id, v] : comms) {
+    if (explained.count(id) || !target_of.count(id) || !missing.count(id)) continue;
+    const InflightOp* op = target_of.at(id);
     Finding f;
     f.kind = Kind::kHang;
     f.detector = "inflight.state";
     f.comms = {id};
-    std::set<std::string> hosts;
-    std::vector<int> stuck;
-    for (const Member& m : ms) {
-      const bool joined = m.inflight_sn == sn;
-      if (!joined && m.inflight_sn < 0) { f.ranks.push_back(m.global_rank); hosts.insert(m.host); }
-      else if (joined && m.n_ch > 0 && m.ch_stopped > 0 && m.ch_stopped < m.n_ch) stuck.push_back(m.global_rank);
-      else f.victims.push_back(m.global_rank);
-    }
-    const int expected = n_ranks.count(id) ? n_ranks[id] : static_cast<int>(ms.size());
-    if (f.ranks.empty() && stuck.empty()) {
-      if (static_cast<int>(ms.size()) >= expected) continue;  // every member in flight: not localized here
-      f.summary = "Communicator " + id + " is stuck in " + op + " #" + std::to_string(sn) + ": " +
-                  std::to_string(expected - static_cast<int>(ms.size())) +
-                  " member(s) wrote no state file; the missing processes are the likely root cause.";
-    } else if (f.ranks.empty()) {
-      f.ranks = stuck;
-      for (const Member& m : ms)
-        if (std::find(stuck.begin(), stuck.end(), m.global_rank) != stuck.end()) hosts.insert(m.host);
-      f.summary = "Ranks " + RankList(stuck) + " are stuck mid-transfer in " + op + " #" + std::to_string(sn) +
-                  " of communicator " + id + " (some channels finished, others not): check the links of " +
-                  *hosts.begin() + ".";
-    } else {
-      f.summary = std::string(f.ranks.size() > 1 ? "Ranks " : "Rank ") + RankList(f.ranks) + " never joined " + op + " #" +
-                  std::to_string(sn) + " of communicator " + id + "; " + std::to_string(f.victims.size()) +
-                  " peer(s) wait in it: inspect what those ranks were doing.";
-    }
-    f.hosts.assign(hosts.begin(), hosts.end());
-    SortUnique(&f.ranks);
+    f.confidence = 0.7;
+    for (auto& [cr, m] : v.members)
+      if (role[m.first][id] == Role::kJoined) f.victims.push_back(label[m.first]);
     SortUnique(&f.victims);
-    f.start_us = ts;
-    f.end_us = ts;
-    f.confidence = 0.9;
-    f.Add("sn", static_cast<double>(sn));
+    std::vector<int> absent = missing.at(id);
+    f.start_us = op->start_ts_us;
+    f.end_us = last_heartbeat;
+    f.AddText("op", op->op);
+    f.Add("sn", static_cast<double>(op->sn));
+    f.Add("msg_size_bytes", static_cast<double>(op->bytes));
+    f.AddText("comm_name", v.name);
+    f.AddText("comm_ranks_without_state", RankList(absent));
+    f.summary = "Communicator " + id + (v.name.empty() ? "" : " (" + v.name + ")") + " is stuck in " + OpText(*op) +
+                ": ranks " + RankList(f.victims) + " wait in it, and communicator rank(s) " + RankList(absent) +
+                " left no state for it (process gone, or no collscope plugin): those processes are the likely "
+                "root cause.";
+    explained.insert(id);
+    out.push_back(std::move(f));
+  }
+
+  // Transfers every party joined that never finish, with nobody to blame elsewhere: stuck
+  // mid-transfer (a dead link, a peer's transport). Collectives whose members all joined one op,
+  // and Send/Recv pairs both posted. They make one finding: a dead link stops every transfer
+  // through it, so the hosts common to all of them are where to look.
+  struct Stuck { std::string comm; const InflightOp* op; std::vector<int> procs; };
+  std::vector<Stuck> stuck;
+  for (auto& [id, v] : comms) {
+    if (explained.count(id) || missing.count(id)) continue;
+    bool free = true;  // no member waits on anyone
+    for (auto& [cr, m] : v.members) free &= waits_on[m.first].empty();
+    if (!free) continue;
+    if (target_of.count(id)) {
+      bool all_joined = true;
+      Stuck st{id, target_of.at(id), {}};
+      for (auto& [cr, m] : v.members) {
+        all_joined &= role[m.first][id] == Role::kJoined;
+        st.procs.push_back(m.first);
+      }
+      if (all_joined) stuck.push_back(std::move(st));
+    }
+    for (auto& [cr, m] : v.members)
+      for (const InflightOp& o : m.second->ops) {
+        if (o.coll || o.peer <= cr || !v.members.count(o.peer)) continue;  // each pair once
+        stuck.push_back({id, &o, {m.first, v.members.at(o.peer).first}});
+      }
+  }
+  if (!stuck.empty()) {
+    std::set<std::string> common, all;
+    std::set<int> procs;
+    for (size_t i = 0; i < stuck.size(); ++i) {
+      std::set<std::string> hs;
+      for (int p : stuck[i].procs) {
+        hs.insert(states[p].hostname);
+        procs.insert(p);
+      }
+      all.insert(hs.begin(), hs.end());
+      if (i == 0) common = hs;
+      std::set<std::string> keep;
+      for (const std::string& h : common)
+        if (hs.count(h)) keep.insert(h);
+      common = std::move(keep);
+    }
+    const Stuck& s0 = stuck.front();
+    const InflightOp* op = s0.op;
+    Finding f;
+    f.kind = Kind::kHang;
+    f.detector = "inflight.state";
+    for (const Stuck& st : stuck) f.comms.push_back(st.comm);
+    SortUnique(&f.comms);
+    // One collective whose members differ in progress: those that finished the fewest channels
+    // hold the others up.
+    int lo = INT32_MAX, hi = 0;
+    if (stuck.size() == 1 && op->coll)
+      for (int p : s0.procs)
+        for (const InflightComm& c : states[p].comms)
+          if (c.id == s0.comm)
+            for (const InflightOp& o : c.ops)
+              if (o.coll && o.op == op->op && o.sn == op->sn) {
+                lo = std::min(lo, o.channels_stopped);
+                hi = std::max(hi, o.channels_stopped);
+              }
+    std::string where;
+    if (stuck.size() == 1 && op->coll && lo < hi) {
+      for (int p : s0.procs)
+        for (const InflightComm& c : states[p].comms)
+          if (c.id == s0.comm)
+            for (const InflightOp& o : c.ops)
+              if (o.coll && o.op == op->op && o.sn == op->sn && o.channels_stopped == lo) {
+                f.ranks.push_back(label[p]);
+                f.hosts.push_back(states[p].hostname);
+              }
+      f.confidence = 0.8;
+      where = "; ranks " + RankList(f.ranks) + " finished the fewest channels (" + std::to_string(lo) + "/" +
+              std::to_string(op->n_channels) + "): check their links and NICs.";
+    } else if (!common.empty() && common.size() < all.size()) {
+      for (int p : procs)
+        if (common.count(states[p].hostname)) f.ranks.push_back(label[p]);
+      f.hosts.assign(common.begin(), common.end());
+      f.confidence = 0.8;
+      std::string hs;
+      for (const std::string& h : common) hs += (hs.empty() ? "" : ", ") + h;
+      where = "; every one of them goes through " + hs + ": check its links and NICs.";
+    } else {
+      f.hosts.assign(all.begin(), all.end());
+      f.confidence = 0.6;
+      std::string hs;
+      for (const std::string& h : all) hs += (hs.empty() ? "" : ", ") + h;
+      where = "; no host is singled out (" + hs +
+              "), so check the links of every one of them (COLLSCOPE_PROXY_EVENTS=1 shows which peer each "
+              "channel waits on).";
+    }
+    SortUnique(&f.ranks);
+    SortUnique(&f.hosts);
+    for (int p : procs)
+      if (!std::binary_search(f.ranks.begin(), f.ranks.end(), label[p])) f.victims.push_back(label[p]);
+    SortUnique(&f.victims);
+    std::vector<int> members;
+    for (int p : procs) members.push_back(label[p]);
+    SortUnique(&members);
+    f.start_us = op->start_ts_us;
+    for (const Stuck& st : stuck) f.start_us = std::min(f.start_us, st.op->start_ts_us);
+    f.end_us = last_heartbeat;
+    f.AddText("op", op->op);
+    f.Add("sn", static_cast<double>(op->sn));
+    f.Add("msg_size_bytes", static_cast<double>(op->bytes));
+    f.AddText("comm_name", comms.at(s0.comm).name);
+    f.AddText("stuck_mid_transfer", RankList(members));
+    f.Add("stuck_transfers", static_cast<double>(stuck.size()));
+    if (lo <= hi) {
+      f.Add("min_channels_finished", lo);
+      f.Add("max_channels_finished", hi);
+    }
+    const std::string what = stuck.size() == 1
+        ? "Every member joined " + OpText(*op) + " of communicator " + s0.comm +
+              (comms.at(s0.comm).name.empty() ? "" : " (" + comms.at(s0.comm).name + ")") + " and none finished it"
+        : std::to_string(stuck.size()) + " transfers (e.g. " + OpText(*op) + " of communicator " + s0.comm +
+              ") were joined by every party and never finished";
+    f.summary = what + ": stuck mid-transfer" + where;
     out.push_back(std::move(f));
   }
   return out;
+}
+
+Result<std::vector<Finding>> DiagnoseInflight(const std::vector<std::string>& paths) {
+  std::vector<InflightState> states;
+  for (const std::string& p : paths) {
+    auto s = ReadInflightState(p);
+    if (!s.ok()) return s.status();
+    states.push_back(std::move(*s));
+  }
+  return AnalyzeInflight(states);
 }
 
 }  // namespace collscope::diagnose

@@ -287,13 +287,6 @@ void AppendCommState(const CommCtx& c, uint64_t now_ns, std::string* out) {
   out->append("]}");
 }
 
-bool HasInflight(const CommCtx& c) {
-  for (uint32_t i = 0; i < c.pool_size; ++i) {
-    if (c.slots[i].state.load(std::memory_order_acquire) == kSlotBusy) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 void Runtime::Log(collscope_ncclDebugLogLevel level, const std::string& msg) {
@@ -423,14 +416,15 @@ collscope_ncclResult_t Runtime::CommFinalize(void* context) noexcept {
         if (!rt->buf_.empty() && !rt->WriteAll(rt->log_fd_, rt->buf_)) {
           rt->Disable("write to '" + rt->log_path_ + "' failed: " + std::strerror(errno));
         }
-        if (HasInflight(*c)) {
-          std::string snap;
-          AppendCommState(*c, NowNs(), &snap);
-          snap.insert(snap.size() - 1, ",\"finalize_ts_us\":" + std::to_string(NowNs() / 1000));
-          auto& kept = rt->finalized_snapshots_;
-          if (kept.size() >= kMaxFinalizedSnapshots) kept.erase(kept.begin());
-          kept.push_back(std::move(snap));
-        }
+        // Every finalized communicator is kept, not only those with ops in flight: after a
+        // watchdog abort, the member that never joined the stuck collective has nothing in
+        // flight, and without its entry nothing maps its communicator rank to this process.
+        std::string snap;
+        AppendCommState(*c, NowNs(), &snap);
+        snap.insert(snap.size() - 1, ",\"finalize_ts_us\":" + std::to_string(NowNs() / 1000));
+        auto& kept = rt->finalized_snapshots_;
+        if (kept.size() >= kMaxFinalizedSnapshots) kept.erase(kept.begin());
+        kept.push_back(std::move(snap));
       }
       rt->comms_.erase(std::remove(rt->comms_.begin(), rt->comms_.end(), c), rt->comms_.end());
     }

@@ -1,0 +1,258 @@
+// In-flight state analysis on hand-built states with known answers, the reader on a document in
+// the plugin's schema, and a simulated hang job diagnosed end to end from its state files.
+#include "analysis/diagnose/hang.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "analysis/diagnose/diagnose.h"
+#include "sim/sim.h"
+
+namespace collscope::diagnose {
+namespace {
+
+InflightOp Coll(const std::string& op, int64_t sn, int64_t bytes, int started, int stopped, int64_t ts = 1000) {
+  InflightOp o;
+  o.op = op;
+  o.sn = sn;
+  o.bytes = bytes;
+  o.n_channels = 4;
+  o.channels_started = started;
+  o.channels_stopped = stopped;
+  o.start_ts_us = ts;
+  o.enqueue_ts_us = ts + 2;
+  return o;
+}
+
+InflightState Proc(int rank) {
+  InflightState s;
+  s.hostname = "h" + std::to_string(rank / 2);
+  s.pid = 100 + rank;
+  s.global_rank = rank;
+  s.heartbeat_ts_us = 100'000'000;  // every op below has been in flight for ~100 s
+  s.status = "running";
+  return s;
+}
+
+void AddComm(InflightState* s, const std::string& id, const std::string& name, int rank, int n,
+             std::vector<InflightOp> ops) {
+  InflightComm c;
+  c.id = id;
+  c.name = name;
+  c.rank = rank;
+  c.n_ranks = n;
+  c.ops = std::move(ops);
+  s->comms.push_back(std::move(c));
+}
+
+std::string Ev(const Finding& f, const std::string& key) {
+  for (const Evidence& e : f.evidence)
+    if (e.key == key) return e.text.empty() ? std::to_string(static_cast<int64_t>(e.value)) : e.text;
+  return "<none>";
+}
+
+// 4 ranks of one communicator; rank 2 never enters AllReduce #5.
+TEST(Inflight, NeverJoinedIsRootOthersVictims) {
+  std::vector<InflightState> st;
+  for (int r = 0; r < 4; ++r) {
+    st.push_back(Proc(r));
+    std::vector<InflightOp> ops;
+    if (r != 2) ops.push_back(Coll("AllReduce", 5, 1 << 17, 4, r == 3 ? 0 : 2));
+    AddComm(&st.back(), "0xd", "dp", r, 4, ops);
+  }
+  auto f = AnalyzeInflight(st);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, Kind::kHang);
+  EXPECT_EQ(f[0].ranks, std::vector<int>{2});
+  EXPECT_EQ(f[0].victims, (std::vector<int>{0, 1, 3}));
+  EXPECT_EQ(f[0].comms, std::vector<std::string>{"0xd"});
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>{"h1"});
+  EXPECT_EQ(Ev(f[0], "sn"), "5");
+  EXPECT_EQ(Ev(f[0], "op"), "AllReduce");
+  EXPECT_EQ(Ev(f[0], "never_joined"), "2");
+  EXPECT_EQ(Ev(f[0], "partly_transferred_ranks"), "0,1");
+  EXPECT_NE(f[0].summary.find("never joined AllReduce #5"), std::string::npos) << f[0].summary;
+}
+
+// Ranks 2 and 3 are stuck mid-transfer in their tensor-parallel AllReduce (both joined); their
+// data-parallel peers wait for them in their ReduceScatter: rank 3, which finished the fewest
+// channels, is the root, stuck, not absent.
+TEST(Inflight, StuckMidTransferElsewhereIsRootNotNeverJoined) {
+  std::vector<InflightState> st;
+  for (int r = 0; r < 4; ++r) st.push_back(Proc(r));
+  // dp {1, 3}: rank 1 waits in ReduceScatter #7; rank 3 never got there.
+  AddComm(&st[1], "0xd1", "dp", 0, 2, {Coll("ReduceScatter", 7, 4096, 4, 0)});
+  AddComm(&st[3], "0xd1", "dp", 1, 2, {});
+  // tp {2, 3}: both in AllReduce #40; rank 2 finished 3 channels, rank 3 one.
+  AddComm(&st[2], "0xt1", "tp", 0, 2, {Coll("AllReduce", 40, 8192, 4, 3)});
+  AddComm(&st[3], "0xt1", "tp", 1, 2, {Coll("AllReduce", 40, 8192, 4, 1)});
+  // dp {0, 2}: rank 0 waits in ReduceScatter #7 for rank 2 (stuck in tp behind rank 3).
+  AddComm(&st[0], "0xd0", "dp", 0, 2, {Coll("ReduceScatter", 7, 4096, 4, 0)});
+  AddComm(&st[2], "0xd0", "dp", 1, 2, {});
+  auto f = AnalyzeInflight(st);
+  ASSERT_EQ(f.size(), 1u);
+  // Both tp members joined the tp op, so neither waits on the other: both are stuck in it, one
+  // fault; rank 2 finished more channels than rank 3, so it waits for rank 3 and is a victim.
+  EXPECT_EQ(f[0].ranks, (std::vector<int>{3}));
+  EXPECT_EQ(f[0].victims, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(f[0].comms, (std::vector<std::string>{"0xd0", "0xd1", "0xt1"}));
+  EXPECT_EQ(Ev(f[0], "sn"), "40");
+  EXPECT_NE(Ev(f[0], "stuck_mid_transfer").find("3 in AllReduce #40"), std::string::npos);
+  EXPECT_EQ(Ev(f[0], "never_joined"), "<none>");
+  EXPECT_NE(f[0].summary.find("stuck mid-transfer"), std::string::npos) << f[0].summary;
+}
+
+// Every member joined and nobody waits elsewhere: the communicator is stuck mid-transfer; the
+// member that finished the fewest channels is named.
+TEST(Inflight, AllJoinedNoneFinishedIsStuckMidTransfer) {
+  std::vector<InflightState> st;
+  for (int r = 0; r < 4; ++r) {
+    st.push_back(Proc(r));
+    AddComm(&st.back(), "0xw", "world", r, 4, {Coll("AllGather", 3, 1 << 20, 4, r == 1 ? 0 : 2)});
+  }
+  auto f = AnalyzeInflight(st);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].ranks, std::vector<int>{1});
+  EXPECT_EQ(f[0].victims, (std::vector<int>{0, 2, 3}));
+  EXPECT_EQ(Ev(f[0], "stuck_mid_transfer"), "0-3");
+  EXPECT_NE(f[0].summary.find("none finished"), std::string::npos) << f[0].summary;
+  // Equal progress everywhere: no rank singled out, every host checked.
+  for (auto& s : st) s.comms[0].ops[0].channels_stopped = 2;
+  f = AnalyzeInflight(st);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(f[0].ranks.empty());
+  EXPECT_EQ(f[0].hosts, (std::vector<std::string>{"h0", "h1"}));
+}
+
+// Rank 1 issued Broadcast #0 where its peers are in AllReduce #5; rank 3 joined with half the size.
+TEST(Inflight, MismatchedOpAndSizeAreRoots) {
+  std::vector<InflightState> st;
+  for (int r = 0; r < 4; ++r) {
+    st.push_back(Proc(r));
+    InflightOp o = Coll("AllReduce", 5, 1 << 17, 4, 0);
+    if (r == 1) o = Coll("Broadcast", 0, 1 << 17, 4, 0);
+    if (r == 3) o.bytes = 1 << 16;
+    AddComm(&st.back(), "0xd", "dp", r, 4, {o});
+  }
+  auto f = AnalyzeInflight(st);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].ranks, (std::vector<int>{1, 3}));
+  EXPECT_EQ(f[0].victims, (std::vector<int>{0, 2}));
+  EXPECT_NE(Ev(f[0], "issued_other_op").find("Broadcast #0"), std::string::npos);
+  EXPECT_EQ(Ev(f[0], "issued_other_size"), "3 (65536 B)");
+}
+
+// A pipeline Recv whose sender never posted the matching Send waits on the sender.
+TEST(Inflight, PendingRecvWaitsOnItsPeer) {
+  std::vector<InflightState> st;
+  for (int r = 0; r < 2; ++r) st.push_back(Proc(r));
+  InflightOp recv = Coll("Recv", 12, 1 << 20, 1, 0);
+  recv.coll = false;
+  recv.peer = 0;
+  AddComm(&st[1], "0xp", "pp", 1, 2, {recv});
+  AddComm(&st[0], "0xp", "pp", 0, 2, {});
+  auto f = AnalyzeInflight(st);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].ranks, std::vector<int>{0});
+  EXPECT_EQ(f[0].victims, std::vector<int>{1});
+  EXPECT_EQ(Ev(f[0], "op"), "Recv");
+  // With the Send in flight too, both sides joined: no one waits on a peer.
+  InflightOp send = recv;
+  send.op = "Send";
+  send.peer = 1;
+  st[0].comms[0].ops = {send};
+  f = AnalyzeInflight(st);
+  for (const Finding& x : f) EXPECT_TRUE(x.ranks.empty() || x.ranks != std::vector<int>{0}) << x.summary;
+}
+
+// Rank 2 left no state file: the finding names its communicator rank, the others are victims.
+TEST(Inflight, MemberWithoutStateFileIsNamedByCommRank) {
+  std::vector<InflightState> st;
+  for (int r : {0, 1, 3}) {
+    st.push_back(Proc(r + 10));
+    AddComm(&st.back(), "0xd", "dp", r, 4, {Coll("AllReduce", 5, 1 << 17, 4, 0)});
+  }
+  auto f = AnalyzeInflight(st);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(f[0].ranks.empty());
+  EXPECT_EQ(f[0].victims, (std::vector<int>{10, 11, 13}));
+  EXPECT_EQ(Ev(f[0], "comm_ranks_without_state"), "2");
+  EXPECT_EQ(Ev(f[0], "sn"), "5");
+}
+
+TEST(Inflight, NothingInFlightNoFinding) {
+  std::vector<InflightState> st;
+  for (int r = 0; r < 4; ++r) {
+    st.push_back(Proc(r));
+    AddComm(&st.back(), "0xd", "dp", r, 4, {});
+  }
+  EXPECT_TRUE(AnalyzeInflight(st).empty());
+}
+
+// A snapshot of a running job catches members in the normal skew of a collective (rank 2 not
+// there yet, 2 ms in): not a hang until the op is old; after an abort, any op still in flight is.
+TEST(Inflight, YoungOpsOfARunningJobAreSkewNotHang) {
+  std::vector<InflightState> st;
+  for (int r = 0; r < 4; ++r) {
+    st.push_back(Proc(r));
+    std::vector<InflightOp> ops;
+    if (r != 2) ops.push_back(Coll("AllReduce", 5, 1 << 17, 4, 0, st.back().heartbeat_ts_us - 2000));
+    AddComm(&st.back(), "0xd", "dp", r, 4, ops);
+  }
+  EXPECT_TRUE(AnalyzeInflight(st).empty());
+  InflightOptions any_age;
+  any_age.min_age_us = 0;
+  EXPECT_EQ(AnalyzeInflight(st, any_age).size(), 1u);
+  for (auto& s : st) {
+    s.status = "finalized";
+    s.comms[0].finalized = true;
+  }
+  auto f = AnalyzeInflight(st);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].ranks, std::vector<int>{2});
+}
+
+TEST(Inflight, ReaderFollowsThePluginSchema) {
+  const std::string dir = ::testing::TempDir() + "/inflight_reader";
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/node-17-pid4242.inflight.json";
+  std::ofstream(path) << R"({"collscope_inflight_version":1,"hostname":"node-17","pid":4242,
+    "global_rank":11,"local_rank":3,"gpu":3,"heartbeat_ts_us":1795938158281547,"state_seq":42,
+    "status":"running","comms":[{"id":"0x5eed5eed","comm_name":"dp","rank":2,"n_ranks":4,"nnodes":1,
+    "ops_started":6,"ops_completed":5,"last_activity_ts_us":1795938158279000,"coll_dropped_total":0,
+    "p2p_dropped_total":0,"untracked_total":0,"inflight":[{"kind":"coll","op":"AllReduce","sn":5,
+    "peer":-1,"msg_size_bytes":131072,"algo":"RING","proto":"SIMPLE","n_channels":4,
+    "start_ts_us":1795938158270000,"enqueue_ts_us":1795938158270004,"age_us":11547,
+    "n_channels_started":4,"n_channels_stopped":2,"channels_started":[0,1,2,3],
+    "channels_stopped":[0,1],"proxy":[]}]}],
+    "finalized_comms":[{"id":"0xabc","comm_name":"tp","rank":0,"n_ranks":2,"nnodes":1,"ops_started":1,
+    "ops_completed":0,"last_activity_ts_us":1,"coll_dropped_total":0,"p2p_dropped_total":0,
+    "untracked_total":0,"inflight":[],"finalize_ts_us":5}]})";
+  auto s = ReadInflightState(path);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->hostname, "node-17");
+  EXPECT_EQ(s->pid, 4242);
+  EXPECT_EQ(s->global_rank, 11);
+  EXPECT_EQ(s->heartbeat_ts_us, 1795938158281547);
+  ASSERT_EQ(s->comms.size(), 2u);
+  EXPECT_FALSE(s->comms[0].finalized);
+  EXPECT_TRUE(s->comms[1].finalized);
+  EXPECT_EQ(s->comms[0].ops_completed, 5u);
+  ASSERT_EQ(s->comms[0].ops.size(), 1u);
+  const InflightOp& o = s->comms[0].ops[0];
+  EXPECT_TRUE(o.coll);
+  EXPECT_EQ(o.sn, 5);
+  EXPECT_EQ(o.bytes, 131072);
+  EXPECT_EQ(o.channels_started, 4);
+  EXPECT_EQ(o.channels_stopped, 2);
+  EXPECT_EQ(o.enqueue_ts_us, 1795938158270004);
+  // Other JSON documents are refused, not misread.
+  std::ofstream(dir + "/x.inflight.json") << R"({"traceEvents":[]})";
+  EXPECT_FALSE(ReadInflightState(dir + "/x.inflight.json").ok());
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace collscope::diagnose
