@@ -3,6 +3,7 @@
 #include "analysis/diagnose/hang.h"
 
 #include <gtest/gtest.h>
+#include <simdjson.h>
 
 #include <filesystem>
 #include <fstream>
@@ -144,6 +145,28 @@ TEST(Inflight, MismatchedOpAndSizeAreRoots) {
   EXPECT_EQ(Ev(f[0], "issued_other_size"), "3 (65536 B)");
 }
 
+// Rank 0 enqueued the collective but its GPU never started the kernel (busy in earlier work)
+// while its peers' kernels run: it is what they wait on.
+TEST(Inflight, KernelNeverStartedIsBehind) {
+  std::vector<InflightState> st;
+  for (int r = 0; r < 3; ++r) {
+    st.push_back(Proc(r));
+    AddComm(&st.back(), "0xd", "dp", r, 3, {Coll("AllGather", 9, 4096, r == 0 ? 0 : 4, 0)});
+  }
+  auto f = AnalyzeInflight(st);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].ranks, std::vector<int>{0});
+  EXPECT_EQ(f[0].victims, (std::vector<int>{1, 2}));
+  EXPECT_EQ(Ev(f[0], "kernel_never_started"), "0");
+  // No member has started its kernel: nobody is behind the others; all of them are stuck.
+  st[1].comms[0].ops[0].channels_started = 0;
+  st[2].comms[0].ops[0].channels_started = 0;
+  f = AnalyzeInflight(st);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(f[0].ranks.empty());
+  EXPECT_EQ(f[0].victims, (std::vector<int>{0, 1, 2}));
+}
+
 // A pipeline Recv whose sender never posted the matching Send waits on the sender.
 TEST(Inflight, PendingRecvWaitsOnItsPeer) {
   std::vector<InflightState> st;
@@ -252,6 +275,90 @@ TEST(Inflight, ReaderFollowsThePluginSchema) {
   std::ofstream(dir + "/x.inflight.json") << R"({"traceEvents":[]})";
   EXPECT_FALSE(ReadInflightState(dir + "/x.inflight.json").ok());
   std::filesystem::remove_all(dir);
+}
+
+// A simulated job with one fault, diagnosed from its nccl-inspector directory (records and state
+// files). Returns the ground truth's fault and the hang findings.
+struct SimHang {
+  std::vector<int> truth_ranks;
+  std::string truth_comm;
+  int64_t truth_sn = -1;
+  std::vector<Finding> hangs;
+};
+SimHang RunSimHang(const std::string& name, const std::string& fault, bool state_files) {
+  sim::SimConfig c;
+  c.output.dir = ::testing::TempDir() + "/hang_sim_" + name;
+  std::filesystem::remove_all(c.output.dir);
+  c.cluster.hosts = 2;
+  c.cluster.gpus_per_host = 8;
+  c.parallel.tp = 2;
+  c.parallel.pp = 2;
+  c.workload.layers = 4;
+  c.workload.steps = 8;
+  c.hang_timeout_s = 30;
+  c.output.inflight_state = state_files;
+  sim::FaultSpec f;
+  std::string err;
+  EXPECT_TRUE(sim::ParseFaultSpec(fault, &f, &err)) << err;
+  c.faults.push_back(f);
+  sim::SimStats stats;
+  EXPECT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
+  SimHang out;
+  simdjson::dom::parser parser;
+  simdjson::dom::element gt = parser.load(c.output.dir + "/ground_truth.json");
+  simdjson::dom::element fl = gt["faults"].at(0);
+  for (simdjson::dom::element r : fl["ranks"].get_array()) out.truth_ranks.push_back(static_cast<int>(r.get_int64().value()));
+  out.truth_comm = std::string(fl["comms"].at(0).get_string().value());
+  int64_t sn = -1;
+  if (!fl["resolved"]["coll_sn"].get_int64().get(sn)) out.truth_sn = sn;
+  auto found = DiagnosePaths({c.output.dir + "/nccl-inspector"}, DiagnoseOptions{}, nullptr);
+  EXPECT_TRUE(found.ok()) << found.status().message();
+  if (found.ok())
+    for (const Finding& x : *found)
+      if (x.kind == Kind::kHang) out.hangs.push_back(x);
+  std::filesystem::remove_all(c.output.dir);
+  return out;
+}
+
+// The rank that never arrives is named, with the collective it never joined; records and state
+// files about the one hang make one finding.
+TEST(InflightSim, HangNamesTheRankThatNeverJoined) {
+  for (const char* fault : {"kind=hang,rank=6,comm=dp,start_step=3", "kind=hang,rank=3,comm=tp,start_step=2",
+                            "kind=hang,rank=12,comm=tp,op=AllReduce,coll_sn=40"}) {
+    SCOPED_TRACE(fault);
+    SimHang h = RunSimHang("hang", fault, true);
+    ASSERT_EQ(h.hangs.size(), 1u);
+    const Finding& f = h.hangs[0];
+    EXPECT_EQ(f.detector, "inflight.state");
+    EXPECT_EQ(f.ranks, h.truth_ranks);
+    EXPECT_NE(std::find(f.comms.begin(), f.comms.end(), h.truth_comm), f.comms.end());
+    EXPECT_EQ(Ev(f, "sn"), std::to_string(h.truth_sn));
+    EXPECT_EQ(Ev(f, "never_joined"), std::to_string(h.truth_ranks.at(0)));
+    EXPECT_EQ(f.victims.size(), 15u);
+  }
+}
+
+// Without the state files, completion records cannot name the rank (the finding this replaces).
+TEST(InflightSim, RecordsAloneCannotNameTheRank) {
+  SimHang h = RunSimHang("records_only", "kind=hang,rank=6,comm=dp,start_step=3", false);
+  ASSERT_EQ(h.hangs.size(), 1u);
+  EXPECT_EQ(h.hangs[0].detector, "comm.progress");
+  EXPECT_TRUE(h.hangs[0].ranks.empty());
+}
+
+// A size mismatch that hangs names the rank that issued the other size; a dead link leaves every
+// transfer through it stuck mid-transfer, on the failed host among others.
+TEST(InflightSim, MismatchAndLinkDown) {
+  SimHang m = RunSimHang("mismatch", "kind=mismatch,rank=5,comm=tp,start_step=2,size_factor=2,effect=hang", true);
+  ASSERT_EQ(m.hangs.size(), 1u);
+  EXPECT_EQ(m.hangs[0].ranks, m.truth_ranks);
+  EXPECT_NE(Ev(m.hangs[0], "issued_other_size"), "<none>");
+  SimHang l = RunSimHang("link_down", "kind=link_down,host=1,start_step=3", true);
+  ASSERT_EQ(l.hangs.size(), 1u);
+  EXPECT_EQ(l.hangs[0].detector, "inflight.state");
+  EXPECT_NE(std::find(l.hangs[0].comms.begin(), l.hangs[0].comms.end(), l.truth_comm), l.hangs[0].comms.end());
+  EXPECT_NE(std::find(l.hangs[0].hosts.begin(), l.hangs[0].hosts.end(), "node-001"), l.hangs[0].hosts.end());
+  EXPECT_NE(l.hangs[0].summary.find("stuck mid-transfer"), std::string::npos) << l.hangs[0].summary;
 }
 
 }  // namespace
