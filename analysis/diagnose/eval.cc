@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "analysis/diagnose/diagnose.h"
+#include "analysis/diagnose/kernel_detect.h"
 #include "analysis/diagnose/steps.h"
 #include "core/ingest.h"
 #include "sim/sim.h"
@@ -287,7 +288,9 @@ Result<EvalReport> RunEval(const std::vector<Scenario>& suite, const EvalOptions
     sr.name = sc.name;
     sim::SimConfig cfg;
     cfg.output.dir = base + "/" + sc.name;
-    cfg.output.kineto_max_ranks = 0;
+    // Kineto traces cost more to write and read than the Inspector logs of these jobs (the
+    // small suite would take twice as long); L3 takes part only when asked.
+    cfg.output.kineto_max_ranks = o.kineto_max_ranks;
     fs::remove_all(cfg.output.dir, ec);
     std::string err;
     bool ok = true;
@@ -308,6 +311,14 @@ Result<EvalReport> RunEval(const std::vector<Scenario>& suite, const EvalOptions
     t = Now();
     auto fnd = DiagnosePaths({cfg.output.dir + "/nccl-inspector", cfg.output.dir + "/step_summary.csv"}, dopt, &tm);
     if (!fnd.ok()) return Status::Error(sc.name + ": diagnose: " + fnd.status().message());
+    if (fs::exists(cfg.output.dir + "/kineto", ec)) {
+      // L3 kernel modes beside the records and step phases, as `collscope diagnose` runs them
+      // when the traces are among its inputs (the step series comes from step_summary.csv).
+      auto k = DiagnoseKinetoPaths({cfg.output.dir + "/kineto"}, false);
+      if (!k.ok()) return Status::Error(sc.name + ": diagnose kineto: " + k.status().message());
+      fnd->insert(fnd->end(), k->begin(), k->end());
+      Consolidate(&*fnd);
+    }
     sr.ingest_s = tm.ingest_s;
     sr.analysis_s = Now() - t - tm.ingest_s;
     Status st = ScoreFindings(cfg.output.dir + "/ground_truth.json", *fnd, &rep, &sr);

@@ -56,6 +56,7 @@ struct EvalOptions {
   bool keep = false;     // keep the simulated outputs
   int threads = 0;
   std::string only;      // run only scenarios whose name contains this
+  int kineto_max_ranks = 0;  // also write Kineto traces of jobs up to this many ranks, run L3 on them
 };
 Result<EvalReport> RunEval(const std::vector<Scenario>& suite, const EvalOptions& o);
 

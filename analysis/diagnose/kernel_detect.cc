@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <limits>
 #include <set>
 
 #include "analysis/diagnose/duck.h"
@@ -228,6 +230,70 @@ Result<KernelData> LoadKernelData(Store& store, const std::string& run) {
   return d;
 }
 
+namespace {
+
+// The samples in [lo, hi] date the shift. False when there are none.
+bool DateShift(const KernelSeries& s, KernelShift* ks) {
+  ks->start_us = std::numeric_limits<double>::infinity();
+  ks->end_us = -ks->start_us;
+  for (size_t x = 0; x < s.dur_us.size(); ++x) {
+    if (s.dur_us[x] < ks->lo || s.dur_us[x] > ks->hi) continue;
+    ks->start_us = std::min(ks->start_us, s.start_us[x]);
+    ks->end_us = std::max(ks->end_us, s.start_us[x] + s.dur_us[x]);
+    if (s.step[x] >= 0) {
+      ks->first_step = ks->first_step < 0 ? s.step[x] : std::min(ks->first_step, s.step[x]);
+      ks->last_step = std::max(ks->last_step, s.step[x]);
+    }
+  }
+  return std::isfinite(ks->start_us);
+}
+
+// A host slowdown hides from the nearest-peer test: the host's ranks share their slow mode. Here
+// only ranks on *other* hosts count as peers, and the rank must also have the usual mode those
+// peers run in (it changed over time: its own history is the reference). A rank that is
+// different all along (a pipeline stage doing other work under the same kernel name, alone on
+// its host) has no such usual mode and is left alone.
+bool HostShift(const std::vector<KernelProfile>& profs, size_t i, size_t kk,
+               const std::function<std::string(size_t)>& host_of, const KernelOptions& o,
+               KernelShift* ks) {
+  const std::string h = host_of(i);
+  if (h.empty()) return false;
+  std::vector<size_t> others;
+  for (size_t j = 0; j < profs.size(); ++j)
+    if (j != i && !host_of(j).empty() && host_of(j) != h) others.push_back(j);
+  if (others.size() < std::max(kk, o.min_ranks - 1)) return false;
+  auto supported = [&](double c) {
+    size_t n = 0;
+    for (size_t j : others)
+      for (const Mode& q : profs[j].modes)
+        if (std::fabs(q.center / c - 1) <= o.mode_tolerance) { ++n; break; }
+    return n >= kk;
+  };
+  const KernelProfile& p = profs[i];
+  const Mode* usual = nullptr;
+  for (const Mode& md : p.modes)
+    if (md.weight >= o.min_mode_weight && supported(md.center) && (!usual || md.weight > usual->weight)) usual = &md;
+  if (!usual) return false;
+  std::vector<const Mode*> shifted;
+  for (const Mode& md : p.modes)
+    if (md.weight >= o.min_mode_weight && md.center > usual->center * (1 + o.mode_tolerance) && !supported(md.center))
+      shifted.push_back(&md);
+  if (shifted.empty()) return false;
+  ks->rank = p.rank;
+  ks->modes = p.modes;
+  ks->peer_modes = profs[others.front()].modes;
+  ks->time_us = p.total_us;
+  double w = 0, c = 0;
+  for (const Mode* md : shifted) { w += md->weight; c += md->weight * md->median; }
+  ks->slowdown = c / w / usual->median;
+  ks->lo = shifted.front()->lo;
+  ks->hi = shifted.back()->hi;
+  ks->host_level = true;
+  return true;
+}
+
+}  // namespace
+
 std::vector<Finding> DetectKernelAnomalies(const KernelData& d, const KernelOptions& o,
                                            KernelAnalysis* analysis) {
   std::vector<Finding> out;
@@ -267,8 +333,23 @@ std::vector<Finding> DetectKernelAnomalies(const KernelData& d, const KernelOpti
       nn[i] = row[kk - 1];
     }
     const double typical = MedianOf(nn);
+    auto host_of = [&](size_t j) {
+      auto it = d.hosts.find(profs[j].rank);
+      return it == d.hosts.end() ? std::string() : it->second;
+    };
     for (size_t i = 0; i < m; ++i) {
-      if (nn[i] < o.outlier_factor * typical || nn[i] < o.rel_w1 / 2) continue;
+      if (nn[i] < o.outlier_factor * typical || nn[i] < o.rel_w1 / 2) {
+        // Near its peers, but maybe only because its host mates slowed down with it (a host
+        // slowdown: every rank of the host shares the slow mode).
+        KernelShift hs;
+        if (HostShift(profs, i, kk, host_of, o, &hs)) {
+          hs.w1_rel = nn[i];
+          hs.typical = typical;
+          hs.name = name;
+          if (DateShift(*series_of[{profs[i].rank, name}], &hs)) shifts.push_back(std::move(hs));
+        }
+        continue;
+      }
       const KernelProfile& p = profs[i];
       // The reference: the medians of the rank's nearest peers (by W1), so that ranks doing other
       // work under the same kernel name (pipeline stages) do not count as its norm.
@@ -321,19 +402,9 @@ std::vector<Finding> DetectKernelAnomalies(const KernelData& d, const KernelOpti
         hi = std::numeric_limits<double>::infinity();
         ks.slowdown = p.median_us / ref;
       }
-      ks.start_us = std::numeric_limits<double>::infinity();
-      ks.end_us = -ks.start_us;
-      for (size_t x = 0; x < s.dur_us.size(); ++x) {
-        if (s.dur_us[x] < lo || s.dur_us[x] > hi) continue;
-        ks.start_us = std::min(ks.start_us, s.start_us[x]);
-        ks.end_us = std::max(ks.end_us, s.start_us[x] + s.dur_us[x]);
-        if (s.step[x] >= 0) {
-          ks.first_step = ks.first_step < 0 ? s.step[x] : std::min(ks.first_step, s.step[x]);
-          ks.last_step = std::max(ks.last_step, s.step[x]);
-        }
-      }
-      if (!std::isfinite(ks.start_us)) continue;
-      shifts.push_back(std::move(ks));
+      ks.lo = lo;
+      ks.hi = hi;
+      if (DateShift(s, &ks)) shifts.push_back(std::move(ks));
     }
   }
   // Grid of per-step compute maxima per (DP, TP/PP).
@@ -396,6 +467,10 @@ std::vector<Finding> DetectKernelAnomalies(const KernelData& d, const KernelOpti
     f.AddText("worst_kernel_modes", ModesText(worst->modes));
     f.AddText("worst_kernel_peer_modes", ModesText(worst->peer_modes));
     if (s0 >= 0) { f.Add("first_step", static_cast<double>(s0)); f.Add("last_step", static_cast<double>(s1)); }
+    bool host_level = false;
+    for (const KernelShift* s : ks) host_level |= s->host_level;
+    if (host_level)
+      f.AddText("compared_with", "ranks on other hosts and its own usual mode (its host mates share the slow mode)");
     const double nccl_ratio = s0 >= 0 ? NcclRatio(d, rank, s0, s1) : 0;
     if (nccl_ratio > 0) {
       f.Add("nccl_kernel_time_ratio", nccl_ratio);

@@ -75,6 +75,8 @@ struct KernelShift {
   std::vector<Mode> modes, peer_modes;  // the rank's modes and the common modes of the others
   double start_us = 0, end_us = 0;      // samples in the shifted mode(s)
   int64_t first_step = -1, last_step = -1;
+  double lo = 0, hi = 0;                // duration range of the shifted samples
+  bool host_level = false;              // found against other hosts only (its host mates share it)
 };
 
 struct KernelAnalysis {

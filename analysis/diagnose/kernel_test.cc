@@ -1,6 +1,7 @@
 // L3 kernel-level statistics and detector on hand-built inputs with known answers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -176,6 +177,68 @@ TEST(KernelDetector, HealthyAndPipelineStagesGiveNothing) {
   EXPECT_TRUE(DetectKernelAnomalies(Synthetic(-1, 1), KernelOptions{}).empty());
   // A small shift on a small share of the rank's time stays below the gates.
   EXPECT_TRUE(DetectKernelAnomalies(Synthetic(1, 1.02), KernelOptions{}).empty());
+}
+
+// 12 ranks on 3 hosts of 4. Every rank of `slow_host` runs every kernel `factor` x slower in steps
+// 20-29 (a host slowdown: the host mates share the slow mode). `stage_host` runs kernel 1 at 1.5x
+// all along (a pipeline stage alone on its host doing other work under the same name).
+KernelData HostJob(int slow_host, double factor, int stage_host) {
+  KernelData d;
+  d.names = {"gemm_a", "flash_fwd"};
+  for (int r = 0; r < 12; ++r) {
+    d.ranks.push_back(r);
+    d.hosts[r] = "h" + std::to_string(r / 4);
+    for (int q = 0; q < 12; ++q)
+      if (q != r) d.peers[r].push_back(q);
+  }
+  for (int r = 0; r < 12; ++r)
+    for (int k = 0; k < 2; ++k) {
+      KernelSeries s;
+      s.rank = r;
+      s.name = k;
+      auto noise = Normal(2000 + r * 10 + k, 40, 0, 0.01);
+      for (int st = 0; st < 40; ++st) {
+        double dur = (k + 1) * 100.0 * (1 + noise[st]);
+        if (k == 1 && r / 4 == stage_host) dur *= 1.5;
+        if (r / 4 == slow_host && st >= 20 && st < 30) dur *= factor;
+        s.dur_us.push_back(dur);
+        s.start_us.push_back(1e9 + st * 10000.0 + k * 1000);
+        s.step.push_back(st);
+      }
+      d.series.push_back(std::move(s));
+    }
+  return d;
+}
+
+TEST(KernelDetector, HostSlowdownAgainstOtherHostsAndItsOwnHistory) {
+  auto f = DetectKernelAnomalies(HostJob(1, 1.5, -1), KernelOptions{});
+  ASSERT_EQ(f.size(), 4u);
+  std::vector<int> ranks;
+  for (const Finding& x : f) {
+    EXPECT_EQ(x.hosts, (std::vector<std::string>{"h1"}));
+    ranks.push_back(x.ranks.at(0));
+    std::map<std::string, double> ev;
+    bool compared_with = false;
+    for (const Evidence& e : x.evidence) {
+      ev[e.key] = e.value;
+      compared_with |= e.key == "compared_with";
+    }
+    EXPECT_TRUE(compared_with);
+    EXPECT_EQ(ev["first_step"], 20);
+    EXPECT_EQ(ev["last_step"], 29);
+    EXPECT_NEAR(ev["slowdown"], 1.5, 0.03);
+  }
+  std::sort(ranks.begin(), ranks.end());
+  EXPECT_EQ(ranks, (std::vector<int>{4, 5, 6, 7}));
+}
+
+TEST(KernelDetector, AStageAloneOnItsHostIsNotASlowdown) {
+  // Different all along (no usual mode shared with other hosts): other work, not a slowdown.
+  EXPECT_TRUE(DetectKernelAnomalies(HostJob(-1, 1, 2), KernelOptions{}).empty());
+  // ... and its slowdown in steps 20-29 is still found, against its own usual mode.
+  auto f = DetectKernelAnomalies(HostJob(2, 1.4, 2), KernelOptions{});
+  ASSERT_EQ(f.size(), 4u);
+  for (const Finding& x : f) EXPECT_EQ(x.hosts, (std::vector<std::string>{"h2"}));
 }
 
 }  // namespace
