@@ -60,6 +60,23 @@ void Consolidate(std::vector<Finding>* fs) {
     if (ha != hb) return ha;
     return a.confidence > b.confidence;
   });
+  // One hang stops the job: the completion records' guess (comm.progress, which cannot name the
+  // root cause) and a Flight Recorder or in-flight-state finding that names it are the same
+  // hang, whichever way they were gathered (one store plus state files, say).
+  auto named = std::find_if(fs->begin(), fs->end(),
+                            [](const Finding& f) { return f.kind == Kind::kHang && f.detector != "comm.progress"; });
+  if (named != fs->end()) {
+    const size_t before = fs->size();
+    std::erase_if(*fs, [](const Finding& f) { return f.kind == Kind::kHang && f.detector == "comm.progress"; });
+    named = std::find_if(fs->begin(), fs->end(),
+                         [](const Finding& f) { return f.kind == Kind::kHang && f.detector != "comm.progress"; });
+    if (fs->size() < before) {
+      bool noted = false;
+      for (Evidence& e : named->evidence)
+        if (e.key == "also_detected_by") { e.text += ", comm.progress"; noted = true; }
+      if (!noted) named->AddText("also_detected_by", "comm.progress");
+    }
+  }
   // One compute straggler, one finding: slow_compute findings of one host (or of hosts one of
   // them covers, such as a slow pipeline stage) whose windows overlap are merged, whichever
   // detector saw them (late arrivals, repeated stalls, a slow pipeline stage).

@@ -277,6 +277,40 @@ TEST(Inflight, ReaderFollowsThePluginSchema) {
   std::filesystem::remove_all(dir);
 }
 
+// The records' hang guess (from a store) and the state files' finding about the same hang, put
+// together by `collscope diagnose --db job.duckdb STATE_FILES...`, come out as one finding.
+TEST(Inflight, ConsolidateKeepsOneHangFinding) {
+  Finding records;
+  records.kind = Kind::kHang;
+  records.detector = "comm.progress";
+  records.confidence = 0.7;
+  records.victims = {0, 1, 2, 3};
+  records.comms = {"0xd"};
+  std::vector<InflightState> st;
+  for (int r = 0; r < 4; ++r) {
+    st.push_back(Proc(r));
+    std::vector<InflightOp> ops;
+    if (r != 2) ops.push_back(Coll("AllReduce", 5, 1 << 17, 4, 0));
+    AddComm(&st.back(), "0xd", "dp", r, 4, ops);
+  }
+  std::vector<Finding> all = {records};
+  for (Finding& f : AnalyzeInflight(st)) all.push_back(f);
+  Finding other;
+  other.kind = Kind::kSlowLink;
+  other.detector = "comm.slow_link";
+  all.push_back(other);
+  Consolidate(&all);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].detector, "inflight.state");
+  EXPECT_EQ(all[0].ranks, std::vector<int>{2});
+  EXPECT_EQ(Ev(all[0], "also_detected_by"), "comm.progress");
+  EXPECT_EQ(all[1].kind, Kind::kSlowLink);
+  // Without a finding that names the root cause, the records' guess stays.
+  std::vector<Finding> only = {records};
+  Consolidate(&only);
+  EXPECT_EQ(only.size(), 1u);
+}
+
 // A simulated job with one fault, diagnosed from its nccl-inspector directory (records and state
 // files). Returns the ground truth's fault and the hang findings.
 struct SimHang {
