@@ -5,6 +5,7 @@
 // after the watchdog aborted every communicator.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <simdjson.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -16,6 +17,7 @@
 #include "analysis/diagnose/diagnose.h"
 #include "analysis/diagnose/hang.h"
 #include "capture/nccl/profiler_abi.h"
+#include "sim/sim.h"
 #include "tests/test_util.h"
 
 namespace collscope {
@@ -205,6 +207,84 @@ TEST(PluginHang, RankThatNeverJoinedIsTheRootCause) {
   // still say it is member 2 of the communicator (with nothing in flight).
   for (auto& r : ranks) r->AbortAll();
   check("after abort", false);
+}
+
+// Keys, in order, of the top level, of the first finalized communicator and of its first op.
+std::vector<std::vector<std::string>> KeyOrder(const std::string& path) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element d = parser.load(path);
+  std::vector<std::vector<std::string>> out(3);
+  for (auto [k, v] : d.get_object()) out[0].emplace_back(k);
+  simdjson::dom::element c = d["finalized_comms"].at(0);
+  for (auto [k, v] : c.get_object()) out[1].emplace_back(k);
+  for (auto [k, v] : c["inflight"].at(0).get_object()) out[2].emplace_back(k);
+  return out;
+}
+
+// The simulator's state files follow the plugin's schema key for key: a simulated hang and the
+// plugin's own files after the same kind of hang and abort.
+TEST(PluginHang, SimulatorWritesThePluginsSchema) {
+  testing::TempDir root;
+  std::vector<std::unique_ptr<Rank>> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.push_back(std::make_unique<Rank>(root.str(), r));
+    ASSERT_TRUE(ranks.back()->ok()) << dlerror();
+    ranks.back()->Init(0xabc, "dp", 2, r);
+  }
+  for (auto& r : ranks) r->Complete(0, 0, "AllReduce", 4096, 2);
+  void* h = ranks[0]->Enter(0, 1, "AllReduce", 4096, 2);
+  for (uint8_t c = 0; c < 2; ++c) ranks[0]->Channel(0, h, c, false);
+  ASSERT_TRUE(WaitForInflight(ranks[0]->out(), 1));
+  for (auto& r : ranks) r->AbortAll();
+  std::string plugin_file;
+  for (auto& e : fs::directory_iterator(ranks[0]->out()))
+    if (e.path().string().ends_with(".inflight.json")) plugin_file = e.path().string();
+  ASSERT_FALSE(plugin_file.empty());
+
+  sim::SimConfig c;
+  c.output.dir = root / "sim";
+  c.cluster.hosts = 1;
+  c.cluster.gpus_per_host = 4;
+  c.parallel.tp = 2;
+  c.parallel.pp = 1;
+  c.workload.layers = 2;
+  c.workload.steps = 3;
+  c.hang_timeout_s = 30;
+  sim::FaultSpec f;
+  std::string err;
+  ASSERT_TRUE(sim::ParseFaultSpec("kind=hang,rank=1,comm=dp,start_step=1", &f, &err)) << err;
+  c.faults.push_back(f);
+  sim::SimStats stats;
+  ASSERT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
+  // Rank 0 is a member of the hung dp communicator that entered the collective.
+  std::string sim_file;
+  for (auto& e : fs::directory_iterator(c.output.dir + "/nccl-inspector")) {
+    if (!e.path().string().ends_with(".inflight.json")) continue;
+    auto st = diagnose::ReadInflightState(e.path().string());
+    ASSERT_TRUE(st.ok()) << st.status().message();
+    if (st->global_rank == 0) sim_file = e.path().string();
+  }
+  ASSERT_FALSE(sim_file.empty());
+  // The simulated first communicator is the world one; find one with an op in flight.
+  simdjson::dom::parser parser;
+  simdjson::dom::element d = parser.load(sim_file);
+  bool any = false;
+  for (simdjson::dom::element cm : d["finalized_comms"].get_array()) any |= cm["inflight"].get_array().size() > 0;
+  ASSERT_TRUE(any);
+  auto plugin_keys = KeyOrder(plugin_file);
+  // Top level and communicator keys are fixed; compare an op from whichever simulated
+  // communicator has one.
+  std::vector<std::vector<std::string>> sim_keys(3);
+  for (auto [k, v] : d.get_object()) sim_keys[0].emplace_back(k);
+  for (simdjson::dom::element cm : d["finalized_comms"].get_array()) {
+    if (sim_keys[1].empty())
+      for (auto [k, v] : cm.get_object()) sim_keys[1].emplace_back(k);
+    if (sim_keys[2].empty() && cm["inflight"].get_array().size() > 0)
+      for (auto [k, v] : cm["inflight"].at(0).get_object()) sim_keys[2].emplace_back(k);
+  }
+  EXPECT_EQ(sim_keys[0], plugin_keys[0]);
+  EXPECT_EQ(sim_keys[1], plugin_keys[1]);
+  EXPECT_EQ(sim_keys[2], plugin_keys[2]);
 }
 
 // Rank 3 entered tensor-parallel AllReduce #3 with rank 2 but only one of its four channels
