@@ -381,13 +381,17 @@ std::vector<Finding> AnalyzeInflight(const std::vector<InflightState>& input, co
     for (const InflightComm& c : states[p].comms)
       for (const InflightOp& o : c.ops)
         if (!own[p].first || o.start_ts_us < own[p].first->start_ts_us) own[p] = {&o, c.id};
-  // Group roots: stuck ones by the communicator they are stuck in (the members of one stuck
-  // transfer are one fault), absent ones by the first collective they failed to join.
+  // Roots stuck in a transfer every party joined go to the stuck-transfer finding below; absent
+  // ones are grouped by the collective they failed to join.
   std::map<std::string, std::set<int>> groups;
+  std::set<int> stuck_roots;
   for (int r : roots) {
     if (own[r].first) {
-      groups[own[r].second].insert(r);
-      continue;
+      auto ro = role[r].find(own[r].second);
+      if (!own[r].first->coll || (ro != role[r].end() && ro->second == Role::kJoined)) {
+        stuck_roots.insert(r);
+        continue;
+      }
     }
     // The collective it failed to join is the one where it is missing alone (or with the fewest
     // others): a job blocked behind it piles up in later collectives, e.g. the step's world
@@ -407,27 +411,9 @@ std::vector<Finding> AnalyzeInflight(const std::vector<InflightState>& input, co
   std::vector<Finding> out;
   std::set<std::string> explained;
   for (auto& [comm, group] : groups) {
-    std::set<int> rs = group, victims;
-    // Members of one stuck transfer that finished more of its channels than others are waiting
-    // for the laggards: those that finished the fewest are the root, the others victims.
-    std::map<int, int> stopped;
-    for (int r : rs) {
-      auto ro = role[r].find(comm);
-      if (ro == role[r].end() || ro->second != Role::kJoined || !own[r].first || own[r].second != comm) {
-        stopped.clear();
-        break;
-      }
-      stopped[r] = own[r].first->channels_stopped;
-    }
-    if (stopped.size() > 1) {
-      int lo = INT32_MAX, hi = 0;
-      for (auto& [r, n] : stopped) { lo = std::min(lo, n); hi = std::max(hi, n); }
-      if (lo < hi)
-        for (auto& [r, n] : stopped)
-          if (n > lo) { rs.erase(r); victims.insert(r); }
-    }
+    const std::set<int>& rs = group;
+    std::set<int> victims;
     std::vector<int> todo(rs.begin(), rs.end());
-    todo.insert(todo.end(), victims.begin(), victims.end());
     while (!todo.empty()) {
       const int x = todo.back();
       todo.pop_back();
@@ -435,14 +421,11 @@ std::vector<Finding> AnalyzeInflight(const std::vector<InflightState>& input, co
         if (!rs.count(w) && victims.insert(w).second) todo.push_back(w);
     }
     const CommView& v = comms.at(comm);
-    // The op of the finding: the communicator's stuck collective, else a waiter's p2p op (or the
-    // stuck root's own p2p op).
+    // The op of the finding: the communicator's stuck collective, else a waiter's p2p op.
     const InflightOp* op = target_of.count(comm) ? target_of.at(comm) : nullptr;
-    for (int r : rs) {
-      if (!op && own[r].first && own[r].second == comm) op = own[r].first;
+    for (int r : rs)
       for (int w : waiters[r])
         if (!op && why.at({w, r}).comm == comm) op = why.at({w, r}).op;
-    }
     Finding f;
     f.kind = Kind::kHang;
     f.detector = "inflight.state";
@@ -451,7 +434,7 @@ std::vector<Finding> AnalyzeInflight(const std::vector<InflightState>& input, co
     for (int r : group)
       for (int w : waiters[r]) f.comms.push_back(why.at({w, r}).comm);
     SortUnique(&f.comms);
-    std::vector<std::string> never, other, size, not_started, stuck;
+    std::vector<std::string> never, other, size, not_started;
     std::set<std::string> hosts;
     for (int r : rs) {
       f.ranks.push_back(label[r]);
@@ -459,7 +442,6 @@ std::vector<Finding> AnalyzeInflight(const std::vector<InflightState>& input, co
       const std::string who = std::to_string(label[r]);
       auto ro = role[r].find(comm);
       const Role rl = ro == role[r].end() ? Role::kNeverJoined : ro->second;
-      const InflightOp* mine = own[r].first;
       if (rl == Role::kOtherSize) {
         int64_t bytes = 0;
         for (const InflightComm& c : states[r].comms)
@@ -476,9 +458,6 @@ std::vector<Finding> AnalyzeInflight(const std::vector<InflightState>& input, co
               if (o.coll) what = OpText(o);
         other.push_back(who + " in " + what);
       } else if (rl == Role::kNotStarted) not_started.push_back(who);
-      else if (mine) stuck.push_back(who + " in " + OpText(*mine) + " of " + own[r].second + " (" +
-                                     std::to_string(mine->channels_stopped) + "/" +
-                                     std::to_string(mine->n_channels) + " channels finished)");
       else never.push_back(who);
     }
     SortUnique(&f.ranks);
@@ -518,7 +497,6 @@ std::vector<Finding> AnalyzeInflight(const std::vector<InflightState>& input, co
     if (!other.empty()) f.AddText("issued_other_op", join(other));
     if (!size.empty()) f.AddText("issued_other_size", join(size));
     if (!not_started.empty()) f.AddText("kernel_never_started", join(not_started));
-    if (!stuck.empty()) f.AddText("stuck_mid_transfer", join(stuck));
     if (!partial.empty()) f.AddText("partly_transferred_ranks", RankList(partial));
     if (missing.count(comm)) f.Add("members_without_state_file", static_cast<double>(missing[comm].size()));
     std::vector<int> stale_ranks;
@@ -529,9 +507,7 @@ std::vector<Finding> AnalyzeInflight(const std::vector<InflightState>& input, co
     if (!never.empty()) what = " never joined " + where;
     else if (!other.empty()) what = " issued a different collective (" + join(other) + ") where its peers are in " + where;
     else if (!size.empty()) what = " joined " + where + " with a different message size";
-    else if (!not_started.empty()) what = " enqueued " + where + " but its GPU never started the kernel (busy or stuck in earlier work)";
-    else what = (f.ranks.size() > 1 ? " are" : " is") + std::string(" stuck mid-transfer in ") + where +
-                " although every member joined it (" + join(stuck) + ")";
+    else what = " enqueued " + where + " but its GPU never started the kernel (busy or stuck in earlier work)";
     f.summary = std::string(f.ranks.size() > 1 ? "Ranks " : "Rank ") + RankList(f.ranks) + what + "; " +
                 std::to_string(direct.size()) + " peer(s) wait on it directly and " +
                 std::to_string(f.victims.size()) + " rank(s) are blocked behind it" +
@@ -573,33 +549,56 @@ std::vector<Finding> AnalyzeInflight(const std::vector<InflightState>& input, co
     out.push_back(std::move(f));
   }
 
-  // Transfers every party joined that never finish, with nobody to blame elsewhere: stuck
-  // mid-transfer (a dead link, a peer's transport). Collectives whose members all joined one op,
-  // and Send/Recv pairs both posted. They make one finding: a dead link stops every transfer
-  // through it, so the hosts common to all of them are where to look.
+  // Transfers every party joined that never finish: the ones the stuck roots are in, and ones
+  // nobody waits on from elsewhere (the whole job stuck in them). Collectives whose members all
+  // joined one op, and Send/Recv pairs both posted. They make one finding: a dead link stops every
+  // transfer through it (and the pipeline neighbour waiting on such a transfer is no root cause),
+  // so the hosts common to all of them are where to look.
   struct Stuck { std::string comm; const InflightOp* op; std::vector<int> procs; };
   std::vector<Stuck> stuck;
+  std::set<std::string> seen;  // comm + op, or comm + pair
+  auto add_coll = [&](const std::string& id) {
+    const InflightOp* op = target_of.at(id);
+    if (!seen.insert(id + " c " + op->op + " " + std::to_string(op->sn)).second) return;
+    Stuck st{id, op, {}};
+    for (auto& [cr, m] : comms.at(id).members)
+      if (role[m.first][id] == Role::kJoined) st.procs.push_back(m.first);
+    stuck.push_back(std::move(st));
+  };
+  auto add_pair = [&](const std::string& id, int cr, const InflightOp& o) {
+    const CommView& v = comms.at(id);
+    auto peer = v.members.find(o.peer);
+    if (peer == v.members.end() || !v.members.count(cr)) return;
+    if (!seen.insert(id + " p " + std::to_string(std::min(cr, o.peer)) + " " + std::to_string(std::max(cr, o.peer))).second)
+      return;
+    stuck.push_back({id, &o, {v.members.at(cr).first, peer->second.first}});
+  };
+  for (int r : stuck_roots) {
+    const auto& [op, id] = own[r];
+    if (op->coll) {
+      add_coll(id);
+      continue;
+    }
+    for (const InflightComm& c : states[r].comms)
+      if (c.id == id) add_pair(id, c.rank, *op);
+  }
   for (auto& [id, v] : comms) {
     if (explained.count(id) || missing.count(id)) continue;
-    bool free = true;  // no member waits on anyone
+    bool free = true;  // no member waits on anyone (else the wait graph above explains it)
     for (auto& [cr, m] : v.members) free &= waits_on[m.first].empty();
     if (!free) continue;
     if (target_of.count(id)) {
       bool all_joined = true;
-      Stuck st{id, target_of.at(id), {}};
-      for (auto& [cr, m] : v.members) {
-        all_joined &= role[m.first][id] == Role::kJoined;
-        st.procs.push_back(m.first);
-      }
-      if (all_joined) stuck.push_back(std::move(st));
+      for (auto& [cr, m] : v.members) all_joined &= role[m.first][id] == Role::kJoined;
+      if (all_joined) add_coll(id);
     }
     for (auto& [cr, m] : v.members)
-      for (const InflightOp& o : m.second->ops) {
-        if (o.coll || o.peer <= cr || !v.members.count(o.peer)) continue;  // each pair once
-        stuck.push_back({id, &o, {m.first, v.members.at(o.peer).first}});
-      }
+      for (const InflightOp& o : m.second->ops)
+        if (!o.coll && o.peer > cr) add_pair(id, cr, o);  // matched: an unmatched one would wait
   }
   if (!stuck.empty()) {
+    std::sort(stuck.begin(), stuck.end(),
+              [](const Stuck& a, const Stuck& b) { return a.op->start_ts_us < b.op->start_ts_us; });
     std::set<std::string> common, all;
     std::set<int> procs;
     for (size_t i = 0; i < stuck.size(); ++i) {
@@ -620,33 +619,31 @@ std::vector<Finding> AnalyzeInflight(const std::vector<InflightState>& input, co
     Finding f;
     f.kind = Kind::kHang;
     f.detector = "inflight.state";
-    for (const Stuck& st : stuck) f.comms.push_back(st.comm);
-    SortUnique(&f.comms);
     // One collective whose members differ in progress: those that finished the fewest channels
     // hold the others up.
     int lo = INT32_MAX, hi = 0;
+    auto stopped_of = [&](int p) {
+      for (const InflightComm& c : states[p].comms)
+        if (c.id == s0.comm)
+          for (const InflightOp& o : c.ops)
+            if (o.coll && o.op == op->op && o.sn == op->sn) return o.channels_stopped;
+      return 0;
+    };
     if (stuck.size() == 1 && op->coll)
-      for (int p : s0.procs)
-        for (const InflightComm& c : states[p].comms)
-          if (c.id == s0.comm)
-            for (const InflightOp& o : c.ops)
-              if (o.coll && o.op == op->op && o.sn == op->sn) {
-                lo = std::min(lo, o.channels_stopped);
-                hi = std::max(hi, o.channels_stopped);
-              }
+      for (int p : s0.procs) {
+        lo = std::min(lo, stopped_of(p));
+        hi = std::max(hi, stopped_of(p));
+      }
     std::string where;
     if (stuck.size() == 1 && op->coll && lo < hi) {
       for (int p : s0.procs)
-        for (const InflightComm& c : states[p].comms)
-          if (c.id == s0.comm)
-            for (const InflightOp& o : c.ops)
-              if (o.coll && o.op == op->op && o.sn == op->sn && o.channels_stopped == lo) {
-                f.ranks.push_back(label[p]);
-                f.hosts.push_back(states[p].hostname);
-              }
+        if (stopped_of(p) == lo) {
+          f.ranks.push_back(label[p]);
+          f.hosts.push_back(states[p].hostname);
+        }
       f.confidence = 0.8;
       where = "; ranks " + RankList(f.ranks) + " finished the fewest channels (" + std::to_string(lo) + "/" +
-              std::to_string(op->n_channels) + "): check their links and NICs.";
+              std::to_string(op->n_channels) + "): check their links and NICs";
     } else if (!common.empty() && common.size() < all.size()) {
       for (int p : procs)
         if (common.count(states[p].hostname)) f.ranks.push_back(label[p]);
@@ -654,7 +651,7 @@ std::vector<Finding> AnalyzeInflight(const std::vector<InflightState>& input, co
       f.confidence = 0.8;
       std::string hs;
       for (const std::string& h : common) hs += (hs.empty() ? "" : ", ") + h;
-      where = "; every one of them goes through " + hs + ": check its links and NICs.";
+      where = "; every one of them goes through " + hs + ": check its links and NICs";
     } else {
       f.hosts.assign(all.begin(), all.end());
       f.confidence = 0.6;
@@ -662,35 +659,55 @@ std::vector<Finding> AnalyzeInflight(const std::vector<InflightState>& input, co
       for (const std::string& h : all) hs += (hs.empty() ? "" : ", ") + h;
       where = "; no host is singled out (" + hs +
               "), so check the links of every one of them (COLLSCOPE_PROXY_EVENTS=1 shows which peer each "
-              "channel waits on).";
+              "channel waits on)";
     }
     SortUnique(&f.ranks);
     SortUnique(&f.hosts);
-    for (int p : procs)
+    // Victims: the other parties, and everyone waiting on a party, transitively.
+    std::set<int> victims;
+    std::vector<int> todo(procs.begin(), procs.end());
+    for (int p : procs) victims.insert(p);
+    while (!todo.empty()) {
+      const int x = todo.back();
+      todo.pop_back();
+      for (int w : waiters[x]) {
+        f.comms.push_back(why.at({w, x}).comm);
+        if (victims.insert(w).second) todo.push_back(w);
+      }
+    }
+    for (int p : victims)
       if (!std::binary_search(f.ranks.begin(), f.ranks.end(), label[p])) f.victims.push_back(label[p]);
     SortUnique(&f.victims);
-    std::vector<int> members;
-    for (int p : procs) members.push_back(label[p]);
-    SortUnique(&members);
+    for (const Stuck& st : stuck) f.comms.push_back(st.comm);
+    SortUnique(&f.comms);
     f.start_us = op->start_ts_us;
-    for (const Stuck& st : stuck) f.start_us = std::min(f.start_us, st.op->start_ts_us);
     f.end_us = last_heartbeat;
+    std::string transfers;
+    for (size_t i = 0; i < stuck.size() && i < 8; ++i) {
+      std::vector<int> parties;
+      for (int p : stuck[i].procs) parties.push_back(label[p]);
+      SortUnique(&parties);
+      transfers += (i ? "; " : "") + RankList(parties) + " in " + OpText(*stuck[i].op) + " of " + stuck[i].comm;
+    }
+    if (stuck.size() > 8) transfers += "; ...";
     f.AddText("op", op->op);
     f.Add("sn", static_cast<double>(op->sn));
     f.Add("msg_size_bytes", static_cast<double>(op->bytes));
     f.AddText("comm_name", comms.at(s0.comm).name);
-    f.AddText("stuck_mid_transfer", RankList(members));
+    f.AddText("stuck_mid_transfer", transfers);
     f.Add("stuck_transfers", static_cast<double>(stuck.size()));
     if (lo <= hi) {
       f.Add("min_channels_finished", lo);
       f.Add("max_channels_finished", hi);
     }
-    const std::string what = stuck.size() == 1
-        ? "Every member joined " + OpText(*op) + " of communicator " + s0.comm +
-              (comms.at(s0.comm).name.empty() ? "" : " (" + comms.at(s0.comm).name + ")") + " and none finished it"
-        : std::to_string(stuck.size()) + " transfers (e.g. " + OpText(*op) + " of communicator " + s0.comm +
-              ") were joined by every party and never finished";
-    f.summary = what + ": stuck mid-transfer" + where;
+    const std::string what =
+        stuck.size() == 1
+            ? "Every party joined " + OpText(*op) + " of communicator " + s0.comm +
+                  (comms.at(s0.comm).name.empty() ? "" : " (" + comms.at(s0.comm).name + ")") + " and none finished it"
+            : std::to_string(stuck.size()) + " transfers (from " + OpText(*op) + " of communicator " + s0.comm +
+                  ") were joined by every party and never finished";
+    f.summary = what + ": stuck mid-transfer" + where + "; " + std::to_string(f.victims.size()) +
+                " rank(s) are blocked.";
     out.push_back(std::move(f));
   }
   return out;

@@ -117,7 +117,7 @@ TEST(Inflight, AllJoinedNoneFinishedIsStuckMidTransfer) {
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].ranks, std::vector<int>{1});
   EXPECT_EQ(f[0].victims, (std::vector<int>{0, 2, 3}));
-  EXPECT_EQ(Ev(f[0], "stuck_mid_transfer"), "0-3");
+  EXPECT_EQ(Ev(f[0], "stuck_mid_transfer"), "0-3 in AllGather #3 (1048576 B) of 0xw");
   EXPECT_NE(f[0].summary.find("none finished"), std::string::npos) << f[0].summary;
   // Equal progress everywhere: no rank singled out, every host checked.
   for (auto& s : st) s.comms[0].ops[0].channels_stopped = 2;
@@ -125,6 +125,38 @@ TEST(Inflight, AllJoinedNoneFinishedIsStuckMidTransfer) {
   ASSERT_EQ(f.size(), 1u);
   EXPECT_TRUE(f[0].ranks.empty());
   EXPECT_EQ(f[0].hosts, (std::vector<std::string>{"h0", "h1"}));
+}
+
+InflightOp P2p(const std::string& op, int peer, int64_t ts = 1000) {
+  InflightOp o = Coll(op, 7, 1 << 20, 1, 0, ts);
+  o.coll = false;
+  o.peer = peer;
+  o.n_channels = 1;
+  return o;
+}
+
+// A dead link on h0: two pipeline transfers through it were posted on both sides and never
+// finished; rank 0 also waits for a gradient rank 2 never sent (it is still receiving the
+// activation). One finding, on h0, whichever way the waits point.
+TEST(Inflight, StuckTransfersShareTheDeadLinksHost) {
+  std::vector<InflightState> st;
+  for (int r = 0; r < 5; ++r) st.push_back(Proc(r));
+  st[1].hostname = "h0";  // ranks 0, 1 on h0; 2 on h1; 4 on h2
+  AddComm(&st[0], "0xp1", "pp", 0, 2, {P2p("Send", 1), P2p("Recv", 1)});
+  AddComm(&st[2], "0xp1", "pp", 1, 2, {P2p("Recv", 0)});
+  AddComm(&st[1], "0xp2", "pp", 0, 2, {P2p("Send", 1)});
+  AddComm(&st[4], "0xp2", "pp", 1, 2, {P2p("Recv", 0)});
+  // Rank 3 (h1) waits for rank 2 in their tensor-parallel AllReduce.
+  AddComm(&st[3], "0xt", "tp", 0, 2, {Coll("AllReduce", 3, 4096, 4, 0)});
+  AddComm(&st[2], "0xt", "tp", 1, 2, {});
+  auto f = AnalyzeInflight(st);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].ranks, (std::vector<int>{0, 1}));
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>{"h0"});
+  EXPECT_EQ(f[0].victims, (std::vector<int>{2, 3, 4}));
+  EXPECT_EQ(f[0].comms, (std::vector<std::string>{"0xp1", "0xp2", "0xt"}));
+  EXPECT_EQ(Ev(f[0], "stuck_transfers"), "2");
+  EXPECT_NE(f[0].summary.find("goes through h0"), std::string::npos) << f[0].summary;
 }
 
 // Rank 1 issued Broadcast #0 where its peers are in AllReduce #5; rank 3 joined with half the size.
