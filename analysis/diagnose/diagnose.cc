@@ -76,6 +76,22 @@ void Consolidate(std::vector<Finding>* fs) {
         if (e.key == "also_detected_by") { e.text += ", comm.progress"; noted = true; }
       if (!noted) named->AddText("also_detected_by", "comm.progress");
     }
+    // Flight Recorder and in-flight state files that blame the same rank describe one hang.
+    for (size_t i = 0; i < fs->size(); ++i) {
+      Finding& a = (*fs)[i];
+      if (a.kind != Kind::kHang) continue;
+      for (size_t j = i + 1; j < fs->size();) {
+        const Finding& b = (*fs)[j];
+        bool shared = false;
+        for (int r : b.ranks) shared |= std::find(a.ranks.begin(), a.ranks.end(), r) != a.ranks.end();
+        if (b.kind == Kind::kHang && b.detector != a.detector && shared) {
+          Fold(&a, b);
+          fs->erase(fs->begin() + static_cast<std::ptrdiff_t>(j));
+        } else {
+          ++j;
+        }
+      }
+    }
   }
   // One compute straggler, one finding: slow_compute findings of one host (or of hosts one of
   // them covers, such as a slow pipeline stage) whose windows overlap are merged, whichever

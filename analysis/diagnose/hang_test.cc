@@ -337,6 +337,20 @@ TEST(Inflight, ConsolidateKeepsOneHangFinding) {
   EXPECT_EQ(all[0].ranks, std::vector<int>{2});
   EXPECT_EQ(Ev(all[0], "also_detected_by"), "comm.progress");
   EXPECT_EQ(all[1].kind, Kind::kSlowLink);
+  // Flight Recorder blaming the same rank: still one finding, naming both detectors.
+  Finding fr;
+  fr.kind = Kind::kHang;
+  fr.detector = "flight_recorder.wait_graph";
+  fr.confidence = 0.95;
+  fr.ranks = {2};
+  fr.comms = {"74"};
+  all.push_back(fr);
+  Consolidate(&all);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].ranks, std::vector<int>{2});
+  EXPECT_EQ(all[0].comms, (std::vector<std::string>{"0xd", "74"}));
+  EXPECT_NE(Ev(all[0], "also_detected_by").find("flight_recorder.wait_graph"), std::string::npos)
+      << Ev(all[0], "also_detected_by");
   // Without a finding that names the root cause, the records' guess stays.
   std::vector<Finding> only = {records};
   Consolidate(&only);
