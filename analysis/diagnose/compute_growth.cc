@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "analysis/diagnose/comm_data.h"
+#include "analysis/diagnose/share_ccld.h"
 
 namespace collscope::diagnose {
 namespace {
@@ -60,6 +61,21 @@ ComputeProfile AnalyzeComputeGrowth(const readers::StepSeries& s, const ComputeO
     if (r.dur_us > 0) durs.push_back(r.dur_us);
   }
   p.step_us = Median(durs);
+  // Own time per rank and step (complete steps only: an unfinished step has no duration).
+  for (const readers::StepRow& r : s.rows) {
+    if (r.rank < 0 || r.dur_us <= 0) continue;
+    double comm = 0;
+    for (const auto& [ph, v] : r.phases)
+      if (IsCommPhase(ph)) comm += v;
+    p.own[r.rank].push_back({r.step, r.start_us, r.start_us + static_cast<int64_t>(r.dur_us), r.dur_us - comm});
+  }
+  for (auto& [rank, steps] : p.own) {
+    std::sort(steps.begin(), steps.end(), [](const OwnStep& a, const OwnStep& b) { return a.step < b.step; });
+    std::vector<double> v;
+    for (const OwnStep& x : steps) v.push_back(x.excess_us);
+    const double usual = Median(v);
+    for (OwnStep& x : steps) x.excess_us -= usual;
+  }
   // Own history: the rank's usual compute per step.
   std::map<int, double> usual, usual_fwd, usual_bwd;
   std::map<int64_t, std::vector<double>> ratios;  // step -> x of every rank
@@ -288,6 +304,126 @@ int DemoteFlatLateArrivals(const ComputeProfile& p, int64_t slack_us, std::vecto
   for (size_t i = 0; i < fs->size(); ++i)
     if (!drop[i]) kept.push_back(std::move((*fs)[i]));
   *fs = std::move(kept);
+  return dropped;
+}
+
+double OwnTimeJump(const ComputeProfile& p, int rank, int64_t a, int64_t b) {
+  auto it = p.own.find(rank);
+  if (it == p.own.end()) return -1;
+  double best = -1;
+  bool any = false;
+  for (const OwnStep& x : it->second) {
+    if (!Coincide(x.start_us, x.end_us, a, b, 0)) continue;
+    best = any ? std::max(best, x.excess_us) : x.excess_us;
+    any = true;
+  }
+  return any ? best : -1;
+}
+
+double OwnTimeTypicalExcess(const ComputeProfile& p, int rank, int64_t a, int64_t b) {
+  auto it = p.own.find(rank);
+  if (it == p.own.end()) return 0;
+  std::vector<double> v;
+  for (const OwnStep& x : it->second)
+    if (Coincide(x.start_us, x.end_us, a, b, 0)) v.push_back(x.excess_us);
+  return Median(v);
+}
+
+namespace {
+
+double EvidenceValue(const Finding& f, const std::string& key) {
+  for (const Evidence& e : f.evidence)
+    if (e.key == key) return e.value;
+  return 0;
+}
+
+void Erase(const std::vector<bool>& drop, std::vector<Finding>* fs) {
+  std::vector<Finding> kept;
+  for (size_t i = 0; i < fs->size(); ++i)
+    if (!drop[i]) kept.push_back(std::move((*fs)[i]));
+  *fs = std::move(kept);
+}
+
+}  // namespace
+
+int DemotePropagatedStalls(const ComputeProfile& p, int64_t slack_us, std::vector<Finding>* fs) {
+  std::vector<bool> drop(fs->size(), false);
+  int dropped = 0;
+  for (size_t i = 0; i < fs->size(); ++i) {
+    const Finding& f = (*fs)[i];
+    if (f.kind != Kind::kHostStall || f.ranks.size() != 1) continue;
+    const double wait = EvidenceValue(f, "max_wait_us");
+    if (wait <= 0) continue;
+    const int64_t a = f.start_us - slack_us, b = f.end_us + slack_us;
+    const double own = OwnTimeJump(p, f.ranks[0], a, b);
+    if (own < 0 || own >= 0.5 * wait) continue;  // not covered, or its own gap: a real stall
+    std::vector<int> stalled;  // ranks whose own time did jump by that much then
+    for (const auto& [rank, steps] : p.own)
+      if (rank != f.ranks[0] && OwnTimeJump(p, rank, a, b) >= 0.5 * wait) stalled.push_back(rank);
+    if (stalled.empty()) continue;  // nobody's own time shows it: keep the finding
+    for (size_t j = 0; j < fs->size(); ++j) {
+      Finding& g = (*fs)[j];
+      if (j == i || drop[j]) continue;
+      bool about = false;
+      for (int r : g.ranks) about |= std::find(stalled.begin(), stalled.end(), r) != stalled.end();
+      if (!about) continue;
+      g.victims.push_back(f.ranks[0]);
+      SortUnique(&g.victims);
+    }
+    drop[i] = true;
+    ++dropped;
+  }
+  Erase(drop, fs);
+  return dropped;
+}
+
+int DemoteBubbles(const ComputeProfile& p, int64_t slack_us, std::vector<Finding>* fs) {
+  std::vector<bool> drop(fs->size(), false);
+  int dropped = 0;
+  for (size_t i = 0; i < fs->size(); ++i) {
+    const Finding& f = (*fs)[i];
+    if (f.kind != Kind::kPipelineBubble || f.ranks.empty()) continue;
+    std::vector<int> grown;
+    for (int r : f.ranks)
+      for (const ComputeRun& run : p.runs)
+        if (run.rank == r && Coincide(run.start_us, run.end_us, f.start_us, f.end_us, slack_us)) {
+          grown.push_back(r);
+          break;
+        }
+    if (2 * grown.size() <= f.ranks.size()) {
+      // Inherited lateness: the stage's own time did not grow by what its receivers idled.
+      const double idle_us = EvidenceValue(f, "extra_idle_share") * p.step_us;
+      std::vector<double> own;
+      for (int r : f.ranks)
+        if (p.own.count(r)) own.push_back(OwnTimeTypicalExcess(p, r, f.start_us, f.end_us));
+      if (idle_us <= 0 || own.size() != f.ranks.size() || Median(own) >= 0.5 * idle_us) continue;
+      bool explained = false;
+      for (size_t j = 0; j < fs->size(); ++j) {
+        const Finding& g = (*fs)[j];
+        if (j == i || drop[j] || g.kind == Kind::kPipelineBubble || g.kind == Kind::kStepRegression ||
+            g.kind == Kind::kStepJitter)
+          continue;
+        explained |= Coincide(g.start_us, g.end_us, f.start_us, f.end_us, slack_us);
+      }
+      if (explained) {
+        drop[i] = true;
+        ++dropped;
+      }
+      continue;
+    }
+    for (size_t j = 0; j < fs->size(); ++j) {
+      Finding& g = (*fs)[j];
+      if (j == i || g.kind != Kind::kSlowCompute || g.detector != "steps.compute") continue;
+      bool about = false;
+      for (int r : g.ranks) about |= std::find(grown.begin(), grown.end(), r) != grown.end();
+      if (about)
+        g.AddText("also_seen_as", "pipeline_bubble (" + f.detector +
+                                      "): the stage's own compute grew, so its late activations are a slow stage");
+    }
+    drop[i] = true;
+    ++dropped;
+  }
+  Erase(drop, fs);
   return dropped;
 }
 

@@ -48,8 +48,16 @@ struct ComputeRun {
   double usual_us = 0, compute_us = 0;    // usual c and median c over the slow steps
 };
 
+// A rank's own time in one step: the step minus its communication phases (compute, optimizer,
+// host-side gaps; never waiting for others), above its usual (median) own time.
+struct OwnStep {
+  int64_t step = 0, start_us = 0, end_us = 0;
+  double excess_us = 0;
+};
+
 struct ComputeProfile {
   std::vector<ComputeRun> runs;
+  std::map<int, std::vector<OwnStep>> own;  // per rank, in step order
   // Ranks with compute phases and the wall-clock span their steps cover.
   std::map<int, std::pair<int64_t, int64_t>> coverage;
   double sigma = 0;          // robust sigma of the excess over all (rank, step)
@@ -72,5 +80,28 @@ std::vector<Finding> DetectComputeGrowth(const ComputeProfile& p, const std::map
 // did move to its victims. `slack_us`: how far apart windows may be and still coincide.
 // Returns the number of findings dropped.
 int DemoteFlatLateArrivals(const ComputeProfile& p, int64_t slack_us, std::vector<Finding>* findings);
+
+// The largest own-time excess of `rank` in the steps that overlap [a_us, b_us]; -1 when the
+// series has none there.
+double OwnTimeJump(const ComputeProfile& p, int rank, int64_t a_us, int64_t b_us);
+// The median own-time excess of `rank` over those steps; 0 when the series has none there.
+double OwnTimeTypicalExcess(const ComputeProfile& p, int rank, int64_t a_us, int64_t b_us);
+
+// host_stall findings against own time: a stalled rank's own time jumps by about the stall (the
+// gap is its own), its peers' extra time is waiting (communication phases). A host_stall finding
+// whose rank's own time rose by less than half its `max_wait_us`, while another rank's rose by
+// that much in the same window, is a peer that waited for the stall: it is dropped and named a
+// victim of the findings about that rank. Returns the number dropped.
+int DemotePropagatedStalls(const ComputeProfile& p, int64_t slack_us, std::vector<Finding>* findings);
+
+// pipeline_bubble findings against the stage's own phases. A bubble is a host-side gap before
+// the stage's sends: the stage's own time grows by about the delay and its compute stays as it
+// was. A bubble finding most of whose ranks computed longer in its window (compute runs) is a
+// slow stage: dropped, and the steps.compute findings of those ranks say so (`also_seen_as`). One
+// whose ranks' own time grew by less than half of what its receivers idled (`extra_idle_share`
+// of a step) inherited the lateness from upstream (a slow link, a straggler in an earlier
+// stage): dropped when a finding of another kind in the same window explains it. Returns the
+// number dropped.
+int DemoteBubbles(const ComputeProfile& p, int64_t slack_us, std::vector<Finding>* findings);
 
 }  // namespace collscope::diagnose

@@ -248,5 +248,119 @@ TEST(DemoteFlatLateArrivals, UnexplainedOrUncoveredLateArrivalsStay) {
   EXPECT_EQ(fs.size(), 2u);
 }
 
+Finding Stall(int rank, int step, double wait_us) {
+  Finding f;
+  f.kind = Kind::kHostStall;
+  f.detector = "comm.stall";
+  f.ranks = {rank};
+  f.hosts = {"h" + std::to_string(rank / 4)};
+  f.start_us = kT0 + step * kStepUs;
+  f.end_us = kT0 + (step + 1) * kStepUs;
+  f.confidence = 0.8;
+  f.Add("max_wait_us", wait_us);
+  return f;
+}
+
+TEST(DemotePropagatedStalls, APeerThatWaitedIsAVictimOfTheStalledRank) {
+  // Rank 9 stalls 3 s in step 30 (a host-side gap: its own time); everyone else waits for it in
+  // their communication phases, so every step 30 is 3 s longer.
+  auto s = Job(50, [](int r, int st, readers::StepRow* row) {
+    if (st != 30) return;
+    row->dur_us += 3e6;
+    if (r == 9) row->phases["host_stall"] = 3e6;
+    else row->phases["dp_comm"] += 3e6;
+  });
+  const ComputeProfile p = AnalyzeComputeGrowth(s, ComputeOptions{});
+  EXPECT_NEAR(OwnTimeJump(p, 9, kT0 + 30 * kStepUs, kT0 + 30 * kStepUs + 10), 3e6, 2e3);
+  EXPECT_LT(OwnTimeJump(p, 13, kT0 + 30 * kStepUs, kT0 + 30 * kStepUs + 10), 2e3);
+  EXPECT_TRUE(DetectComputeGrowth(p, Hosts()).empty());  // a stall is not slow compute
+  // The detector blamed rank 9 and, wrongly, rank 13 (it arrived 2.9 s late elsewhere).
+  std::vector<Finding> fs = {Stall(9, 30, 3e6), Stall(13, 30, 2.9e6)};
+  EXPECT_EQ(DemotePropagatedStalls(p, 100000, &fs), 1);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].ranks, std::vector<int>{9});
+  EXPECT_EQ(fs[0].victims, std::vector<int>{13});
+  // Without the real stall in the series, nothing explains rank 13's wait: it stays.
+  const ComputeProfile healthy = AnalyzeComputeGrowth(Job(50, [](int, int, readers::StepRow*) {}), ComputeOptions{});
+  fs = {Stall(13, 30, 2.9e6)};
+  EXPECT_EQ(DemotePropagatedStalls(healthy, 100000, &fs), 0);
+  EXPECT_EQ(fs.size(), 1u);
+}
+
+Finding Bubble(std::vector<int> ranks, int s0, int s1) {
+  Finding f;
+  f.kind = Kind::kPipelineBubble;
+  f.detector = "comm.pipeline_bubble";
+  f.ranks = std::move(ranks);
+  f.start_us = kT0 + s0 * kStepUs;
+  f.end_us = kT0 + s1 * kStepUs;
+  f.confidence = 0.6;
+  return f;
+}
+
+TEST(DemoteBubbles, ASlowStageIsNotABubble) {
+  // Stage 1 (host h1) computes 1.8x in steps 10-25: its activations are late, as in a bubble.
+  auto slow = Job(50, [](int r, int st, readers::StepRow* row) {
+    if (r / 4 != 1 || st < 10 || st > 25) return;
+    row->phases["forward"] *= 1.8;
+    row->phases["backward"] *= 1.8;
+  });
+  const ComputeProfile p = AnalyzeComputeGrowth(slow, ComputeOptions{});
+  std::vector<Finding> fs = DetectComputeGrowth(p, Hosts());
+  fs.push_back(Bubble({4, 5, 6, 7}, 10, 26));
+  EXPECT_EQ(DemoteBubbles(p, 100000, &fs), 1);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kSlowCompute);
+  bool seen = false;
+  for (const Evidence& e : fs[0].evidence) seen |= e.key == "also_seen_as";
+  EXPECT_TRUE(seen);
+  // A real bubble (a host-side gap before the sends; compute as usual) stays a bubble.
+  auto bubble = Job(50, [](int r, int st, readers::StepRow* row) {
+    if (r / 4 == 1 && st >= 10 && st <= 25) row->phases["host_stall"] = 9000;
+  });
+  const ComputeProfile q = AnalyzeComputeGrowth(bubble, ComputeOptions{});
+  fs = DetectComputeGrowth(q, Hosts());
+  fs.push_back(Bubble({4, 5, 6, 7}, 10, 26));
+  EXPECT_EQ(DemoteBubbles(q, 100000, &fs), 0);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kPipelineBubble);
+}
+
+TEST(DemoteBubbles, InheritedLatenessIsNotTheStagesBubble) {
+  // Stage 2 delivers late because stage 1's link is slow: stage 2 itself waits (pp_p2p), its own
+  // time stays as it was. The bubble finding claims its receivers idled 10% of each step.
+  auto s = Job(50, [](int r, int st, readers::StepRow* row) {
+    if (st < 10 || st > 25 || r / 4 < 2) return;
+    row->phases["pp_p2p"] += 4000;
+    row->dur_us += 4000;
+  });
+  const ComputeProfile p = AnalyzeComputeGrowth(s, ComputeOptions{});
+  Finding link;
+  link.kind = Kind::kSlowLink;
+  link.detector = "comm.slow_link";
+  link.hosts = {"h1"};
+  link.start_us = kT0 + 10 * kStepUs;
+  link.end_us = kT0 + 26 * kStepUs;
+  Finding b = Bubble({8, 9, 10, 11}, 10, 26);
+  b.Add("extra_idle_share", 0.10);
+  std::vector<Finding> fs = {b};
+  EXPECT_EQ(DemoteBubbles(p, 100000, &fs), 0);  // nothing else explains it: it stays
+  fs = {b, link};
+  EXPECT_EQ(DemoteBubbles(p, 100000, &fs), 1);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kSlowLink);
+  // A real bubble of stage 2 (a 4 ms gap before its sends per step: own time) stays, link or not.
+  auto real = Job(50, [](int r, int st, readers::StepRow* row) {
+    if (st < 10 || st > 25 || r / 4 < 2) return;
+    if (r / 4 == 2) row->phases["host_stall"] = 4000;
+    else row->phases["pp_p2p"] += 4000;
+    row->dur_us += 4000;
+  });
+  const ComputeProfile q = AnalyzeComputeGrowth(real, ComputeOptions{});
+  fs = {b, link};
+  EXPECT_EQ(DemoteBubbles(q, 100000, &fs), 0);
+  EXPECT_EQ(fs.size(), 2u);
+}
+
 }  // namespace
 }  // namespace collscope::diagnose

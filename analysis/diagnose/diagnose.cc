@@ -226,7 +226,10 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
     const ComputeProfile prof = AnalyzeComputeGrowth(*series, ComputeOptions{});
     auto c = DetectComputeGrowth(prof, host_of);
     out.insert(out.end(), c.begin(), c.end());
-    DemoteFlatLateArrivals(prof, std::max<int64_t>(window_us, static_cast<int64_t>(2 * prof.step_us)), &out);
+    const int64_t slack = std::max<int64_t>(window_us, static_cast<int64_t>(2 * prof.step_us));
+    DemoteBubbles(prof, slack, &out);
+    DemotePropagatedStalls(prof, slack, &out);
+    DemoteFlatLateArrivals(prof, slack, &out);
   }
   Consolidate(&out);
   return out;
