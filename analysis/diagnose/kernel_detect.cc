@@ -232,12 +232,18 @@ Result<KernelData> LoadKernelData(Store& store, const std::string& run) {
 
 namespace {
 
-// The samples in [lo, hi] date the shift. False when there are none.
-bool DateShift(const KernelSeries& s, KernelShift* ks) {
+// The samples in [lo, hi] date the shift, except those at a mode the peers share: a kernel name
+// that runs at two sizes (the loss kernel's forward and backward) can have its slowed short mode
+// next to its usual long one, and the usual samples would date the shift back to the start.
+// False when there are none.
+bool DateShift(const KernelSeries& s, double tolerance, KernelShift* ks) {
   ks->start_us = std::numeric_limits<double>::infinity();
   ks->end_us = -ks->start_us;
   for (size_t x = 0; x < s.dur_us.size(); ++x) {
     if (s.dur_us[x] < ks->lo || s.dur_us[x] > ks->hi) continue;
+    bool usual = false;
+    for (const Mode& m : ks->peer_modes) usual |= std::fabs(s.dur_us[x] / m.center - 1) <= tolerance;
+    if (usual) continue;
     ks->start_us = std::min(ks->start_us, s.start_us[x]);
     ks->end_us = std::max(ks->end_us, s.start_us[x] + s.dur_us[x]);
     if (s.step[x] >= 0) {
@@ -281,7 +287,8 @@ bool HostShift(const std::vector<KernelProfile>& profs, size_t i, size_t kk,
   if (shifted.empty()) return false;
   ks->rank = p.rank;
   ks->modes = p.modes;
-  ks->peer_modes = profs[others.front()].modes;
+  for (const Mode& md : p.modes)  // its usual modes: those the other hosts share
+    if (supported(md.center)) ks->peer_modes.push_back(md);
   ks->time_us = p.total_us;
   double w = 0, c = 0;
   for (const Mode* md : shifted) { w += md->weight; c += md->weight * md->median; }
@@ -346,7 +353,7 @@ std::vector<Finding> DetectKernelAnomalies(const KernelData& d, const KernelOpti
           hs.w1_rel = nn[i];
           hs.typical = typical;
           hs.name = name;
-          if (DateShift(*series_of[{profs[i].rank, name}], &hs)) shifts.push_back(std::move(hs));
+          if (DateShift(*series_of[{profs[i].rank, name}], o.mode_tolerance, &hs)) shifts.push_back(std::move(hs));
         }
         continue;
       }
@@ -404,7 +411,7 @@ std::vector<Finding> DetectKernelAnomalies(const KernelData& d, const KernelOpti
       }
       ks.lo = lo;
       ks.hi = hi;
-      if (DateShift(s, &ks)) shifts.push_back(std::move(ks));
+      if (DateShift(s, o.mode_tolerance, &ks)) shifts.push_back(std::move(ks));
     }
   }
   // Grid of per-step compute maxima per (DP, TP/PP).

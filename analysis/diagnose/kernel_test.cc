@@ -241,5 +241,37 @@ TEST(KernelDetector, AStageAloneOnItsHostIsNotASlowdown) {
   for (const Finding& x : f) EXPECT_EQ(x.hosts, (std::vector<std::string>{"h2"}));
 }
 
+TEST(KernelDetector, ATwoSizeKernelIsDatedByItsSlowSamplesOnly) {
+  // One kernel name at two sizes (100 us and 240 us, like a loss kernel's forward and backward);
+  // rank 5 runs 2.2x slower in steps 20-39: its slow short size (220 us) sits next to its usual
+  // long one (240 us). The shift must date from step 20, not from the usual long samples.
+  KernelData d;
+  d.names = {"loss"};
+  for (int r = 0; r < 8; ++r) {
+    d.ranks.push_back(r);
+    d.hosts[r] = "h" + std::to_string(r / 2);
+    KernelSeries s;
+    s.rank = r;
+    s.name = 0;
+    auto noise = Normal(3000 + r, 80, 0, 0.01);
+    for (int st = 0; st < 40; ++st)
+      for (int k = 0; k < 2; ++k) {
+        double dur = (k ? 240.0 : 100.0) * (1 + noise[2 * st + k]);
+        if (r == 5 && st >= 20) dur *= 2.2;
+        s.dur_us.push_back(dur);
+        s.start_us.push_back(1e9 + st * 10000.0 + k * 1000);
+        s.step.push_back(st);
+      }
+    d.series.push_back(std::move(s));
+  }
+  auto f = DetectKernelAnomalies(d, KernelOptions{});
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].ranks, std::vector<int>{5});
+  std::map<std::string, double> ev;
+  for (const Evidence& e : f[0].evidence) ev[e.key] = e.value;
+  EXPECT_EQ(ev["first_step"], 20);
+  EXPECT_EQ(ev["last_step"], 39);
+}
+
 }  // namespace
 }  // namespace collscope::diagnose
