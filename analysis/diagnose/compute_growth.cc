@@ -380,6 +380,16 @@ int DemotePropagatedStalls(const ComputeProfile& p, int64_t slack_us, std::vecto
 int DemoteBubbles(const ComputeProfile& p, int64_t slack_us, std::vector<Finding>* fs) {
   std::vector<bool> drop(fs->size(), false);
   int dropped = 0;
+  // Per bubble finding: did its ranks' own time grow by half of what its receivers idled (their
+  // own gap: a real bubble)? -1: the series does not cover them.
+  auto own_gap = [&](const Finding& f) {
+    const double idle_us = EvidenceValue(f, "extra_idle_share") * p.step_us;
+    std::vector<double> own;
+    for (int r : f.ranks)
+      if (p.own.count(r)) own.push_back(OwnTimeTypicalExcess(p, r, f.start_us, f.end_us));
+    if (idle_us <= 0 || own.empty() || own.size() != f.ranks.size()) return -1;
+    return Median(own) >= 0.5 * idle_us ? 1 : 0;
+  };
   for (size_t i = 0; i < fs->size(); ++i) {
     const Finding& f = (*fs)[i];
     if (f.kind != Kind::kPipelineBubble || f.ranks.empty()) continue;
@@ -391,18 +401,15 @@ int DemoteBubbles(const ComputeProfile& p, int64_t slack_us, std::vector<Finding
           break;
         }
     if (2 * grown.size() <= f.ranks.size()) {
-      // Inherited lateness: the stage's own time did not grow by what its receivers idled.
-      const double idle_us = EvidenceValue(f, "extra_idle_share") * p.step_us;
-      std::vector<double> own;
-      for (int r : f.ranks)
-        if (p.own.count(r)) own.push_back(OwnTimeTypicalExcess(p, r, f.start_us, f.end_us));
-      if (idle_us <= 0 || own.size() != f.ranks.size() || Median(own) >= 0.5 * idle_us) continue;
+      // Inherited lateness: the stage's own time did not grow by what its receivers idled. An
+      // upstream finding explains it: another kind, or a bubble whose own gap is in the series
+      // (bubbles grow downstream: the next stage waits and then delivers late itself).
+      if (own_gap(f) != 0) continue;
       bool explained = false;
       for (size_t j = 0; j < fs->size(); ++j) {
         const Finding& g = (*fs)[j];
-        if (j == i || drop[j] || g.kind == Kind::kPipelineBubble || g.kind == Kind::kStepRegression ||
-            g.kind == Kind::kStepJitter)
-          continue;
+        if (j == i || drop[j] || g.kind == Kind::kStepRegression || g.kind == Kind::kStepJitter) continue;
+        if (g.kind == Kind::kPipelineBubble && own_gap(g) != 1) continue;
         explained |= Coincide(g.start_us, g.end_us, f.start_us, f.end_us, slack_us);
       }
       if (explained) {

@@ -360,6 +360,17 @@ TEST(DemoteBubbles, InheritedLatenessIsNotTheStagesBubble) {
   fs = {b, link};
   EXPECT_EQ(DemoteBubbles(q, 100000, &fs), 0);
   EXPECT_EQ(fs.size(), 2u);
+  // Downstream of that real bubble, stage 3 waits and then delivers late itself: the bubble
+  // finding about stage 3 (own time flat) is explained by stage 2's and dropped; two inherited
+  // bubbles do not explain each other.
+  Finding down = Bubble({12, 13, 14, 15}, 10, 26);
+  down.Add("extra_idle_share", 0.10);
+  fs = {b, down};
+  EXPECT_EQ(DemoteBubbles(q, 100000, &fs), 1);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].ranks, (std::vector<int>{8, 9, 10, 11}));
+  fs = {b, down};
+  EXPECT_EQ(DemoteBubbles(p, 100000, &fs), 0);  // stage 2 inherited too: nothing explains either
 }
 
 }  // namespace
