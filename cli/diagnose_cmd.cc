@@ -44,17 +44,14 @@ int Run(const Options& o) {
       std::fprintf(stderr, "collscope diagnose: %s\n", store.status().message().c_str());
       return 2;
     }
-    f = DiagnoseStore(**store, d);
+    // The store's records, with the paths' step series, dumps and state files checked against
+    // them (a step series maps its ranks to the store's hosts and refutes propagated lateness).
+    f = o.paths.empty() ? DiagnoseStore(**store, d) : DiagnosePaths(o.paths, d, nullptr, store->get());
     // Kineto kernels and steps stored by `collscope ingest` (L3 kernel modes, L1 steps).
     if (f.ok() && readers::HasKinetoTables(**store)) {
       auto k = DiagnoseKineto(**store, o.run, true);
       if (!k.ok()) f = k.status();
       else { f->insert(f->end(), k->begin(), k->end()); Consolidate(&*f); }
-    }
-    if (f.ok() && !o.paths.empty()) {
-      auto more = DiagnosePaths(o.paths, d);
-      if (!more.ok()) f = more.status();
-      else { f->insert(f->end(), more->begin(), more->end()); Consolidate(&*f); }
     }
   } else if (!o.paths.empty()) {
     f = DiagnosePaths(o.paths, d);

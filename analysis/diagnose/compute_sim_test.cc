@@ -8,6 +8,7 @@
 
 #include "analysis/diagnose/diagnose.h"
 #include "analysis/diagnose/kernel_detect.h"
+#include "core/ingest.h"
 #include "sim/sim.h"
 #include "tests/test_util.h"
 
@@ -65,6 +66,21 @@ TEST(ComputeGrowthSim, SlowStageIsSlowComputeOfItsHostAndNoBubble) {
   EXPECT_EQ(Ev(slow[0], "last_step"), 29);
   EXPECT_NEAR(Ev(slow[0], "compute_growth"), 0.5, 0.05);
   EXPECT_TRUE(Of(*f, Kind::kPipelineBubble).empty());
+  // The same with the records already in a store (`diagnose --db job.duckdb step_summary.csv`):
+  // the step series is mapped to the store's hosts and checked against its findings.
+  auto store = Store::Open(":memory:");
+  ASSERT_TRUE(store.ok());
+  auto files = DiscoverInputs({job + "/nccl-inspector"});
+  ASSERT_TRUE(files.ok());
+  ASSERT_TRUE(Ingest(**store, *files, IngestOptions{}).ok());
+  auto g = DiagnosePaths({job + "/step_summary.csv"}, DiagnoseOptions{}, nullptr, store->get());
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  auto slow2 = Of(*g, Kind::kSlowCompute);
+  ASSERT_EQ(slow2.size(), 1u);
+  EXPECT_EQ(slow2[0].hosts, (std::vector<std::string>{"node-001"}));  // hosts from the store
+  EXPECT_EQ(slow2[0].ranks, (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_TRUE(Of(*g, Kind::kPipelineBubble).empty());
+  EXPECT_FALSE(DiagnosePaths({job + "/nccl-inspector"}, DiagnoseOptions{}, nullptr, store->get()).ok());
   // L3 from the Kineto traces alone: every rank of the host, against the other hosts.
   auto k = DiagnoseKinetoPaths({job + "/kineto"}, false);
   ASSERT_TRUE(k.ok()) << k.status().message();

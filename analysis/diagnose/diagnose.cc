@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iterator>
 #include <map>
+#include <memory>
 
 #include "analysis/diagnose/compute_growth.h"
 #include "analysis/diagnose/hang.h"
@@ -145,7 +146,8 @@ Result<std::vector<Finding>> DiagnoseStore(Store& store, const DiagnoseOptions& 
 }
 
 Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths,
-                                           const DiagnoseOptions& o, DiagnoseTiming* timing) {
+                                           const DiagnoseOptions& o, DiagnoseTiming* timing,
+                                           Store* records) {
   namespace fs = std::filesystem;
   std::vector<std::string> logs, fr, inflight, summaries;
   for (const std::string& p : paths) {
@@ -175,30 +177,39 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
   // detectors' window (how far apart two findings' windows may be and still coincide).
   std::map<int, std::string> host_of;
   int64_t window_us = 0;
+  std::unique_ptr<Store> temp;
+  std::string run = o.run;
   if (!logs.empty()) {
     auto files = DiscoverInputs(logs);
     if (!files.ok()) return files.status();
+    if (!files->empty() && records)
+      return Status::Error((*files)[0] + ": Inspector logs among the paths and a store: ingest them into the store first");
     if (!files->empty()) {
       auto store = Store::Open(":memory:");
       if (!store.ok()) return store.status();
+      temp = std::move(*store);
       IngestOptions io;
       io.run = "diagnose";
       io.threads = o.threads;
       const double t = Now();
-      auto rep = Ingest(**store, *files, io);
+      auto rep = Ingest(*temp, *files, io);
       if (!rep.ok()) return rep.status();
       if (timing) timing->ingest_s = Now() - t;
-      double t0 = Now();
-      auto data = LoadCommData(**store, "diagnose");
-      if (!data.ok()) return data.status();
-      if (timing) timing->load_s = Now() - t0;
-      t0 = Now();
-      out = DetectAll(*data, o);
-      if (timing) timing->detect_s = Now() - t0;
-      for (const Proc& p : data->procs)
-        if (p.global_rank >= 0 && p.host >= 0) host_of[p.global_rank] = data->hosts[static_cast<size_t>(p.host)];
-      window_us = static_cast<int64_t>(WindowUs(*data, o.comm));
+      records = temp.get();
+      run = "diagnose";
     }
+  }
+  if (records) {
+    double t0 = Now();
+    auto data = LoadCommData(*records, run);
+    if (!data.ok()) return data.status();
+    if (timing) timing->load_s = Now() - t0;
+    t0 = Now();
+    out = DetectAll(*data, o);
+    if (timing) timing->detect_s = Now() - t0;
+    for (const Proc& p : data->procs)
+      if (p.global_rank >= 0 && p.host >= 0) host_of[p.global_rank] = data->hosts[static_cast<size_t>(p.host)];
+    window_us = static_cast<int64_t>(WindowUs(*data, o.comm));
   }
   if (!fr.empty()) {
     auto f = DiagnoseFlightRecorder(fr);

@@ -27,9 +27,13 @@ Result<std::vector<Finding>> DiagnoseStore(Store& store, const DiagnoseOptions& 
 
 // Inputs given as paths: NCCL Inspector / collscope logs (ingested into a temporary store),
 // Flight Recorder dumps, collscope in-flight state files, step summaries (step_summary.csv).
+// `records`: a store whose run `o.run` holds the records instead (`--db`); the step series are
+// then checked against its findings and mapped to its hosts. Logs among the paths with a store
+// are an error (ingest them into it first).
 Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths,
                                            const DiagnoseOptions& o,
-                                           DiagnoseTiming* timing = nullptr);
+                                           DiagnoseTiming* timing = nullptr,
+                                           Store* records = nullptr);
 
 // Orders findings (hangs first, then by confidence) and merges duplicates of one kind that
 // overlap in location and time.
