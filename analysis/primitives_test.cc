@@ -80,6 +80,11 @@ class PrimitivesTest : public ::testing::Test {
 
 constexpr const char* kKey = "mixed/4r2n/Broadcast/2000000";
 
+QueryResult Checked(Result<QueryResult> r) {
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.ok() ? *r : QueryResult{};
+}
+
 TEST_F(PrimitivesTest, EcdfPointsAreExact) {
   QueryResult r = Run(BusbwEcdf(*store_, o_));
   ASSERT_EQ(r.rows.size(), 4u);
@@ -305,6 +310,44 @@ TEST_F(PrimitivesTest, CxxFunctionsAgreeWithTheirSqlViews) {
   EXPECT_FALSE(KernelVariation(*store_, bad).ok());
 }
 
+// Every primitive's answer at several parameter sets (rows sorted), and busbw_by_column by
+// several columns.
+std::vector<QueryResult> AllAnswers(Store& store, const std::vector<AnalysisOptions>& options) {
+  std::vector<QueryResult> out;
+  for (const AnalysisOptions& o : options)
+    for (const PrimitiveInfo& p : Primitives()) {
+      Result<QueryResult> r = RunPrimitive(store, p.name, o);
+      EXPECT_TRUE(r.ok()) << p.name << ": " << r.status().message();
+      out.push_back(r.ok() ? *r : QueryResult{});
+      std::sort(out.back().rows.begin(), out.back().rows.end());
+    }
+  for (const char* column : {"pid", "timing_source", "kernel_key", "comm", "rank"}) {
+    Result<QueryResult> r =
+        store.Query(std::string("SELECT * FROM busbw_by_column(") + column + ")");
+    EXPECT_TRUE(r.ok()) << column;
+    out.push_back(r.ok() ? *r : QueryResult{});
+    std::sort(out.back().rows.begin(), out.back().rows.end());
+  }
+  return out;
+}
+
+// Equal strings, or numbers equal to 1e-12 relative (sums of doubles added in another order).
+void ExpectSameAnswers(const std::vector<QueryResult>& a, const std::vector<QueryResult>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].columns, b[i].columns) << i;
+    ASSERT_EQ(a[i].rows.size(), b[i].rows.size()) << i;
+    for (size_t r = 0; r < a[i].rows.size(); ++r)
+      for (size_t c = 0; c < a[i].columns.size(); ++c) {
+        const auto &x = a[i].rows[r][c], &y = b[i].rows[r][c];
+        ASSERT_EQ(x.has_value(), y.has_value()) << i << " " << a[i].columns[c];
+        if (!x || *x == *y) continue;
+        double dx = std::stod(*x), dy = std::stod(*y);
+        EXPECT_NEAR(dx, dy, 1e-12 * std::max(1.0, std::fabs(dy))) << i << " " << a[i].columns[c];
+      }
+  }
+}
+
 // The aggregate-backed views give the raw views' answers: every primitive, at default and
 // non-default parameters (whole and fractional time bins, other range-bar parameters), with
 // RefreshAggregates run and then with the aggregates ignored; and a later ingest makes them stale.
@@ -329,37 +372,9 @@ TEST_F(PrimitivesTest, AggregatesGiveTheRawAnswers) {
   options[2].bin_s = 0.5;
   options[3].bin_s = 10, options[3].histogram_bins = 3, options[3].ecdf_points = 2;
   options[3].column = "hostname";
-  auto answers = [&] {
-    std::vector<QueryResult> out;
-    for (const AnalysisOptions& o : options)
-      for (const PrimitiveInfo& p : Primitives()) {
-        QueryResult r = Run(RunPrimitive(*store_, p.name, o));
-        std::sort(r.rows.begin(), r.rows.end());
-        out.push_back(r);
-      }
-    for (const char* column : {"pid", "timing_source", "kernel_key", "comm", "rank"}) {
-      QueryResult r = Run(store_->Query(std::string("SELECT * FROM busbw_by_column(") + column +
-                                        ")"));
-      std::sort(r.rows.begin(), r.rows.end());
-      out.push_back(r);
-    }
-    return out;
-  };
+  auto answers = [&] { return AllAnswers(*store_, options); };
   auto same = [](const std::vector<QueryResult>& a, const std::vector<QueryResult>& b) {
-    ASSERT_EQ(a.size(), b.size());
-    for (size_t i = 0; i < a.size(); ++i) {
-      EXPECT_EQ(a[i].columns, b[i].columns) << i;
-      ASSERT_EQ(a[i].rows.size(), b[i].rows.size()) << i;
-      for (size_t r = 0; r < a[i].rows.size(); ++r)
-        for (size_t c = 0; c < a[i].columns.size(); ++c) {
-          const auto &x = a[i].rows[r][c], &y = b[i].rows[r][c];
-          ASSERT_EQ(x.has_value(), y.has_value()) << i << " " << a[i].columns[c];
-          if (!x || *x == *y) continue;
-          // Sums of doubles may be added in another order: equal to 1e-12, relative.
-          double dx = std::stod(*x), dy = std::stod(*y);
-          EXPECT_NEAR(dx, dy, 1e-12 * std::max(1.0, std::fabs(dy))) << i << " " << a[i].columns[c];
-        }
-    }
+    ExpectSameAnswers(a, b);
   };
   std::vector<QueryResult> with = answers();
   ASSERT_TRUE(InstallAnalysisViews(*store_, false, /*use_aggregates=*/false).ok());
@@ -377,6 +392,27 @@ TEST_F(PrimitivesTest, AggregatesGiveTheRawAnswers) {
   ASSERT_TRUE(Ingest(*store_, {dir_ / "logs"}, io).ok());
   EXPECT_EQ(Run(store_->Query("SELECT * FROM agg_fresh_runs")).rows.size(), 1u);  // base only
   EXPECT_EQ(S(Run(KernelVariation(*store_, o_)), 0, "records"), "9");
+}
+
+// The same on examples/job: 4 hosts, pipeline sends and receives, cross-host communicators of
+// several host pairs, a fault: what the hand-built job above lacks.
+TEST(PrimitivesExample, AggregatesGiveTheRawAnswers) {
+  testing::TempDir dir;
+  auto store = Store::Open(dir / "s.duckdb");
+  ASSERT_TRUE(store.ok());
+  IngestOptions io;
+  io.run = "job";
+  ASSERT_TRUE(Ingest(**store, {std::string(COLLSCOPE_SOURCE_DIR) + "/examples/job"}, io).ok());
+  ASSERT_TRUE(RefreshAggregates(**store).ok());
+  std::vector<AnalysisOptions> options(3);
+  for (AnalysisOptions& o : options) o.prod_run = o.base_run = "job";
+  options[1].bin_s = 1, options[1].min_bytes = 0;
+  options[2].bin_s = 0.2, options[2].column = "hostname";
+  ASSERT_EQ(Checked((*store)->Query("SELECT * FROM agg_fresh_runs")).rows.size(), 1u);
+  std::vector<QueryResult> with = AllAnswers(**store, options);
+  ASSERT_TRUE(InstallAnalysisViews(**store, false, /*use_aggregates=*/false).ok());
+  ASSERT_EQ(Checked((*store)->Query("SELECT * FROM agg_fresh_runs")).rows.size(), 0u);
+  ExpectSameAnswers(with, AllAnswers(**store, options));
 }
 
 }  // namespace

@@ -164,9 +164,7 @@ Result<std::string> RenderReport(Store& store, const ReportOptions& ro) {
   o.min_bytes = ro.min_bytes;
   // Widen the time bins so no plot has more than max_bins of them.
   Result<QueryResult> span = store.Query(
-      "SELECT (max(coalesce(start_ts_us, kernel_start_ts_us, dump_ts_us)) - "
-      "min(coalesce(start_ts_us, kernel_start_ts_us, dump_ts_us))) / 1e6 FROM records WHERE "
-      "run_id = " + rid);
+      "SELECT (last_ts_us - first_ts_us) / 1e6 FROM run_span WHERE run_id = " + rid);
   if (!span.ok()) return span.status();
   double span_s = span->rows.empty() || !span->rows[0][0] ? 0 : std::stod(*span->rows[0][0]);
   o.bin_s = ro.bin_s;
@@ -196,36 +194,53 @@ Result<std::string> RenderReport(Store& store, const ReportOptions& ro) {
                 static_cast<unsigned long long>(o.min_bytes), ro.top_kernels,
                 ReportHasCharts() ? "true" : "false");
   data += "\"meta\":" + std::string(meta);
-  COLLSCOPE_RETURN_IF_ERROR(add("overview", Table(store,
-      "SELECT o.*, (SELECT count(DISTINCT kernel_key) FROM kernel_stats k WHERE k.run_id = "
-      "o.run_id) AS kernels, (SELECT sum(bytes) FROM kernel_stats k WHERE k.run_id = o.run_id) "
-      "AS bytes, (SELECT sum(time_us) FROM kernel_stats k WHERE k.run_id = o.run_id) AS time_us, "
-      "(SELECT max(n_ranks) FROM op_dims d WHERE d.run_id = o.run_id) AS max_n_ranks, "
-      "(SELECT count(*) FROM runs) AS runs_in_store, first_dump::VARCHAR AS first_dump_text, "
-      "last_dump::VARCHAR AS last_dump_text FROM run_overview o WHERE run_id = " + rid)));
-  COLLSCOPE_RETURN_IF_ERROR(add("counts_by_op", Primitive(store, "counts_by_op", o)));
-  COLLSCOPE_RETURN_IF_ERROR(add("counts_by_coll_type", Primitive(store, "counts_by_coll_type", o)));
-  COLLSCOPE_RETURN_IF_ERROR(add("hot_kernels", Table(store,
+  // The hot kernels once: the table shows the first 25, and their order picks the kernels that
+  // the ECDF, temporal and range-bar plots show (as literal lists, not recomputed subqueries).
+  Result<QueryResult> hot = store.Query(
       "SELECT h.rank, h.kernel_key, h.coll_type, h.n_ranks, h.nnodes, h.op, h.msg_size_bytes, "
       "h.records, h.bytes, h.time_us, h.time_share, h.cumulative_time_share, h.bytes_share, "
       "v.median_busbw_gbs, v.p5_busbw_gbs, v.p95_busbw_gbs, v.cv_busbw, v.mean_exec_time_us "
       "FROM hot_kernels h LEFT JOIN kernel_variation v USING (run_id, kernel_key) "
-      "WHERE h.run_id = " + rid + " ORDER BY h.rank LIMIT 25")));
-  std::string top = "(SELECT kernel_key FROM hot_kernels WHERE run_id = " + rid +
-                    " ORDER BY rank LIMIT " + std::to_string(ro.top_kernels) + ")";
-  std::string top_big = "(SELECT kernel_key FROM hot_kernels WHERE run_id = " + rid +
-                        " AND msg_size_bytes >= " + std::to_string(o.min_bytes) +
-                        " ORDER BY rank LIMIT " + std::to_string(ro.top_kernels) + ")";
+      "WHERE h.run_id = " + rid + " ORDER BY h.rank");
+  if (!hot.ok()) return hot.status();
+  std::string top, top_big, first_big;  // SQL lists of kernel keys: any size, and >= min_bytes
+  int n_top = 0, n_big = 0;
+  const int key_col = ColumnOf(*hot, "kernel_key"), size_col = ColumnOf(*hot, "msg_size_bytes");
+  for (const auto& row : hot->rows) {
+    if (!row[key_col]) continue;
+    const std::string key = SqlString(*row[key_col]);
+    if (n_top < ro.top_kernels) top += (n_top++ ? ", " : "") + key;
+    if (n_big < ro.top_kernels && row[size_col] && std::stoull(*row[size_col]) >= o.min_bytes) {
+      if (n_big == 0) first_big = key;
+      top_big += (n_big++ ? ", " : "") + key;
+    }
+  }
+  if (top.empty()) top = "NULL";
+  if (top_big.empty()) top_big = first_big = "NULL";
+  QueryResult hot25 = *hot;
+  if (hot25.rows.size() > 25) hot25.rows.resize(25);
+
+  COLLSCOPE_RETURN_IF_ERROR(add("overview", Table(store,
+      "SELECT o.*, k.kernels, k.bytes, k.time_us, "
+      "(SELECT max(n_ranks) FROM op_dims d WHERE d.run_id = o.run_id) AS max_n_ranks, "
+      "(SELECT count(*) FROM runs) AS runs_in_store, first_dump::VARCHAR AS first_dump_text, "
+      "last_dump::VARCHAR AS last_dump_text FROM run_overview o, (SELECT count(DISTINCT "
+      "kernel_key) AS kernels, sum(bytes) AS bytes, sum(time_us) AS time_us FROM kernel_stats "
+      "WHERE run_id = " + rid + ") k WHERE o.run_id = " + rid)));
+  COLLSCOPE_RETURN_IF_ERROR(add("counts_by_op", Primitive(store, "counts_by_op", o)));
+  COLLSCOPE_RETURN_IF_ERROR(add("counts_by_coll_type", Primitive(store, "counts_by_coll_type", o)));
+  COLLSCOPE_RETURN_IF_ERROR(add("hot_kernels", TableJson(hot25)));
   COLLSCOPE_RETURN_IF_ERROR(add("ecdf", Primitive(store, "busbw_ecdf", o,
-                                                  "kernel_key IN " + top, "kernel_key, busbw_gbs")));
+                                                  "kernel_key IN (" + top + ")",
+                                                  "kernel_key, busbw_gbs")));
   COLLSCOPE_RETURN_IF_ERROR(add("temporal", Primitive(store, "temporal", o,
-                                                      "kernel_key IN " + top_big, "kernel_key, bin")));
+                                                      "kernel_key IN (" + top_big + ")",
+                                                      "kernel_key, bin")));
   COLLSCOPE_RETURN_IF_ERROR(add("rank_cells", Primitive(store, "rank_cells", o)));
   COLLSCOPE_RETURN_IF_ERROR(add("host_table", Primitive(store, "host_table", o)));
   COLLSCOPE_RETURN_IF_ERROR(add("host_heatmap", Primitive(store, "host_time_heatmap", o)));
   COLLSCOPE_RETURN_IF_ERROR(add("range_bars", Primitive(store, "range_bars", o,
-      "kernel_key = (SELECT kernel_key FROM hot_kernels WHERE run_id = " + rid +
-      " AND msg_size_bytes >= " + std::to_string(o.min_bytes) + " ORDER BY rank LIMIT 1)")));
+      "kernel_key IN (" + first_big + ")")));
   COLLSCOPE_RETURN_IF_ERROR(add("resource", Primitive(store, "resource_usage", o)));
   if (!baseline.empty()) {
     AnalysisOptions c = o;

@@ -21,6 +21,19 @@ std::string Replace(std::string s, const std::string& from, const std::string& t
   return s;
 }
 
+// Hosts and kernel keys numbered within their run: integer keys for the large groupings and
+// aggregates, names joined after. (A later ingest may renumber them, but it also makes the run's
+// aggregates stale.)
+constexpr const char* kHostIds =
+    "SELECT run_id, process_id, hostname, "
+    "dense_rank() OVER (PARTITION BY run_id ORDER BY hostname) AS hid FROM processes";
+constexpr const char* kHostNames =
+    "(SELECT DISTINCT run_id, hid, hostname FROM (SELECT run_id, hostname, "
+    "dense_rank() OVER (PARTITION BY run_id ORDER BY hostname) AS hid FROM processes))";
+constexpr const char* kKernelNames =
+    "(SELECT DISTINCT run_id, kid, kernel_key FROM (SELECT run_id, kernel_key, "
+    "dense_rank() OVER (PARTITION BY run_id ORDER BY kernel_key) AS kid FROM op_dims))";
+
 // ---- the aggregates' SQL, over a relation given by the caller ---------------------------------
 // Value counts per (process, operation, rank, timing source, exec time, override) with their
 // busbw, from `records` rows matching `filter`.
@@ -46,10 +59,12 @@ std::string ProcOpsFromCellsSql(const std::string& cells) {
          "coalesce(sum(records) FILTER (WHERE busbw_gbs IS NOT NULL), 0)::BIGINT AS bw_records, "
          "sum(records * busbw_gbs) AS bw_sum FROM " + cells + " c GROUP BY ALL";
 }
-// Per (host, kernel key, second of wall clock): records, busbw count/sum/min/max, exec time
-// sum/max. busbw per record is shape_busbw with the per-operation constants hoisted (the same
-// double operations, so the same values).
-std::string RawTimeSql(const std::string& filter) {
+// Per (host id, kernel id, second of wall clock): records, busbw count/sum/min/max, exec time
+// sum/max, and norm_sum: the busbw sum over the kernel's job median from `medians` (run_id,
+// kernel_key, median_busbw_gbs), so the host x time heatmap needs no join. busbw per record is
+// shape_busbw with the per-operation constants hoisted (the same double operations, so the same
+// values).
+std::string RawTimeSql(const std::string& filter, const std::string& medians) {
   return R"sql(WITH k AS (
   SELECT run_id, op_id, kernel_key, msg_size_bytes,
          dense_rank() OVER (PARTITION BY run_id ORDER BY kernel_key) AS kid,
@@ -72,13 +87,14 @@ x AS (
   WHERE )sql" + filter + R"sql(),
 g AS (
   SELECT run_id, hid, kid, tbin_s, count(*) AS records, count(b) AS bw_records, sum(b) AS bw_sum,
-         min(b) AS bw_min, max(b) AS bw_max, sum(exec_time_us) AS time_us,
+         min(b) AS bw_min, max(b) AS bw_max, sum(exec_time_us)::BIGINT AS time_us,
          max(exec_time_us) AS max_exec_us
   FROM x GROUP BY ALL)
-SELECT g.run_id, h.hostname, k.kernel_key, k.msg_size_bytes, g.tbin_s, g.records, g.bw_records,
-       g.bw_sum, g.bw_min, g.bw_max, g.time_us, g.max_exec_us
-FROM g JOIN (SELECT DISTINCT run_id, hid, hostname FROM pr) h USING (run_id, hid)
-JOIN (SELECT DISTINCT run_id, kid, kernel_key, msg_size_bytes FROM k) k USING (run_id, kid))sql";
+SELECT g.run_id, g.hid, g.kid, k.msg_size_bytes, g.tbin_s, g.records, g.bw_records,
+       g.bw_sum, g.bw_min, g.bw_max, g.time_us, g.max_exec_us,
+       g.bw_sum / nullif(km.median_busbw_gbs, 0) AS norm_sum
+FROM g JOIN (SELECT DISTINCT run_id, kid, kernel_key, msg_size_bytes FROM k) k USING (run_id, kid)
+LEFT JOIN )sql" + medians + R"sql( km ON km.run_id = g.run_id AND km.kernel_key = k.kernel_key)sql";
 }
 // host_normalized over cells (a relation with cell_values' columns).
 std::string HostNormalizedSql(const std::string& cells) {
@@ -101,36 +117,33 @@ SELECT m.run_id, m.hostname, m.kernel_key, k.nnodes, m.records, m.median_busbw_g
        m.median_busbw_gbs / nullif(k.median_busbw_gbs, 0) AS norm_busbw
 FROM m JOIN kernel_variation k USING (run_id, kernel_key))sql";
 }
-// Cross-host transfer instances over recs (a relation with records' columns), as CTEs ending in
-// hx (run, host, communicator, kernel key, size, instance busbw x) and jm (run, kernel key, job
-// median of x). A collective instance is (operation, sequence number); a point-to-point one is a
-// Send with its Recv (communicator, sequence number, rank pair, size: p2p sequence numbers count
-// per communicator at both ends), keyed by the Send's kernel key. Its busbw is that of its fastest
-// record: the last rank to arrive, whose time has no waiting in it.
-std::string TransferCtes(const std::string& recs) {
+// Cross-host transfer instances over recs (a relation with records' columns): one row per
+// (host id, instance) with the instance's busbw x and the job median of x for its kernel key. A
+// collective instance is (operation, sequence number); a point-to-point one is a Send with its
+// Recv (communicator, sequence number, rank pair: p2p sequence numbers count per communicator at
+// both ends), keyed by the Send's kernel key. Its busbw is that of its fastest record: the last
+// rank to arrive, whose time has no waiting in it. (iop: the operation, or minus the
+// communicator for p2p, so that an instance is keyed by integers only.)
+std::string TransferSql(const std::string& recs) {
   return Replace(R"sql(WITH d AS (SELECT * FROM op_dims WHERE nnodes > 1),
 ik AS (
   SELECT r.run_id, r.process_id, r.op_id, d.op, r.sn, r.exec_time_us, r.busbw_gbs_override,
-         d.comm_id, d.msg_size_bytes,
-         CASE WHEN d.kind = 'p2p' THEN -1 ELSE r.op_id END AS iop,
+         CASE WHEN d.kind = 'p2p' THEN -d.comm_id ELSE r.op_id END AS iop,
          CASE WHEN d.kind = 'p2p' THEN least(r.rank, coalesce(d.peer, -1)) ELSE -1 END AS pa,
          CASE WHEN d.kind = 'p2p' THEN greatest(r.rank, coalesce(d.peer, -1)) ELSE -1 END AS pb
   FROM {RECS} r JOIN d USING (run_id, op_id)),
 i AS (
-  SELECT run_id, comm_id, iop, sn, pa, pb, msg_size_bytes,
+  SELECT run_id, iop, sn, pa, pb,
          coalesce(min(op_id) FILTER (WHERE op = 'Send'), min(op_id)) AS op_id,
          min(exec_time_us) AS t, max(busbw_gbs_override) AS ovr
   FROM ik GROUP BY ALL),
 ib AS (
-  SELECT i.run_id, i.comm_id, i.iop, i.sn, i.pa, i.pb, i.msg_size_bytes, d.kernel_key,
+  SELECT i.run_id, i.iop, i.sn, i.pa, i.pb, d.comm_id, d.msg_size_bytes, d.kernel_key,
          shape_busbw(d.op, d.n_ranks, d.msg_size_bytes, i.t, i.ovr) AS x
   FROM i JOIN d USING (run_id, op_id)),
 hi AS (
-  SELECT DISTINCT ik.run_id, p.hostname, ik.comm_id, ik.iop, ik.sn, ik.pa, ik.pb, ik.msg_size_bytes
-  FROM ik JOIN processes p USING (run_id, process_id)),
-hx AS (
-  SELECT hi.run_id, hi.hostname, ib.comm_id, ib.kernel_key, ib.msg_size_bytes, ib.x
-  FROM hi JOIN ib USING (run_id, comm_id, iop, sn, pa, pb, msg_size_bytes) WHERE ib.x IS NOT NULL),
+  SELECT DISTINCT ik.run_id, p.hid, ik.iop, ik.sn, ik.pa, ik.pb
+  FROM ik JOIN ()sql" + std::string(kHostIds) + R"sql() p USING (run_id, process_id)),
 j AS (SELECT run_id, kernel_key, x, count(*) AS n FROM ib WHERE x IS NOT NULL GROUP BY ALL),
 jw AS (
   SELECT *, sum(n) OVER (PARTITION BY run_id, kernel_key ORDER BY x ROWS UNBOUNDED PRECEDING)
@@ -138,66 +151,74 @@ jw AS (
          sum(n) OVER (PARTITION BY run_id, kernel_key) AS total FROM j),
 jm AS (
   SELECT run_id, kernel_key, min(x) FILTER (WHERE cum >= 0.5 * total) AS job_median_busbw_gbs
-  FROM jw GROUP BY ALL))sql", "{RECS}", recs);
+  FROM jw GROUP BY ALL)
+SELECT hi.run_id, hi.hid, ib.comm_id, ib.kernel_key, ib.msg_size_bytes, ib.x,
+       jm.job_median_busbw_gbs
+FROM hi JOIN ib USING (run_id, iop, sn, pa, pb)
+JOIN jm USING (run_id, kernel_key) WHERE ib.x IS NOT NULL)sql", "{RECS}", recs);
 }
-// host_transfer_normalized over recs: per host and cross-host kernel key, the median busbw of
-// the instances it takes part in over the job median.
-std::string HostTransferSql(const std::string& recs) {
-  return TransferCtes(recs) + R"sql(,
-h AS (SELECT run_id, hostname, kernel_key, x, count(*) AS n FROM hx GROUP BY ALL),
+// host_transfer_normalized over hx (TransferSql's rows): per host and cross-host kernel key, the
+// median busbw of the instances it takes part in over the job median.
+std::string HostTransferSql(const std::string& hx) {
+  return R"sql(WITH h AS (
+  SELECT run_id, hid, kernel_key, x, any_value(job_median_busbw_gbs) AS jm, count(*) AS n
+  FROM )sql" + hx + R"sql( GROUP BY run_id, hid, kernel_key, x),
 hw AS (
-  SELECT *, sum(n) OVER (PARTITION BY run_id, hostname, kernel_key ORDER BY x
+  SELECT *, sum(n) OVER (PARTITION BY run_id, hid, kernel_key ORDER BY x
                          ROWS UNBOUNDED PRECEDING) AS cum,
-         sum(n) OVER (PARTITION BY run_id, hostname, kernel_key) AS total FROM h),
-hm AS (
-  SELECT run_id, hostname, kernel_key, any_value(total)::BIGINT AS instances,
-         min(x) FILTER (WHERE cum >= 0.5 * total) AS median_busbw_gbs
-  FROM hw GROUP BY ALL)
-SELECT hm.run_id, hm.hostname, hm.kernel_key, hm.instances, hm.median_busbw_gbs,
-       jm.job_median_busbw_gbs, hm.median_busbw_gbs / nullif(jm.job_median_busbw_gbs, 0) AS norm_busbw
-FROM hm JOIN jm USING (run_id, kernel_key))sql";
+         sum(n) OVER (PARTITION BY run_id, hid, kernel_key) AS total FROM h),
+m AS (
+  SELECT run_id, hid, kernel_key, any_value(total)::BIGINT AS instances,
+         min(x) FILTER (WHERE cum >= 0.5 * total) AS median_busbw_gbs,
+         any_value(jm) AS job_median_busbw_gbs
+  FROM hw GROUP BY run_id, hid, kernel_key)
+SELECT m.run_id, p.hostname, m.kernel_key, m.instances, m.median_busbw_gbs,
+       m.job_median_busbw_gbs, m.median_busbw_gbs / nullif(m.job_median_busbw_gbs, 0) AS norm_busbw
+FROM m JOIN (SELECT DISTINCT run_id, hid, hostname FROM ()sql" + kHostIds + R"sql()) p USING (run_id, hid))sql";
 }
-// host_comm_transfer over recs: per host and cross-host communicator, the geometric mean over
-// the communicator's instances of at least 1 MiB (smaller ones are latency-bound and say nothing
-// of a link's bandwidth) of instance busbw over the job median of its kernel key.
-std::string HostCommSql(const std::string& recs) {
-  return TransferCtes(recs) + R"sql(,
-c AS (SELECT DISTINCT run_id, comm_id, comm, comm_name FROM d)
-SELECT hx.run_id, hx.hostname, hx.comm_id, c.comm, c.comm_name, count(*) AS instances,
-       exp(avg(ln(hx.x / jm.job_median_busbw_gbs))) AS norm_busbw
-FROM hx JOIN jm USING (run_id, kernel_key) JOIN c USING (run_id, comm_id)
-WHERE hx.msg_size_bytes >= 1048576 AND hx.x > 0 AND jm.job_median_busbw_gbs > 0
-GROUP BY hx.run_id, hx.hostname, hx.comm_id, c.comm, c.comm_name)sql";
+// host_comm_transfer over hx: per host and cross-host communicator, the geometric mean over the
+// communicator's instances of at least 1 MiB (smaller ones are latency-bound and say nothing of a
+// link's bandwidth) of instance busbw over the job median of its kernel key.
+std::string HostCommSql(const std::string& hx) {
+  return R"sql(WITH g AS (
+  SELECT run_id, hid, comm_id, count(*) AS instances,
+         exp(avg(ln(x / job_median_busbw_gbs))) AS norm_busbw
+  FROM )sql" + hx + R"sql(
+  WHERE msg_size_bytes >= 1048576 AND x > 0 AND job_median_busbw_gbs > 0
+  GROUP BY run_id, hid, comm_id)
+SELECT g.run_id, p.hostname, g.comm_id, c.comm, c.comm_name, g.instances, g.norm_busbw
+FROM g JOIN (SELECT DISTINCT run_id, hid, hostname FROM ()sql" + kHostIds + R"sql()) p USING (run_id, hid)
+JOIN (SELECT DISTINCT run_id, comm_id, comm, comm_name FROM op_dims) c USING (run_id, comm_id))sql";
 }
 // range_bars over cells and recs; {MIN_BYTES}, {BIN_S}, {SN_BIN} are the macro's parameters or
 // literals. Communicator and host come from the cells' value counts, time and sequence-number
-// bins from the records.
+// bins from one grouping of the records by both (sequence numbers grow with time, so the pairs
+// are few), keyed by kernel (not operation: far fewer groups).
 std::string RangeBarsSql(const std::string& cells, const std::string& recs,
                          const std::string& min_bytes, const std::string& bin_s,
                          const std::string& sn_bin) {
-  std::string sql = R"sql(WITH d AS (SELECT * FROM op_dims WHERE msg_size_bytes >= {MIN_BYTES}),
-cv AS (
+  std::string sql = R"sql(WITH d AS (
+  SELECT *, dense_rank() OVER (PARTITION BY run_id ORDER BY kernel_key) AS kid FROM op_dims
+  WHERE msg_size_bytes >= {MIN_BYTES}),
+k AS (SELECT DISTINCT run_id, kid, kernel_key, op, n_ranks, msg_size_bytes FROM d),
+cv AS MATERIALIZED (
   SELECT c.run_id, d.kernel_key, d.comm, p.hostname, c.busbw_gbs AS v, c.records AS n
   FROM {CELLS} c JOIN d USING (run_id, op_id) JOIN processes p USING (run_id, process_id)),
-tb AS (
-  SELECT r.run_id, r.op_id,
+f AS MATERIALIZED (
+  SELECT r.run_id, d.kid,
          (coalesce(r.start_ts_us, r.kernel_start_ts_us, r.dump_ts_us)
-            // CAST(round({BIN_S} * 1e6) AS UBIGINT)) AS tbin,
+            // CAST(round({BIN_S} * 1e6) AS UBIGINT)) AS tbin, r.sn // {SN_BIN} AS sbin,
          r.exec_time_us, r.busbw_gbs_override AS ovr, count(*) AS n
-  FROM {RECS} r SEMI JOIN d USING (run_id, op_id) GROUP BY ALL),
-sb AS (
-  SELECT r.run_id, r.op_id, r.sn // {SN_BIN} AS sbin, r.exec_time_us,
-         r.busbw_gbs_override AS ovr, count(*) AS n
-  FROM {RECS} r SEMI JOIN d USING (run_id, op_id) GROUP BY ALL),
+  FROM {RECS} r JOIN d USING (run_id, op_id) GROUP BY ALL),
 g AS (
   SELECT run_id, kernel_key, 'communicator' AS dimension, comm AS grp, v, sum(n) AS n FROM cv GROUP BY ALL
   UNION ALL SELECT run_id, kernel_key, 'host', hostname, v, sum(n) FROM cv GROUP BY ALL
   UNION ALL SELECT t.run_id, d.kernel_key, 'time_bin', CAST(t.tbin * CAST(round({BIN_S} * 1e6) AS UBIGINT) AS VARCHAR),
                    shape_busbw(d.op, d.n_ranks, d.msg_size_bytes, t.exec_time_us, t.ovr), sum(t.n)
-            FROM tb t JOIN d USING (run_id, op_id) GROUP BY ALL
+            FROM f t JOIN k d USING (run_id, kid) GROUP BY ALL
   UNION ALL SELECT s.run_id, d.kernel_key, 'sn_bin', CAST(s.sbin * {SN_BIN} AS VARCHAR),
                    shape_busbw(d.op, d.n_ranks, d.msg_size_bytes, s.exec_time_us, s.ovr), sum(s.n)
-            FROM sb s JOIN d USING (run_id, op_id) GROUP BY ALL),
+            FROM f s JOIN k d USING (run_id, kid) GROUP BY ALL),
 w AS (
   SELECT *, sum(n) OVER (PARTITION BY run_id, kernel_key, dimension, grp ORDER BY v
                          ROWS UNBOUNDED PRECEDING) AS cum,
@@ -240,14 +261,15 @@ std::vector<std::pair<std::string, std::string>> AggTables() {
       {"agg_cells", RawCellsSql(none)},
       {"agg_values", ValuesFromCellsSql(Paren(RawCellsSql(none)))},
       {"agg_proc_ops", ProcOpsFromCellsSql(Paren(RawCellsSql(none)))},
-      {"agg_time", RawTimeSql(none)},
+      {"agg_time", RawTimeSql(none, "(SELECT 0 AS run_id, '' AS kernel_key, "
+                                    "0.0::DOUBLE AS median_busbw_gbs WHERE false)")},
       // (host_normalized reads kernel_variation, not installed yet: its columns by hand)
       {"agg_host_normalized",
        "SELECT 0::INTEGER AS run_id, ''::VARCHAR AS hostname, ''::VARCHAR AS kernel_key, "
        "0::INTEGER AS nnodes, 0::BIGINT AS records, 0::DOUBLE AS median_busbw_gbs, "
        "0::DOUBLE AS job_median_busbw_gbs, 0::DOUBLE AS norm_busbw"},
-      {"agg_host_transfer", HostTransferSql("(SELECT * FROM records WHERE false)")},
-      {"agg_host_comm", HostCommSql("(SELECT * FROM records WHERE false)")},
+      {"agg_host_transfer", HostTransferSql(Paren(TransferSql("(SELECT * FROM records WHERE false)")))},
+      {"agg_host_comm", HostCommSql(Paren(TransferSql("(SELECT * FROM records WHERE false)")))},
       {"agg_range_bars",
        "SELECT 0::UBIGINT AS p_min_bytes, 0::DOUBLE AS p_bin_s, 0::INTEGER AS p_sn_bin, * FROM (" +
            RangeBarsSql(Paren(RawCellsSql(none)), "(SELECT * FROM records WHERE false)",
@@ -264,7 +286,7 @@ const char* const kAggComments[][2] = {
     {"agg_proc_ops", "analysis aggregate: per (run, process, op, rank, timing source) records, "
                      "time, records with a busbw and their busbw sum"},
     {"agg_time", "analysis aggregate: per (run, host, kernel key, second) records, busbw "
-                 "count/sum/min/max, exec time sum/max"},
+                 "count/sum/min/max, exec time sum/max, busbw sum over the kernel''s job median"},
     {"agg_host_normalized", "analysis aggregate: host_normalized, materialised"},
     {"agg_host_transfer", "analysis aggregate: host_transfer_normalized, materialised"},
     {"agg_host_comm", "analysis aggregate: host_comm_transfer, materialised"},
@@ -292,11 +314,12 @@ nullif(coalesce(override, inspector_busbw(op, n_ranks, size, exec_us)), 'nan'::D
 // on whether RefreshAggregates ran: only their cost does.
 std::vector<std::string> Views(bool use_aggregates) {
   std::vector<std::string> v;
+  // (Not a correlated subquery: every view reads this one, several times.)
   v.push_back(std::string(R"sql(CREATE OR REPLACE {TEMP} VIEW agg_fresh_runs AS
 SELECT m.run_id FROM agg_meta m
+LEFT JOIN (SELECT run_id, count(*) AS n FROM ingests GROUP BY run_id) i USING (run_id)
 WHERE )sql") + (use_aggregates ? "" : "false AND ") + "m.version = " +
-              std::to_string(kAggVersion) +
-              " AND m.ingests = (SELECT count(*) FROM ingests i WHERE i.run_id = m.run_id)");
+              std::to_string(kAggVersion) + " AND m.ingests = coalesce(i.n, 0)");
   v.push_back(R"sql(CREATE OR REPLACE {TEMP} VIEW agg_stale_runs AS
 SELECT run_id FROM runs WHERE run_id NOT IN (SELECT run_id FROM agg_fresh_runs))sql");
   // Value counts per cell (process, op, rank, timing source, exec time, override).
@@ -513,14 +536,18 @@ ORDER BY p.op, p.msg_size_bytes, p.n_ranks)sql");
   // is when it started when known (verbose or collscope records), else when it was dumped.
   // Whole-second bins of fresh runs add up agg_time's one-second bins; the rest read records.
   v.push_back(std::string(R"sql(CREATE OR REPLACE {TEMP} MACRO temporal(bin_s := 5, min_bytes := 1048576) AS TABLE
-WITH fast AS (
-  SELECT run_id, kernel_key, tbin_s // CAST(greatest(1, round(bin_s)) AS UBIGINT) AS bin,
+WITH ft AS (
+  SELECT run_id, kid, tbin_s // CAST(greatest(1, round(bin_s)) AS UBIGINT) AS bin,
          sum(records) AS records, sum(bw_records) AS bw_records, sum(bw_sum) AS bw_sum,
          min(bw_min) AS bw_min, max(bw_max) AS bw_max, sum(time_us) AS time_us,
          max(max_exec_us) AS max_exec_us
   FROM agg_time WHERE msg_size_bytes >= min_bytes
    AND run_id IN (SELECT run_id FROM agg_fresh_runs WHERE bin_s >= 1 AND bin_s = floor(bin_s))
   GROUP BY ALL),
+fast AS (
+  SELECT ft.run_id, k.kernel_key, ft.bin, ft.records, ft.bw_records, ft.bw_sum, ft.bw_min,
+         ft.bw_max, ft.time_us, ft.max_exec_us
+  FROM ft JOIN )sql") + kKernelNames + R"sql( k USING (run_id, kid)),
 d AS (SELECT * FROM op_dims WHERE msg_size_bytes >= min_bytes),
 b AS (
   SELECT r.run_id, r.op_id,
@@ -545,7 +572,7 @@ SELECT run_id, kernel_key, bin, bin * CAST(round(bin_s * 1e6) AS UBIGINT) AS bin
        records::BIGINT AS records, bw_sum / bw_records AS mean_busbw_gbs,
        bw_min AS min_busbw_gbs, bw_max AS max_busbw_gbs, time_us / records AS mean_exec_time_us,
        max_exec_us AS max_exec_time_us
-FROM (SELECT * FROM fast UNION ALL SELECT * FROM slow) ORDER BY run_id, kernel_key, bin)sql"));
+FROM (SELECT * FROM fast UNION ALL SELECT * FROM slow) ORDER BY run_id, kernel_key, bin)sql");
   // ---- spatial -------------------------------------------------------------------------------
   // Value counts per (process, operation): the exact busbw distribution of every cell.
   v.push_back(R"sql(CREATE OR REPLACE {TEMP} VIEW busbw_cells AS
@@ -595,13 +622,13 @@ FROM process_stats(min_bytes := min_bytes) GROUP BY ALL ORDER BY run_id, block)s
   // its ring partners alike; host_comm_transfer tells them apart.
   v.push_back(std::string("CREATE OR REPLACE {TEMP} VIEW host_transfer_normalized AS SELECT * "
                           "FROM agg_host_transfer WHERE run_id IN ") + kFresh + " UNION ALL SELECT * FROM " +
-              Paren(HostTransferSql(std::string("(SELECT * FROM records WHERE run_id IN ") +
-                                    kStale + ")")));
+              Paren(HostTransferSql(Paren(TransferSql(
+                  std::string("(SELECT * FROM records WHERE run_id IN ") + kStale + ")")))));
   // Per host, for each communicator spanning hosts: how fast its transfers ran against the job.
   v.push_back(std::string("CREATE OR REPLACE {TEMP} VIEW host_comm_transfer AS SELECT * "
                           "FROM agg_host_comm WHERE run_id IN ") + kFresh + " UNION ALL SELECT * FROM " +
-              Paren(HostCommSql(std::string("(SELECT * FROM records WHERE run_id IN ") +
-                                kStale + ")")));
+              Paren(HostCommSql(Paren(TransferSql(
+                  std::string("(SELECT * FROM records WHERE run_id IN ") + kStale + ")")))));
   v.push_back(
     // The host table, ranked worst first by transfer_norm_busbw: the host's best cross-host
     // communicator (host_comm_transfer). A communicator runs no faster than its slowest member,
@@ -632,14 +659,16 @@ LEFT JOIN c USING (run_id, hostname)
 ORDER BY n.run_id, rank)sql");
   // Host x time-bin heatmap of normalised busbw (record busbw / job median of its kernel key).
   v.push_back(R"sql(CREATE OR REPLACE {TEMP} MACRO host_time_heatmap(bin_s := 5, min_bytes := 1048576) AS TABLE
-WITH fast AS (
-  SELECT t.run_id, t.hostname, t.tbin_s // CAST(greatest(1, round(bin_s)) AS UBIGINT) AS bin,
-         sum(t.bw_records) AS records,
-         sum(t.bw_sum / nullif(k.median_busbw_gbs, 0)) AS norm_sum
-  FROM agg_time t JOIN kernel_variation k USING (run_id, kernel_key)
-  WHERE t.msg_size_bytes >= min_bytes AND t.bw_records > 0 AND k.median_busbw_gbs <> 0
-    AND t.run_id IN (SELECT run_id FROM agg_fresh_runs WHERE bin_s >= 1 AND bin_s = floor(bin_s))
+WITH fh AS (
+  SELECT run_id, hid, tbin_s // CAST(greatest(1, round(bin_s)) AS UBIGINT) AS bin,
+         sum(bw_records) AS records, sum(norm_sum) AS norm_sum
+  FROM agg_time
+  WHERE msg_size_bytes >= min_bytes AND bw_records > 0 AND norm_sum IS NOT NULL
+    AND run_id IN (SELECT run_id FROM agg_fresh_runs WHERE bin_s >= 1 AND bin_s = floor(bin_s))
   GROUP BY ALL),
+fast AS (
+  SELECT fh.run_id, h.hostname, fh.bin, fh.records, fh.norm_sum
+  FROM fh JOIN )sql" + std::string(kHostNames) + R"sql( h USING (run_id, hid)),
 d AS (SELECT * FROM op_dims WHERE msg_size_bytes >= min_bytes),
 b AS (
   SELECT r.run_id, r.process_id, r.op_id,
@@ -719,27 +748,26 @@ FROM meta_cells GROUP BY ALL ORDER BY run, value)sql");
   // algo, proto, msg_size_bytes, kernel_key, timing_source, rank).
   v.push_back(R"sql(CREATE OR REPLACE {TEMP} MACRO busbw_by_column(col) AS TABLE
 WITH mc AS (
-  SELECT r.name AS run, c.run_id, p.hostname, p.pid, p.git_rev, p.rec_mechanism, p.format_version,
+  SELECT c.run_id, p.hostname, p.pid, p.git_rev, p.rec_mechanism, p.format_version,
          d.comm, d.comm_name, d.n_ranks, d.nnodes, d.coll_type, d.kind, d.op, d.algo, d.proto,
          d.msg_size_bytes, d.kernel_key, c.timing_source, c.rank, c.busbw_gbs, c.records AS n
-  FROM cell_values c JOIN op_dims d USING (run_id, op_id) JOIN processes p USING (run_id, process_id)
-  JOIN runs r USING (run_id)),
+  FROM cell_values c JOIN op_dims d USING (run_id, op_id) JOIN processes p USING (run_id, process_id)),
 g AS (
-  SELECT run, CAST(col AS VARCHAR) AS value, kernel_key, busbw_gbs AS x, sum(n) AS n
+  SELECT run_id, CAST(col AS VARCHAR) AS value, kernel_key, busbw_gbs AS x, sum(n) AS n
   FROM mc GROUP BY ALL),
 w AS (
-  SELECT *, sum(n) OVER (PARTITION BY run, value, kernel_key) AS records,
-         sum(n) FILTER (WHERE x IS NOT NULL) OVER (PARTITION BY run, value, kernel_key) AS total,
-         sum(n) OVER (PARTITION BY run, value, kernel_key ORDER BY x ASC NULLS LAST
+  SELECT *, sum(n) OVER (PARTITION BY run_id, value, kernel_key) AS records,
+         sum(n) FILTER (WHERE x IS NOT NULL) OVER (PARTITION BY run_id, value, kernel_key) AS total,
+         sum(n) OVER (PARTITION BY run_id, value, kernel_key ORDER BY x ASC NULLS LAST
                       ROWS UNBOUNDED PRECEDING) AS cum
   FROM g),
 m AS (
-  SELECT run, value, kernel_key, any_value(records)::BIGINT AS records,
+  SELECT run_id, value, kernel_key, any_value(records)::BIGINT AS records,
          min(x) FILTER (WHERE cum >= floor((total - 1) * 0.5) + 1) AS lo,
          min(x) FILTER (WHERE cum >= ceil((total - 1) * 0.5) + 1) AS hi
   FROM w GROUP BY ALL)
-SELECT run, value, kernel_key, records, lo + (hi - lo) * 0.5 AS median_busbw_gbs
-FROM m ORDER BY run, kernel_key, value)sql");
+SELECT r.name AS run, m.value, m.kernel_key, m.records, m.lo + (m.hi - m.lo) * 0.5 AS median_busbw_gbs
+FROM m JOIN runs r USING (run_id) ORDER BY run, kernel_key, value)sql");
   return v;
 }
 
@@ -753,12 +781,27 @@ Status Install(Store& store, const std::string& sql, bool temporary) {
 }
 
 // Creates the agg_* tables that are missing (TEMP and empty in a read-only session).
+// A writable store's agg_* tables of another shape (made by an older version) are dropped and
+// made again, and every run's aggregates marked missing.
 Status EnsureAggTables(Store& store, bool temporary) {
   for (const auto& [name, select] : AggTables()) {
     Result<int64_t> n = store.QueryInt("SELECT count(*) FROM duckdb_tables() WHERE table_name = " +
                                        SqlString(name));
     if (!n.ok()) return n.status();
-    if (*n > 0) continue;
+    if (*n > 0 && !temporary) {
+      Result<int64_t> same = store.QueryInt(
+          "SELECT CAST((SELECT string_agg(column_name || ' ' || data_type, ', ' ORDER BY column_index) "
+          "FROM duckdb_columns() WHERE table_name = " + SqlString(name) + " AND database_name <> 'temp') = "
+          "(SELECT string_agg(column_name || ' ' || column_type, ', ') FROM (DESCRIBE " + select +
+          ")) AS INTEGER)");
+      if (!same.ok()) return same.status();
+      if (*same) continue;
+      COLLSCOPE_RETURN_IF_ERROR(store.Exec("DROP TABLE " + name));
+      if (name != "agg_meta")
+        COLLSCOPE_RETURN_IF_ERROR(store.Exec("DELETE FROM agg_meta"));
+    } else if (*n > 0) {
+      continue;
+    }
     Status st = store.Exec(std::string("CREATE ") + (temporary ? "TEMP " : "") + "TABLE " + name +
                            " AS SELECT * FROM (" + select + ") LIMIT 0");
     if (!st.ok()) return Status::Error("analysis aggregates: " + name + ": " + st.message());
@@ -839,13 +882,16 @@ Result<AggregateReport> RefreshAggregates(Store& store, const std::string& run) 
             ValuesFromCellsSql("(SELECT * FROM agg_cells WHERE " + only + ")"),
         "INSERT INTO agg_proc_ops " +
             ProcOpsFromCellsSql("(SELECT * FROM agg_cells WHERE " + only + ")"),
-        "INSERT INTO agg_time SELECT * FROM " + Paren(RawTimeSql("r." + only)),
+        "INSERT INTO agg_time SELECT * FROM " +
+            Paren(RawTimeSql("r." + only, "(SELECT * FROM kernel_variation WHERE " + only + ")")),
         "INSERT INTO agg_host_normalized SELECT * FROM " +
             Paren(HostNormalizedSql("(SELECT * FROM agg_cells WHERE " + only + ")")),
-        "INSERT INTO agg_host_transfer SELECT * FROM " +
-            Paren(HostTransferSql("(SELECT * FROM records WHERE " + only + ")")),
-        "INSERT INTO agg_host_comm SELECT * FROM " +
-            Paren(HostCommSql("(SELECT * FROM records WHERE " + only + ")")),
+        // The transfer instances once, for both of their aggregates.
+        "CREATE OR REPLACE TEMP TABLE agg_tmp_transfer AS " +
+            TransferSql("(SELECT * FROM records WHERE " + only + ")"),
+        "INSERT INTO agg_host_transfer SELECT * FROM " + Paren(HostTransferSql("agg_tmp_transfer")),
+        "INSERT INTO agg_host_comm SELECT * FROM " + Paren(HostCommSql("agg_tmp_transfer")),
+        "DROP TABLE agg_tmp_transfer",
         "INSERT INTO agg_range_bars SELECT 1048576, 5, 50, * FROM (" +
             RangeBarsSql("(SELECT * FROM agg_cells WHERE " + only + ")",
                          "(SELECT * FROM records WHERE " + only + ")", "1048576", "5", "50") +
