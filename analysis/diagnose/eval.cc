@@ -55,7 +55,7 @@ struct Truth {
   std::set<std::string> hosts, comms;
   std::set<int> ranks;
   int64_t start = 0, end = 0;
-  bool found = false;
+  bool found = false, located = false;
 };
 
 bool Overlap(const Finding& f, const Truth& t, int64_t slack) {
@@ -63,6 +63,13 @@ bool Overlap(const Finding& f, const Truth& t, int64_t slack) {
   for (const auto& h : f.hosts) if (t.hosts.count(h)) return true;
   for (int r : f.ranks) if (t.ranks.count(r)) return true;
   for (const auto& c : f.comms) if (t.comms.count(c)) return true;
+  return false;
+}
+
+bool Located(const Finding& f, const Truth& t) {
+  for (int r : f.ranks) if (t.ranks.count(r)) return true;
+  if (!f.ranks.empty() && !t.ranks.empty()) return false;  // names ranks, none of them the cause
+  for (const auto& h : f.hosts) if (t.hosts.count(h)) return true;
   return false;
 }
 
@@ -126,14 +133,23 @@ Status ScoreFindings(const std::string& gt_path, const std::vector<Finding>& fin
       if (symptom ? !(f.end_us + slack < t.start || f.start_us - slack > t.end)
                   : (t.kind == kind && Overlap(f, t, slack))) {
         ok = true;
-        if (!symptom) t.found = true;
+        if (!symptom) {
+          t.found = true;
+          t.located = t.located || Located(f, t);
+        }
       }
     }
     if (ok) ks.true_findings++;
     else sr->false_findings++;
   }
-  for (Truth& t : truths)
-    if (t.found) { report->kinds[t.kind].found_faults++; sr->found++; }
+  for (Truth& t : truths) {
+    KindScore& ks = report->kinds[t.kind];
+    if (t.found) { ks.found_faults++; sr->found++; }
+    if (t.located) {
+      ks.located_faults++;
+      ks.localize_s_sum += sr->ingest_s + sr->analysis_s;
+    }
+  }
   if (sr->healthy) {
     report->healthy_steps += static_cast<int>(steps);
     report->healthy_findings += sr->findings;
@@ -339,10 +355,11 @@ std::string EvalReport::ToText() const {
                   s.steps, s.faults, s.found, s.findings, s.false_findings, s.sim_s, s.ingest_s, s.analysis_s);
     o << b;
   }
-  o << "\nkind                  findings  true  faults found  precision recall   F1\n";
+  o << "\nkind                  findings  true  faults found  precision recall   F1  located  localize_s\n";
   for (const auto& [k, v] : kinds) {
-    std::snprintf(b, sizeof b, "%-20s %9d %5d %7d %5d %10.3f %6.3f %6.3f\n", k.c_str(), v.findings,
-                  v.true_findings, v.faults, v.found_faults, v.precision(), v.recall(), v.f1());
+    std::snprintf(b, sizeof b, "%-20s %9d %5d %7d %5d %10.3f %6.3f %6.3f %8.3f %11.2f\n", k.c_str(),
+                  v.findings, v.true_findings, v.faults, v.found_faults, v.precision(), v.recall(), v.f1(),
+                  v.located(), v.time_to_localize_s());
     o << b;
   }
   std::snprintf(b, sizeof b, "\nfalse findings per 1,000 healthy steps: %.2f (%d findings in %d healthy steps)\n",
@@ -358,7 +375,8 @@ std::string EvalReport::ToJson() const {
   for (const auto& [k, v] : kinds) {
     o << (first ? "" : ", ") << "\"" << k << "\": {\"findings\": " << v.findings << ", \"true\": " << v.true_findings
       << ", \"faults\": " << v.faults << ", \"found\": " << v.found_faults << ", \"precision\": " << v.precision()
-      << ", \"recall\": " << v.recall() << ", \"f1\": " << v.f1() << "}";
+      << ", \"recall\": " << v.recall() << ", \"f1\": " << v.f1() << ", \"located\": " << v.located()
+      << ", \"time_to_localize_s\": " << v.time_to_localize_s() << "}";
     first = false;
   }
   o << "}, \"false_per_1000_healthy_steps\": " << false_per_1000_healthy_steps() << ", \"scenarios\": [";
@@ -382,8 +400,9 @@ Result<std::vector<std::string>> CheckFloors(const EvalReport& r, const std::str
     if (line.empty() || line[0] == '#') continue;
     std::istringstream in(line);
     std::string kind;
-    double p = 0, rc = 0;
+    double p = 0, rc = 0, loc = 0;
     if (!(in >> kind >> p >> rc)) continue;
+    if (!(in >> loc)) loc = 0;  // the located floor is optional
     if (kind == "false_per_1000_healthy_steps") {
       if (r.false_per_1000_healthy_steps() > p) bad.push_back("false findings per 1,000 healthy steps above " + std::to_string(p));
       continue;
@@ -395,6 +414,7 @@ Result<std::vector<std::string>> CheckFloors(const EvalReport& r, const std::str
     }
     if (it->second.precision() + 1e-9 < p) bad.push_back(kind + ": precision " + std::to_string(it->second.precision()) + " < floor " + std::to_string(p));
     if (it->second.recall() + 1e-9 < rc) bad.push_back(kind + ": recall " + std::to_string(it->second.recall()) + " < floor " + std::to_string(rc));
+    if (it->second.located() + 1e-9 < loc) bad.push_back(kind + ": located " + std::to_string(it->second.located()) + " < floor " + std::to_string(loc));
   }
   return bad;
 }

@@ -22,6 +22,15 @@ std::vector<Scenario> BuiltinSuite(const std::string& name);
 struct KindScore {
   int findings = 0, true_findings = 0;
   int faults = 0, found_faults = 0;
+  // Found faults whose finding names the root cause itself: one of its ranks, or its host when
+  // the finding is host-level (names no rank). A finding that overlaps only through a shared
+  // communicator, or names other ranks of the right host, is found but not located.
+  int located_faults = 0;
+  // Time to localize: seconds from the job's logs being on disk to the findings (ingest +
+  // analysis), summed over located faults.
+  double localize_s_sum = 0;
+  double located() const { return faults ? static_cast<double>(located_faults) / faults : 1.0; }
+  double time_to_localize_s() const { return located_faults ? localize_s_sum / located_faults : 0; }
   double precision() const { return findings ? static_cast<double>(true_findings) / findings : 1.0; }
   double recall() const { return faults ? static_cast<double>(found_faults) / faults : 1.0; }
   double f1() const { double p = precision(), r = recall(); return p + r > 0 ? 2 * p * r / (p + r) : 0; }
