@@ -117,7 +117,8 @@ SELECT m.run_id, m.hostname, m.kernel_key, k.nnodes, m.records, m.median_busbw_g
        m.median_busbw_gbs / nullif(k.median_busbw_gbs, 0) AS norm_busbw
 FROM m JOIN kernel_variation k USING (run_id, kernel_key))sql";
 }
-// Cross-host transfer instances over recs (a relation with records' columns): one row per
+// Cross-host transfer instances of at least 1 MiB (smaller ones are latency-bound and say nothing
+// of a link's bandwidth) over recs (a relation with records' columns): one row per
 // (host id, instance) with the instance's busbw x and the job median of x for its kernel key. A
 // collective instance is (operation, sequence number); a point-to-point one is a Send with its
 // Recv (communicator, sequence number, rank pair: p2p sequence numbers count per communicator at
@@ -125,7 +126,7 @@ FROM m JOIN kernel_variation k USING (run_id, kernel_key))sql";
 // rank to arrive, whose time has no waiting in it. (iop: the operation, or minus the
 // communicator for p2p, so that an instance is keyed by integers only.)
 std::string TransferSql(const std::string& recs) {
-  return Replace(R"sql(WITH d AS (SELECT * FROM op_dims WHERE nnodes > 1),
+  return Replace(R"sql(WITH d AS (SELECT * FROM op_dims WHERE nnodes > 1 AND msg_size_bytes >= 1048576),
 ik AS (
   SELECT r.run_id, r.process_id, r.op_id, d.op, r.sn, r.exec_time_us, r.busbw_gbs_override,
          CASE WHEN d.kind = 'p2p' THEN -d.comm_id ELSE r.op_id END AS iop,
@@ -177,14 +178,13 @@ SELECT m.run_id, p.hostname, m.kernel_key, m.instances, m.median_busbw_gbs,
 FROM m JOIN (SELECT DISTINCT run_id, hid, hostname FROM ()sql" + kHostIds + R"sql()) p USING (run_id, hid))sql";
 }
 // host_comm_transfer over hx: per host and cross-host communicator, the geometric mean over the
-// communicator's instances of at least 1 MiB (smaller ones are latency-bound and say nothing of a
-// link's bandwidth) of instance busbw over the job median of its kernel key.
+// communicator's instances of instance busbw over the job median of its kernel key.
 std::string HostCommSql(const std::string& hx) {
   return R"sql(WITH g AS (
   SELECT run_id, hid, comm_id, count(*) AS instances,
          exp(avg(ln(x / job_median_busbw_gbs))) AS norm_busbw
   FROM )sql" + hx + R"sql(
-  WHERE msg_size_bytes >= 1048576 AND x > 0 AND job_median_busbw_gbs > 0
+  WHERE x > 0 AND job_median_busbw_gbs > 0
   GROUP BY run_id, hid, comm_id)
 SELECT g.run_id, p.hostname, g.comm_id, c.comm, c.comm_name, g.instances, g.norm_busbw
 FROM g JOIN (SELECT DISTINCT run_id, hid, hostname FROM ()sql" + kHostIds + R"sql()) p USING (run_id, hid)
