@@ -96,6 +96,41 @@ SELECT g.run_id, g.hid, g.kid, k.msg_size_bytes, g.tbin_s, g.records, g.bw_recor
 FROM g JOIN (SELECT DISTINCT run_id, kid, kernel_key, msg_size_bytes FROM k) k USING (run_id, kid)
 LEFT JOIN )sql" + medians + R"sql( km ON km.run_id = g.run_id AND km.kernel_key = k.kernel_key)sql";
 }
+// kernel_variation over values (a relation with agg_values' columns).
+std::string KernelVariationSql(const std::string& values) {
+  return Replace(R"sql(WITH v AS (
+  SELECT v.run_id, d.kernel_key, v.busbw_gbs, v.exec_time_us, sum(v.records) AS n
+  FROM {VALUES} v JOIN op_dims d USING (run_id, op_id) WHERE v.busbw_gbs IS NOT NULL GROUP BY ALL),
+w AS (
+  SELECT run_id, kernel_key, busbw_gbs AS x, exec_time_us, n,
+         sum(n) OVER (PARTITION BY run_id, kernel_key ORDER BY busbw_gbs
+                      ROWS UNBOUNDED PRECEDING) AS cum,
+         sum(n) OVER (PARTITION BY run_id, kernel_key) AS total,
+         sum(n * busbw_gbs) OVER (PARTITION BY run_id, kernel_key)
+           / sum(n) OVER (PARTITION BY run_id, kernel_key) AS mean
+  FROM v),
+s AS (
+  SELECT run_id, kernel_key, any_value(total)::BIGINT AS records, any_value(mean) AS mean_busbw_gbs,
+         CASE WHEN any_value(total) > 1
+              THEN sqrt(sum(n * (x - mean) * (x - mean)) / (any_value(total) - 1)) END
+           AS stddev_busbw_gbs,
+         min(x) AS min_busbw_gbs,
+         min(x) FILTER (WHERE cum >= 0.05 * total) AS p5_busbw_gbs,
+         min(x) FILTER (WHERE cum >= 0.25 * total) AS p25_busbw_gbs,
+         min(x) FILTER (WHERE cum >= 0.50 * total) AS median_busbw_gbs,
+         min(x) FILTER (WHERE cum >= 0.75 * total) AS p75_busbw_gbs,
+         min(x) FILTER (WHERE cum >= 0.95 * total) AS p95_busbw_gbs,
+         max(x) AS max_busbw_gbs,
+         sum(n * exec_time_us) / any_value(total) AS mean_exec_time_us
+  FROM w GROUP BY run_id, kernel_key)
+SELECT s.run_id, k.coll_type, k.n_ranks, k.nnodes, k.kind, k.op, k.msg_size_bytes, s.kernel_key,
+       s.records, s.mean_busbw_gbs, s.stddev_busbw_gbs,
+       s.stddev_busbw_gbs / nullif(s.mean_busbw_gbs, 0) AS cv_busbw,
+       s.min_busbw_gbs, s.p5_busbw_gbs, s.p25_busbw_gbs, s.median_busbw_gbs, s.p75_busbw_gbs,
+       s.p95_busbw_gbs, s.max_busbw_gbs, s.mean_exec_time_us
+FROM s JOIN (SELECT DISTINCT run_id, kernel_key, coll_type, n_ranks, nnodes, kind, op, msg_size_bytes
+             FROM op_dims) k USING (run_id, kernel_key))sql", "{VALUES}", values);
+}
 // host_normalized over cells (a relation with cell_values' columns).
 std::string HostNormalizedSql(const std::string& cells) {
   return R"sql(WITH h AS (
@@ -263,6 +298,7 @@ std::vector<std::pair<std::string, std::string>> AggTables() {
       {"agg_proc_ops", ProcOpsFromCellsSql(Paren(RawCellsSql(none)))},
       {"agg_time", RawTimeSql(none, "(SELECT 0 AS run_id, '' AS kernel_key, "
                                     "0.0::DOUBLE AS median_busbw_gbs WHERE false)")},
+      {"agg_kernel_variation", KernelVariationSql(Paren(ValuesFromCellsSql(Paren(RawCellsSql(none)))))},
       // (host_normalized reads kernel_variation, not installed yet: its columns by hand)
       {"agg_host_normalized",
        "SELECT 0::INTEGER AS run_id, ''::VARCHAR AS hostname, ''::VARCHAR AS kernel_key, "
@@ -287,6 +323,7 @@ const char* const kAggComments[][2] = {
                      "time, records with a busbw and their busbw sum"},
     {"agg_time", "analysis aggregate: per (run, host, kernel key, second) records, busbw "
                  "count/sum/min/max, exec time sum/max, busbw sum over the kernel''s job median"},
+    {"agg_kernel_variation", "analysis aggregate: kernel_variation, materialised"},
     {"agg_host_normalized", "analysis aggregate: host_normalized, materialised"},
     {"agg_host_transfer", "analysis aggregate: host_transfer_normalized, materialised"},
     {"agg_host_comm", "analysis aggregate: host_comm_transfer, materialised"},
@@ -451,36 +488,10 @@ FROM b GROUP BY run_id, kernel_key, bin ORDER BY run_id, kernel_key, bin)sql");
     // ---- variation -----------------------------------------------------------------------------
     // Per kernel key: records, mean, sample stddev, CV = stddev / mean, and nearest-rank
     // quantiles of busbw; mean exec time.
-    R"sql(CREATE OR REPLACE {TEMP} VIEW kernel_variation AS
-WITH v AS (SELECT * FROM busbw_values WHERE busbw_gbs IS NOT NULL),
-w AS (
-  SELECT run_id, kernel_key, busbw_gbs AS x, exec_time_us, n,
-         sum(n) OVER (PARTITION BY run_id, kernel_key ORDER BY busbw_gbs
-                      ROWS UNBOUNDED PRECEDING) AS cum,
-         sum(n) OVER (PARTITION BY run_id, kernel_key) AS total,
-         sum(n * busbw_gbs) OVER (PARTITION BY run_id, kernel_key)
-           / sum(n) OVER (PARTITION BY run_id, kernel_key) AS mean
-  FROM v),
-s AS (
-  SELECT run_id, kernel_key, any_value(total)::BIGINT AS records, any_value(mean) AS mean_busbw_gbs,
-         CASE WHEN any_value(total) > 1
-              THEN sqrt(sum(n * (x - mean) * (x - mean)) / (any_value(total) - 1)) END
-           AS stddev_busbw_gbs,
-         min(x) AS min_busbw_gbs,
-         min(x) FILTER (WHERE cum >= 0.05 * total) AS p5_busbw_gbs,
-         min(x) FILTER (WHERE cum >= 0.25 * total) AS p25_busbw_gbs,
-         min(x) FILTER (WHERE cum >= 0.50 * total) AS median_busbw_gbs,
-         min(x) FILTER (WHERE cum >= 0.75 * total) AS p75_busbw_gbs,
-         min(x) FILTER (WHERE cum >= 0.95 * total) AS p95_busbw_gbs,
-         max(x) AS max_busbw_gbs,
-         sum(n * exec_time_us) / any_value(total) AS mean_exec_time_us
-  FROM w GROUP BY run_id, kernel_key)
-SELECT s.run_id, k.coll_type, k.n_ranks, k.nnodes, k.kind, k.op, k.msg_size_bytes, s.kernel_key,
-       s.records, s.mean_busbw_gbs, s.stddev_busbw_gbs,
-       s.stddev_busbw_gbs / nullif(s.mean_busbw_gbs, 0) AS cv_busbw,
-       s.min_busbw_gbs, s.p5_busbw_gbs, s.p25_busbw_gbs, s.median_busbw_gbs, s.p75_busbw_gbs,
-       s.p95_busbw_gbs, s.max_busbw_gbs, s.mean_exec_time_us
-FROM s JOIN kernel_stats k USING (run_id, kernel_key))sql");
+    // (Materialised for fresh runs: every spatial primitive normalises by its medians.)
+    std::string("CREATE OR REPLACE {TEMP} VIEW kernel_variation AS SELECT * FROM "
+                "agg_kernel_variation WHERE run_id IN ") + kFresh + " UNION ALL SELECT * FROM " +
+        Paren(KernelVariationSql(Paren(ValuesFromCellsSql("raw_cells")))));
   v.push_back(
     // CV against GPU count: the same (op, size) across communicator sizes and runs.
     R"sql(CREATE OR REPLACE {TEMP} VIEW variation_scaling AS
@@ -542,12 +553,12 @@ WITH ft AS (
          min(bw_min) AS bw_min, max(bw_max) AS bw_max, sum(time_us) AS time_us,
          max(max_exec_us) AS max_exec_us
   FROM agg_time WHERE msg_size_bytes >= min_bytes
-   AND run_id IN (SELECT run_id FROM agg_fresh_runs WHERE bin_s >= 1 AND bin_s = floor(bin_s))
   GROUP BY ALL),
 fast AS (
   SELECT ft.run_id, k.kernel_key, ft.bin, ft.records, ft.bw_records, ft.bw_sum, ft.bw_min,
          ft.bw_max, ft.time_us, ft.max_exec_us
-  FROM ft JOIN )sql") + kKernelNames + R"sql( k USING (run_id, kid)),
+  FROM ft JOIN )sql") + kKernelNames + R"sql( k USING (run_id, kid)
+  WHERE ft.run_id IN (SELECT run_id FROM agg_fresh_runs WHERE bin_s >= 1 AND bin_s = floor(bin_s))),
 d AS (SELECT * FROM op_dims WHERE msg_size_bytes >= min_bytes),
 b AS (
   SELECT r.run_id, r.op_id,
@@ -636,19 +647,26 @@ FROM process_stats(min_bytes := min_bytes) GROUP BY ALL ORDER BY run_id, block)s
     // one whose communicators are all slow, while each of its partners has a fast one as well.
     // Hosts without cross-host transfers rank by norm_busbw: the record-weighted geometric mean
     // of their normalised medians over every kernel.
-    R"sql(CREATE OR REPLACE {TEMP} VIEW host_table AS
-WITH n AS (
+    // (host_transfer_normalized and host_comm_transfer spelled out here, so that the stale runs'
+    // transfer instances are found once.)
+    std::string(R"sql(CREATE OR REPLACE {TEMP} VIEW host_table AS
+WITH hx AS MATERIALIZED ()sql") + TransferSql(std::string("(SELECT * FROM records WHERE run_id IN ") + kStale + ")") + R"sql(),
+n AS (
   SELECT run_id, hostname, sum(records)::BIGINT AS records,
          exp(sum(records * ln(norm_busbw)) / sum(records)) AS norm_busbw,
          arg_min(kernel_key, norm_busbw) AS worst_kernel, min(norm_busbw) AS worst_kernel_norm
   FROM host_normalized WHERE norm_busbw > 0 GROUP BY ALL),
 t AS (
   SELECT run_id, hostname, arg_min(kernel_key, norm_busbw) AS worst_transfer_kernel
-  FROM host_transfer_normalized WHERE norm_busbw > 0 GROUP BY ALL),
+  FROM (SELECT * FROM agg_host_transfer WHERE run_id IN )sql" + kFresh + R"sql(
+        UNION ALL SELECT * FROM ()sql" + HostTransferSql("hx") + R"sql())
+  WHERE norm_busbw > 0 GROUP BY ALL),
 c AS (
   SELECT run_id, hostname, count(*) AS transfer_comms, max(norm_busbw) AS transfer_norm_busbw,
          arg_max(comm, (norm_busbw, comm)) AS best_comm, min(norm_busbw) AS worst_comm_norm
-  FROM host_comm_transfer GROUP BY ALL),
+  FROM (SELECT * FROM agg_host_comm WHERE run_id IN )sql" + kFresh + R"sql(
+        UNION ALL SELECT * FROM ()sql" + HostCommSql("hx") + R"sql())
+  GROUP BY ALL),
 p AS (SELECT run_id, hostname, count(*) AS processes FROM processes GROUP BY ALL)
 SELECT n.run_id, row_number() OVER (PARTITION BY n.run_id
          ORDER BY coalesce(c.transfer_norm_busbw, n.norm_busbw), n.norm_busbw, n.hostname) AS rank,
@@ -664,11 +682,11 @@ WITH fh AS (
          sum(bw_records) AS records, sum(norm_sum) AS norm_sum
   FROM agg_time
   WHERE msg_size_bytes >= min_bytes AND bw_records > 0 AND norm_sum IS NOT NULL
-    AND run_id IN (SELECT run_id FROM agg_fresh_runs WHERE bin_s >= 1 AND bin_s = floor(bin_s))
   GROUP BY ALL),
 fast AS (
   SELECT fh.run_id, h.hostname, fh.bin, fh.records, fh.norm_sum
-  FROM fh JOIN )sql" + std::string(kHostNames) + R"sql( h USING (run_id, hid)),
+  FROM fh JOIN )sql" + std::string(kHostNames) + R"sql( h USING (run_id, hid)
+  WHERE fh.run_id IN (SELECT run_id FROM agg_fresh_runs WHERE bin_s >= 1 AND bin_s = floor(bin_s))),
 d AS (SELECT * FROM op_dims WHERE msg_size_bytes >= min_bytes),
 b AS (
   SELECT r.run_id, r.process_id, r.op_id,
@@ -866,6 +884,7 @@ Result<AggregateReport> RefreshAggregates(Store& store, const std::string& run) 
         "DELETE FROM agg_values WHERE " + only,
         "DELETE FROM agg_proc_ops WHERE " + only,
         "DELETE FROM agg_time WHERE " + only,
+        "DELETE FROM agg_kernel_variation WHERE " + only,
         "DELETE FROM agg_host_normalized WHERE " + only,
         "DELETE FROM agg_host_transfer WHERE " + only,
         "DELETE FROM agg_host_comm WHERE " + only,
@@ -882,6 +901,8 @@ Result<AggregateReport> RefreshAggregates(Store& store, const std::string& run) 
             ValuesFromCellsSql("(SELECT * FROM agg_cells WHERE " + only + ")"),
         "INSERT INTO agg_proc_ops " +
             ProcOpsFromCellsSql("(SELECT * FROM agg_cells WHERE " + only + ")"),
+        "INSERT INTO agg_kernel_variation SELECT * FROM " +
+            Paren(KernelVariationSql("(SELECT * FROM agg_values WHERE " + only + ")")),
         "INSERT INTO agg_time SELECT * FROM " +
             Paren(RawTimeSql("r." + only, "(SELECT * FROM kernel_variation WHERE " + only + ")")),
         "INSERT INTO agg_host_normalized SELECT * FROM " +
