@@ -246,6 +246,10 @@ void AddFaultScenarios(const Shape& sh, int seed, int steps, std::vector<Scenari
                      "kind=gpu_straggler,rank=" + std::to_string(rank) + ",factor=" + Num(r.Real(1.5, 2.5)) +
                          ",start_step=" + std::to_string(a + steps / 4) + ",end_step=" + std::to_string(steps - 2)}});
   }
+  // A dead link (last, so that adding it left every earlier scenario's draws as they were).
+  out->push_back({"link_down" + sfx, with({"hang_timeout_s=30"}),
+                  {"kind=link_down,host=" + std::to_string(r.Int(0, sh.hosts - 1)) + ",start_step=" +
+                   std::to_string(r.Int(steps / 4, steps / 2))}});
   (void)stage_ranks;
 }
 
