@@ -131,6 +131,13 @@ SELECT s.run_id, k.coll_type, k.n_ranks, k.nnodes, k.kind, k.op, k.msg_size_byte
 FROM s JOIN (SELECT DISTINCT run_id, kernel_key, coll_type, n_ranks, nnodes, kind, op, msg_size_bytes
              FROM op_dims) k USING (run_id, kernel_key))sql", "{VALUES}", values);
 }
+// Per (host id, second), over agg_time rows (`time`): the heatmap's sums at its default size
+// threshold (1 MiB), a third of agg_time's rows.
+std::string HostTimeSql(const std::string& time) {
+  return "SELECT run_id, hid, tbin_s, sum(bw_records)::BIGINT AS records, sum(norm_sum) AS norm_sum "
+         "FROM " + time + " t WHERE msg_size_bytes >= 1048576 AND bw_records > 0 AND "
+         "norm_sum IS NOT NULL GROUP BY run_id, hid, tbin_s";
+}
 // host_normalized over cells (a relation with cell_values' columns).
 std::string HostNormalizedSql(const std::string& cells) {
   return R"sql(WITH h AS (
@@ -298,6 +305,8 @@ std::vector<std::pair<std::string, std::string>> AggTables() {
       {"agg_proc_ops", ProcOpsFromCellsSql(Paren(RawCellsSql(none)))},
       {"agg_time", RawTimeSql(none, "(SELECT 0 AS run_id, '' AS kernel_key, "
                                     "0.0::DOUBLE AS median_busbw_gbs WHERE false)")},
+      {"agg_host_time", HostTimeSql(Paren(RawTimeSql(none, "(SELECT 0 AS run_id, '' AS kernel_key, "
+                                                      "0.0::DOUBLE AS median_busbw_gbs WHERE false)")))},
       {"agg_kernel_variation", KernelVariationSql(Paren(ValuesFromCellsSql(Paren(RawCellsSql(none)))))},
       // (host_normalized reads kernel_variation, not installed yet: its columns by hand)
       {"agg_host_normalized",
@@ -323,6 +332,8 @@ const char* const kAggComments[][2] = {
                      "time, records with a busbw and their busbw sum"},
     {"agg_time", "analysis aggregate: per (run, host, kernel key, second) records, busbw "
                  "count/sum/min/max, exec time sum/max, busbw sum over the kernel''s job median"},
+    {"agg_host_time", "analysis aggregate: per (run, host id, second) agg_time''s heatmap sums "
+                      "for messages of at least 1 MiB"},
     {"agg_kernel_variation", "analysis aggregate: kernel_variation, materialised"},
     {"agg_host_normalized", "analysis aggregate: host_normalized, materialised"},
     {"agg_host_transfer", "analysis aggregate: host_transfer_normalized, materialised"},
@@ -679,9 +690,15 @@ ORDER BY n.run_id, rank)sql");
   v.push_back(R"sql(CREATE OR REPLACE {TEMP} MACRO host_time_heatmap(bin_s := 5, min_bytes := 1048576) AS TABLE
 WITH fh AS (
   SELECT run_id, hid, tbin_s // CAST(greatest(1, round(bin_s)) AS UBIGINT) AS bin,
+         sum(records) AS records, sum(norm_sum) AS norm_sum
+  FROM agg_host_time WHERE min_bytes = 1048576
+  GROUP BY ALL
+  UNION ALL
+  SELECT run_id, hid, tbin_s // CAST(greatest(1, round(bin_s)) AS UBIGINT) AS bin,
          sum(bw_records) AS records, sum(norm_sum) AS norm_sum
   FROM agg_time
-  WHERE msg_size_bytes >= min_bytes AND bw_records > 0 AND norm_sum IS NOT NULL
+  WHERE min_bytes <> 1048576 AND msg_size_bytes >= min_bytes AND bw_records > 0
+    AND norm_sum IS NOT NULL
   GROUP BY ALL),
 fast AS (
   SELECT fh.run_id, h.hostname, fh.bin, fh.records, fh.norm_sum
@@ -885,6 +902,7 @@ Result<AggregateReport> RefreshAggregates(Store& store, const std::string& run) 
         "DELETE FROM agg_proc_ops WHERE " + only,
         "DELETE FROM agg_time WHERE " + only,
         "DELETE FROM agg_kernel_variation WHERE " + only,
+        "DELETE FROM agg_host_time WHERE " + only,
         "DELETE FROM agg_host_normalized WHERE " + only,
         "DELETE FROM agg_host_transfer WHERE " + only,
         "DELETE FROM agg_host_comm WHERE " + only,
@@ -905,6 +923,7 @@ Result<AggregateReport> RefreshAggregates(Store& store, const std::string& run) 
             Paren(KernelVariationSql("(SELECT * FROM agg_values WHERE " + only + ")")),
         "INSERT INTO agg_time SELECT * FROM " +
             Paren(RawTimeSql("r." + only, "(SELECT * FROM kernel_variation WHERE " + only + ")")),
+        "INSERT INTO agg_host_time " + HostTimeSql("(SELECT * FROM agg_time WHERE " + only + ")"),
         "INSERT INTO agg_host_normalized SELECT * FROM " +
             Paren(HostNormalizedSql("(SELECT * FROM agg_cells WHERE " + only + ")")),
         // The transfer instances once, for both of their aggregates.
