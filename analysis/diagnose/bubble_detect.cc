@@ -18,12 +18,10 @@
 
 namespace collscope::diagnose {
 
-std::vector<Finding> DetectPipelineBubble(const CommData& d, const CommOptions& o) {
-  std::vector<Finding> out;
-  if (d.p2p.empty() || d.t1 <= d.t0) return out;
-  const double W = WindowUs(d, o);
-  const int nw = static_cast<int>((d.t1 - d.t0) / W) + 1;
-  // Pipeline-like communicators: every member talks to at most two peers.
+namespace {
+
+// Pipeline-like communicators: every member talks to at most two peers.
+std::set<int> PipelineComms(const CommData& d) {
   std::map<int, std::map<int, std::set<int>>> peers;  // comm -> proc -> peers
   for (const P2p& x : d.p2p)
     if (x.peer >= 0) peers[x.comm][x.proc].insert(x.peer);
@@ -33,6 +31,27 @@ std::vector<Finding> DetectPipelineBubble(const CommData& d, const CommOptions& 
     for (auto& [p, s] : m) ok = ok && s.size() <= 2;
     if (ok) pipe.insert(c);
   }
+  return pipe;
+}
+
+}  // namespace
+
+std::map<int, int> PipelineStageOfRank(const CommData& d) {
+  std::map<int, int> out;
+  for (int c : PipelineComms(d)) {
+    const auto& v = d.comms[c].procs;
+    for (size_t i = 0; i < v.size(); ++i)
+      if (d.procs[v[i]].global_rank >= 0) out[d.procs[v[i]].global_rank] = static_cast<int>(i);
+  }
+  return out;
+}
+
+std::vector<Finding> DetectPipelineBubble(const CommData& d, const CommOptions& o) {
+  std::vector<Finding> out;
+  if (d.p2p.empty() || d.t1 <= d.t0) return out;
+  const double W = WindowUs(d, o);
+  const int nw = static_cast<int>((d.t1 - d.t0) / W) + 1;
+  const std::set<int> pipe = PipelineComms(d);
   if (pipe.empty()) return out;
   auto stage_of = [&](int c, int p) {
     const auto& v = d.comms[c].procs;

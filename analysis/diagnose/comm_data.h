@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -95,6 +96,9 @@ std::vector<Finding> DetectMismatch(const CommData& d);
 // pipeline_bubble: every pipeline link out of one stage delivers activations late (the next
 // stage idles) while the stage's own collectives stay balanced (bubble_detect.cc).
 std::vector<Finding> DetectPipelineBubble(const CommData& d, const CommOptions& o);
+// Pipeline stage of every global rank in a pipeline communicator (its communicator rank there);
+// what the step-phase bubble check (bubble_steps.h) groups ranks by.
+std::map<int, int> PipelineStageOfRank(const CommData& d);
 // hang from completion records: a communicator stopped behind its siblings.
 std::vector<Finding> DetectHangFromRecords(const CommData& d);
 

@@ -108,7 +108,7 @@ TEST(ComputeGrowthSim, BubbleOfTheSameStageIsNoSlowCompute) {
   auto b = Of(*f, Kind::kPipelineBubble);
   // Stage 2 delivers late too (it waited for stage 1), but its own time did not grow: only the
   // stage with the gap is the bubble.
-  ASSERT_EQ(b.size(), 1u);
+  ASSERT_EQ(b.size(), 1u) << FindingsToText(b);
   EXPECT_EQ(b[0].ranks, (std::vector<int>{4, 5, 6, 7}));
 }
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 
+#include "analysis/diagnose/bubble_steps.h"
 #include "analysis/diagnose/compute_growth.h"
 #include "analysis/diagnose/hang.h"
 #include "analysis/diagnose/steps.h"
@@ -94,6 +95,23 @@ void Consolidate(std::vector<Finding>* fs) {
       }
     }
   }
+  // One bubble, one finding: the records' and the step phases' findings about a stage (shared
+  // ranks) whose windows overlap.
+  for (size_t i = 0; i < fs->size(); ++i) {
+    Finding& a = (*fs)[i];
+    if (a.kind != Kind::kPipelineBubble) continue;
+    for (size_t j = i + 1; j < fs->size();) {
+      const Finding& b = (*fs)[j];
+      bool shared = false;
+      for (int r : b.ranks) shared |= std::find(a.ranks.begin(), a.ranks.end(), r) != a.ranks.end();
+      if (b.kind == Kind::kPipelineBubble && shared && b.start_us <= a.end_us && a.start_us <= b.end_us) {
+        Fold(&a, b);
+        fs->erase(fs->begin() + static_cast<std::ptrdiff_t>(j));
+      } else {
+        ++j;
+      }
+    }
+  }
   // One compute straggler, one finding: slow_compute findings of one host (or of hosts one of
   // them covers, such as a slow pipeline stage) whose windows overlap are merged, whichever
   // detector saw them (late arrivals, repeated stalls, a slow pipeline stage).
@@ -176,6 +194,7 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
   // From the records, for the step series: which host each global rank runs on, and the
   // detectors' window (how far apart two findings' windows may be and still coincide).
   std::map<int, std::string> host_of;
+  std::map<int, int> stage_of;  // global rank -> pipeline stage
   int64_t window_us = 0;
   std::unique_ptr<Store> temp;
   std::string run = o.run;
@@ -210,6 +229,7 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
     for (const Proc& p : data->procs)
       if (p.global_rank >= 0 && p.host >= 0) host_of[p.global_rank] = data->hosts[static_cast<size_t>(p.host)];
     window_us = static_cast<int64_t>(WindowUs(*data, o.comm));
+    stage_of = PipelineStageOfRank(*data);
   }
   if (!fr.empty()) {
     auto f = DiagnoseFlightRecorder(fr);
@@ -237,6 +257,9 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
     const ComputeProfile prof = AnalyzeComputeGrowth(*series, ComputeOptions{});
     auto c = DetectComputeGrowth(prof, host_of);
     out.insert(out.end(), c.begin(), c.end());
+    // Bubbles shorter than the records' windows show in the stage's own step phases.
+    auto b = DetectStageIdle(*series, stage_of, host_of, StageIdleOptions{});
+    out.insert(out.end(), b.begin(), b.end());
     const int64_t slack = std::max<int64_t>(window_us, static_cast<int64_t>(2 * prof.step_us));
     DemoteBubbles(prof, slack, &out);
     DemotePropagatedStalls(prof, slack, &out);

@@ -426,6 +426,15 @@ TEST(PipelineBubble, LateActivationsFromOneStage) {
   EXPECT_TRUE(DetectPipelineBubble(Pipeline(8, 14, 500), Opts()).empty()) << "2% idle is noise";
 }
 
+TEST(PipelineBubble, StageOfEveryRankFromThePipelineCommunicators) {
+  // Processes 0,1 are stage 0 and 2,3 stage 1 of their pipeline communicators; the
+  // tensor-parallel communicators carry no Send/Recv and place nobody.
+  EXPECT_EQ(PipelineStageOfRank(Pipeline(0, 0, 0)), (std::map<int, int>{{0, 0}, {1, 0}, {2, 1}, {3, 1}}));
+  CommData no_p2p = Pipeline(0, 0, 0);
+  no_p2p.p2p.clear();
+  EXPECT_TRUE(PipelineStageOfRank(no_p2p).empty());
+}
+
 TEST(Share, CclDAlphaBetaBoundaries) {
   EXPECT_STREQ(ShareClass(ShareP(1, 9)), "compute");
   EXPECT_STREQ(ShareClass(ShareP(4, 6)), "compute");  // P = 0.4: alpha is inclusive
