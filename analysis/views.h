@@ -20,7 +20,8 @@
 namespace collscope {
 
 // Creates (or replaces) every analysis view; `temporary` for read-only stores. Missing agg_*
-// tables are created empty (TEMP when `temporary`). use_aggregates = false makes every run read
+// tables are created empty (TEMP when `temporary`); in a writable store, those of an older shape
+// are made again (and every run's aggregates are then missing). use_aggregates = false makes every run read
 // the records (for tests and benchmarks comparing the two).
 Status InstallAnalysisViews(Store& store, bool temporary, bool use_aggregates = true);
 
