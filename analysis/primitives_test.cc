@@ -394,6 +394,34 @@ TEST_F(PrimitivesTest, AggregatesGiveTheRawAnswers) {
   EXPECT_EQ(S(Run(KernelVariation(*store_, o_)), 0, "records"), "9");
 }
 
+// A store whose agg_* tables have an older shape (made by an older collscope): a read-only
+// session shadows them and reads the records; a writable one makes them again.
+TEST_F(PrimitivesTest, AggregateTablesOfAnOlderShape) {
+  ASSERT_TRUE(RefreshAggregates(*store_).ok());
+  const QueryResult want = Run(Temporal(*store_, o_));
+  ASSERT_FALSE(want.rows.empty());
+  ASSERT_TRUE(store_->Exec("DROP TABLE agg_time").ok());
+  ASSERT_TRUE(store_->Exec("CREATE TABLE agg_time AS SELECT 1 AS run_id, 'h' AS hostname, "
+                           "'k' AS kernel_key, 1::HUGEINT AS time_us").ok());
+  const std::string path = store_->path();
+  store_.reset();
+  {
+    auto ro = OpenForAnalysis(path);
+    ASSERT_TRUE(ro.ok()) << ro.status().message();
+    EXPECT_EQ(Checked((*ro)->Query("SELECT * FROM agg_fresh_runs")).rows.size(), 0u);
+    ExpectSameAnswers({Run(Temporal(**ro, o_))}, {want});
+  }
+  auto rw = Store::Open(path);
+  ASSERT_TRUE(rw.ok());
+  store_ = std::move(*rw);
+  ASSERT_TRUE(InstallAnalysisViews(*store_, false).ok());
+  EXPECT_EQ(Checked(store_->Query("SELECT * FROM agg_fresh_runs")).rows.size(), 0u);
+  EXPECT_GE(ColumnOf(Checked(store_->Query("SELECT * FROM agg_time")), "kid"), 0);
+  ASSERT_TRUE(RefreshAggregates(*store_).ok());
+  EXPECT_EQ(Checked(store_->Query("SELECT * FROM agg_fresh_runs")).rows.size(), 1u);
+  ExpectSameAnswers({Run(Temporal(*store_, o_))}, {want});
+}
+
 // The same on examples/job: 4 hosts, pipeline sends and receives, cross-host communicators of
 // several host pairs, a fault: what the hand-built job above lacks.
 TEST(PrimitivesExample, AggregatesGiveTheRawAnswers) {

@@ -817,13 +817,15 @@ Status Install(Store& store, const std::string& sql, bool temporary) {
 
 // Creates the agg_* tables that are missing (TEMP and empty in a read-only session).
 // A writable store's agg_* tables of another shape (made by an older version) are dropped and
-// made again, and every run's aggregates marked missing.
+// made again, and every run's aggregates marked missing. A read-only session shadows them with
+// empty TEMP tables of the current shape (and an empty agg_meta: every run reads the records).
 Status EnsureAggTables(Store& store, bool temporary) {
+  bool shadowed = false;
   for (const auto& [name, select] : AggTables()) {
     Result<int64_t> n = store.QueryInt("SELECT count(*) FROM duckdb_tables() WHERE table_name = " +
                                        SqlString(name));
     if (!n.ok()) return n.status();
-    if (*n > 0 && !temporary) {
+    if (*n > 0) {
       Result<int64_t> same = store.QueryInt(
           "SELECT CAST((SELECT string_agg(column_name || ' ' || data_type, ', ' ORDER BY column_index) "
           "FROM duckdb_columns() WHERE table_name = " + SqlString(name) + " AND database_name <> 'temp') = "
@@ -831,14 +833,16 @@ Status EnsureAggTables(Store& store, bool temporary) {
           ")) AS INTEGER)");
       if (!same.ok()) return same.status();
       if (*same) continue;
-      COLLSCOPE_RETURN_IF_ERROR(store.Exec("DROP TABLE " + name));
-      if (name != "agg_meta")
-        COLLSCOPE_RETURN_IF_ERROR(store.Exec("DELETE FROM agg_meta"));
-    } else if (*n > 0) {
-      continue;
+      if (!temporary) {
+        COLLSCOPE_RETURN_IF_ERROR(store.Exec("DROP TABLE " + name));
+        if (name != "agg_meta")
+          COLLSCOPE_RETURN_IF_ERROR(store.Exec("DELETE FROM agg_meta"));
+      } else if (name != "agg_meta") {
+        shadowed = true;
+      }
     }
-    Status st = store.Exec(std::string("CREATE ") + (temporary ? "TEMP " : "") + "TABLE " + name +
-                           " AS SELECT * FROM (" + select + ") LIMIT 0");
+    Status st = store.Exec(std::string("CREATE ") + (temporary ? "OR REPLACE TEMP " : "") +
+                           "TABLE " + name + " AS SELECT * FROM (" + select + ") LIMIT 0");
     if (!st.ok()) return Status::Error("analysis aggregates: " + name + ": " + st.message());
     if (!temporary) {
       for (const auto& c : kAggComments)
@@ -847,6 +851,9 @@ Status EnsureAggTables(Store& store, bool temporary) {
               store.Exec("COMMENT ON TABLE " + name + " IS '" + c[1] + "'"));
     }
   }
+  if (shadowed)
+    COLLSCOPE_RETURN_IF_ERROR(store.Exec("CREATE OR REPLACE TEMP TABLE agg_meta AS SELECT * FROM (" +
+                                         AggTables().front().second + ") LIMIT 0"));
   return Status::Ok();
 }
 
