@@ -383,6 +383,9 @@ int DemoteBubbles(const ComputeProfile& p, int64_t slack_us, std::vector<Finding
   // Per bubble finding: did its ranks' own time grow by half of what its receivers idled (their
   // own gap: a real bubble)? -1: the series does not cover them.
   auto own_gap = [&](const Finding& f) {
+    // The step-phase bubble is the stage's own gap by construction, measured against a baseline
+    // that a bubble over half the job does not shift (this median would, halving the gap).
+    if (f.detector == "steps.stage_idle") return 1;
     const double idle_us = EvidenceValue(f, "extra_idle_share") * p.step_us;
     std::vector<double> own;
     for (int r : f.ranks)
@@ -392,7 +395,8 @@ int DemoteBubbles(const ComputeProfile& p, int64_t slack_us, std::vector<Finding
   };
   for (size_t i = 0; i < fs->size(); ++i) {
     const Finding& f = (*fs)[i];
-    if (f.kind != Kind::kPipelineBubble || f.ranks.empty()) continue;
+    // (A step-phase bubble already checked its stage's compute and own gap.)
+    if (f.kind != Kind::kPipelineBubble || f.ranks.empty() || f.detector == "steps.stage_idle") continue;
     std::vector<int> grown;
     for (int r : f.ranks)
       for (const ComputeRun& run : p.runs)

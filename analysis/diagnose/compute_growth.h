@@ -100,8 +100,9 @@ int DemotePropagatedStalls(const ComputeProfile& p, int64_t slack_us, std::vecto
 // slow stage: dropped, and the steps.compute findings of those ranks say so (`also_seen_as`). One
 // whose ranks' own time grew by less than half of what its receivers idled (`extra_idle_share`
 // of a step) inherited the lateness from upstream (a slow link, a straggler in an earlier
-// stage): dropped when a finding of another kind in the same window explains it. Returns the
-// number dropped.
+// stage): dropped when a finding of another kind in the same window explains it. Bubbles of
+// `steps.stage_idle` are left alone (they were found from the stage's own gap and flat compute)
+// and count as a real bubble upstream. Returns the number dropped.
 int DemoteBubbles(const ComputeProfile& p, int64_t slack_us, std::vector<Finding>* findings);
 
 }  // namespace collscope::diagnose

@@ -373,5 +373,27 @@ TEST(DemoteBubbles, InheritedLatenessIsNotTheStagesBubble) {
   EXPECT_EQ(DemoteBubbles(p, 100000, &fs), 0);  // stage 2 inherited too: nothing explains either
 }
 
+TEST(DemoteBubbles, AStepPhaseBubbleIsLeftAloneAndExplainsTheNextStage) {
+  // Stages 2 and 3 wait in steps 10-25, their own time flat. A step-phase bubble of stage 1
+  // (found from stage 1's own gap against a baseline a long bubble does not shift) is not judged
+  // again by this median-based own time; it explains the record finding about stage 2, which
+  // only inherited the lateness.
+  auto s = Job(50, [](int r, int st, readers::StepRow* row) {
+    if (st < 10 || st > 25 || r / 4 < 2) return;
+    row->phases["pp_p2p"] += 4000;
+    row->dur_us += 4000;
+  });
+  const ComputeProfile p = AnalyzeComputeGrowth(s, ComputeOptions{});
+  Finding steps = Bubble({4, 5, 6, 7}, 10, 26);
+  steps.detector = "steps.stage_idle";
+  steps.Add("extra_idle_share", 0.10);
+  Finding inherited = Bubble({8, 9, 10, 11}, 10, 26);
+  inherited.Add("extra_idle_share", 0.10);
+  std::vector<Finding> fs = {steps, inherited};
+  EXPECT_EQ(DemoteBubbles(p, 100000, &fs), 1);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].detector, "steps.stage_idle");
+}
+
 }  // namespace
 }  // namespace collscope::diagnose

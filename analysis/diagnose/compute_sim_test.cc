@@ -110,6 +110,35 @@ TEST(ComputeGrowthSim, BubbleOfTheSameStageIsNoSlowCompute) {
   // stage with the gap is the bubble.
   ASSERT_EQ(b.size(), 1u) << FindingsToText(b);
   EXPECT_EQ(b[0].ranks, (std::vector<int>{4, 5, 6, 7}));
+  // The records and the stage's own step phases both saw it: one finding names both.
+  std::string detectors = b[0].detector;
+  for (const Evidence& e : b[0].evidence)
+    if (e.key == "also_detected_by") detectors += ", " + e.text;
+  EXPECT_NE(detectors.find("comm.pipeline_bubble"), std::string::npos) << detectors;
+  EXPECT_NE(detectors.find("steps.stage_idle"), std::string::npos) << detectors;
+}
+
+TEST(ComputeGrowthSim, BubbleShorterThanTwoDumpWindowsFromTheStepPhases) {
+  // 2 s dump windows and a bubble of about 1.5 s: the records' detector needs two windows, the
+  // step phases show each step (the 512-GPU bubble of the large suite, in small).
+  testing::TempDir dir;
+  const std::string job = dir / "short";
+  auto c = Pp4Job(job, {"pipeline_bubble", {{"stage", "1"}, {"delay_us", "10000"}, {"start_step", "12"}, {"end_step", "27"}}}, 0);
+  c.inspector.dump_interval_us = 2000000;
+  sim::SimStats stats;
+  std::string err;
+  ASSERT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
+  auto f = DiagnosePaths({job + "/nccl-inspector", job + "/step_summary.csv"}, DiagnoseOptions{});
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  auto b = Of(*f, Kind::kPipelineBubble);
+  ASSERT_EQ(b.size(), 1u) << FindingsToText(*f);
+  EXPECT_EQ(b[0].detector, "steps.stage_idle");
+  EXPECT_EQ(b[0].ranks, (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_EQ(b[0].hosts, (std::vector<std::string>{"node-001"}));
+  EXPECT_EQ(Ev(b[0], "first_step"), 12);
+  EXPECT_EQ(Ev(b[0], "last_step"), 26);
+  EXPECT_TRUE(Of(*f, Kind::kSlowCompute).empty());
+  EXPECT_TRUE(Of(*f, Kind::kHostStall).empty());
 }
 
 }  // namespace
