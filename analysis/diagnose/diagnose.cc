@@ -54,6 +54,34 @@ void Fold(Finding* a, const Finding& b) {
   }
 }
 
+bool ShareRank(const Finding& a, const Finding& b) {
+  for (int r : b.ranks)
+    if (std::find(a.ranks.begin(), a.ranks.end(), r) != a.ranks.end()) return true;
+  return false;
+}
+
+bool OverlapInTime(const Finding& a, const Finding& b) { return b.start_us <= a.end_us && a.start_us <= b.end_us; }
+
+// Folds every finding of `kind` that `same` says describes the fault of an earlier (more
+// confident) one into it; after a merge the grown finding is compared again with all later ones.
+template <class Same>
+void MergeSame(std::vector<Finding>* fs, Kind kind, Same same) {
+  for (size_t i = 0; i < fs->size(); ++i) {
+    if ((*fs)[i].kind != kind) continue;
+    for (size_t j = i + 1; j < fs->size();) {
+      Finding& a = (*fs)[i];
+      const Finding& b = (*fs)[j];
+      if (b.kind == kind && same(a, b)) {
+        Fold(&a, b);
+        fs->erase(fs->begin() + static_cast<std::ptrdiff_t>(j));
+        j = i + 1;
+      } else {
+        ++j;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void Consolidate(std::vector<Finding>* fs) {
@@ -78,58 +106,21 @@ void Consolidate(std::vector<Finding>* fs) {
         if (e.key == "also_detected_by") { e.text += ", comm.progress"; noted = true; }
       if (!noted) named->AddText("also_detected_by", "comm.progress");
     }
-    // Flight Recorder and in-flight state files that blame the same rank describe one hang.
-    for (size_t i = 0; i < fs->size(); ++i) {
-      Finding& a = (*fs)[i];
-      if (a.kind != Kind::kHang) continue;
-      for (size_t j = i + 1; j < fs->size();) {
-        const Finding& b = (*fs)[j];
-        bool shared = false;
-        for (int r : b.ranks) shared |= std::find(a.ranks.begin(), a.ranks.end(), r) != a.ranks.end();
-        if (b.kind == Kind::kHang && b.detector != a.detector && shared) {
-          Fold(&a, b);
-          fs->erase(fs->begin() + static_cast<std::ptrdiff_t>(j));
-        } else {
-          ++j;
-        }
-      }
-    }
   }
+  // Flight Recorder and in-flight state files that blame the same rank describe one hang.
+  MergeSame(fs, Kind::kHang,
+            [](const Finding& a, const Finding& b) { return a.detector != b.detector && ShareRank(a, b); });
   // One bubble, one finding: the records' and the step phases' findings about a stage (shared
   // ranks) whose windows overlap.
-  for (size_t i = 0; i < fs->size(); ++i) {
-    Finding& a = (*fs)[i];
-    if (a.kind != Kind::kPipelineBubble) continue;
-    for (size_t j = i + 1; j < fs->size();) {
-      const Finding& b = (*fs)[j];
-      bool shared = false;
-      for (int r : b.ranks) shared |= std::find(a.ranks.begin(), a.ranks.end(), r) != a.ranks.end();
-      if (b.kind == Kind::kPipelineBubble && shared && b.start_us <= a.end_us && a.start_us <= b.end_us) {
-        Fold(&a, b);
-        fs->erase(fs->begin() + static_cast<std::ptrdiff_t>(j));
-      } else {
-        ++j;
-      }
-    }
-  }
+  MergeSame(fs, Kind::kPipelineBubble,
+            [](const Finding& a, const Finding& b) { return ShareRank(a, b) && OverlapInTime(a, b); });
   // One compute straggler, one finding: slow_compute findings of one host (or of hosts one of
   // them covers, such as a slow pipeline stage) whose windows overlap are merged, whichever
   // detector saw them (late arrivals, repeated stalls, a slow pipeline stage).
-  for (size_t i = 0; i < fs->size(); ++i) {
-    Finding& a = (*fs)[i];
-    if (a.kind != Kind::kSlowCompute || a.hosts.empty()) continue;
-    for (size_t j = i + 1; j < fs->size();) {
-      const Finding& b = (*fs)[j];
-      const bool same_place = !b.hosts.empty() && (Subset(b.hosts, a.hosts) || Subset(a.hosts, b.hosts));
-      if (b.kind == Kind::kSlowCompute && same_place && b.start_us <= a.end_us && a.start_us <= b.end_us) {
-        Fold(&a, b);
-        fs->erase(fs->begin() + static_cast<std::ptrdiff_t>(j));
-        j = i + 1;  // the merged window may now overlap an earlier-skipped finding
-      } else {
-        ++j;
-      }
-    }
-  }
+  MergeSame(fs, Kind::kSlowCompute, [](const Finding& a, const Finding& b) {
+    return !a.hosts.empty() && !b.hosts.empty() && (Subset(b.hosts, a.hosts) || Subset(a.hosts, b.hosts)) &&
+           OverlapInTime(a, b);
+  });
 }
 
 namespace {
