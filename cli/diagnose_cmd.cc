@@ -1,5 +1,4 @@
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 
 #include "analysis/diagnose/diagnose.h"
@@ -16,22 +15,6 @@ struct Options {
   std::string run;
   bool json = false;
 };
-
-// True when a step_summary.csv is among the inputs (its L1 run supersedes the Kineto steps').
-bool HasStepSummary(const std::vector<std::string>& paths) {
-  namespace fs = std::filesystem;
-  for (const std::string& p : paths) {
-    std::error_code ec;
-    if (fs::path(p).filename() == "step_summary.csv") return true;
-    if (!fs::is_directory(p, ec)) continue;
-    for (auto it = fs::recursive_directory_iterator(p, ec); it != fs::recursive_directory_iterator();
-         it.increment(ec)) {
-      if (ec) break;
-      if (it->path().filename() == "step_summary.csv") return true;
-    }
-  }
-  return false;
-}
 
 int Run(const Options& o) {
   using namespace collscope::diagnose;
@@ -55,13 +38,6 @@ int Run(const Options& o) {
     }
   } else if (!o.paths.empty()) {
     f = DiagnosePaths(o.paths, d);
-  }
-  // Kineto traces among the paths: L3 kernel modes, and L1 on their ProfilerStep times unless a
-  // step_summary.csv already gave the step series.
-  if (f.ok() && !o.paths.empty()) {
-    auto k = DiagnoseKinetoPaths(o.paths, !HasStepSummary(o.paths));
-    if (!k.ok()) f = k.status();
-    else if (!k->empty()) { f->insert(f->end(), k->begin(), k->end()); Consolidate(&*f); }
   }
   if (!f.ok()) {
     std::fprintf(stderr, "collscope diagnose: %s\n", f.status().message().c_str());

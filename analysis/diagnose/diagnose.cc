@@ -10,6 +10,7 @@
 #include "analysis/diagnose/bubble_steps.h"
 #include "analysis/diagnose/compute_growth.h"
 #include "analysis/diagnose/hang.h"
+#include "analysis/diagnose/kernel_detect.h"
 #include "analysis/diagnose/steps.h"
 #include "core/ingest.h"
 
@@ -225,16 +226,12 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
   if (!fr.empty()) {
     auto f = DiagnoseFlightRecorder(fr);
     if (!f.ok()) return f.status();
-    // Flight Recorder names the root cause; drop the weaker record-based hang guesses.
-    if (!f->empty())
-      out.erase(std::remove_if(out.begin(), out.end(), [](const Finding& x) { return x.detector == "comm.progress"; }), out.end());
+    // Consolidate folds the records' hang guess into a hang finding that names the root cause.
     out.insert(out.end(), f->begin(), f->end());
   }
   if (!inflight.empty()) {
     auto f = DiagnoseInflight(inflight);
     if (!f.ok()) return f.status();
-    if (!f->empty())
-      out.erase(std::remove_if(out.begin(), out.end(), [](const Finding& x) { return x.detector == "comm.progress"; }), out.end());
     out.insert(out.end(), f->begin(), f->end());
   }
   for (const std::string& s : summaries) {
@@ -256,6 +253,11 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
     DemotePropagatedStalls(prof, slack, &out);
     DemoteFlatLateArrivals(prof, slack, &out);
   }
+  // PyTorch profiler (Kineto) traces among the paths: L3 kernel modes, and L1 on their
+  // ProfilerStep times unless a step_summary.csv already gave the step series.
+  auto k = DiagnoseKinetoPaths(paths, summaries.empty());
+  if (!k.ok()) return k.status();
+  out.insert(out.end(), k->begin(), k->end());
   Consolidate(&out);
   return out;
 }

@@ -12,7 +12,6 @@
 #include <sstream>
 
 #include "analysis/diagnose/diagnose.h"
-#include "analysis/diagnose/kernel_detect.h"
 #include "analysis/diagnose/steps.h"
 #include "core/ingest.h"
 #include "sim/sim.h"
@@ -329,16 +328,10 @@ Result<EvalReport> RunEval(const std::vector<Scenario>& suite, const EvalOptions
     dopt.threads = o.threads;
     DiagnoseTiming tm;
     t = Now();
-    auto fnd = DiagnosePaths({cfg.output.dir + "/nccl-inspector", cfg.output.dir + "/step_summary.csv"}, dopt, &tm);
+    std::vector<std::string> inputs = {cfg.output.dir + "/nccl-inspector", cfg.output.dir + "/step_summary.csv"};
+    if (fs::exists(cfg.output.dir + "/kineto", ec)) inputs.push_back(cfg.output.dir + "/kineto");  // L3
+    auto fnd = DiagnosePaths(inputs, dopt, &tm);
     if (!fnd.ok()) return Status::Error(sc.name + ": diagnose: " + fnd.status().message());
-    if (fs::exists(cfg.output.dir + "/kineto", ec)) {
-      // L3 kernel modes beside the records and step phases, as `collscope diagnose` runs them
-      // when the traces are among its inputs (the step series comes from step_summary.csv).
-      auto k = DiagnoseKinetoPaths({cfg.output.dir + "/kineto"}, false);
-      if (!k.ok()) return Status::Error(sc.name + ": diagnose kineto: " + k.status().message());
-      fnd->insert(fnd->end(), k->begin(), k->end());
-      Consolidate(&*fnd);
-    }
     sr.ingest_s = tm.ingest_s;
     sr.analysis_s = Now() - t - tm.ingest_s;
     Status st = ScoreFindings(cfg.output.dir + "/ground_truth.json", *fnd, &rep, &sr);
