@@ -49,15 +49,15 @@ int Run(const Options& o) {
 void Register(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
-      "eval", "Simulate labelled faults, diagnose them and print precision/recall per kind.");
-  cmd->add_option("--suite", o->suite, "small (CI) | large (bench, includes 10,240 GPUs)")->capture_default_str();
+      "eval", "Simulate labelled faults, diagnose them per evidence tier and print strictly scored precision, recall and exact rate per kind.");
+  cmd->add_option("--suite", o->suite, "small (CI, development seeds) | heldout (seeds detector work never looks at) | large (bench, up to 10,240 GPUs)")->capture_default_str();
   cmd->add_option("--floors", o->floors, "Fail (exit 1) when a kind drops below its floor in FILE");
   cmd->add_option("--work-dir", o->work_dir, "Where simulated jobs are written");
   cmd->add_option("--only", o->only, "Only scenarios whose name contains this");
   cmd->add_option("--threads", o->threads, "Ingest threads (0: all cores)");
   cmd->add_flag("--keep", o->keep, "Keep the simulated jobs");
   cmd->add_option("--kineto-ranks", o->kineto_ranks,
-                  "Also simulate Kineto traces of jobs up to this many ranks and run L3 (kernel modes) on them");
+                  "Also simulate Kineto traces of jobs up to this many ranks and score tier D (L3 kernel modes) on them");
   cmd->add_flag("--json", o->json, "JSON output");
   cmd->callback([o] { SetExitCode(Run(*o)); });
 }

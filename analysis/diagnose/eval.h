@@ -1,6 +1,22 @@
-// `collscope eval`: simulated jobs with labelled faults, diagnosed and scored against ground truth.
+// `collscope eval`: simulated jobs with labelled faults, diagnosed per evidence tier and scored
+// strictly against ground truth (docs/diagnosis.md, "Evaluation").
+//
+// Strict scoring: a finding is true only when it has the fault's kind, overlaps its window, and
+// its root-cause set (ranks; hosts for host-level faults) is non-empty and contained in the
+// fault's. It is exact when the two sets are equal. Each further finding about a fault already
+// credited is a false duplicate; victims and shared communicators never earn credit.
+//
+// Evidence tiers: what a real user has decides the tier, and a simulator-only input (the
+// simulator's step_summary.csv) never goes into a score.
+//   A: stock NCCL Inspector logs only.
+//   B: A plus the collscope plugin's in-flight state files.
+//   C: B plus per-rank step/phase series in the annotation API's format. Not scored yet: no
+//      producer of that format exists (the capture issue defines it).
+//   D: C plus kernel data (Kineto traces); scored as B plus Kineto while C is missing, only when
+//      asked (EvalOptions::kineto_max_ranks).
 #pragma once
 
+#include <array>
 #include <map>
 #include <string>
 #include <vector>
@@ -14,65 +30,93 @@ struct Scenario {
   std::string name;
   std::vector<std::string> args;    // simulator settings as key=value (hosts=4, tp=4, ...)
   std::vector<std::string> faults;  // fault specs (kind=...,...); empty: healthy
+  // Damage done to the logs after simulating (what real jobs lose): "missing:R" deletes global
+  // rank R's Inspector file, "cut:R" keeps only its first half. The ground truth is unchanged.
+  std::string damage;
 };
 
-// "small" (CI), "large" (bench; includes a 10,240-GPU job).
+// "small" (CI: development seeds), "heldout" (seeds no detector work looks at; run at the end),
+// "large" (bench: more seeds, up to 4,096 GPUs, and a 10,240-GPU job).
 std::vector<Scenario> BuiltinSuite(const std::string& name);
 
 struct KindScore {
-  int findings = 0, true_findings = 0;
-  int faults = 0, found_faults = 0;
-  // Found faults whose finding names the root cause itself: one of its ranks, or its host when
-  // the finding is host-level (names no rank). A finding that overlaps only through a shared
-  // communicator, or names other ranks of the right host, is found but not located.
-  int located_faults = 0;
+  int findings = 0, true_findings = 0, exact_findings = 0, duplicates = 0;
+  int faults = 0, found_faults = 0, exact_faults = 0;
   // Time to localize: seconds from the job's logs being on disk to the findings (ingest +
-  // analysis), summed over located faults.
+  // analysis), summed over found faults.
   double localize_s_sum = 0;
-  double located() const { return faults ? static_cast<double>(located_faults) / faults : 1.0; }
-  double time_to_localize_s() const { return located_faults ? localize_s_sum / located_faults : 0; }
   double precision() const { return findings ? static_cast<double>(true_findings) / findings : 1.0; }
   double recall() const { return faults ? static_cast<double>(found_faults) / faults : 1.0; }
+  double exact_rate() const { return faults ? static_cast<double>(exact_faults) / faults : 1.0; }
   double f1() const { double p = precision(), r = recall(); return p + r > 0 ? 2 * p * r / (p + r) : 0; }
+  double time_to_localize_s() const { return found_faults ? localize_s_sum / found_faults : 0; }
+};
+
+// One fault's severity (in its kind's own unit: slowdown factor, bandwidth loss, stall seconds,
+// ...) and whether the tier found it; recall against severity and detection limits come from it.
+struct SeverityPoint {
+  double severity = 0;
+  bool found = false;
+};
+
+struct CalibrationBin {
+  int findings = 0, true_findings = 0;
+  double confidence_sum = 0;
+};
+
+struct TierScore {
+  std::map<std::string, KindScore> kinds;                          // by finding kind
+  std::map<std::string, std::vector<SeverityPoint>> severity;      // by simulator fault kind
+  std::array<CalibrationBin, 5> calibration{};                     // confidence [0,.2) ... [.8,1]
+  int healthy_steps = 0, healthy_findings = 0;
+  double false_per_1000_healthy_steps() const {
+    return healthy_steps ? 1000.0 * healthy_findings / healthy_steps : 0;
+  }
+  // Smallest severity above which at least `share` of the faults of `fault_kind` are found
+  // (every fault at or above it counted); NaN when no such severity exists.
+  double DetectionLimit(const std::string& fault_kind, double share) const;
+};
+
+struct TierRun {
+  int findings = 0, false_findings = 0, found = 0, exact = 0;
 };
 
 struct ScenarioResult {
   std::string name;
   int steps = 0, world = 0;
   bool healthy = false;
-  int findings = 0, false_findings = 0, faults = 0, found = 0;
-  double sim_s = 0, ingest_s = 0, analysis_s = 0;
-  std::string error;
+  int faults = 0;
+  std::map<std::string, TierRun> tiers;  // by tier letter
+  double sim_s = 0, ingest_s = 0, analysis_s = 0;  // analysis_s: tier A
 };
 
 struct EvalReport {
-  std::map<std::string, KindScore> kinds;  // by finding kind
+  std::map<std::string, TierScore> tiers;  // "A", "B", "D"
   std::vector<ScenarioResult> scenarios;
-  int healthy_steps = 0, healthy_findings = 0;
-  double false_per_1000_healthy_steps() const {
-    return healthy_steps ? 1000.0 * healthy_findings / healthy_steps : 0;
-  }
   std::string ToText() const;
   std::string ToJson() const;
 };
 
-// Scores findings against a ground_truth.json (docs/ground_truth.md). Adds to *report.
+// Scores one tier's findings against a ground_truth.json (docs/ground_truth.md).
 Status ScoreFindings(const std::string& ground_truth_path, const std::vector<Finding>& findings,
-                     EvalReport* report, ScenarioResult* sr);
+                     double localize_s, TierScore* tier, ScenarioResult* sr, TierRun* run);
 
 struct EvalOptions {
   std::string work_dir;  // scenario outputs go here (created); empty: a temporary directory
   bool keep = false;     // keep the simulated outputs
   int threads = 0;
   std::string only;      // run only scenarios whose name contains this
-  int kineto_max_ranks = 0;  // also write Kineto traces of jobs up to this many ranks, run L3 on them
+  int kineto_max_ranks = 0;  // also write Kineto traces of jobs up to this many ranks: tier D
 };
 Result<EvalReport> RunEval(const std::vector<Scenario>& suite, const EvalOptions& o);
 
-// Floors file: lines "kind precision recall" (# comments). Returns the violations.
+// Floors file: lines "TIER kind precision recall [exact]" and
+// "TIER false_per_1000_healthy_steps MAX" (# comments). Returns the violations.
 Result<std::vector<std::string>> CheckFloors(const EvalReport& r, const std::string& floors_path);
 
-// Maps a simulator fault kind to the finding kind that should report it.
+// Maps a simulator fault kind to the finding kind that should report it, and says whether its
+// culprit is a host (a NIC, a whole host) rather than ranks.
 std::string FindingKindForFault(const std::string& fault_kind);
+bool HostLevelFault(const std::string& fault_kind);
 
 }  // namespace collscope::diagnose
