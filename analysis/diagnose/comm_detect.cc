@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "analysis/diagnose/comm_data.h"
+#include "analysis/diagnose/late_arrival.h"
 
 namespace collscope::diagnose {
 namespace {
@@ -66,7 +67,20 @@ double WindowUs(const CommData& d, const CommOptions& o) {
 std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
   std::vector<Finding> out;
   if (d.insts.empty()) return out;
-  const auto keys = KeyBaselines(d);
+  // The usual transfer time of a kernel key is its peers', not its own history: the lower
+  // quartile of the medians of the communicators running it (a NIC degraded for the whole job
+  // slows every one of its communicators from the first step, and may slow half of a key's).
+  std::unordered_map<uint64_t, double> peer_base;
+  {
+    std::unordered_map<uint64_t, std::map<int, std::vector<double>>> by;
+    for (const Inst& x : d.insts) by[KeyOf(d, x)][x.comm].push_back(x.tmin);
+    for (auto& [k, comms] : by) {
+      std::vector<double> med;
+      for (auto& [c, v] : comms) med.push_back(Median(std::move(v)));
+      std::sort(med.begin(), med.end());
+      peer_base[k] = med[(med.size() - 1) / 4];
+    }
+  }
   const double W = WindowUs(d, o);
   const int nw = static_cast<int>((d.t1 - d.t0) / W) + 1;
   // Channels: every multi-host communicator (collective transfer times), and every pair of
@@ -80,10 +94,10 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
   for (const Inst& x : d.insts) {
     const Comm& c = d.comms[x.comm];
     if (c.hosts.size() < 2) continue;
-    const KeyStats& k = keys.at(KeyOf(d, x));
-    if (k.base < 20 || x.bytes < (1 << 20)) continue;  // latency-bound: says nothing about bandwidth
+    const double base = peer_base.at(KeyOf(d, x));
+    if (base < 20 || x.bytes < (1 << 20)) continue;  // latency-bound: says nothing about bandwidth
     const int w = static_cast<int>((x.ts - d.t0) / W);
-    ratios[{x.comm, w}].push_back(x.tmin / k.base);
+    ratios[{x.comm, w}].push_back(x.tmin / base);
   }
   {
     // Point-to-point: a receive or send waits for its peer, so the transfer time is what the
@@ -107,18 +121,29 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
       return v[v.size() / 4];
     };
     // The usual level is the better quarter of the windows (a degraded link slows the steps, so
-    // its windows can be most of a job).
+    // its windows can be most of a job), or the sibling pairs' (same communicator name and
+    // size) when lower: a link degraded for the whole job has no good window of its own.
+    std::map<int, std::map<int, double>> lw;  // chan -> window -> level
+    std::map<int, double> own;
+    std::map<std::pair<std::string, int>, std::vector<double>> sibling_levels;
     for (auto& [ch, v] : samples) {
       std::map<int, std::vector<double>> per_w;
       for (auto [w, e] : v) per_w[w].push_back(e);
-      std::map<int, double> lw;
       std::vector<double> levels;
       for (auto& [w, e] : per_w)
-        if (e.size() >= 4) { lw[w] = q25(e); levels.push_back(lw[w]); }
-      if (levels.size() < 4) continue;
-      const double base = q25(levels);
+        if (e.size() >= 4) { lw[ch][w] = q25(e); levels.push_back(lw[ch][w]); }
+      if (levels.size() < 4) { lw.erase(ch); continue; }
+      own[ch] = q25(levels);
+      const Comm& c = d.comms[static_cast<size_t>(chans[static_cast<size_t>(ch)].comm)];
+      sibling_levels[{c.name, c.n_ranks}].push_back(Median(levels));
+    }
+    for (auto& [ch, levels] : lw) {
+      const Comm& c = d.comms[static_cast<size_t>(chans[static_cast<size_t>(ch)].comm)];
+      std::vector<double>& sib = sibling_levels[{c.name, c.n_ranks}];
+      std::sort(sib.begin(), sib.end());
+      const double base = std::min(own[ch], sib[(sib.size() - 1) / 4]);
       if (base < 20) continue;
-      for (auto& [w, l] : lw) ratios[{ch, w}] = {l / base, l / base};
+      for (auto& [w, l] : levels) ratios[{ch, w}] = {l / base, l / base};
     }
   }
   // Per window: slow comms, per host counts.
@@ -275,13 +300,15 @@ void AddP2pWaits(const CommData& d, double W, WaitLedger* led) {
 std::vector<Finding> DetectSlowCompute(const CommData& d, const CommOptions& o) {
   std::vector<Finding> out;
   if (d.insts.empty()) return out;
+  {
+    LateOptions lo;
+    lo.window_us = WindowUs(d, o);
+    lo.explained_share = o.explained_share;
+    out = DetectLateArrivals(d, lo);
+  }
   const auto keys = KeyBaselines(d);
   const double W = WindowUs(d, o);
-  const int nw = static_cast<int>((d.t1 - d.t0) / W) + 1;
   const size_t P = d.procs.size();
-  struct Late { int n = 0; double us = 0; };
-  std::unordered_map<uint64_t, Late> late;  // (proc, comm, window)
-  std::vector<std::vector<double>> late_wait(P);
   struct Stall { int64_t ts; double wait; int comm; };
   std::vector<std::vector<Stall>> stalls(P);
   WaitLedger led;
@@ -304,143 +331,9 @@ std::vector<Finding> DetectSlowCompute(const CommData& d, const CommOptions& o) 
       led.by_comm[Cell(static_cast<size_t>(q), static_cast<size_t>(x.comm), w)] += wait;
       led.total[Cell(static_cast<size_t>(q), w)] += wait;
     }
-    if (stall) {
-      stalls[x.pmin].push_back({x.ts, wait, x.comm});
-      continue;
-    }
-    Late& l = late[Cell(static_cast<size_t>(x.pmin), static_cast<size_t>(x.comm), w)];
-    l.n++;
-    l.us += wait;
-    late_wait[x.pmin].push_back(wait);
+    if (stall) stalls[x.pmin].push_back({x.ts, wait, x.comm});
   }
   AddP2pWaits(d, W, &led);
-  // Per process and window: communicators where it arrived last and late in a large share of the
-  // instances, unless its lateness is explained by its own waiting elsewhere.
-  std::map<int, std::vector<int>> flagged;  // proc -> windows
-  std::vector<double> share_of(P, 0);
-  std::vector<int> events_of(P, 0);
-  std::map<std::pair<int, int>, std::vector<std::pair<int, Late>>> by_pw;  // (proc, w) -> (comm, late)
-  for (const auto& [cell, l] : late) {
-    const int p = static_cast<int>(cell >> 40);
-    const int c = static_cast<int>((cell >> 16) & 0xFFFFFF);
-    const int w = static_cast<int>(cell & 0xFFFF);
-    by_pw[{p, w}].push_back({c, l});
-  }
-  // Each process's usual waiting per window (pipeline receives wait by design): its 25th
-  // percentile over the windows it waited in, or 0.
-  std::vector<double> usual_wait(P, 0);
-  {
-    std::vector<std::vector<double>> per(P);
-    for (const auto& [cell, v] : led.total) per[cell >> 40].push_back(v);
-    for (size_t p = 0; p < P; ++p) {
-      auto& v = per[p];
-      if (v.size() * 2 < static_cast<size_t>(nw)) continue;  // waits in few windows: no habit
-      v.resize(static_cast<size_t>(nw), 0.0);
-      std::nth_element(v.begin(), v.begin() + v.size() / 4, v.end());
-      usual_wait[p] = v[v.size() / 4];
-    }
-  }
-  std::map<int, std::vector<std::pair<int, int>>> cand;  // proc -> (window, events)
-  for (auto& [pw, v] : by_pw) {
-    const auto [p, w] = pw;
-    double lateness = 0, waited_here = 0;
-    int events = 0;
-    // The same delay makes a rank last in every communicator until it is resynchronised, so
-    // its lateness is the largest over communicators, not their sum.
-    for (auto& [c, l] : v) {
-      if (l.n < 2 || l.us < o.late_time_share * W) continue;
-      lateness = std::max(lateness, l.us);
-      waited_here += led.Comm(static_cast<size_t>(p), static_cast<size_t>(c), w);
-      events += l.n;
-    }
-    if (events == 0) continue;
-    const double explained = led.Total(static_cast<size_t>(p), w) - waited_here - usual_wait[p];
-    if (explained >= o.explained_share * lateness) continue;
-    cand[p].push_back({w, events});
-    share_of[p] = std::max(share_of[p], lateness / W);
-  }
-  for (auto& [p, v] : cand) {
-    int n = 0;
-    for (auto [w, e] : v) n += e;
-    if (n < o.min_late_events) continue;
-    events_of[p] = n;
-    for (auto [w, e] : v) flagged[p].push_back(w);
-  }
-  // Group flagged processes by host: ranks of one host late over overlapping windows are one
-  // host finding (a slowed host rarely makes every one of its ranks last in every window: its
-  // tensor-parallel partners resynchronise); a single late rank is one rank finding.
-  struct Group { std::vector<int> procs; int w0, w1; };
-  std::vector<Group> groups;
-  std::map<int, std::vector<std::tuple<int, int, int>>> host_runs;  // host -> (w0, w1, proc)
-  for (auto& [p, ws] : flagged)
-    host_runs[d.procs[p].host].push_back({*std::min_element(ws.begin(), ws.end()), *std::max_element(ws.begin(), ws.end()), p});
-  std::vector<int> host_size(d.hosts.size(), 0);
-  for (const Proc& p : d.procs) host_size[p.host]++;
-  for (auto& [h, runs] : host_runs) {
-    std::sort(runs.begin(), runs.end());
-    for (auto [a, b, p] : runs) {
-      // Overlapping (or one window apart, as Runs allows) windows join the host's last group.
-      if (!groups.empty() && d.procs[groups.back().procs[0]].host == h && a <= groups.back().w1 + 2) {
-        groups.back().procs.push_back(p);
-        groups.back().w1 = std::max(groups.back().w1, b);
-      } else {
-        groups.push_back({{p}, a, b});
-      }
-    }
-  }
-  for (Group& g : groups) SortUnique(&g.procs);
-  for (const Group& g : groups) {
-    Finding f;
-    f.kind = Kind::kSlowCompute;
-    f.detector = "comm.late_arrival";
-    std::set<int> hosts, victims, comms;
-    std::vector<double> waits;
-    int events = 0;
-    for (int p : g.procs) {
-      f.ranks.push_back(d.procs[p].global_rank);
-      hosts.insert(d.procs[p].host);
-      events += events_of[p];
-      waits.insert(waits.end(), late_wait[p].begin(), late_wait[p].end());
-    }
-    for (size_t c = 0; c < d.comms.size(); ++c) {
-      bool member = false;
-      for (int p : g.procs)
-        member |= std::find(d.comms[c].procs.begin(), d.comms[c].procs.end(), p) != d.comms[c].procs.end();
-      if (!member) continue;
-      comms.insert(static_cast<int>(c));
-      for (int q : d.comms[c].procs) victims.insert(d.procs[q].global_rank);
-    }
-    SortUnique(&f.ranks);
-    for (int r : f.ranks) victims.erase(r);
-    f.victims.assign(victims.begin(), victims.end());
-    for (int h : hosts) f.hosts.push_back(d.hosts[h]);
-    for (int c : comms) f.comms.push_back(d.comms[c].id);
-    SortUnique(&f.comms);
-    f.start_us = d.t0 + static_cast<int64_t>(g.w0 * W);
-    f.end_us = d.t0 + static_cast<int64_t>((g.w1 + 1) * W);
-    const double mw = Median(waits);
-    double share = 0;
-    for (int p : g.procs) share = std::max(share, share_of[p]);
-    f.confidence = std::min(1.0, 0.4 + share * 0.6) * std::min(1.0, 0.5 + events / 40.0);
-    f.Add("late_instances", events);
-    f.Add("peer_wait_share", share);
-    f.Add("median_wait_us", mw);
-    f.AddText("synchronisation_trap", "root cause shows the shortest collective times; peers wait");
-    const int hn = host_size[d.procs[g.procs[0]].host];
-    const std::string who =
-        g.procs.size() == 1 ? "Rank " + std::to_string(f.ranks[0]) + " on " + f.hosts[0]
-        : static_cast<int>(g.procs.size()) == hn
-            ? "All " + std::to_string(g.procs.size()) + " ranks of host " + f.hosts[0] + " (" + RankList(f.ranks) + ")"
-            : std::to_string(g.procs.size()) + " of the " + std::to_string(hn) + " ranks of host " + f.hosts[0] +
-                  " (" + RankList(f.ranks) + ")";
-    f.Add("host_ranks_flagged", static_cast<double>(g.procs.size()));
-    f.summary = who + " arrive" + (g.procs.size() > 1 ? "" : "s") + " last at " +
-                std::to_string(events) + " collectives, making " + std::to_string(f.victims.size()) +
-                " peers wait a median " + Fmt("%.1f", mw / 1000.0) +
-                " ms each: a compute straggler; check the GPU's clocks, temperature and "
-                "ECC errors" + std::string(g.procs.size() > 1 ? " and the host's CPU load." : ".");
-    out.push_back(std::move(f));
-  }
   // Host stalls: one or two huge waits for one rank, unless that rank was itself waiting as long
   // (a stall propagates: its peers arrive late elsewhere by about as much).
   for (size_t p = 0; p < P; ++p) {
@@ -499,7 +392,9 @@ std::vector<Finding> DetectMismatch(const CommData& d) {
   // (comm, op) -> instances, and those every member recorded: sampled records (the 2.29
   // Inspector's latest-snapshot dumps) catch most instances at one or two ranks only.
   std::map<std::pair<int, int>, std::pair<int, int>> op_complete;
+  std::map<std::pair<int, int>, std::set<int>> op_procs;  // (comm, op) -> ranks that recorded it
   for (const Inst& x : d.insts) {
+    op_procs[{x.comm, x.op}].insert(x.pmin);
     by[{x.comm, x.op, x.sn}].push_back(&x);
     int& m = op_max_n[{x.comm, x.op}];
     m = std::max(m, x.n);
@@ -552,7 +447,7 @@ std::vector<Finding> DetectMismatch(const CommData& d) {
     const Inst& x = *v[0];
     const Comm& c = d.comms[x.comm];
     if (v.size() != 1 || x.n != 1 || c.procs.size() < 3) continue;
-    if (op_max_n[{x.comm, x.op}] > 1) continue;
+    if (op_max_n[{x.comm, x.op}] > 1 || op_procs[{x.comm, x.op}].size() > 1) continue;
     int other_complete = 0;
     for (auto& [ck, oc] : op_complete)
       if (ck.first == x.comm && ck.second != x.op && 2 * oc.second > oc.first) ++other_complete;
@@ -567,7 +462,17 @@ std::vector<Finding> DetectHangFromRecords(const CommData& d) {
   // Completed instances per (comm, op); communicators of one class (name, size, op) should agree.
   std::map<std::pair<int, int>, int64_t> done;  // (comm, op) -> completed instances
   std::map<std::pair<int, int>, int64_t> last_ts;
+  // Only complete records say how far a communicator got: sampled ones (the 2.29 Inspector's
+  // latest-snapshot dumps) lag by whatever the last dump happened to catch.
+  std::map<std::pair<int, int>, std::pair<int, int>> complete;  // (comm, op) -> (instances, complete)
   for (const Inst& x : d.insts) {
+    auto& c = complete[{x.comm, x.op}];
+    c.first++;
+    c.second += x.n == static_cast<int>(d.comms[static_cast<size_t>(x.comm)].procs.size());
+  }
+  for (const Inst& x : d.insts) {
+    const auto& c = complete[{x.comm, x.op}];
+    if (2 * c.second <= c.first) continue;
     auto& dn = done[{x.comm, x.op}];
     dn = std::max(dn, x.sn + 1);
     auto& t = last_ts[{x.comm, x.op}];

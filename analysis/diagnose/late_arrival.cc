@@ -1,0 +1,349 @@
+// slow_compute from who waits for whom (comm.late_arrival): peers, not history, are the baseline.
+//
+// Every member of a collective finishes together, so the member that arrived last shows the
+// shortest time (Inst::pmin) and the others waited for it. Under no fault, which member arrives
+// last is chance: 1/n for n members. A rank that is last far more often than chance, over a run
+// of windows, is late in that communicator; a fault that lasts the whole job is then as visible
+// as a short one, since nothing is compared with the job's own past.
+//
+// Lateness propagates: a straggler's tensor-parallel partner waits for it there and then arrives
+// late in its own data-parallel group; the next pipeline stage receives its activations late. A
+// late rank is therefore a root cause only when it waited on nobody over the same windows:
+//   - in a collective of another communicator where another member was significantly late, or
+//   - in point-to-point receives, longer than the same receives of its sibling pipelines, or
+//   - in collectives whose transfers took longer than usual (a slow link, not a slow rank),
+// by at least half of what it made its own peers wait. Root ranks of one host whose windows
+// overlap make one finding (a slowed host), a root alone a rank finding.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "analysis/diagnose/comm_data.h"
+#include "analysis/diagnose/late_arrival.h"
+
+namespace collscope::diagnose {
+namespace {
+
+double WaitOf(const Inst& x) { return (x.n == 2 ? x.tmax : x.tmed) - x.tmin; }
+
+uint64_t Key(size_t a, size_t b) { return (static_cast<uint64_t>(a) << 32) | static_cast<uint64_t>(b); }
+
+// An instance says who arrived last only when (nearly) every member recorded it: sampled
+// records (2.29 snapshots) or a member's lost log leave the last arrival unknown.
+
+// An instance says who arrived last only when (nearly) every member recorded it: sampled
+// records (2.29 snapshots) or a member's lost log leave the last arrival unknown.
+bool Complete(const CommData& d, const Inst& x) {
+  const int m = static_cast<int>(d.comms[x.comm].procs.size());
+  return x.n >= 2 && x.pmin >= 0 && (x.n == m || (m >= 3 && x.n == m - 1));
+}
+
+std::string Fmt(const char* f, double a) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, a);
+  return b;
+}
+
+}  // namespace
+
+namespace {
+
+uint64_t KernelKey(const CommData& d, const Inst& x) {
+  const Comm& c = d.comms[static_cast<size_t>(x.comm)];
+  return (static_cast<uint64_t>(x.op) << 56) ^ (static_cast<uint64_t>(c.n_ranks) << 40) ^
+         (static_cast<uint64_t>(c.nnodes) << 28) ^ static_cast<uint64_t>(x.bytes) * 0x9E3779B97F4A7C15ULL;
+}
+
+struct Cell { int total = 0, last = 0; double wait = 0; };
+using Cells = std::unordered_map<uint64_t, std::vector<Cell>>;  // (proc, comm) -> per window
+
+// The best-scoring run of windows where `cells` shows the rank last clearly more often than
+// `chance` (maximum-sum segment of last - theta * total), tested against chance.
+void Scan(const CommData& d, const Cells& cells, bool sampled, double W, const LateOptions& o,
+          std::vector<LateEvent>* events) {
+  for (const auto& [key, v] : cells) {
+    const int p = static_cast<int>(key >> 32), c = static_cast<int>(key & 0xFFFFFFFF);
+    const double chance = sampled ? 0.5 : 1.0 / static_cast<double>(d.comms[static_cast<size_t>(c)].procs.size());
+    const double theta = chance + (1 - chance) / 3;
+    double best = 0, run = 0;
+    int a = 0, best_a = -1, best_b = -1;
+    for (int w = 0; w < static_cast<int>(v.size()); ++w) {
+      const double s = v[static_cast<size_t>(w)].last - theta * v[static_cast<size_t>(w)].total;
+      if (run <= 0) { run = 0; a = w; }
+      run += s;
+      if (run > best) { best = run; best_a = a; best_b = w; }
+    }
+    if (best_a < 0) continue;
+    LateEvent e;
+    e.proc = p;
+    e.comm = c;
+    e.w0 = best_a;
+    e.w1 = best_b;
+    e.sampled = sampled;
+    for (int w = best_a; w <= best_b; ++w) {
+      e.instances += v[static_cast<size_t>(w)].total;
+      e.last += v[static_cast<size_t>(w)].last;
+      e.wait_us += v[static_cast<size_t>(w)].wait;
+    }
+    if (e.instances < o.min_instances) continue;
+    // How far from chance (binomial z-score), and what it cost: the share of its peers' time
+    // spent waiting for it over the run.
+    const double n = e.instances;
+    e.z = (e.last - n * chance) / std::sqrt(n * chance * (1 - chance));
+    e.wait_share = e.wait_us / (static_cast<double>(e.w1 - e.w0 + 1) * W);
+    if (e.z < o.min_z || e.wait_share < o.min_wait_share) continue;
+    events->push_back(e);
+  }
+}
+
+}  // namespace
+
+std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
+  std::vector<LateEvent> events;
+  if (d.insts.empty()) return events;
+  const double W = o.window_us;
+  const int nw = static_cast<int>((d.t1 - d.t0) / W) + 1;
+  auto win = [&](int64_t ts) { return std::clamp(static_cast<int>((ts - d.t0) / W), 0, nw - 1); };
+  // Only a wait beyond the kernel key's usual says who arrived last: most instances end with
+  // every member within noise of each other, and which of them was last is then chance.
+  std::unordered_map<uint64_t, std::vector<double>> acc;
+  for (const Inst& x : d.insts)
+    if (Complete(d, x)) acc[KernelKey(d, x)].push_back(std::max(0.0, WaitOf(x)));
+  std::unordered_map<uint64_t, double> material;
+  for (auto& [k, v] : acc) material[k] = std::max(o.min_wait_us, 3 * Median(std::move(v)));
+  auto cell = [&](Cells& cells, int proc, int comm, int w) -> Cell& {
+    auto& v = cells[Key(static_cast<size_t>(proc), static_cast<size_t>(comm))];
+    if (v.empty()) v.resize(static_cast<size_t>(nw));
+    return v[static_cast<size_t>(w)];
+  };
+  // Complete instances: the member with the shortest time arrived last (chance 1/n). Per
+  // communicator and window the material instances are counted once, for every member.
+  Cells complete;
+  std::vector<std::vector<int>> total(d.comms.size(), std::vector<int>(static_cast<size_t>(nw), 0));
+  // Sampled records (a member alone, or some of them): each record against the other members'
+  // records of the same communicator, size and window; shorter than their median means it
+  // arrived later than they usually did (chance 1/2).
+  struct Rec { int proc; double exec; };
+  std::map<std::tuple<int, int, int64_t, int>, std::vector<Rec>> sampled_recs;
+  for (const Inst& x : d.insts) {
+    const int w = win(x.ts);
+    if (Complete(d, x)) {
+      const double wait = std::max(0.0, WaitOf(x));
+      if (wait < material[KernelKey(d, x)]) continue;
+      total[static_cast<size_t>(x.comm)][static_cast<size_t>(w)]++;
+      Cell& c = cell(complete, x.pmin, x.comm, w);
+      c.last++;
+      c.wait += wait;
+    } else if (x.pmin >= 0) {
+      sampled_recs[{x.comm, x.op, x.bytes, w}].push_back({x.pmin, x.tmin});
+    }
+  }
+  for (auto& [key, v] : complete) {
+    const int c = static_cast<int>(key & 0xFFFFFFFF);
+    for (int w = 0; w < nw; ++w) v[static_cast<size_t>(w)].total = total[static_cast<size_t>(c)][static_cast<size_t>(w)];
+  }
+  Scan(d, complete, false, W, o, &events);
+  Cells sampled;
+  for (auto& [key, recs] : sampled_recs) {
+    const int c = std::get<0>(key), w = std::get<3>(key);
+    std::map<int, std::vector<double>> by_proc;
+    for (const Rec& r : recs) by_proc[r.proc].push_back(r.exec);
+    if (by_proc.size() < 2) continue;
+    for (auto& [p, mine] : by_proc) {
+      std::vector<double> others;
+      for (auto& [q, t] : by_proc)
+        if (q != p) others.insert(others.end(), t.begin(), t.end());
+      const double med = Median(others);
+      for (double t : mine) {
+        if (std::abs(med - t) < o.min_wait_us) continue;  // within noise: says nothing
+        Cell& ce = cell(sampled, p, c, w);
+        ce.total++;
+        if (t < med) {
+          ce.last++;
+          ce.wait += med - t;
+        }
+      }
+    }
+  }
+  Scan(d, sampled, true, W, o, &events);
+  // One event per (proc, comm): the stronger source.
+  std::sort(events.begin(), events.end(), [](const LateEvent& x, const LateEvent& y) {
+    return std::tie(x.proc, x.comm, y.z) < std::tie(y.proc, y.comm, x.z);
+  });
+  events.erase(std::unique(events.begin(), events.end(),
+                           [](const LateEvent& x, const LateEvent& y) { return x.proc == y.proc && x.comm == y.comm; }),
+               events.end());
+  return events;
+}
+
+std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o) {
+  std::vector<Finding> out;
+  const std::vector<LateEvent> ev = FindLateEvents(d, o);
+  if (ev.empty()) return out;
+  const double W = o.window_us;
+  const int nw = static_cast<int>((d.t1 - d.t0) / W) + 1;
+  auto win = [&](int64_t ts) { return std::clamp(static_cast<int>((ts - d.t0) / W), 0, nw - 1); };
+  std::vector<std::vector<int>> comms_of(d.procs.size());
+  for (size_t c = 0; c < d.comms.size(); ++c)
+    for (int p : d.comms[c].procs) comms_of[static_cast<size_t>(p)].push_back(static_cast<int>(c));
+
+  // What each process waited on others, per window: (a) point-to-point receives beyond the same
+  // receive of its sibling pipelines (same communicator name and size, same positions), and (b)
+  // transfers of its collectives beyond their kernel key's usual time.
+  std::vector<std::vector<double>> p2p_wait(d.procs.size()), slow_transfer(d.procs.size());
+  std::vector<std::vector<int>> p2p_peer(d.procs.size());
+  {
+    auto pos = [&](int comm, int proc) {
+      const auto& ps = d.comms[static_cast<size_t>(comm)].procs;
+      return static_cast<int>(std::find(ps.begin(), ps.end(), proc) - ps.begin());
+    };
+    struct Acc { double sum = 0; int n = 0; int peer = -1; };
+    std::map<std::tuple<std::string, int, int, int, int64_t, int>, std::map<int, Acc>> by;  // key -> proc -> acc
+    for (const P2p& x : d.p2p) {
+      if (x.send || x.peer < 0) continue;
+      const Comm& c = d.comms[static_cast<size_t>(x.comm)];
+      auto& a = by[{c.name, c.n_ranks, pos(x.comm, x.proc), pos(x.comm, x.peer), x.bytes, win(x.ts)}][x.proc];
+      a.sum += x.exec;
+      a.n++;
+      a.peer = x.peer;
+    }
+    for (auto& [key, procs] : by) {
+      if (procs.size() < 2) continue;  // no sibling to compare with
+      std::vector<double> means;
+      for (auto& [p, a] : procs) means.push_back(a.sum / a.n);
+      const double base = Median(means);
+      const int w = std::get<5>(key);
+      for (auto& [p, a] : procs) {
+        auto& v = p2p_wait[static_cast<size_t>(p)];
+        if (v.empty()) { v.assign(static_cast<size_t>(nw), 0); p2p_peer[static_cast<size_t>(p)].assign(static_cast<size_t>(nw), -1); }
+        const double extra = (a.sum / a.n - base) * a.n;
+        if (extra > 0) {
+          v[static_cast<size_t>(w)] += extra;
+          p2p_peer[static_cast<size_t>(p)][static_cast<size_t>(w)] = a.peer;
+        }
+      }
+    }
+    std::unordered_map<uint64_t, std::vector<double>> acc;
+    auto key = [&](const Inst& x) {
+      const Comm& c = d.comms[static_cast<size_t>(x.comm)];
+      return (static_cast<uint64_t>(x.op) << 56) ^ (static_cast<uint64_t>(c.n_ranks) << 40) ^
+             (static_cast<uint64_t>(c.nnodes) << 28) ^ static_cast<uint64_t>(x.bytes) * 0x9E3779B97F4A7C15ULL;
+    };
+    for (const Inst& x : d.insts) acc[key(x)].push_back(x.tmin);
+    std::unordered_map<uint64_t, double> base;
+    for (auto& [k, v] : acc) base[k] = Median(std::move(v));
+    for (const Inst& x : d.insts) {
+      const double extra = x.tmin - 1.2 * base[key(x)];
+      if (extra <= 0) continue;
+      for (int p : d.comms[static_cast<size_t>(x.comm)].procs) {
+        auto& v = slow_transfer[static_cast<size_t>(p)];
+        if (v.empty()) v.assign(static_cast<size_t>(nw), 0);
+        v[static_cast<size_t>(win(x.ts))] += extra;
+      }
+    }
+  }
+  auto sum = [](const std::vector<double>& v, int a, int b) {
+    double s = 0;
+    if (!v.empty())
+      for (int w = a; w <= b; ++w) s += v[static_cast<size_t>(w)];
+    return s;
+  };
+
+  // Roots: late events whose rank waited on nobody as much as it made others wait.
+  std::vector<const LateEvent*> roots;
+  std::vector<std::string> why(ev.size());
+  for (size_t i = 0; i < ev.size(); ++i) {
+    const LateEvent& e = ev[i];
+    const double need = o.explained_share * e.wait_us;
+    double waited = 0;
+    for (const LateEvent& f : ev) {
+      if (f.proc == e.proc || f.w1 < e.w0 || f.w0 > e.w1) continue;
+      const auto& mine = comms_of[static_cast<size_t>(e.proc)];
+      if (std::find(mine.begin(), mine.end(), f.comm) == mine.end()) continue;
+      // e's rank is a member of f's communicator, where f's rank kept it waiting.
+      const int a = std::max(e.w0, f.w0), b = std::min(e.w1, f.w1);
+      waited += f.wait_us * (b - a + 1) / (f.w1 - f.w0 + 1);
+    }
+    const double p2p = sum(p2p_wait[static_cast<size_t>(e.proc)], e.w0, e.w1);
+    const double xfer = sum(slow_transfer[static_cast<size_t>(e.proc)], e.w0, e.w1);
+    if (std::getenv("COLLSCOPE_DEBUG_LATE"))
+      std::fprintf(stderr, "late proc %d rank %d host %d comm %s w%d-%d last %d/%d z %.1f share %.4f wait %.0f | waited %.0f p2p %.0f xfer %.0f\n",
+                   e.proc, d.procs[e.proc].global_rank, d.procs[e.proc].host, d.comms[e.comm].name.c_str(), e.w0, e.w1, e.last, e.instances, e.z, e.wait_share, e.wait_us, waited, p2p, xfer);
+    if (waited + p2p + xfer >= need) continue;
+    roots.push_back(&e);
+  }
+  // One finding per host and overlapping run of windows.
+  std::map<int, std::vector<const LateEvent*>> by_host;
+  for (const LateEvent* e : roots) by_host[d.procs[static_cast<size_t>(e->proc)].host].push_back(e);
+  std::vector<int> host_size(d.hosts.size(), 0);
+  for (const Proc& p : d.procs)
+    if (p.host >= 0) host_size[static_cast<size_t>(p.host)]++;
+  for (auto& [h, v] : by_host) {
+    std::sort(v.begin(), v.end(), [](const LateEvent* a, const LateEvent* b) { return a->w0 < b->w0; });
+    std::vector<std::vector<const LateEvent*>> groups;
+    int end = -1;
+    for (const LateEvent* e : v) {
+      if (groups.empty() || e->w0 > end + 1) groups.emplace_back();
+      groups.back().push_back(e);
+      end = std::max(end, e->w1);
+    }
+    for (const auto& g : groups) {
+      Finding f;
+      f.kind = Kind::kSlowCompute;
+      f.detector = "comm.late_arrival";
+      f.hosts = {d.hosts[static_cast<size_t>(h)]};
+      int w0 = nw, w1 = 0, last = 0, inst = 0;
+      double z = 0, share = 0, wait = 0;
+      std::set<int> comms, victims;
+      for (const LateEvent* e : g) {
+        f.ranks.push_back(d.procs[static_cast<size_t>(e->proc)].global_rank);
+        w0 = std::min(w0, e->w0);
+        w1 = std::max(w1, e->w1);
+        last += e->last;
+        inst += e->instances;
+        z = std::max(z, e->z);
+        share = std::max(share, e->wait_share);
+        wait += e->wait_us;
+        comms.insert(e->comm);
+        for (int q : d.comms[static_cast<size_t>(e->comm)].procs) victims.insert(d.procs[static_cast<size_t>(q)].global_rank);
+      }
+      SortUnique(&f.ranks);
+      for (int r : f.ranks) victims.erase(r);
+      f.victims.assign(victims.begin(), victims.end());
+      for (int c : comms) f.comms.push_back(d.comms[static_cast<size_t>(c)].id);
+      SortUnique(&f.comms);
+      f.start_us = d.t0 + static_cast<int64_t>(w0 * W);
+      f.end_us = d.t0 + static_cast<int64_t>((w1 + 1) * W);
+      // Sure when far from chance and costly; a barely significant, cheap lateness is not.
+      f.confidence = std::min(0.95, 0.3 + 0.05 * std::min(z, 10.0) + 10 * share);
+      f.Add("last_arrivals", last);
+      f.Add("instances", inst);
+      f.Add("last_share", static_cast<double>(last) / std::max(1, inst));
+      f.Add("z_score", z);
+      f.Add("peer_wait_share", share);
+      f.Add("median_wait_us", last ? wait / last : 0);
+      f.Add("host_ranks_flagged", static_cast<double>(f.ranks.size()));
+      f.AddText("synchronisation_trap", "root cause shows the shortest collective times; peers wait");
+      const int hn = host_size[static_cast<size_t>(h)];
+      const std::string who =
+          f.ranks.size() == 1 ? "Rank " + std::to_string(f.ranks[0]) + " on " + f.hosts[0]
+          : static_cast<int>(f.ranks.size()) == hn
+              ? "All " + std::to_string(f.ranks.size()) + " ranks of host " + f.hosts[0] + " (" + RankList(f.ranks) + ")"
+              : std::to_string(f.ranks.size()) + " of the " + std::to_string(hn) + " ranks of host " + f.hosts[0] +
+                    " (" + RankList(f.ranks) + ")";
+      f.summary = who + (f.ranks.size() > 1 ? " arrive" : " arrives") + " last at " + std::to_string(last) + " of " +
+                  std::to_string(inst) + " collectives (" + Fmt("%.0f", 100.0 * last / std::max(1, inst)) +
+                  "%; chance would be far lower), and its peers spend " + Fmt("%.1f", 100 * share) +
+                  "% of their time waiting for it: a compute straggler; check the GPU's clocks, temperature "
+                  "and ECC errors" + std::string(f.ranks.size() > 1 ? " and the host's CPU load." : ".");
+      out.push_back(std::move(f));
+    }
+  }
+  return out;
+}
+
+}  // namespace collscope::diagnose

@@ -1,0 +1,37 @@
+// slow_compute from who waits for whom: a rank that arrives last at its collectives far more
+// often than chance, and that waited on nobody meanwhile (late_arrival.cc, docs/diagnosis.md).
+#pragma once
+
+#include <vector>
+
+#include "analysis/diagnose/comm_data.h"
+#include "analysis/diagnose/finding.h"
+
+namespace collscope::diagnose {
+
+struct LateOptions {
+  double window_us = 2e5;       // WindowUs of the data
+  int min_instances = 8;        // material instances (or sampled records) over the run of windows
+  double min_wait_us = 20;      // a wait below this (or 3x the kernel key's median) is noise
+  double min_z = 5;             // last this many standard deviations above chance (1/n)...
+  double min_wait_share = 0.01; // ...costing its peers at least this share of their time
+  // Propagated, not a root cause: what it waited on others explains this share of what it made
+  // its peers wait.
+  double explained_share = 0.5;
+};
+
+// A rank arriving last in one communicator over a run of windows [w0, w1].
+struct LateEvent {
+  int proc = -1, comm = -1;
+  int w0 = 0, w1 = 0;
+  int instances = 0, last = 0;
+  double wait_us = 0;     // its peers' wait summed over the instances it arrived last at
+  double z = 0;           // binomial z-score of `last` against chance
+  double wait_share = 0;  // wait_us over the run's duration
+  bool sampled = false;   // from sampled records (each against its peers' median), chance 1/2
+};
+
+std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o);
+std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o);
+
+}  // namespace collscope::diagnose
