@@ -20,6 +20,7 @@ int Run(const Options& o) {
   using namespace collscope::diagnose;
   DiagnoseOptions d;
   d.run = o.run;
+  InputSummary read;
   Result<std::vector<Finding>> f = Status::Error("give PATHS... or --db FILE");
   if (!o.db.empty()) {
     auto store = Store::Open(o.db, {.read_only = true});
@@ -29,23 +30,32 @@ int Run(const Options& o) {
     }
     // The store's records, with the paths' step series, dumps and state files checked against
     // them (a step series maps its ranks to the store's hosts and refutes propagated lateness).
-    f = o.paths.empty() ? DiagnoseStore(**store, d) : DiagnosePaths(o.paths, d, nullptr, store->get());
+    f = o.paths.empty() ? DiagnoseStore(**store, d, nullptr, &read)
+                        : DiagnosePaths(o.paths, d, nullptr, store->get(), &read);
     // Kineto kernels and steps stored by `collscope ingest` (L3 kernel modes, L1 steps).
     if (f.ok() && readers::HasKinetoTables(**store)) {
+      read.stored_kernels = true;
       auto k = DiagnoseKineto(**store, o.run, true);
       if (!k.ok()) f = k.status();
       else { f->insert(f->end(), k->begin(), k->end()); Consolidate(&*f); }
     }
   } else if (!o.paths.empty()) {
-    f = DiagnosePaths(o.paths, d);
+    f = DiagnosePaths(o.paths, d, nullptr, nullptr, &read);
   }
   if (!f.ok()) {
     std::fprintf(stderr, "collscope diagnose: %s\n", f.status().message().c_str());
     return 2;
   }
+  // What was read goes to stderr, so that --json output stays one document.
+  const std::string said = read.ToText();
+  std::fwrite(said.data(), 1, said.size(), stderr);
+  if (!read.usable()) {
+    std::fprintf(stderr, "collscope diagnose: nothing usable was read, so nothing can be said about this job\n");
+    return 2;
+  }
   const std::string out = o.json ? FindingsToJson(*f) : FindingsToText(*f);
   std::fwrite(out.data(), 1, out.size(), stdout);
-  return 0;
+  return f->empty() ? 0 : 1;
 }
 
 void Register(CLI::App& app) {
@@ -53,7 +63,9 @@ void Register(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "diagnose",
       "Find faulty ranks, hosts, links and hangs (NCCL Inspector logs, Flight Recorder dumps, "
-      "collscope in-flight state, step summaries, PyTorch profiler (Kineto) traces, or a store).");
+      "collscope in-flight state, step summaries, PyTorch profiler (Kineto) traces, or a store).\n"
+      "Says on stderr what it read, the evidence tier, and what it could not use.\n"
+      "Exit status (as diff's): 0 inputs read and no finding, 1 findings, 2 a usage error or nothing usable read.");
   cmd->add_option("paths", o->paths, "Input files or directories");
   cmd->add_option("--db", o->db, "Diagnose this store");
   cmd->add_option("--run", o->run, "Run in the store (default: the first)");

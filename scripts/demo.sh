@@ -13,8 +13,9 @@ echo
 $cs summary --db "$db" --top 8
 echo
 echo "== findings"
-$cs diagnose --db "$db" --run example
-$cs diagnose --db "$db" --run example --json > build/example-findings.json
+# diagnose exits 1 when it has findings (0: none, 2: nothing usable read), as diff does.
+$cs diagnose --db "$db" --run example || [ $? -eq 1 ]
+$cs diagnose --db "$db" --run example --json > build/example-findings.json || [ $? -eq 1 ]
 $cs report --db "$db" --run example --findings build/example-findings.json \
   -o build/example-report.html
 echo

@@ -1,5 +1,7 @@
 // End-to-end tests of the `collscope` command: each runs the real binary on files it writes.
 #include <gtest/gtest.h>
+
+#include <filesystem>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -159,12 +161,37 @@ TEST(ExampleJob, DiagnoseNamesTheDegradedHost) {
   EXPECT_NE(ing.text.find("\"records_stored\": 9600"), std::string::npos) << ing.text;
   EXPECT_NE(ing.text.find("\"kineto_traces_read\": 32"), std::string::npos) << ing.text;
   Output diag = Collscope("diagnose --db " + dir / "s.duckdb" + " --json");
-  ASSERT_EQ(diag.code, 0) << diag.text;
+  ASSERT_EQ(diag.code, 1) << "findings exit 1, as diff does\n" << diag.text;
+  // It says what it read: the records, the ranks and hosts, and the evidence tier.
+  EXPECT_NE(diag.text.find("read: 9600 NCCL records of 32 ranks on 4 hosts"), std::string::npos) << diag.text;
+  EXPECT_NE(diag.text.find("evidence tier D"), std::string::npos) << diag.text;
   EXPECT_NE(diag.text.find("\"schema\": \"collscope.findings.v1\""), std::string::npos);
   EXPECT_NE(diag.text.find("{\"kind\": \"slow_link\""), std::string::npos) << diag.text;
   EXPECT_NE(diag.text.find("\"hosts\": [\"node-001\"], \"ranks\": [8, 9, 10, 11, 12, 13, 14, 15]"),
             std::string::npos)
       << diag.text;
+}
+
+// diagnose's exit status follows diff's: 0 inputs read and nothing found, 1 findings, 2 nothing
+// usable read (said, never silent) or a usage error.
+TEST(Diagnose, ExitStatusAndWhatWasRead) {
+  if (Collscope("diagnose --help").code != 0) GTEST_SKIP() << "collscope built without diagnose";
+  testing::TempDir dir;
+  std::filesystem::create_directories(dir / "empty");
+  testing::WriteFile((dir / "empty") + "/notes.txt", "not a log\n");
+  Output none = Collscope("diagnose " + dir / "empty");
+  EXPECT_EQ(none.code, 2) << none.text;
+  EXPECT_NE(none.text.find("read: nothing usable"), std::string::npos) << none.text;
+  EXPECT_NE(none.text.find("could not use: " + (dir / "empty") + "/notes.txt" + ": not a format"), std::string::npos)
+      << none.text;
+  Output sim = Collscope("simulate -o " + dir / "job" + " --hosts 2 --gpus-per-host 2 --tp 2 --pp 2 --layers 2 "
+                         "--hidden 1024 --seq-len 1024 --steps 30 --kineto-max-ranks 0 --dump-interval-us 200000");
+  ASSERT_EQ(sim.code, 0) << sim.text;
+  Output healthy = Collscope("diagnose " + dir / "job" + "/nccl-inspector");
+  EXPECT_EQ(healthy.code, 0) << healthy.text;
+  EXPECT_NE(healthy.text.find("NCCL records of 4 ranks on 2 hosts"), std::string::npos) << healthy.text;
+  EXPECT_NE(healthy.text.find("4 in-flight state files; evidence tier B"), std::string::npos) << healthy.text;
+  EXPECT_EQ(Collscope("diagnose").code, 2);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "analysis/diagnose/kernel_detect.h"
 #include "analysis/diagnose/steps.h"
 #include "core/ingest.h"
+#include "core/readers/kineto.h"
 
 namespace collscope::diagnose {
 namespace {
@@ -143,11 +144,60 @@ std::vector<Finding> DetectAll(const CommData& data, const DiagnoseOptions& o) {
 
 }  // namespace
 
+namespace {
+
+void SummarizeRecords(const CommData& d, const std::string& run, InputSummary* read) {
+  if (!read) return;
+  read->run = run;
+  for (const Inst& x : d.insts) read->records += x.n;
+  read->records += static_cast<int64_t>(d.p2p.size());
+  read->ranks = static_cast<int>(d.procs.size());
+  read->hosts = static_cast<int>(d.hosts.size());
+  read->t0 = d.t0;
+  read->t1 = d.t1;
+  read->rank_source = d.rank_source;
+}
+
+}  // namespace
+
+std::string InputSummary::Tier() const {
+  if (records == 0) return usable() ? "-" : "";
+  if (kineto_traces > 0 || stored_kernels) return "D";
+  if (step_series > 0) return "C";
+  if (state_files > 0) return "B";
+  return "A";
+}
+
+std::string InputSummary::ToText() const {
+  std::string o = "read:";
+  auto add = [&](const std::string& s) { o += (o.size() > 5 ? ", " : " ") + s; };
+  if (records > 0) {
+    add(std::to_string(records) + " NCCL records of " + std::to_string(ranks) + " ranks on " + std::to_string(hosts) +
+        " hosts, " + FormatTimeUs(t0) + " .. " + FormatTimeUs(t1) + (run.empty() ? "" : " (run " + run + ")") +
+        (rank_source.empty() ? "" : "; global ranks from " + rank_source));
+  }
+  if (state_files) add(std::to_string(state_files) + " in-flight state files");
+  if (flight_recorder_dumps) add(std::to_string(flight_recorder_dumps) + " Flight Recorder dumps");
+  if (step_series) add(std::to_string(step_series) + " step series");
+  if (kineto_traces) add(std::to_string(kineto_traces) + " Kineto traces");
+  if (stored_kernels) add("the store's Kineto kernels");
+  if (!usable()) add("nothing usable");
+  const std::string tier = Tier();
+  if (tier.size() == 1 && tier != "-") o += "; evidence tier " + tier;
+  o += "\n";
+  if (lines_rejected) o += "could not use: " + std::to_string(lines_rejected) + " malformed lines (collscope ingest lists them)\n";
+  // The first ten by name, then how many more: a folder of unrelated files is named, not dumped.
+  for (size_t i = 0; i < unusable.size() && i < 10; ++i) o += "could not use: " + unusable[i] + "\n";
+  if (unusable.size() > 10) o += "could not use: " + std::to_string(unusable.size() - 10) + " more\n";
+  return o;
+}
+
 Result<std::vector<Finding>> DiagnoseStore(Store& store, const DiagnoseOptions& o,
-                                           DiagnoseTiming* timing) {
+                                           DiagnoseTiming* timing, InputSummary* read) {
   double t = Now();
   auto data = LoadCommData(store, o.run);
   if (!data.ok()) return data.status();
+  SummarizeRecords(*data, o.run, read);
   if (timing) timing->load_s = Now() - t;
   t = Now();
   std::vector<Finding> out = DetectAll(*data, o);
@@ -157,17 +207,23 @@ Result<std::vector<Finding>> DiagnoseStore(Store& store, const DiagnoseOptions& 
 
 Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths,
                                            const DiagnoseOptions& o, DiagnoseTiming* timing,
-                                           Store* records) {
+                                           Store* records, InputSummary* read) {
   namespace fs = std::filesystem;
   std::vector<std::string> logs, fr, inflight, summaries;
   for (const std::string& p : paths) {
     std::error_code ec;
     if (!fs::exists(p, ec)) return Status::Error(p + ": no such file or directory");
+    auto is_log = [](const std::string& name) {
+      return name.ends_with(".log") || name.ends_with(".jsonl") || name.ends_with(".log.gz") ||
+             name.ends_with(".jsonl.gz");
+    };
     auto classify = [&](const fs::path& f) {
       const std::string name = f.filename().string();
       if (name.ends_with(".inflight.json")) inflight.push_back(f.string());
       else if (name == "step_summary.csv") summaries.push_back(f.string());
       else if (IsFlightRecorderDump(f.string())) fr.push_back(f.string());
+      else if (!is_log(name) && !readers::IsKinetoTraceName(f.string()) && read)
+        read->unusable.push_back(f.string() + ": not a format collscope diagnose reads");
     };
     if (fs::is_directory(p, ec)) {
       logs.push_back(p);
@@ -175,8 +231,7 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
         if (it->is_regular_file()) classify(it->path());
     } else {
       const std::string name = fs::path(p).filename().string();
-      if (name.ends_with(".log") || name.ends_with(".jsonl") || name.ends_with(".log.gz") ||
-          name.ends_with(".jsonl.gz"))
+      if (is_log(name))
         logs.push_back(p);
       else
         classify(p);
@@ -205,6 +260,10 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
       const double t = Now();
       auto rep = Ingest(*temp, *files, io);
       if (!rep.ok()) return rep.status();
+      if (read) {
+        read->lines_rejected += rep->lines_rejected;
+        for (const std::string& r : rep->first_rejections) read->unusable.push_back(r);
+      }
       if (timing) timing->ingest_s = Now() - t;
       records = temp.get();
       run = "diagnose";
@@ -214,6 +273,7 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
     double t0 = Now();
     auto data = LoadCommData(*records, run);
     if (!data.ok()) return data.status();
+    SummarizeRecords(*data, run, read);
     if (timing) timing->load_s = Now() - t0;
     t0 = Now();
     out = DetectAll(*data, o);
@@ -222,6 +282,13 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
       if (p.global_rank >= 0 && p.host >= 0) host_of[p.global_rank] = data->hosts[static_cast<size_t>(p.host)];
     window_us = static_cast<int64_t>(WindowUs(*data, o.comm));
     stage_of = PipelineStageOfRank(*data);
+  }
+  if (read) {
+    read->flight_recorder_dumps += static_cast<int>(fr.size());
+    read->state_files += static_cast<int>(inflight.size());
+    read->step_series += static_cast<int>(summaries.size());
+    auto traces = readers::FindKinetoTraces(paths);
+    if (traces.ok()) read->kineto_traces += static_cast<int>(traces->size());
   }
   if (!fr.empty()) {
     auto f = DiagnoseFlightRecorder(fr);

@@ -21,9 +21,30 @@ struct DiagnoseTiming {
   double load_s = 0, detect_s = 0, ingest_s = 0;
 };
 
+// What a diagnosis read and what it could not use: every run says so, since silence is never
+// reassurance. The evidence tier follows from what was read (docs/diagnosis.md): A Inspector
+// records, B plus collscope in-flight state files, C plus per-rank step series, D plus kernels.
+struct InputSummary {
+  std::string run;              // the store run diagnosed ("" when no records)
+  int64_t records = 0;          // collective and point-to-point records
+  int ranks = 0, hosts = 0;
+  int64_t t0 = 0, t1 = 0;       // time span of the records, wall-clock us
+  std::string rank_source;      // how global ranks were known (comm_data.h)
+  int state_files = 0, flight_recorder_dumps = 0, step_series = 0, kineto_traces = 0;
+  bool stored_kernels = false;  // the store holds Kineto kernels (collscope ingest)
+  uint64_t lines_rejected = 0;
+  std::vector<std::string> unusable;  // "path: why", for inputs that were not used
+  std::string Tier() const;     // "A".."D", or "" when nothing usable was read
+  bool usable() const {
+    return records > 0 || state_files > 0 || flight_recorder_dumps > 0 || step_series > 0 || kineto_traces > 0 ||
+           stored_kernels;
+  }
+  std::string ToText() const;   // "read: ..." and "could not use: ..." lines
+};
+
 // Every detector over a store's communication records.
 Result<std::vector<Finding>> DiagnoseStore(Store& store, const DiagnoseOptions& o,
-                                           DiagnoseTiming* timing = nullptr);
+                                           DiagnoseTiming* timing = nullptr, InputSummary* read = nullptr);
 
 // Inputs given as paths: NCCL Inspector / collscope logs (ingested into a temporary store),
 // Flight Recorder dumps, collscope in-flight state files, step summaries (step_summary.csv),
@@ -34,7 +55,7 @@ Result<std::vector<Finding>> DiagnoseStore(Store& store, const DiagnoseOptions& 
 Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths,
                                            const DiagnoseOptions& o,
                                            DiagnoseTiming* timing = nullptr,
-                                           Store* records = nullptr);
+                                           Store* records = nullptr, InputSummary* read = nullptr);
 
 // Orders findings (hangs first, then by confidence) and merges duplicates of one kind that
 // overlap in location and time.
