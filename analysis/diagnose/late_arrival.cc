@@ -17,7 +17,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -129,6 +128,37 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
   // arrived later than they usually did (chance 1/2).
   struct Rec { int proc; double exec; };
   std::map<std::tuple<int, int, int64_t, int>, std::vector<Rec>> sampled_recs;
+  // Sampled records come one per dump: compare them over windows of at least two dump
+  // intervals (the median gap between a process's sampled records), so that several members
+  // have records in each.
+  int coarse = 1;
+  {
+    std::map<int, std::vector<int64_t>> ts;
+    for (const Inst& x : d.insts)
+      if (!Complete(d, x) && x.pmin >= 0) ts[x.pmin].push_back(x.ts);
+    std::vector<double> gaps;
+    for (auto& [p, v] : ts) {
+      std::sort(v.begin(), v.end());
+      v.erase(std::unique(v.begin(), v.end()), v.end());
+      for (size_t i = 1; i < v.size(); ++i) gaps.push_back(static_cast<double>(v[i] - v[i - 1]));
+    }
+    if (!gaps.empty()) coarse = std::max(1, static_cast<int>(std::ceil(2 * Median(gaps) / W)));
+  }
+  // How many collectives one sampled record stands for: the median step of its sequence number
+  // between two records of one process (what its peers waited is scaled by it).
+  std::map<std::pair<int, int>, double> represents;  // (comm, op)
+  {
+    std::map<std::tuple<int, int, int>, std::vector<int64_t>> sns;
+    for (const Inst& x : d.insts)
+      if (!Complete(d, x) && x.pmin >= 0) sns[{x.comm, x.op, x.pmin}].push_back(x.sn);
+    std::map<std::pair<int, int>, std::vector<double>> steps;
+    for (auto& [k, v] : sns) {
+      std::sort(v.begin(), v.end());
+      for (size_t i = 1; i < v.size(); ++i)
+        if (v[i] > v[i - 1]) steps[{std::get<0>(k), std::get<1>(k)}].push_back(static_cast<double>(v[i] - v[i - 1]));
+    }
+    for (auto& [k, v] : steps) represents[k] = std::max(1.0, Median(std::move(v)));
+  }
   for (const Inst& x : d.insts) {
     const int w = win(x.ts);
     if (Complete(d, x)) {
@@ -139,7 +169,7 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
       c.last++;
       c.wait += wait;
     } else if (x.pmin >= 0) {
-      sampled_recs[{x.comm, x.op, x.bytes, w}].push_back({x.pmin, x.tmin});
+      sampled_recs[{x.comm, x.op, x.bytes, w / coarse}].push_back({x.pmin, x.tmin});
     }
   }
   for (auto& [key, v] : complete) {
@@ -160,16 +190,25 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
       const double med = Median(others);
       for (double t : mine) {
         if (std::abs(med - t) < o.min_wait_us) continue;  // within noise: says nothing
-        Cell& ce = cell(sampled, p, c, w);
+        Cell& ce = cell(sampled, p, c, w);  // coarse window index
         ce.total++;
         if (t < med) {
           ce.last++;
-          ce.wait += med - t;
+          auto rp = represents.find({c, std::get<1>(key)});
+          ce.wait += (med - t) * (rp == represents.end() ? 1.0 : rp->second);
         }
       }
     }
   }
-  Scan(d, sampled, true, W, o, &events);
+  {
+    std::vector<LateEvent> coarse_events;
+    Scan(d, sampled, true, W * coarse, o, &coarse_events);
+    for (LateEvent& e : coarse_events) {
+      e.w0 *= coarse;
+      e.w1 = std::min(nw - 1, e.w1 * coarse + coarse - 1);
+      events.push_back(e);
+    }
+  }
   // One event per (proc, comm): the stronger source.
   std::sort(events.begin(), events.end(), [](const LateEvent& x, const LateEvent& y) {
     return std::tie(x.proc, x.comm, y.z) < std::tie(y.proc, y.comm, x.z);
@@ -233,10 +272,14 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
       return (static_cast<uint64_t>(x.op) << 56) ^ (static_cast<uint64_t>(c.n_ranks) << 40) ^
              (static_cast<uint64_t>(c.nnodes) << 28) ^ static_cast<uint64_t>(x.bytes) * 0x9E3779B97F4A7C15ULL;
     };
-    for (const Inst& x : d.insts) acc[key(x)].push_back(x.tmin);
+    // Only complete instances time the transfer itself: a sampled record's time includes its
+    // wait for the others.
+    for (const Inst& x : d.insts)
+      if (Complete(d, x)) acc[key(x)].push_back(x.tmin);
     std::unordered_map<uint64_t, double> base;
     for (auto& [k, v] : acc) base[k] = Median(std::move(v));
     for (const Inst& x : d.insts) {
+      if (!Complete(d, x)) continue;
       const double extra = x.tmin - 1.2 * base[key(x)];
       if (extra <= 0) continue;
       for (int p : d.comms[static_cast<size_t>(x.comm)].procs) {
@@ -270,9 +313,6 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
     }
     const double p2p = sum(p2p_wait[static_cast<size_t>(e.proc)], e.w0, e.w1);
     const double xfer = sum(slow_transfer[static_cast<size_t>(e.proc)], e.w0, e.w1);
-    if (std::getenv("COLLSCOPE_DEBUG_LATE"))
-      std::fprintf(stderr, "late proc %d rank %d host %d comm %s w%d-%d last %d/%d z %.1f share %.4f wait %.0f | waited %.0f p2p %.0f xfer %.0f\n",
-                   e.proc, d.procs[e.proc].global_rank, d.procs[e.proc].host, d.comms[e.comm].name.c_str(), e.w0, e.w1, e.last, e.instances, e.z, e.wait_share, e.wait_us, waited, p2p, xfer);
     if (waited + p2p + xfer >= need) continue;
     roots.push_back(&e);
   }

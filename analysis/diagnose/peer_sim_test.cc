@@ -1,0 +1,105 @@
+// Detectors judged against peers, end to end on simulated jobs read as a user reads them (the
+// Inspector logs alone, tier A): faults that last the whole job, where a rank's or a link's own
+// history holds no healthy baseline, and the sampled records of the 2.29 Inspector.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "analysis/diagnose/diagnose.h"
+#include "sim/sim.h"
+#include "tests/test_util.h"
+
+namespace collscope::diagnose {
+namespace {
+
+struct Shape {
+  int hosts, gpus, tp, pp, cp = 1;
+};
+
+std::vector<Finding> Diagnose(const std::string& dir, Shape sh, std::vector<std::string> faults,
+                              const std::string& flavor = "2.30", int steps = 40) {
+  sim::SimConfig c;
+  c.seed = 3;
+  c.cluster.hosts = sh.hosts;
+  c.cluster.gpus_per_host = c.cluster.nics_per_host = sh.gpus;
+  c.parallel.tp = sh.tp;
+  c.parallel.pp = sh.pp;
+  c.parallel.cp = sh.cp;
+  c.workload.layers = 4;
+  c.workload.hidden = 4096;
+  c.workload.seq_len = 2048;
+  c.workload.micro_batches = 4;
+  c.workload.steps = steps;
+  c.inspector.dump_interval_us = 200000;
+  c.inspector.flavor = flavor;
+  c.output.dir = dir;
+  c.output.kineto_max_ranks = 0;
+  for (const std::string& f : faults) {
+    sim::FaultSpec spec;
+    std::string err;
+    EXPECT_TRUE(sim::ParseFaultSpec(f, &spec, &err)) << err;
+    c.faults.push_back(spec);
+  }
+  sim::SimStats stats;
+  std::string err;
+  EXPECT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
+  // Tier A: the Inspector logs only (no state file, no step series).
+  std::vector<std::string> logs;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/nccl-inspector"))
+    if (e.path().extension() == ".log") logs.push_back(e.path().string());
+  auto f = DiagnosePaths(logs, DiagnoseOptions{});
+  EXPECT_TRUE(f.ok()) << f.status().message();
+  return f.ok() ? *f : std::vector<Finding>{};
+}
+
+TEST(PeerBaseline, NicDegradedForTheWholeJobNamesItsHostAlone) {
+  testing::TempDir dir;
+  auto f = Diagnose(dir / "job", {4, 4, 2, 2}, {"kind=nic_degrade,host=1,factor=0.35,start_step=0,end_step=40"});
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].kind, Kind::kSlowLink);
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"node-001"})) << FindingsToText(f);
+}
+
+TEST(PeerBaseline, GpuSlowFromStepZeroIsNamedAlone) {
+  testing::TempDir dir;
+  // Rank 150 of 256 in the issue; here rank 5 of 16 (TP partner 4, pipeline partners on other
+  // hosts): neither its partner nor the next stage, which wait for it, may be blamed.
+  auto f = Diagnose(dir / "job", {4, 4, 2, 2}, {"kind=gpu_straggler,rank=5,factor=1.3,start_step=0,end_step=40"});
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].kind, Kind::kSlowCompute);
+  EXPECT_EQ(f[0].ranks, std::vector<int>({5})) << FindingsToText(f);
+}
+
+TEST(PeerBaseline, HostSlowForTheWholeJobIsItsHostNotItsPipelineNeighbour) {
+  testing::TempDir dir;
+  // 64 GPUs, TP=4 x CP=2 fill a host: the host is one block of a pipeline stage, and the next
+  // stage's host waits on it through the pipeline.
+  auto f = Diagnose(dir / "job", {8, 8, 4, 2, 2}, {"kind=host_slowdown,host=5,factor=1.3,start_step=0,end_step=40"});
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].kind, Kind::kSlowCompute);
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"node-005"})) << FindingsToText(f);
+}
+
+TEST(PeerBaseline, SampledRecordsOfAHealthyJobGiveNoFinding) {
+  testing::TempDir dir;
+  // 2.29's latest-snapshot dumps catch one member of most collectives: which op a rank ran at a
+  // sequence number, or how far a communicator got, cannot be read from them.
+  auto f = Diagnose(dir / "job", {4, 4, 2, 2}, {}, "2.29");
+  EXPECT_TRUE(f.empty()) << FindingsToText(f);
+}
+
+TEST(PeerBaseline, SampledRecordsStillShowAStraggler) {
+  testing::TempDir dir;
+  // Each sampled record against the other members' records of the window (chance 1/2). A 40-step
+  // job leaves 14 records of the straggler's tensor-parallel group (z = 3.7, below the bar of 5):
+  // this one runs long enough for 40.
+  auto f = Diagnose(dir / "job", {4, 4, 2, 2}, {"kind=gpu_straggler,rank=6,factor=1.8,start_step=0,end_step=120"},
+                    "2.29", 120);
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].ranks, std::vector<int>({6})) << FindingsToText(f);
+}
+
+}  // namespace
+}  // namespace collscope::diagnose
