@@ -134,6 +134,28 @@ void MakeLate(CommData* d, int proc, int not_with, int s0, int s1) {
   }
 }
 
+// A slow transfer keeps every member of its communicator busy: ranks 4 and 6 (cross-host pair
+// 0xp23, 5x slower in steps 20-80) then arrive last in their tensor-parallel groups. They waited
+// on the link, not the other way round: no compute straggler.
+TEST(SlowCompute, LatenessFromASlowTransferIsNoStraggler) {
+  CommData d = Job();
+  Fill(&d, 100, -1, 0, 0, -1, 0, 0);
+  for (Inst& x : d.insts) {
+    if (x.sn < 20 || x.sn >= 80) continue;
+    const std::string& id = d.comms[x.comm].id;
+    if (id == "0xp23") {
+      x.tmin *= 5;
+      x.tmed = x.tmin + 10;
+      x.tmax = x.tmin + 11;
+    } else if (id == "0xt2" || id == "0xt3") {
+      x.pmin = id == "0xt2" ? 4 : 6;
+      x.tmax = x.tmin + 1500;
+      x.tmed = x.tmax;
+    }
+  }
+  EXPECT_TRUE(DetectSlowCompute(d, Opts()).empty()) << FindingsToText(DetectSlowCompute(d, Opts()));
+}
+
 TEST(SlowCompute, RanksOfOneHostWithOverlappingWindowsAreOneFinding) {
   CommData d = Job();
   Fill(&d, 100, -1, 0, 0, -1, 0, 0);
@@ -224,6 +246,60 @@ TEST(Healthy, NoFindings) {
   EXPECT_TRUE(DetectSlowCompute(d, Opts()).empty());
   EXPECT_TRUE(DetectMismatch(d).empty());
   EXPECT_TRUE(DetectHangFromRecords(d).empty());
+}
+
+// "An op only one rank issued" needs one rank: an op that several ranks recorded one at a time
+// (sampled records) was issued by all of them.
+TEST(Mismatch, AnOpRecordedByRanksOneAtATimeIsNoMismatch) {
+  CommData d = Job();
+  Fill(&d, 20, -1, 0, 0, -1, 0, 0);
+  for (int k = 0; k < 4; ++k) {
+    Inst x;
+    x.comm = 4;  // 0xd0 {0, 2, 4, 6}; its op 0 is complete
+    x.op = 2;
+    x.sn = k;
+    x.bytes = 1 << 20;
+    x.n = 1;
+    x.pmin = 2 * k;
+    x.tmin = x.tmed = x.tmax = 100;
+    x.ts = d.t0 + k * 100000;
+    d.insts.push_back(x);
+  }
+  EXPECT_TRUE(DetectMismatch(d).empty()) << FindingsToText(DetectMismatch(d));
+}
+
+// ...and records that are sampled everywhere cannot say that the others never issued it.
+TEST(Mismatch, SampledRecordsCannotShowAMissingOp) {
+  CommData d = Job();
+  Fill(&d, 20, -1, 0, 0, -1, 0, 0);
+  for (Inst& x : d.insts)
+    if (x.comm == 4) { x.n = 1; x.pmin = d.comms[4].procs[static_cast<size_t>(x.sn % 4)]; }
+  Inst odd;
+  odd.comm = 4;
+  odd.op = 2;
+  odd.sn = 0;
+  odd.bytes = 1 << 20;
+  odd.n = 1;
+  odd.pmin = 4;
+  odd.tmin = odd.tmed = odd.tmax = 100;
+  odd.ts = d.t0;
+  d.insts.push_back(odd);
+  EXPECT_TRUE(DetectMismatch(d).empty()) << FindingsToText(DetectMismatch(d));
+  // The same with complete records is a mismatch.
+  for (Inst& x : d.insts)
+    if (x.comm == 4 && x.op == 0) x.n = 4;
+  EXPECT_EQ(DetectMismatch(d).size(), 1u);
+}
+
+// A communicator behind its siblings says "hang" only when its records are complete.
+TEST(HangFromRecords, SampledRecordsSayNothingOfProgress) {
+  CommData d = Job();
+  Fill(&d, 20, -1, 0, 0, -1, 0, 0);
+  // Sampled dumps caught 0xd1's last instances nowhere: it looks 5 collectives behind 0xd0.
+  std::erase_if(d.insts, [](const Inst& x) { return x.comm == 5 && x.sn >= 15; });
+  for (Inst& x : d.insts)
+    if (x.comm == 4 || x.comm == 5) x.n = 1;
+  EXPECT_TRUE(DetectHangFromRecords(d).empty()) << FindingsToText(DetectHangFromRecords(d));
 }
 
 TEST(Mismatch, MinorityMessageSizeIsTheRootCause) {

@@ -128,22 +128,6 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
   // arrived later than they usually did (chance 1/2).
   struct Rec { int proc; double exec; };
   std::map<std::tuple<int, int, int64_t, int>, std::vector<Rec>> sampled_recs;
-  // Sampled records come one per dump: compare them over windows of at least two dump
-  // intervals (the median gap between a process's sampled records), so that several members
-  // have records in each.
-  int coarse = 1;
-  {
-    std::map<int, std::vector<int64_t>> ts;
-    for (const Inst& x : d.insts)
-      if (!Complete(d, x) && x.pmin >= 0) ts[x.pmin].push_back(x.ts);
-    std::vector<double> gaps;
-    for (auto& [p, v] : ts) {
-      std::sort(v.begin(), v.end());
-      v.erase(std::unique(v.begin(), v.end()), v.end());
-      for (size_t i = 1; i < v.size(); ++i) gaps.push_back(static_cast<double>(v[i] - v[i - 1]));
-    }
-    if (!gaps.empty()) coarse = std::max(1, static_cast<int>(std::ceil(2 * Median(gaps) / W)));
-  }
   // How many collectives one sampled record stands for: the median step of its sequence number
   // between two records of one process (what its peers waited is scaled by it).
   std::map<std::pair<int, int>, double> represents;  // (comm, op)
@@ -169,7 +153,7 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
       c.last++;
       c.wait += wait;
     } else if (x.pmin >= 0) {
-      sampled_recs[{x.comm, x.op, x.bytes, w / coarse}].push_back({x.pmin, x.tmin});
+      sampled_recs[{x.comm, x.op, x.bytes, w}].push_back({x.pmin, x.tmin});
     }
   }
   for (auto& [key, v] : complete) {
@@ -190,7 +174,7 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
       const double med = Median(others);
       for (double t : mine) {
         if (std::abs(med - t) < o.min_wait_us) continue;  // within noise: says nothing
-        Cell& ce = cell(sampled, p, c, w);  // coarse window index
+        Cell& ce = cell(sampled, p, c, w);
         ce.total++;
         if (t < med) {
           ce.last++;
@@ -200,15 +184,7 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
       }
     }
   }
-  {
-    std::vector<LateEvent> coarse_events;
-    Scan(d, sampled, true, W * coarse, o, &coarse_events);
-    for (LateEvent& e : coarse_events) {
-      e.w0 *= coarse;
-      e.w1 = std::min(nw - 1, e.w1 * coarse + coarse - 1);
-      events.push_back(e);
-    }
-  }
+  Scan(d, sampled, true, W, o, &events);
   // One event per (proc, comm): the stronger source.
   std::sort(events.begin(), events.end(), [](const LateEvent& x, const LateEvent& y) {
     return std::tie(x.proc, x.comm, y.z) < std::tie(y.proc, y.comm, x.z);
