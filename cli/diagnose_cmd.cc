@@ -34,7 +34,8 @@ int Run(const Options& o) {
                         : DiagnosePaths(o.paths, d, nullptr, store->get(), &read);
     // Kineto kernels and steps stored by `collscope ingest` (L3 kernel modes, L1 steps).
     if (f.ok() && readers::HasKinetoTables(**store)) {
-      read.stored_kernels = true;
+      auto kernels = (*store)->QueryInt("SELECT count(*) FROM kernels");
+      read.stored_kernels = kernels.ok() && *kernels > 0;
       auto k = DiagnoseKineto(**store, o.run, true);
       if (!k.ok()) f = k.status();
       else { f->insert(f->end(), k->begin(), k->end()); Consolidate(&*f); }
