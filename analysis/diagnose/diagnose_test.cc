@@ -559,6 +559,15 @@ TEST(HangFromRecords, DependentCommunicatorsMakeOneFinding) {
   EXPECT_TRUE(f[0].ranks.empty()) << "completion records cannot name the member";
 }
 
+TEST(Findings, TextPrintsIntegersAsIntegers) {
+  Finding f;
+  f.Add("collective_seq_id", 44791);
+  f.Add("bytes", 40000000);
+  f.Add("ratio", 2.815);
+  const std::string t = FindingsToText({f});
+  EXPECT_NE(t.find("collective_seq_id=44791 bytes=40000000 ratio=2.815"), std::string::npos) << t;
+}
+
 TEST(Findings, JsonRoundTrip) {
   Finding f;
   f.kind = Kind::kHang;

@@ -245,7 +245,11 @@ std::string FindingsToText(const std::vector<Finding>& findings) {
       for (const Evidence& e : f.evidence) {
         o += " " + e.key + "=";
         if (!e.text.empty()) o += e.text;
-        else {
+        else if (e.value == std::floor(e.value) && std::abs(e.value) < 1e15) {
+          // Counts, sizes and sequence numbers read as integers (sn=44791, not 4.479e+04).
+          std::snprintf(b, sizeof b, "%lld", static_cast<long long>(e.value));
+          o += b;
+        } else {
           std::snprintf(b, sizeof b, "%.4g", e.value);
           o += b;
         }
