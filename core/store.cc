@@ -1,5 +1,8 @@
 #include "core/store.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include <filesystem>
 
 #include "core/bandwidth.h"
@@ -106,33 +109,37 @@ Status Store::Exec(const std::string& sql) {
 }
 
 namespace {
-// ENUM columns need their dictionary: the row-wise accessors render them as empty strings.
-void RenderEnumColumn(duckdb_result* r, idx_t col, QueryResult& out) {
-  duckdb_logical_type type = duckdb_column_logical_type(r, col);
-  duckdb_type internal = duckdb_enum_internal_type(type);
-  std::vector<std::string> names(duckdb_enum_dictionary_size(type));
-  for (idx_t i = 0; i < names.size(); ++i) {
-    char* v = duckdb_enum_dictionary_value(type, i);
-    names[i] = v;
-    duckdb_free(v);
+// DuckDB's row-wise accessors render ENUM values as empty strings, and a result whose chunks
+// were fetched cannot be read row-wise any more. A result with ENUM columns is therefore run
+// again with those columns cast to VARCHAR (EnumsAsText), so every column reads row-wise.
+bool HasEnumColumn(duckdb_result* r) {
+  for (idx_t c = 0, n = duckdb_column_count(r); c < n; ++c)
+    if (duckdb_column_type(r, c) == DUCKDB_TYPE_ENUM) return true;
+  return false;
+}
+
+std::string QuoteIdent(const std::string& s) {
+  std::string o = "\"";
+  for (char ch : s) o += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return o + "\"";
+}
+
+// `sql` wrapped so that its ENUM columns come back as text; empty when the columns' names do
+// not tell them apart.
+std::string EnumsAsText(duckdb_result* r, const std::string& sql) {
+  std::vector<std::string> names;
+  std::string cols;
+  for (idx_t c = 0, n = duckdb_column_count(r); c < n; ++c) {
+    const std::string name = duckdb_column_name(r, c);
+    if (std::find(names.begin(), names.end(), name) != names.end()) return "";
+    names.push_back(name);
+    cols += (c ? ", " : "") + (duckdb_column_type(r, c) == DUCKDB_TYPE_ENUM
+                                   ? "CAST(" + QuoteIdent(name) + " AS VARCHAR) AS " + QuoteIdent(name)
+                                   : QuoteIdent(name));
   }
-  duckdb_destroy_logical_type(&type);
-  idx_t row = 0;
-  for (idx_t c = 0, n = duckdb_result_chunk_count(*r); c < n; ++c) {
-    duckdb_data_chunk chunk = duckdb_result_get_chunk(*r, c);
-    idx_t size = duckdb_data_chunk_get_size(chunk);
-    duckdb_vector vec = duckdb_data_chunk_get_vector(chunk, col);
-    void* data = duckdb_vector_get_data(vec);
-    uint64_t* validity = duckdb_vector_get_validity(vec);
-    for (idx_t i = 0; i < size; ++i, ++row) {
-      if (!duckdb_validity_row_is_valid(validity, i)) continue;  // stays NULL
-      uint64_t code = internal == DUCKDB_TYPE_UTINYINT    ? static_cast<uint8_t*>(data)[i]
-                      : internal == DUCKDB_TYPE_USMALLINT ? static_cast<uint16_t*>(data)[i]
-                                                          : static_cast<uint32_t*>(data)[i];
-      out.rows[row][col] = code < names.size() ? names[code] : std::string();
-    }
-    duckdb_destroy_data_chunk(&chunk);
-  }
+  std::string inner = sql;
+  while (!inner.empty() && (std::isspace(static_cast<unsigned char>(inner.back())) || inner.back() == ';')) inner.pop_back();
+  return "SELECT " + cols + " FROM (" + inner + "\n) AS collscope_enums_as_text";
 }
 
 Result<QueryResult> RenderResult(duckdb_result* r) {
@@ -144,11 +151,9 @@ Result<QueryResult> RenderResult(duckdb_result* r) {
   }
   idx_t rows = duckdb_row_count(r);
   out.rows.assign(rows, std::vector<std::optional<std::string>>(cols));
+  // Row-wise accessors first: once a result's chunks have been fetched (for ENUM columns),
+  // DuckDB's row-wise accessors read it as empty.
   for (idx_t c = 0; c < cols; ++c) {
-    if (out.types[c] == DUCKDB_TYPE_ENUM) {
-      RenderEnumColumn(r, c, out);
-      continue;
-    }
     for (idx_t i = 0; i < rows; ++i) {
       if (duckdb_value_is_null(r, c, i)) continue;
       char* v = duckdb_value_varchar(r, c, i);
@@ -166,6 +171,16 @@ Result<QueryResult> Store::Query(const std::string& sql) {
     std::string msg = ResultError(&r, "query failed");
     duckdb_destroy_result(&r);
     return Status::Error(msg);
+  }
+  if (HasEnumColumn(&r)) {
+    const std::string again = EnumsAsText(&r, sql);
+    duckdb_result t;
+    if (!again.empty() && duckdb_query(conn_, again.c_str(), &t) == DuckDBSuccess) {
+      duckdb_destroy_result(&r);
+      r = t;
+    } else if (!again.empty()) {
+      duckdb_destroy_result(&t);
+    }
   }
   Result<QueryResult> out = RenderResult(&r);
   duckdb_destroy_result(&r);
@@ -206,6 +221,22 @@ Result<QueryResult> Store::QueryReadOnly(const std::string& sql) {
       duckdb_destroy_prepare(&prep);
       duckdb_destroy_extracted(&stmts);
       return Status::Error(msg);
+    }
+    if (n == 1 && type == DUCKDB_STATEMENT_TYPE_SELECT && HasEnumColumn(&r)) {
+      // The same read-only SELECT again, its ENUM columns as text (EnumsAsText).
+      const std::string again = EnumsAsText(&r, sql);
+      duckdb_prepared_statement p2 = nullptr;
+      duckdb_result t;
+      if (!again.empty() && duckdb_prepare(conn_, again.c_str(), &p2) == DuckDBSuccess &&
+          duckdb_prepared_statement_type(p2) == DUCKDB_STATEMENT_TYPE_SELECT) {
+        if (duckdb_execute_prepared(p2, &t) == DuckDBSuccess) {
+          duckdb_destroy_result(&r);
+          r = t;
+        } else {
+          duckdb_destroy_result(&t);
+        }
+      }
+      duckdb_destroy_prepare(&p2);
     }
     last = RenderResult(&r);
     duckdb_destroy_result(&r);

@@ -66,6 +66,17 @@ TEST(Taxonomy, StoreSchemaCarriesRolesAsComments) {
   ASSERT_EQ(e->rows.size(), 3000u);
   EXPECT_EQ(e->rows[2999][0].value_or("NULL"), "nic-only");
   EXPECT_FALSE(e->rows[2999][1].has_value());
+  // ...and the other columns of a result with an ENUM column keep their values.
+  auto mixed = (*store)->Query("SELECT 'nic-only'::coll_type AS t, 42 AS n, 'x' AS s FROM range(3)");
+  ASSERT_TRUE(mixed.ok());
+  ASSERT_EQ(mixed->rows.size(), 3u);
+  EXPECT_EQ(mixed->rows[2][0].value_or("NULL"), "nic-only");
+  EXPECT_EQ(mixed->rows[2][1].value_or("NULL"), "42");
+  EXPECT_EQ(mixed->rows[2][2].value_or("NULL"), "x");
+  auto read_only = (*store)->QueryReadOnly("SELECT 'nic-only'::coll_type AS t, 42 AS n FROM range(3);");
+  ASSERT_TRUE(read_only.ok()) << read_only.status().message();
+  EXPECT_EQ(read_only->rows[2][0].value_or("NULL"), "nic-only");
+  EXPECT_EQ(read_only->rows[2][1].value_or("NULL"), "42");
   EXPECT_EQ(ColumnIndex("records", "nope"), -1);
 }
 

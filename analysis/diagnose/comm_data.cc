@@ -146,10 +146,11 @@ Result<CommData> LoadCommData(Store& store, const std::string& run) {
                   "SELECT CAST(o.comm_id AS BIGINT), CAST(r.process_id AS BIGINT), "
                   "CAST(coalesce(o.peer, -1) AS BIGINT), CAST(o.op = 'Send' AS BIGINT), "
                   "CAST(o.msg_size_bytes AS BIGINT), CAST(r.exec_time_us AS DOUBLE), "
-                  "CAST(coalesce(r.start_ts_us, r.kernel_start_ts_us, r.dump_ts_us) AS BIGINT) "
+                  "CAST(coalesce(r.start_ts_us, r.kernel_start_ts_us, r.dump_ts_us) AS BIGINT), "
+                  "CAST(coalesce(r.sn, -1) AS BIGINT) "
                   "FROM records r JOIN operations o USING (run_id, op_id) WHERE r.run_id = " +
                       run_filter + " AND o.kind = 'p2p' AND o.op IN ('Send', 'Recv')",
-                  "iiiiidi");
+                  "iiiiidii");
   if (!p2.ok()) return p2.status();
   d.p2p.reserve(p2->rows);
   for (size_t i = 0; i < p2->rows; ++i) {
@@ -167,6 +168,7 @@ Result<CommData> LoadCommData(Store& store, const std::string& run) {
     x.bytes = p2->i[4][i];
     x.exec = p2->d[0][i];
     x.ts = p2->i[5][i];
+    x.sn = p2->i[6][i];
     d.p2p.push_back(x);
   }
   if (d.insts.empty()) d.t0 = d.t1 = 0;

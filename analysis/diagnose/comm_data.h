@@ -52,6 +52,7 @@ struct P2p {
   int64_t bytes = 0;
   double exec = 0;     // microseconds
   int64_t ts = 0;      // start (or dump) timestamp, wall-clock us
+  int64_t sn = -1;     // the transfer's sequence number: a Send and its Recv share it
 };
 
 struct CommData {
@@ -99,6 +100,9 @@ std::vector<Finding> DetectPipelineBubble(const CommData& d, const CommOptions& 
 // Pipeline stage of every global rank in a pipeline communicator (its communicator rank there);
 // what the step-phase bubble check (bubble_steps.h) groups ranks by.
 std::map<int, int> PipelineStageOfRank(const CommData& d);
+// slow_link from intermittent collapses (link flaps): transfers through one host that take
+// several times their peers' usual time, in recurring bursts (link_flap.cc).
+std::vector<Finding> DetectLinkFlaps(const CommData& d, const CommOptions& o);
 // hang from completion records: a communicator stopped behind its siblings.
 std::vector<Finding> DetectHangFromRecords(const CommData& d);
 

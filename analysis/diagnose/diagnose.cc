@@ -116,6 +116,9 @@ void Consolidate(std::vector<Finding>* fs) {
   // ranks) whose windows overlap.
   MergeSame(fs, Kind::kPipelineBubble,
             [](const Finding& a, const Finding& b) { return ShareRank(a, b) && OverlapInTime(a, b); });
+  // One link, one finding: slow-link findings naming the same hosts (a degradation seen in two
+  // runs of windows, or a flap that also slowed whole windows) are one root cause.
+  MergeSame(fs, Kind::kSlowLink, [](const Finding& a, const Finding& b) { return a.hosts == b.hosts; });
   // One compute straggler, one finding: slow_compute findings of one host (or of hosts one of
   // them covers, such as a slow pipeline stage) whose windows overlap are merged, whichever
   // detector saw them (late arrivals, repeated stalls, a slow pipeline stage).
@@ -130,7 +133,7 @@ namespace {
 // Every communication-level detector over loaded records.
 std::vector<Finding> DetectAll(const CommData& data, const DiagnoseOptions& o) {
   std::vector<Finding> out;
-  for (auto* det : {&DetectSlowLink, &DetectSlowCompute, &DetectPipelineBubble}) {
+  for (auto* det : {&DetectSlowLink, &DetectLinkFlaps, &DetectSlowCompute, &DetectPipelineBubble}) {
     auto f = det(data, o.comm);
     out.insert(out.end(), f.begin(), f.end());
   }

@@ -303,10 +303,15 @@ void AddFaultScenarios(const Shape& sh, int seed, int steps, std::vector<Scenari
   out->push_back({"healthy-missing" + sfx, job({}), {}, "missing:" + std::to_string(r.Int(0, world - 1))});
   out->push_back({"nic_degrade" + sfx, job({}), {nic(host())}, ""});
   {
-    const int period = r.Int(3, 10) * 200000;
+    // Flaps recur: 2-8 outages in the fault's window (these jobs run about 65 ms a step), 10-100
+    // ms each; two outages are below what can be told from a transient.
+    const std::string w = window();
+    const int s0 = std::atoi(w.c_str() + w.find("start_step=") + 11), s1 = std::atoi(w.c_str() + w.find("end_step=") + 9);
+    const int period = std::max(150000, (s1 - s0) * 65000 / r.Int(2, 8));
+    const int down = std::min(period / 3, r.Int(10, 100) * 1000);
     out->push_back({"link_flap" + sfx, job({}),
                     {"kind=link_flap,host=" + std::to_string(host()) + ",period_us=" + std::to_string(period) +
-                     ",down_us=" + std::to_string(r.Int(10, 100) * 1000) + window()}, ""});
+                     ",down_us=" + std::to_string(down) + w}, ""});
   }
   {
     const int rank = r.Int(0, world - 1);

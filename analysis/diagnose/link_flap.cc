@@ -1,0 +1,201 @@
+// slow_link from link flaps (comm.link_flap): a link that goes down for tens of milliseconds
+// now and then stalls whatever crosses it at that moment, and the transfer completes after the
+// retry. The windowed slow-link detector does not see it (a few transfers per period leave
+// every window's median as it was); single transfers do.
+//
+// A transfer *collapsed* when its wire time is at least 4x its peers' usual: for a collective,
+// its shortest member time (the member that arrived last waited for nobody) against the lower
+// quartile of the medians of the communicators running its kernel key; for a point-to-point
+// transfer, the shorter of its Send and its Recv (the side that posted last), against its
+// sibling pairs' median. The culprit hosts are the fewest that every collapsed transfer crosses
+// (greedy cover, as for slow links), a host's fast transfers clearing it; a host whose transfers
+// collapse most of the time is degraded, not flapping, and left to comm.slow_link. Its collapses
+// cluster in time into bursts; three bursts or more make one finding per host, with their count
+// and period.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+
+#include "analysis/diagnose/comm_data.h"
+
+namespace collscope::diagnose {
+namespace {
+
+constexpr double kCollapse = 4;  // wire time / usual: under a quarter of the bandwidth
+
+struct Transfer {
+  int64_t ts = 0;
+  std::vector<int> hosts;  // sorted, distinct, at least two
+  std::vector<int> procs;
+  double ratio = 0;
+  double excess_us = 0;    // wire time beyond the usual: about the outage it sat through
+};
+
+uint64_t KernelKey(const CommData& d, const Inst& x) {
+  const Comm& c = d.comms[static_cast<size_t>(x.comm)];
+  return (static_cast<uint64_t>(x.op) << 56) ^ (static_cast<uint64_t>(c.n_ranks) << 40) ^
+         (static_cast<uint64_t>(c.nnodes) << 28) ^ static_cast<uint64_t>(x.bytes) * 0x9E3779B97F4A7C15ULL;
+}
+
+std::string Fmt(const char* f, double a) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, a);
+  return b;
+}
+
+// Every cross-host transfer whose wire time is known, with its ratio to its peers' usual.
+std::vector<Transfer> CrossHostTransfers(const CommData& d) {
+  std::vector<Transfer> out;
+  std::unordered_map<uint64_t, std::map<int, std::vector<double>>> by;
+  for (const Inst& x : d.insts)
+    if (x.n == static_cast<int>(d.comms[static_cast<size_t>(x.comm)].procs.size()) && x.n >= 2)
+      by[KernelKey(d, x)][x.comm].push_back(x.tmin);
+  std::unordered_map<uint64_t, double> base;
+  for (auto& [k, comms] : by) {
+    std::vector<double> med;
+    for (auto& [c, v] : comms) med.push_back(Median(std::move(v)));
+    std::sort(med.begin(), med.end());
+    base[k] = med[(med.size() - 1) / 4];
+  }
+  for (const Inst& x : d.insts) {
+    const Comm& c = d.comms[static_cast<size_t>(x.comm)];
+    if (c.hosts.size() < 2 || x.n != static_cast<int>(c.procs.size()) || x.n < 2) continue;
+    const double b = base[KernelKey(d, x)];
+    if (b <= 0) continue;
+    out.push_back({x.ts, c.hosts, c.procs, x.tmin / b, x.tmin - b});
+  }
+  // Point-to-point: a Send and its Recv share (communicator, sender, receiver, sequence number).
+  struct Pair { double send = -1, recv = -1; int64_t ts = INT64_MAX; int64_t bytes = 0; };
+  std::map<std::tuple<int, int, int, int64_t>, Pair> pairs;
+  for (const P2p& x : d.p2p) {
+    if (x.peer < 0 || x.sn < 0) continue;
+    const int from = x.send ? x.proc : x.peer, to = x.send ? x.peer : x.proc;
+    if (d.procs[static_cast<size_t>(from)].host == d.procs[static_cast<size_t>(to)].host) continue;
+    Pair& p = pairs[{x.comm, from, to, x.sn}];
+    (x.send ? p.send : p.recv) = x.exec;
+    p.ts = std::min(p.ts, x.ts);
+    p.bytes = x.bytes;
+  }
+  std::map<std::tuple<std::string, int, int64_t>, std::vector<double>> sibling;  // (name, size, bytes)
+  for (auto& [k, p] : pairs) {
+    if (p.send < 0 || p.recv < 0) continue;
+    const Comm& c = d.comms[static_cast<size_t>(std::get<0>(k))];
+    sibling[{c.name, c.n_ranks, p.bytes}].push_back(std::min(p.send, p.recv));
+  }
+  std::map<std::tuple<std::string, int, int64_t>, double> sibling_base;
+  for (auto& [k, v] : sibling) sibling_base[k] = Median(std::move(v));
+  for (auto& [k, p] : pairs) {
+    if (p.send < 0 || p.recv < 0) continue;
+    const Comm& c = d.comms[static_cast<size_t>(std::get<0>(k))];
+    const double b = sibling_base[{c.name, c.n_ranks, p.bytes}];
+    if (b <= 0) continue;
+    const int from = std::get<1>(k), to = std::get<2>(k);
+    std::vector<int> hs = {d.procs[static_cast<size_t>(from)].host, d.procs[static_cast<size_t>(to)].host};
+    SortUnique(&hs);
+    const double wire = std::min(p.send, p.recv);
+    out.push_back({p.ts, hs, {from, to}, wire / b, wire - b});
+  }
+  return out;
+}
+
+// Sampling interval of the collectives' timestamps when they are dump times (the median gap
+// between a process's distinct record times); 0 when the records carry start times.
+double DumpGrain(const CommData& d) {
+  if (d.timestamps_exact) return 0;
+  std::map<int, std::vector<int64_t>> ts;
+  for (const Inst& x : d.insts)
+    if (x.pmin >= 0) ts[x.pmin].push_back(x.ts);
+  std::vector<double> gaps;
+  for (auto& [p, v] : ts) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    for (size_t i = 1; i < v.size(); ++i) gaps.push_back(static_cast<double>(v[i] - v[i - 1]));
+  }
+  return Median(gaps);
+}
+
+}  // namespace
+
+std::vector<Finding> DetectLinkFlaps(const CommData& d, const CommOptions& o) {
+  std::vector<Finding> out;
+  const std::vector<Transfer> all = CrossHostTransfers(d);
+  std::vector<int> total(d.hosts.size(), 0), collapsed(d.hosts.size(), 0);
+  std::vector<const Transfer*> bad;
+  for (const Transfer& t : all) {
+    for (int h : t.hosts) total[static_cast<size_t>(h)]++;
+    if (t.ratio < kCollapse) continue;
+    bad.push_back(&t);
+    for (int h : t.hosts) collapsed[static_cast<size_t>(h)]++;
+  }
+  if (bad.empty()) return out;
+  const double grain = DumpGrain(d);
+  // Greedy cover: the host that the most remaining collapses cross, while it explains nearly all
+  // of them (o.host_cover of the rest) and its own transfers collapse only now and then.
+  std::vector<const Transfer*> left = bad;
+  while (!left.empty()) {
+    std::map<int, int> cover;
+    for (const Transfer* t : left)
+      for (int h : t->hosts) cover[h]++;
+    auto best = std::max_element(cover.begin(), cover.end(),
+                                 [](const auto& a, const auto& b) { return a.second < b.second; });
+    const int h = best->first;
+    if (best->second < o.host_cover * static_cast<double>(left.size())) break;
+    std::vector<const Transfer*> mine;
+    std::vector<const Transfer*> rest;
+    for (const Transfer* t : left)
+      (std::binary_search(t->hosts.begin(), t->hosts.end(), h) ? mine : rest).push_back(t);
+    left = std::move(rest);
+    const double share = static_cast<double>(collapsed[static_cast<size_t>(h)]) / std::max(1, total[static_cast<size_t>(h)]);
+    if (share > 0.5) continue;  // collapsing most of the time: a degraded link (comm.slow_link)
+    // Collapses less than an outage apart (their median excess time, or one dump interval when
+    // the times are dump times) sat through the same outage: one burst.
+    std::sort(mine.begin(), mine.end(), [](const Transfer* a, const Transfer* b) { return a->ts < b->ts; });
+    std::vector<double> excess;
+    for (const Transfer* t : mine) excess.push_back(t->excess_us);
+    const double gap = std::max(1.5 * Median(excess), 1.01 * grain);
+    std::vector<int64_t> burst_start;
+    int64_t last = INT64_MIN / 2;
+    for (const Transfer* t : mine) {
+      if (static_cast<double>(t->ts - last) > gap) burst_start.push_back(t->ts);
+      last = t->ts;
+    }
+    if (burst_start.size() < 3) continue;
+    std::vector<double> gaps, ratios;
+    for (size_t i = 1; i < burst_start.size(); ++i) gaps.push_back(static_cast<double>(burst_start[i] - burst_start[i - 1]));
+    for (const Transfer* t : mine) ratios.push_back(t->ratio);
+    const double period = Median(gaps), ratio = Median(ratios);
+    Finding f;
+    f.kind = Kind::kSlowLink;
+    f.detector = "comm.link_flap";
+    f.hosts = {d.hosts[static_cast<size_t>(h)]};
+    std::set<int> victims;
+    for (const Transfer* t : mine)
+      for (int p : t->procs) {
+        const int r = d.procs[static_cast<size_t>(p)].global_rank;
+        (d.procs[static_cast<size_t>(p)].host == h ? f.ranks : f.victims).push_back(r);
+      }
+    SortUnique(&f.ranks);
+    SortUnique(&f.victims);
+    f.start_us = burst_start.front();
+    f.end_us = mine.back()->ts + static_cast<int64_t>(gap);
+    f.confidence = std::min(0.95, 0.5 + 0.05 * static_cast<double>(burst_start.size()));
+    f.Add("bursts", static_cast<double>(burst_start.size()));
+    f.Add("period_s", period / 1e6);
+    f.Add("collapsed_transfers", static_cast<double>(mine.size()));
+    f.Add("collapsed_share", share);
+    f.Add("median_slowdown", ratio);
+    f.summary = "The network link of host " + f.hosts[0] + " flaps: " + std::to_string(burst_start.size()) +
+                " bursts about every " + Fmt("%.2f", period / 1e6) + " s since " + FormatTimeUs(f.start_us) +
+                ", in which " + std::to_string(mine.size()) + " transfers through it took a median " +
+                Fmt("%.0f", ratio) + "x their usual time; check its NIC, cable and switch port for link "
+                "down/up events.";
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+}  // namespace collscope::diagnose
