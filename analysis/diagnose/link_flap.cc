@@ -8,10 +8,9 @@
 // quartile of the medians of the communicators running its kernel key; for a point-to-point
 // transfer, the shorter of its Send and its Recv (the side that posted last), against its
 // sibling pairs' median. The culprit hosts are the fewest that every collapsed transfer crosses
-// (greedy cover, as for slow links), a host's fast transfers clearing it; a host whose transfers
-// collapse most of the time is degraded, not flapping, and left to comm.slow_link. Its collapses
-// cluster in time into bursts; three bursts or more make one finding per host, with their count
-// and period.
+// (greedy cover, as for slow links), a host's fast transfers clearing it. Its collapses cluster
+// in time into bursts (a degraded link's make one long burst, left to comm.slow_link); three
+// bursts or more make one finding per host, with their count and period.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -150,7 +149,6 @@ std::vector<Finding> DetectLinkFlaps(const CommData& d, const CommOptions& o) {
       (std::binary_search(t->hosts.begin(), t->hosts.end(), h) ? mine : rest).push_back(t);
     left = std::move(rest);
     const double share = static_cast<double>(collapsed[static_cast<size_t>(h)]) / std::max(1, total[static_cast<size_t>(h)]);
-    if (share > 0.5) continue;  // collapsing most of the time: a degraded link (comm.slow_link)
     // Collapses less than an outage apart (their median excess time, or one dump interval when
     // the times are dump times) sat through the same outage: one burst.
     std::sort(mine.begin(), mine.end(), [](const Transfer* a, const Transfer* b) { return a->ts < b->ts; });

@@ -82,6 +82,35 @@ TEST(PeerBaseline, HostSlowForTheWholeJobIsItsHostNotItsPipelineNeighbour) {
   EXPECT_EQ(f[0].hosts, std::vector<std::string>({"node-005"})) << FindingsToText(f);
 }
 
+TEST(LinkFlap, RecurringCollapsesAreOneFindingOfTheirHost) {
+  testing::TempDir dir;
+  // 50 ms down every 600 ms for the whole job: each outage stalls the transfers crossing
+  // node-001 at that moment; every window's median stays as it was.
+  auto f = Diagnose(dir / "job", {4, 4, 2, 2}, {"kind=link_flap,host=1,period_us=600000,down_us=50000"});
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].kind, Kind::kSlowLink);
+  EXPECT_EQ(f[0].detector, "comm.link_flap");
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"node-001"}));
+  double bursts = 0, period = 0;
+  for (const Evidence& e : f[0].evidence) {
+    if (e.key == "bursts") bursts = e.value;
+    if (e.key == "period_s") period = e.value;
+  }
+  EXPECT_GE(bursts, 3) << FindingsToText(f);
+  EXPECT_NEAR(period, 0.6, 0.1) << FindingsToText(f);
+}
+
+TEST(LinkFlap, ADegradedNicIsOneSlowLinkFinding) {
+  testing::TempDir dir;
+  // Every transfer through the host collapses: a degradation (comm.slow_link), not a flap, and
+  // one finding however many detectors saw it.
+  auto f = Diagnose(dir / "job", {4, 4, 2, 2}, {"kind=nic_degrade,host=2,factor=0.1,start_step=10,end_step=30"});
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].kind, Kind::kSlowLink);
+  EXPECT_EQ(f[0].detector, "comm.slow_link");
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"node-002"}));
+}
+
 TEST(PeerBaseline, SampledRecordsOfAHealthyJobGiveNoFinding) {
   testing::TempDir dir;
   // 2.29's latest-snapshot dumps catch one member of most collectives: which op a rank ran at a
