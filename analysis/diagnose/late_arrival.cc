@@ -228,9 +228,12 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
     }
     for (auto& [key, procs] : by) {
       if (procs.size() < 2) continue;  // no sibling to compare with
+      // The lower quartile of the siblings: a slow rank delays its tensor-parallel partners'
+      // pipelines too, so half of the siblings can be waiting.
       std::vector<double> means;
       for (auto& [p, a] : procs) means.push_back(a.sum / a.n);
-      const double base = Median(means);
+      std::sort(means.begin(), means.end());
+      const double base = means[(means.size() - 1) / 4];
       const int w = std::get<5>(key);
       for (auto& [p, a] : procs) {
         auto& v = p2p_wait[static_cast<size_t>(p)];

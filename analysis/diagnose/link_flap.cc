@@ -32,6 +32,7 @@ struct Transfer {
   std::vector<int> procs;
   double ratio = 0;
   double excess_us = 0;    // wire time beyond the usual: about the outage it sat through
+  int64_t bytes = 0;
 };
 
 uint64_t KernelKey(const CommData& d, const Inst& x) {
@@ -65,7 +66,7 @@ std::vector<Transfer> CrossHostTransfers(const CommData& d) {
     if (c.hosts.size() < 2 || x.n != static_cast<int>(c.procs.size()) || x.n < 2) continue;
     const double b = base[KernelKey(d, x)];
     if (b <= 0) continue;
-    out.push_back({x.ts, c.hosts, c.procs, x.tmin / b, x.tmin - b});
+    out.push_back({x.ts, c.hosts, c.procs, x.tmin / b, x.tmin - b, x.bytes});
   }
   // Point-to-point: a Send and its Recv share (communicator, sender, receiver, sequence number).
   struct Pair { double send = -1, recv = -1; int64_t ts = INT64_MAX; int64_t bytes = 0; };
@@ -96,7 +97,7 @@ std::vector<Transfer> CrossHostTransfers(const CommData& d) {
     std::vector<int> hs = {d.procs[static_cast<size_t>(from)].host, d.procs[static_cast<size_t>(to)].host};
     SortUnique(&hs);
     const double wire = std::min(p.send, p.recv);
-    out.push_back({p.ts, hs, {from, to}, wire / b, wire - b});
+    out.push_back({p.ts, hs, {from, to}, wire / b, wire - b, p.bytes});
   }
   return out;
 }
@@ -154,11 +155,21 @@ std::vector<Finding> DetectLinkFlaps(const CommData& d, const CommOptions& o) {
     std::sort(mine.begin(), mine.end(), [](const Transfer* a, const Transfer* b) { return a->ts < b->ts; });
     std::vector<double> excess;
     for (const Transfer* t : mine) excess.push_back(t->excess_us);
+    // A new burst also needs the link to have worked in between: a healthy transfer of at least
+    // 1 MiB through the host since the last collapse (a degraded link's collapses, however
+    // sparsely sampled, are one burst; latency-bound messages cross a degraded link unharmed).
     const double gap = std::max(1.5 * Median(excess), 1.01 * grain);
+    std::vector<int64_t> healthy;
+    for (const Transfer& t : all)
+      if (t.ratio < kCollapse && t.bytes >= (1 << 20) && std::binary_search(t.hosts.begin(), t.hosts.end(), h))
+        healthy.push_back(t.ts);
+    std::sort(healthy.begin(), healthy.end());
     std::vector<int64_t> burst_start;
     int64_t last = INT64_MIN / 2;
     for (const Transfer* t : mine) {
-      if (static_cast<double>(t->ts - last) > gap) burst_start.push_back(t->ts);
+      const bool worked = std::upper_bound(healthy.begin(), healthy.end(), last) !=
+                          std::lower_bound(healthy.begin(), healthy.end(), t->ts);
+      if (burst_start.empty() || (static_cast<double>(t->ts - last) > gap && worked)) burst_start.push_back(t->ts);
       last = t->ts;
     }
     if (burst_start.size() < 3) continue;

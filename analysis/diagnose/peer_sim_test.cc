@@ -111,6 +111,24 @@ TEST(LinkFlap, ADegradedNicIsOneSlowLinkFinding) {
   EXPECT_EQ(f[0].hosts, std::vector<std::string>({"node-002"}));
 }
 
+TEST(LinkFlap, ASampledDegradedNicIsNoFlap) {
+  testing::TempDir dir;
+  // 2.29 snapshots catch a degraded NIC's collapses seconds apart: with no working transfer in
+  // between, they are one degradation, not bursts of a flap.
+  auto f = Diagnose(dir / "job", {4, 2, 2, 2}, {"kind=nic_degrade,host=2,factor=0.085,start_step=8,end_step=23"}, "2.29");
+  for (const Finding& x : f) EXPECT_NE(x.detector, "comm.link_flap") << FindingsToText(f);
+}
+
+TEST(PeerBaseline, PipelinePartnerOfAStragglerIsAVictim) {
+  testing::TempDir dir;
+  // 8 GPUs, 2 per host: rank 5's tensor-parallel partner 4 waits for it, so the pipelines of
+  // both (0-4 and 1-5) run late, and rank 1 arrives last in its data-parallel pair. Against the
+  // faster siblings' receives rank 1 waited on its pipeline: a victim.
+  auto f = Diagnose(dir / "job", {4, 2, 2, 2}, {"kind=gpu_straggler,rank=5,factor=1.167,start_step=0,end_step=40"});
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].ranks, std::vector<int>({5})) << FindingsToText(f);
+}
+
 TEST(PeerBaseline, SampledRecordsOfAHealthyJobGiveNoFinding) {
   testing::TempDir dir;
   // 2.29's latest-snapshot dumps catch one member of most collectives: which op a rank ran at a
