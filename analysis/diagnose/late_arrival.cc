@@ -11,7 +11,8 @@
 // late rank is therefore a root cause only when it waited on nobody over the same windows:
 //   - in a collective of another communicator where another member was significantly late, or
 //   - in point-to-point receives, longer than the same receives of its sibling pipelines, or
-//   - in collectives whose transfers took longer than usual (a slow link, not a slow rank),
+//   - in collectives of another communicator whose transfers took longer than usual (a slow
+//     link, not a slow rank), by more than they held its peers,
 // by at least half of what it made its own peers wait. Root ranks of one host whose windows
 // overlap make one finding (a slowed host), a root alone a rank finding.
 #include <algorithm>
@@ -209,7 +210,9 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
   // What each process waited on others, per window: (a) point-to-point receives beyond the same
   // receive of its sibling pipelines (same communicator name and size, same positions), and (b)
   // transfers of its collectives beyond their kernel key's usual time.
-  std::vector<std::vector<double>> p2p_wait(d.procs.size()), slow_transfer(d.procs.size());
+  std::vector<std::vector<double>> p2p_wait(d.procs.size());
+  // (proc, comm) -> per window: what slow transfers of that communicator held the process.
+  std::unordered_map<uint64_t, std::vector<double>> slow_transfer;
   std::vector<std::vector<int>> p2p_peer(d.procs.size());
   {
     auto pos = [&](int comm, int proc) {
@@ -262,7 +265,7 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
       const double extra = x.tmin - 1.2 * base[key(x)];
       if (extra <= 0) continue;
       for (int p : d.comms[static_cast<size_t>(x.comm)].procs) {
-        auto& v = slow_transfer[static_cast<size_t>(p)];
+        auto& v = slow_transfer[Key(static_cast<size_t>(p), static_cast<size_t>(x.comm))];
         if (v.empty()) v.assign(static_cast<size_t>(nw), 0);
         v[static_cast<size_t>(win(x.ts))] += extra;
       }
@@ -291,7 +294,22 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
       waited += f.wait_us * (b - a + 1) / (f.w1 - f.w0 + 1);
     }
     const double p2p = sum(p2p_wait[static_cast<size_t>(e.proc)], e.w0, e.w1);
-    const double xfer = sum(slow_transfer[static_cast<size_t>(e.proc)], e.w0, e.w1);
+    // A slow transfer in one communicator makes its members late in the others, never in
+    // itself, and only by as much more as it held them than it held their peers there (a slow
+    // link under every member of a tensor-parallel group makes none of them late in it).
+    auto held = [&](int proc) {
+      double x = 0;
+      for (int c : comms_of[static_cast<size_t>(proc)]) {
+        if (c == e.comm) continue;
+        auto it = slow_transfer.find(Key(static_cast<size_t>(proc), static_cast<size_t>(c)));
+        if (it != slow_transfer.end()) x += sum(it->second, e.w0, e.w1);
+      }
+      return x;
+    };
+    std::vector<double> peers_held;
+    for (int q : d.comms[static_cast<size_t>(e.comm)].procs)
+      if (q != e.proc) peers_held.push_back(held(q));
+    const double xfer = std::max(0.0, held(e.proc) - Median(peers_held));
     if (waited + p2p + xfer >= need) continue;
     roots.push_back(&e);
   }

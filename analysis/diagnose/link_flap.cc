@@ -86,8 +86,12 @@ std::vector<Transfer> CrossHostTransfers(const CommData& d) {
     const Comm& c = d.comms[static_cast<size_t>(std::get<0>(k))];
     sibling[{c.name, c.n_ranks, p.bytes}].push_back(std::min(p.send, p.recv));
   }
+  // The siblings' lower quartile: a degraded NIC can slow half of a pipeline's pairs.
   std::map<std::tuple<std::string, int, int64_t>, double> sibling_base;
-  for (auto& [k, v] : sibling) sibling_base[k] = Median(std::move(v));
+  for (auto& [k, v] : sibling) {
+    std::sort(v.begin(), v.end());
+    sibling_base[k] = v[(v.size() - 1) / 4];
+  }
   for (auto& [k, p] : pairs) {
     if (p.send < 0 || p.recv < 0) continue;
     const Comm& c = d.comms[static_cast<size_t>(std::get<0>(k))];
@@ -157,7 +161,7 @@ std::vector<Finding> DetectLinkFlaps(const CommData& d, const CommOptions& o) {
     for (const Transfer* t : mine) excess.push_back(t->excess_us);
     // A new burst also needs the link to have worked in between: a healthy transfer of at least
     // 1 MiB through the host since the last collapse (a degraded link's collapses, however
-    // sparsely sampled, are one burst; latency-bound messages cross a degraded link unharmed).
+    // sparsely sampled, are one burst; latency-bound messages cross it unharmed).
     const double gap = std::max(1.5 * Median(excess), 1.01 * grain);
     std::vector<int64_t> healthy;
     for (const Transfer& t : all)

@@ -82,6 +82,23 @@ TEST(PeerBaseline, HostSlowForTheWholeJobIsItsHostNotItsPipelineNeighbour) {
   EXPECT_EQ(f[0].hosts, std::vector<std::string>({"node-005"})) << FindingsToText(f);
 }
 
+TEST(PeerBaseline, SlowGpuAndADegradedNicOnAnotherHostAreBothNamed) {
+  testing::TempDir dir;
+  // Rank 2 (node-000) is slow while node-001's NIC runs at 20%; their data-parallel groups are
+  // the same, so rank 2's transfers there are slow too. That slowness explains lateness in its
+  // other communicators, not in the slow one itself, where it still arrives last.
+  auto f = Diagnose(dir / "job", {4, 4, 2, 2},
+                    {"kind=nic_degrade,host=1,factor=0.2,start_step=0,end_step=40",
+                     "kind=gpu_straggler,rank=2,factor=1.5,start_step=0,end_step=40"});
+  ASSERT_EQ(f.size(), 2u) << FindingsToText(f);
+  bool link = false, gpu = false;
+  for (const Finding& x : f) {
+    link |= x.kind == Kind::kSlowLink && x.hosts == std::vector<std::string>({"node-001"});
+    gpu |= x.kind == Kind::kSlowCompute && x.ranks == std::vector<int>({2});
+  }
+  EXPECT_TRUE(link && gpu) << FindingsToText(f);
+}
+
 TEST(LinkFlap, RecurringCollapsesAreOneFindingOfTheirHost) {
   testing::TempDir dir;
   // 50 ms down every 600 ms for the whole job: each outage stalls the transfers crossing
