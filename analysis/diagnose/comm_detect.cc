@@ -335,7 +335,9 @@ std::vector<Finding> DetectSlowCompute(const CommData& d, const CommOptions& o) 
   }
   AddP2pWaits(d, W, &led);
   // Host stalls: one or two huge waits for one rank, unless that rank was itself waiting as long
-  // (a stall propagates: its peers arrive late elsewhere by about as much).
+  // (a stall propagates: its peers arrive late elsewhere by about as much, and the next
+  // pipeline stages receive late, against their sibling pipelines).
+  const std::vector<std::vector<double>> sibling_wait = SiblingP2pWaits(d, W);
   for (size_t p = 0; p < P; ++p) {
     if (stalls[p].empty()) continue;
     std::vector<Stall> own;
@@ -343,8 +345,10 @@ std::vector<Finding> DetectSlowCompute(const CommData& d, const CommOptions& o) 
       const int w1 = static_cast<int>((s.ts - d.t0) / W);
       const int w0 = static_cast<int>(std::max<int64_t>(0, s.ts - d.t0 - static_cast<int64_t>(s.wait)) / W);
       double waited = 0;
-      for (int w = std::max(0, w0 - 1); w <= w1 + 1; ++w)
+      for (int w = std::max(0, w0 - 1); w <= w1 + 1; ++w) {
         waited += led.Total(p, w) - led.Comm(p, static_cast<size_t>(s.comm), w);
+        if (static_cast<size_t>(w) < sibling_wait[p].size()) waited += sibling_wait[p][static_cast<size_t>(w)];
+      }
       if (waited < o.explained_share * s.wait) own.push_back(s);
     }
     if (own.empty()) continue;

@@ -10,7 +10,8 @@
 // late in its own data-parallel group; the next pipeline stage receives its activations late. A
 // late rank is therefore a root cause only when it waited on nobody over the same windows:
 //   - in a collective of another communicator where another member was significantly late, or
-//   - in point-to-point receives, longer than the same receives of its sibling pipelines, or
+//   - in point-to-point sends and receives, longer than the same transfers of its sibling
+//     pipelines, or
 //   - in collectives of another communicator whose transfers took longer than usual (a slow
 //     link, not a slow rank), by more than they held its peers,
 // by at least half of what it made its own peers wait. Root ranks of one host whose windows
@@ -196,6 +197,45 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
   return events;
 }
 
+std::vector<std::vector<double>> SiblingP2pWaits(const CommData& d, double W) {
+  const int nw = static_cast<int>((d.t1 - d.t0) / W) + 1;
+  auto win = [&](int64_t ts) { return std::clamp(static_cast<int>((ts - d.t0) / W), 0, nw - 1); };
+  std::vector<std::vector<double>> out(d.procs.size());
+  auto pos = [&](int comm, int proc) {
+    const auto& ps = d.comms[static_cast<size_t>(comm)].procs;
+    return static_cast<int>(std::find(ps.begin(), ps.end(), proc) - ps.begin());
+  };
+  struct Acc { double sum = 0; int n = 0; };
+  // A receive waits for its sender's data, and a send for its peer to post the receive (a
+  // stalled stage holds both its neighbours). Key: (comm name, size, own position, peer's
+  // position, direction, bytes, window) -> proc -> acc.
+  std::map<std::tuple<std::string, int, int, int, bool, int64_t, int>, std::map<int, Acc>> by;
+  for (const P2p& x : d.p2p) {
+    if (x.peer < 0) continue;
+    const Comm& c = d.comms[static_cast<size_t>(x.comm)];
+    auto& a = by[{c.name, c.n_ranks, pos(x.comm, x.proc), pos(x.comm, x.peer), x.send, x.bytes, win(x.ts)}][x.proc];
+    a.sum += x.exec;
+    a.n++;
+  }
+  for (auto& [key, procs] : by) {
+    if (procs.size() < 2) continue;  // no sibling to compare with
+    // The lower quartile of the siblings: a slow rank delays its tensor-parallel partners'
+    // pipelines too, so half of the siblings can be waiting.
+    std::vector<double> means;
+    for (auto& [p, a] : procs) means.push_back(a.sum / a.n);
+    std::sort(means.begin(), means.end());
+    const double base = means[(means.size() - 1) / 4];
+    const int w = std::get<6>(key);
+    for (auto& [p, a] : procs) {
+      auto& v = out[static_cast<size_t>(p)];
+      if (v.empty()) v.assign(static_cast<size_t>(nw), 0);
+      const double extra = (a.sum / a.n - base) * a.n;
+      if (extra > 0) v[static_cast<size_t>(w)] += extra;
+    }
+  }
+  return out;
+}
+
 std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o) {
   std::vector<Finding> out;
   const std::vector<LateEvent> ev = FindLateEvents(d, o);
@@ -207,47 +247,13 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
   for (size_t c = 0; c < d.comms.size(); ++c)
     for (int p : d.comms[c].procs) comms_of[static_cast<size_t>(p)].push_back(static_cast<int>(c));
 
-  // What each process waited on others, per window: (a) point-to-point receives beyond the same
-  // receive of its sibling pipelines (same communicator name and size, same positions), and (b)
-  // transfers of its collectives beyond their kernel key's usual time.
-  std::vector<std::vector<double>> p2p_wait(d.procs.size());
+  // What each process waited on others, per window: (a) point-to-point transfers beyond the same
+  // transfers of its sibling pipelines, and (b) transfers of its collectives beyond their
+  // kernel key's usual time.
+  const std::vector<std::vector<double>> p2p_wait = SiblingP2pWaits(d, W);
   // (proc, comm) -> per window: what slow transfers of that communicator held the process.
   std::unordered_map<uint64_t, std::vector<double>> slow_transfer;
-  std::vector<std::vector<int>> p2p_peer(d.procs.size());
   {
-    auto pos = [&](int comm, int proc) {
-      const auto& ps = d.comms[static_cast<size_t>(comm)].procs;
-      return static_cast<int>(std::find(ps.begin(), ps.end(), proc) - ps.begin());
-    };
-    struct Acc { double sum = 0; int n = 0; int peer = -1; };
-    std::map<std::tuple<std::string, int, int, int, int64_t, int>, std::map<int, Acc>> by;  // key -> proc -> acc
-    for (const P2p& x : d.p2p) {
-      if (x.send || x.peer < 0) continue;
-      const Comm& c = d.comms[static_cast<size_t>(x.comm)];
-      auto& a = by[{c.name, c.n_ranks, pos(x.comm, x.proc), pos(x.comm, x.peer), x.bytes, win(x.ts)}][x.proc];
-      a.sum += x.exec;
-      a.n++;
-      a.peer = x.peer;
-    }
-    for (auto& [key, procs] : by) {
-      if (procs.size() < 2) continue;  // no sibling to compare with
-      // The lower quartile of the siblings: a slow rank delays its tensor-parallel partners'
-      // pipelines too, so half of the siblings can be waiting.
-      std::vector<double> means;
-      for (auto& [p, a] : procs) means.push_back(a.sum / a.n);
-      std::sort(means.begin(), means.end());
-      const double base = means[(means.size() - 1) / 4];
-      const int w = std::get<5>(key);
-      for (auto& [p, a] : procs) {
-        auto& v = p2p_wait[static_cast<size_t>(p)];
-        if (v.empty()) { v.assign(static_cast<size_t>(nw), 0); p2p_peer[static_cast<size_t>(p)].assign(static_cast<size_t>(nw), -1); }
-        const double extra = (a.sum / a.n - base) * a.n;
-        if (extra > 0) {
-          v[static_cast<size_t>(w)] += extra;
-          p2p_peer[static_cast<size_t>(p)][static_cast<size_t>(w)] = a.peer;
-        }
-      }
-    }
     std::unordered_map<uint64_t, std::vector<double>> acc;
     auto key = [&](const Inst& x) {
       const Comm& c = d.comms[static_cast<size_t>(x.comm)];

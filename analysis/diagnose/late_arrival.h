@@ -32,6 +32,11 @@ struct LateEvent {
 };
 
 std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o);
+// Per process and window of `window_us`: how much longer its point-to-point sends and receives
+// took than the same transfers of its sibling pipelines (same communicator name and size, same
+// positions and direction, same size; their lower quartile), i.e. what it waited on its
+// pipeline peers beyond the usual.
+std::vector<std::vector<double>> SiblingP2pWaits(const CommData& d, double window_us);
 std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o);
 
 }  // namespace collscope::diagnose

@@ -99,6 +99,16 @@ TEST(PeerBaseline, SlowGpuAndADegradedNicOnAnotherHostAreBothNamed) {
   EXPECT_TRUE(link && gpu) << FindingsToText(f);
 }
 
+TEST(HostStall, StallHeldTheOtherStagesThroughThePipelineAndIsNamedOnce) {
+  testing::TempDir dir;
+  // 32 GPUs, TP=2 PP=4: rank 2 stalls 1.6 s; the next stages' ranks wait in their Sends and
+  // Receives (against their sibling pipelines) and then in their data-parallel groups.
+  auto f = Diagnose(dir / "job", {8, 4, 2, 4}, {"kind=host_stall,rank=2,stall_us=1600000,start_step=19,end_step=20"});
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].kind, Kind::kHostStall);
+  EXPECT_EQ(f[0].ranks, std::vector<int>({2})) << FindingsToText(f);
+}
+
 TEST(LinkFlap, RecurringCollapsesAreOneFindingOfTheirHost) {
   testing::TempDir dir;
   // 50 ms down every 600 ms for the whole job: each outage stalls the transfers crossing
