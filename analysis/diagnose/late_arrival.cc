@@ -299,7 +299,13 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
       const int a = std::max(e.w0, f.w0), b = std::min(e.w1, f.w1);
       waited += f.wait_us * (b - a + 1) / (f.w1 - f.w0 + 1);
     }
-    const double p2p = sum(p2p_wait[static_cast<size_t>(e.proc)], e.w0, e.w1);
+    // Waiting on pipeline peers, too, explains lateness only by as much more as its peers in
+    // this communicator waited (a slow wire under a whole tensor-parallel group delays none of
+    // its members against the others).
+    std::vector<double> peers_p2p;
+    for (int q : d.comms[static_cast<size_t>(e.comm)].procs)
+      if (q != e.proc) peers_p2p.push_back(sum(p2p_wait[static_cast<size_t>(q)], e.w0, e.w1));
+    const double p2p = std::max(0.0, sum(p2p_wait[static_cast<size_t>(e.proc)], e.w0, e.w1) - Median(peers_p2p));
     // A slow transfer in one communicator makes its members late in the others, never in
     // itself, and only by as much more as it held them than it held their peers there (a slow
     // link under every member of a tensor-parallel group makes none of them late in it).

@@ -99,6 +99,19 @@ TEST(PeerBaseline, SlowGpuAndADegradedNicOnAnotherHostAreBothNamed) {
   EXPECT_TRUE(link && gpu) << FindingsToText(f);
 }
 
+TEST(PeerBaseline, StragglerSendingThroughADegradedNicIsStillNamed) {
+  testing::TempDir dir;
+  // 32 GPUs, TP=2 PP=4: rank 9 (stage 1) slows down while node-004 (stage 2) has a degraded NIC,
+  // so rank 9's pipeline sends are slow on the wire; so are its tensor-parallel partner's, and
+  // that waiting explains nothing of rank 9's lateness against it.
+  auto f = Diagnose(dir / "job", {8, 4, 2, 4},
+                    {"kind=nic_degrade,host=4,factor=0.174,start_step=20,end_step=37",
+                     "kind=gpu_straggler,rank=9,factor=1.892,start_step=24,end_step=34"});
+  bool gpu = false;
+  for (const Finding& x : f) gpu |= x.kind == Kind::kSlowCompute && x.ranks == std::vector<int>({9});
+  EXPECT_TRUE(gpu) << FindingsToText(f);
+}
+
 TEST(HostStall, StallHeldTheOtherStagesThroughThePipelineAndIsNamedOnce) {
   testing::TempDir dir;
   // 32 GPUs, TP=2 PP=4: rank 2 stalls 1.6 s; the next stages' ranks wait in their Sends and
