@@ -233,7 +233,10 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
       f.start_us = d.t0 + static_cast<int64_t>(w0 * W);
       f.end_us = d.t0 + static_cast<int64_t>((w1 + 1) * W);
       const double r = Median(a.ratio);
-      f.confidence = std::min(1.0, 0.5 + 0.1 * nwin) * (a.ambiguous ? 0.6 : 1.0) * std::min(1.0, (r - 1) / 1.0);
+      // Sure of a degraded link; when the data cannot tell its hosts apart, the chance that the
+      // hosts named are the culprit is about one in their number.
+      f.confidence = std::min(1.0, 0.5 + 0.1 * nwin) * std::min(1.0, (r - 1) / 1.0) /
+                     (a.ambiguous ? static_cast<double>(hosts.size()) : 1.0);
       f.Add("transfer_time_ratio", r);
       f.Add("bandwidth_share", 1.0 / r);
       f.Add("slow_comms", static_cast<double>(f.comms.size()));
@@ -536,7 +539,9 @@ std::vector<Finding> DetectHangFromRecords(const CommData& d) {
   for (int h : hosts) f.hosts.push_back(d.hosts[h]);
   f.start_us = first_stop;
   f.end_us = d.t1;
-  f.confidence = behind.size() == 1 ? 0.7 : 0.6;
+  // Sure that the job stopped, not of who stopped it: it names no root cause, so as a
+  // localization it is rarely right.
+  f.confidence = 0.2;
   f.Add("collectives_behind_siblings", static_cast<double>(most));
   f.Add("communicators_behind", static_cast<double>(behind.size()));
   f.summary = std::string(behind.size() == 1 ? "Communicator " : "Communicators ") + names + " of ranks " +
