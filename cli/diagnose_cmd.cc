@@ -14,6 +14,7 @@ struct Options {
   std::string db;
   std::string run;
   bool json = false;
+  bool explain = false;
 };
 
 int Run(const Options& o) {
@@ -21,6 +22,8 @@ int Run(const Options& o) {
   DiagnoseOptions d;
   d.run = o.run;
   InputSummary read;
+  std::vector<Suppressed> suppressed;
+  d.suppressed = &suppressed;
   Result<std::vector<Finding>> f = Status::Error("give PATHS... or --db FILE");
   if (!o.db.empty()) {
     auto store = Store::Open(o.db, {.read_only = true});
@@ -38,7 +41,7 @@ int Run(const Options& o) {
       read.stored_kernels = kernels.ok() && *kernels > 0;
       auto k = DiagnoseKineto(**store, o.run, true);
       if (!k.ok()) f = k.status();
-      else { f->insert(f->end(), k->begin(), k->end()); Consolidate(&*f); }
+      else { f->insert(f->end(), k->begin(), k->end()); Consolidate(&*f, &suppressed); }
     }
   } else if (!o.paths.empty()) {
     f = DiagnosePaths(o.paths, d, nullptr, nullptr, &read);
@@ -54,7 +57,8 @@ int Run(const Options& o) {
     std::fprintf(stderr, "collscope diagnose: nothing usable was read, so nothing can be said about this job\n");
     return 2;
   }
-  const std::string out = o.json ? FindingsToJson(*f) : FindingsToText(*f);
+  std::string out = o.json ? FindingsToJson(*f, suppressed) : FindingsToText(*f);
+  if (o.explain && !o.json) out += SuppressedToText(suppressed);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return f->empty() ? 0 : 1;
 }
@@ -70,7 +74,10 @@ void Register(CLI::App& app) {
   cmd->add_option("paths", o->paths, "Input files or directories");
   cmd->add_option("--db", o->db, "Diagnose this store");
   cmd->add_option("--run", o->run, "Run in the store (default: the first)");
-  cmd->add_flag("--json", o->json, "Print {\"schema\": \"collscope.findings.v1\", \"findings\": [...]}");
+  cmd->add_flag("--json", o->json,
+                "Print {\"schema\": \"collscope.findings.v1\", \"findings\": [...], \"suppressed\": [...]}");
+  cmd->add_flag("--explain", o->explain,
+                "Also list the candidates that cross-checks dropped and the findings merges folded, with why");
   cmd->callback([o] { SetExitCode(Run(*o)); });
 }
 

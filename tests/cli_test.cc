@@ -191,6 +191,10 @@ TEST(Diagnose, ExitStatusAndWhatWasRead) {
   EXPECT_EQ(healthy.code, 0) << healthy.text;
   EXPECT_NE(healthy.text.find("NCCL records of 4 ranks on 2 hosts"), std::string::npos) << healthy.text;
   EXPECT_NE(healthy.text.find("4 in-flight state files; evidence tier B"), std::string::npos) << healthy.text;
+  Output json = Collscope("diagnose " + dir / "job" + "/nccl-inspector --json");
+  EXPECT_NE(json.text.find("\"suppressed\": ["), std::string::npos) << json.text;
+  Output explain = Collscope("diagnose " + dir / "job" + "/nccl-inspector --explain");
+  EXPECT_NE(explain.text.find("suppressed or merged"), std::string::npos) << explain.text;
   EXPECT_EQ(Collscope("diagnose").code, 2);
 }
 

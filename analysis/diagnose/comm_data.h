@@ -85,6 +85,9 @@ struct CommOptions {
   // activations, and the share of the stage's pipeline links that must show it.
   double bubble_idle_share = 0.05;
   double bubble_links = 0.75;
+  // Where detectors put the candidates their cross-checks dropped, with why (diagnose
+  // --explain, the JSON "suppressed" list); null: not kept.
+  std::vector<Suppressed>* suppressed = nullptr;
 };
 
 // slow_link: communicators spanning a host collapse together (transfer time, not arrival skew).

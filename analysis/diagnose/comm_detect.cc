@@ -307,6 +307,7 @@ std::vector<Finding> DetectSlowCompute(const CommData& d, const CommOptions& o) 
     LateOptions lo;
     lo.window_us = WindowUs(d, o);
     lo.explained_share = o.explained_share;
+    lo.suppressed = o.suppressed;
     out = DetectLateArrivals(d, lo);
   }
   const auto keys = KeyBaselines(d);
@@ -352,7 +353,22 @@ std::vector<Finding> DetectSlowCompute(const CommData& d, const CommOptions& o) 
         waited += led.Total(p, w) - led.Comm(p, static_cast<size_t>(s.comm), w);
         if (static_cast<size_t>(w) < sibling_wait[p].size()) waited += sibling_wait[p][static_cast<size_t>(w)];
       }
-      if (waited < o.explained_share * s.wait) own.push_back(s);
+      if (waited < o.explained_share * s.wait) {
+        own.push_back(s);
+      } else if (o.suppressed) {
+        Finding f;
+        f.kind = Kind::kHostStall;
+        f.detector = "comm.stall";
+        f.ranks = {d.procs[p].global_rank};
+        f.hosts = {d.hosts[d.procs[p].host]};
+        f.comms = {d.comms[s.comm].id};
+        f.start_us = std::max(d.t0, s.ts - static_cast<int64_t>(s.wait));
+        f.end_us = s.ts;
+        f.Add("wait_us", s.wait);
+        f.summary = "Rank " + std::to_string(f.ranks[0]) + " arrived " + Fmt("%.1f", s.wait / 1e6) + " s late";
+        o.suppressed->push_back({std::move(f), "propagated stall: it was itself waiting " + Fmt("%.1f", waited / 1e6) +
+                                                   " s on other ranks (collectives, pipeline peers) around then"});
+      }
     }
     if (own.empty()) continue;
     std::set<int> wins;

@@ -67,13 +67,14 @@ bool OverlapInTime(const Finding& a, const Finding& b) { return b.start_us <= a.
 // Folds every finding of `kind` that `same` says describes the fault of an earlier (more
 // confident) one into it; after a merge the grown finding is compared again with all later ones.
 template <class Same>
-void MergeSame(std::vector<Finding>* fs, Kind kind, Same same) {
+void MergeSame(std::vector<Finding>* fs, Kind kind, const char* rule, std::vector<Suppressed>* suppressed, Same same) {
   for (size_t i = 0; i < fs->size(); ++i) {
     if ((*fs)[i].kind != kind) continue;
     for (size_t j = i + 1; j < fs->size();) {
       Finding& a = (*fs)[i];
       const Finding& b = (*fs)[j];
       if (b.kind == kind && same(a, b)) {
+        if (suppressed) suppressed->push_back({b, std::string("merged into the ") + a.detector + " finding: " + rule});
         Fold(&a, b);
         fs->erase(fs->begin() + static_cast<std::ptrdiff_t>(j));
         j = i + 1;
@@ -86,7 +87,7 @@ void MergeSame(std::vector<Finding>* fs, Kind kind, Same same) {
 
 }  // namespace
 
-void Consolidate(std::vector<Finding>* fs) {
+void Consolidate(std::vector<Finding>* fs, std::vector<Suppressed>* suppressed) {
   std::stable_sort(fs->begin(), fs->end(), [](const Finding& a, const Finding& b) {
     const bool ha = a.kind == Kind::kHang, hb = b.kind == Kind::kHang;
     if (ha != hb) return ha;
@@ -99,6 +100,10 @@ void Consolidate(std::vector<Finding>* fs) {
                             [](const Finding& f) { return f.kind == Kind::kHang && f.detector != "comm.progress"; });
   if (named != fs->end()) {
     const size_t before = fs->size();
+    if (suppressed)
+      for (const Finding& f : *fs)
+        if (f.kind == Kind::kHang && f.detector == "comm.progress")
+          suppressed->push_back({f, "merged into the " + named->detector + " hang finding, which names the root cause"});
     std::erase_if(*fs, [](const Finding& f) { return f.kind == Kind::kHang && f.detector == "comm.progress"; });
     named = std::find_if(fs->begin(), fs->end(),
                          [](const Finding& f) { return f.kind == Kind::kHang && f.detector != "comm.progress"; });
@@ -110,19 +115,21 @@ void Consolidate(std::vector<Finding>* fs) {
     }
   }
   // Flight Recorder and in-flight state files that blame the same rank describe one hang.
-  MergeSame(fs, Kind::kHang,
+  MergeSame(fs, Kind::kHang, "Flight Recorder and in-flight state blame the same rank", suppressed,
             [](const Finding& a, const Finding& b) { return a.detector != b.detector && ShareRank(a, b); });
   // One bubble, one finding: the records' and the step phases' findings about a stage (shared
   // ranks) whose windows overlap.
-  MergeSame(fs, Kind::kPipelineBubble,
+  MergeSame(fs, Kind::kPipelineBubble, "one stage (shared ranks), overlapping windows", suppressed,
             [](const Finding& a, const Finding& b) { return ShareRank(a, b) && OverlapInTime(a, b); });
   // One link, one finding: slow-link findings naming the same hosts (a degradation seen in two
   // runs of windows, or a flap that also slowed whole windows) are one root cause.
-  MergeSame(fs, Kind::kSlowLink, [](const Finding& a, const Finding& b) { return a.hosts == b.hosts; });
+  MergeSame(fs, Kind::kSlowLink, "the same hosts' link", suppressed,
+            [](const Finding& a, const Finding& b) { return a.hosts == b.hosts; });
   // One compute straggler, one finding: slow_compute findings of one host (or of hosts one of
   // them covers, such as a slow pipeline stage) whose windows overlap are merged, whichever
   // detector saw them (late arrivals, repeated stalls, a slow pipeline stage).
-  MergeSame(fs, Kind::kSlowCompute, [](const Finding& a, const Finding& b) {
+  MergeSame(fs, Kind::kSlowCompute, "the same host (or a host set one covers), overlapping windows", suppressed,
+            [](const Finding& a, const Finding& b) {
     return !a.hosts.empty() && !b.hosts.empty() && (Subset(b.hosts, a.hosts) || Subset(a.hosts, b.hosts)) &&
            OverlapInTime(a, b);
   });
@@ -133,15 +140,17 @@ namespace {
 // Every communication-level detector over loaded records.
 std::vector<Finding> DetectAll(const CommData& data, const DiagnoseOptions& o) {
   std::vector<Finding> out;
+  CommOptions comm = o.comm;
+  comm.suppressed = o.suppressed;
   for (auto* det : {&DetectSlowLink, &DetectLinkFlaps, &DetectSlowCompute, &DetectPipelineBubble}) {
-    auto f = det(data, o.comm);
+    auto f = det(data, comm);
     out.insert(out.end(), f.begin(), f.end());
   }
   for (auto* det : {&DetectMismatch, &DetectHangFromRecords}) {
     auto f = det(data);
     out.insert(out.end(), f.begin(), f.end());
   }
-  Consolidate(&out);
+  Consolidate(&out, o.suppressed);
   return out;
 }
 
@@ -328,7 +337,7 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
   auto k = DiagnoseKinetoPaths(paths, summaries.empty());
   if (!k.ok()) return k.status();
   out.insert(out.end(), k->begin(), k->end());
-  Consolidate(&out);
+  Consolidate(&out, o.suppressed);
   return out;
 }
 

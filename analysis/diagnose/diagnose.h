@@ -15,6 +15,9 @@ struct DiagnoseOptions {
   std::string run;      // store run; empty = the first
   CommOptions comm;
   int threads = 0;      // ingest threads for PATHS input; 0 = hardware concurrency
+  // Where candidates dropped by cross-checks and findings folded by merges go, with why; null:
+  // not kept.
+  std::vector<Suppressed>* suppressed = nullptr;
 };
 
 struct DiagnoseTiming {
@@ -58,7 +61,8 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
                                            Store* records = nullptr, InputSummary* read = nullptr);
 
 // Orders findings (hangs first, then by confidence) and merges duplicates of one kind that
-// overlap in location and time.
-void Consolidate(std::vector<Finding>* findings);
+// overlap in location and time; each folded finding goes to *suppressed (when given) with the
+// rule that merged it.
+void Consolidate(std::vector<Finding>* findings, std::vector<Suppressed>* suppressed = nullptr);
 
 }  // namespace collscope::diagnose

@@ -212,8 +212,19 @@ TEST(Consolidate, SlowComputeOfOneHostMergesAcrossDetectors) {
   Finding bubble = mk("comm.pipeline_bubble", {"h1"}, {2, 3}, 100, 300, 0.9);
   bubble.kind = Kind::kPipelineBubble;  // other kinds are never merged
   fs.push_back(bubble);
-  Consolidate(&fs);
+  std::vector<Suppressed> merged_away;
+  Consolidate(&fs, &merged_away);
   ASSERT_EQ(fs.size(), 4u) << FindingsToText(fs);
+  // The folded finding is kept with the rule that merged it.
+  ASSERT_EQ(merged_away.size(), 1u) << SuppressedToText(merged_away);
+  EXPECT_EQ(merged_away[0].finding.ranks, std::vector<int>({2}));
+  EXPECT_NE(merged_away[0].reason.find("merged into the comm.stall finding"), std::string::npos) << merged_away[0].reason;
+  const std::string json = FindingsToJson(fs, merged_away);
+  EXPECT_NE(json.find("\"suppressed\": [\n  {\"reason\": \"merged into the comm.stall finding"), std::string::npos) << json;
+  std::vector<Finding> back;
+  std::string err;
+  ASSERT_TRUE(FindingsFromJson(json, &back, &err)) << err;
+  EXPECT_EQ(back.size(), 4u);
   const Finding* merged = nullptr;
   for (const Finding& f : fs)
     if (f.kind == Kind::kSlowCompute && f.ranks.size() == 2) merged = &f;

@@ -157,6 +157,33 @@ std::string FindingsToJson(const std::vector<Finding>& findings) {
   return o;
 }
 
+std::string FindingsToJson(const std::vector<Finding>& findings, const std::vector<Suppressed>& suppressed) {
+  std::string o = FindingsToJson(findings);
+  o.resize(o.size() - 2);  // "}\n"
+  o += ", \"suppressed\": [";
+  for (size_t i = 0; i < suppressed.size(); ++i) {
+    o += i ? ",\n  {\"reason\": " : "\n  {\"reason\": ";
+    Str(&o, suppressed[i].reason);
+    o += ", \"finding\": " + FindingToJson(suppressed[i].finding) + "}";
+  }
+  o += suppressed.empty() ? "]}\n" : "\n]}\n";
+  return o;
+}
+
+std::string SuppressedToText(const std::vector<Suppressed>& suppressed) {
+  if (suppressed.empty()) return "suppressed or merged: none\n";
+  std::string o = "suppressed or merged (" + std::to_string(suppressed.size()) + "):\n";
+  for (const Suppressed& s : suppressed) {
+    const Finding& f = s.finding;
+    o += "  - [" + std::string(KindName(f.kind)) + ", " + f.detector + "] ";
+    if (!f.ranks.empty()) o += "ranks " + RankList(f.ranks);
+    else if (!f.hosts.empty()) o += "hosts " + f.hosts[0] + (f.hosts.size() > 1 ? " +" + std::to_string(f.hosts.size() - 1) : "");
+    else o += "no root cause named";
+    o += ", " + FormatTimeUs(f.start_us) + " .. " + FormatTimeUs(f.end_us) + ": " + s.reason + "\n";
+  }
+  return o;
+}
+
 bool FindingsFromJson(std::string_view json, std::vector<Finding>* out, std::string* error) {
   simdjson::dom::parser parser;
   simdjson::padded_string buf(json);

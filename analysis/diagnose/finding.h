@@ -47,10 +47,21 @@ struct Finding {
   void AddText(std::string key, std::string t) { evidence.push_back({std::move(key), 0, std::move(t)}); }
 };
 
+// A candidate finding that a cross-check dropped, or a finding folded into another by a merge,
+// with the reason: what `diagnose --json` lists under "suppressed" and `--explain` prints.
+struct Suppressed {
+  Finding finding;
+  std::string reason;
+};
+
 inline constexpr const char* kFindingsSchema = "collscope.findings.v1";
 
 // {"schema": "collscope.findings.v1", "findings": [...]} with a trailing newline.
 std::string FindingsToJson(const std::vector<Finding>& findings);
+// The same with a "suppressed" list: [{"reason": ..., "finding": {...}}, ...].
+std::string FindingsToJson(const std::vector<Finding>& findings, const std::vector<Suppressed>& suppressed);
+// "suppressed or merged (N):" and one line per entry: its kind, ranks or hosts, reason.
+std::string SuppressedToText(const std::vector<Suppressed>& suppressed);
 std::string FindingToJson(const Finding& f);
 // Parses the JSON above (as written by FindingsToJson). Returns false with *error on failure.
 bool FindingsFromJson(std::string_view json, std::vector<Finding>* out, std::string* error);

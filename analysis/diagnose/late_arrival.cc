@@ -322,7 +322,32 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
     for (int q : d.comms[static_cast<size_t>(e.comm)].procs)
       if (q != e.proc) peers_held.push_back(held(q));
     const double xfer = std::max(0.0, held(e.proc) - Median(peers_held));
-    if (waited + p2p + xfer >= need) continue;
+    if (waited + p2p + xfer >= need) {
+      if (o.suppressed) {
+        Finding f;
+        f.kind = Kind::kSlowCompute;
+        f.detector = "comm.late_arrival";
+        f.ranks = {d.procs[static_cast<size_t>(e.proc)].global_rank};
+        f.hosts = {d.hosts[static_cast<size_t>(d.procs[static_cast<size_t>(e.proc)].host)]};
+        const Comm& c = d.comms[static_cast<size_t>(e.comm)];
+        f.comms = {c.id};
+        f.start_us = d.t0 + static_cast<int64_t>(e.w0 * W);
+        f.end_us = d.t0 + static_cast<int64_t>((e.w1 + 1) * W);
+        f.Add("last_arrivals", e.last);
+        f.Add("instances", e.instances);
+        f.Add("z_score", e.z);
+        f.summary = "Rank " + std::to_string(f.ranks[0]) + " arrives last at " + std::to_string(e.last) + " of " +
+                    std::to_string(e.instances) + " collectives of " + (c.name.empty() ? c.id : c.name);
+        o.suppressed->push_back(
+            {std::move(f), "propagated lateness: it waited " + Fmt("%.0f", (waited + p2p + xfer) / 1e3) +
+                               " ms on others (late members of its other communicators " + Fmt("%.0f", waited / 1e3) +
+                               " ms, pipeline peers " + Fmt("%.0f", p2p / 1e3) + " ms, slow transfers " +
+                               Fmt("%.0f", xfer / 1e3) + " ms, each beyond its peers'), at least half of the " +
+                               Fmt("%.0f", e.wait_us / 1e3) + " ms it made " + (c.name.empty() ? c.id : c.name) +
+                               " wait"});
+      }
+      continue;
+    }
     roots.push_back(&e);
   }
   // One finding per host and overlapping run of windows.

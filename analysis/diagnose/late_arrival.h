@@ -18,6 +18,7 @@ struct LateOptions {
   // Propagated, not a root cause: what it waited on others explains this share of what it made
   // its peers wait.
   double explained_share = 0.5;
+  std::vector<Suppressed>* suppressed = nullptr;  // explained late ranks go here, with why
 };
 
 // A rank arriving last in one communicator over a run of windows [w0, w1].

@@ -19,7 +19,8 @@ struct Shape {
 };
 
 std::vector<Finding> Diagnose(const std::string& dir, Shape sh, std::vector<std::string> faults,
-                              const std::string& flavor = "2.30", int steps = 40) {
+                              const std::string& flavor = "2.30", int steps = 40,
+                              std::vector<Suppressed>* suppressed = nullptr) {
   sim::SimConfig c;
   c.seed = 3;
   c.cluster.hosts = sh.hosts;
@@ -49,7 +50,9 @@ std::vector<Finding> Diagnose(const std::string& dir, Shape sh, std::vector<std:
   std::vector<std::string> logs;
   for (const auto& e : std::filesystem::directory_iterator(dir + "/nccl-inspector"))
     if (e.path().extension() == ".log") logs.push_back(e.path().string());
-  auto f = DiagnosePaths(logs, DiagnoseOptions{});
+  DiagnoseOptions o;
+  o.suppressed = suppressed;
+  auto f = DiagnosePaths(logs, o);
   EXPECT_TRUE(f.ok()) << f.status().message();
   return f.ok() ? *f : std::vector<Finding>{};
 }
@@ -66,10 +69,17 @@ TEST(PeerBaseline, GpuSlowFromStepZeroIsNamedAlone) {
   testing::TempDir dir;
   // Rank 150 of 256 in the issue; here rank 5 of 16 (TP partner 4, pipeline partners on other
   // hosts): neither its partner nor the next stage, which wait for it, may be blamed.
-  auto f = Diagnose(dir / "job", {4, 4, 2, 2}, {"kind=gpu_straggler,rank=5,factor=1.3,start_step=0,end_step=40"});
+  std::vector<Suppressed> dropped;
+  auto f = Diagnose(dir / "job", {4, 4, 2, 2}, {"kind=gpu_straggler,rank=5,factor=1.3,start_step=0,end_step=40"},
+                    "2.30", 40, &dropped);
   ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
   EXPECT_EQ(f[0].kind, Kind::kSlowCompute);
   EXPECT_EQ(f[0].ranks, std::vector<int>({5})) << FindingsToText(f);
+  // The partner's lateness was dropped, and says why.
+  bool partner = false;
+  for (const Suppressed& x : dropped)
+    partner |= x.finding.ranks == std::vector<int>({4}) && x.reason.find("propagated lateness") != std::string::npos;
+  EXPECT_TRUE(partner) << SuppressedToText(dropped);
 }
 
 TEST(PeerBaseline, HostSlowForTheWholeJobIsItsHostNotItsPipelineNeighbour) {
