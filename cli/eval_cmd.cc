@@ -1,7 +1,7 @@
 #include <cstdio>
 #include <memory>
 
-#include "analysis/diagnose/eval.h"
+#include "sim/eval/eval.h"
 #include "cli/command.h"
 
 namespace collscope::cli {

@@ -1,4 +1,4 @@
-#include "analysis/diagnose/eval.h"
+#include "sim/eval/eval.h"
 
 #include <simdjson.h>
 #include <unistd.h>

@@ -1,6 +1,6 @@
 // Scoring findings against ground truth (hand-built cases), and the small evaluation suite: every
-// fault kind must stay at or above its floor (analysis/diagnose/eval_floors.txt).
-#include "analysis/diagnose/eval.h"
+// fault kind must stay at or above its floor (sim/eval/eval_floors.txt).
+#include "sim/eval/eval.h"
 
 #include <gtest/gtest.h>
 
@@ -139,7 +139,7 @@ TEST(Eval, SmallSuiteMeetsFloors) {
   auto r = RunEval(BuiltinSuite("small"), EvalOptions{});
   ASSERT_TRUE(r.ok()) << r.status().message();
   std::printf("%s", r->ToText().c_str());
-  auto bad = CheckFloors(*r, std::string(COLLSCOPE_SOURCE_DIR) + "/analysis/diagnose/eval_floors.txt");
+  auto bad = CheckFloors(*r, std::string(COLLSCOPE_SOURCE_DIR) + "/sim/eval/eval_floors.txt");
   ASSERT_TRUE(bad.ok()) << bad.status().message();
   for (const auto& b : *bad) ADD_FAILURE() << b;
 #endif
