@@ -3,6 +3,7 @@
 
 #include "analysis/diagnose/diagnose.h"
 #include "analysis/diagnose/kernel_detect.h"
+#include "analysis/diagnose/registry.h"
 #include "cli/command.h"
 #include "core/readers/kineto.h"
 
@@ -15,10 +16,16 @@ struct Options {
   std::string run;
   bool json = false;
   bool explain = false;
+  bool list_detectors = false;
 };
 
 int Run(const Options& o) {
   using namespace collscope::diagnose;
+  if (o.list_detectors) {
+    const std::string t = RegistryToText();
+    std::fwrite(t.data(), 1, t.size(), stdout);
+    return 0;
+  }
   DiagnoseOptions d;
   d.run = o.run;
   InputSummary read;
@@ -76,6 +83,8 @@ void Register(CLI::App& app) {
   cmd->add_option("--run", o->run, "Run in the store (default: the first)");
   cmd->add_flag("--json", o->json,
                 "Print {\"schema\": \"collscope.findings.v1\", \"findings\": [...], \"suppressed\": [...]}");
+  cmd->add_flag("--list-detectors", o->list_detectors,
+                "Print every detector (kinds, inputs, evidence tier) and the merge rules, and exit");
   cmd->add_flag("--explain", o->explain,
                 "Also list the candidates that cross-checks dropped and the findings merges folded, with why");
   cmd->callback([o] { SetExitCode(Run(*o)); });

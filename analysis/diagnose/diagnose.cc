@@ -11,6 +11,7 @@
 #include "analysis/diagnose/compute_growth.h"
 #include "analysis/diagnose/hang.h"
 #include "analysis/diagnose/kernel_detect.h"
+#include "analysis/diagnose/registry.h"
 #include "analysis/diagnose/steps.h"
 #include "core/ingest.h"
 #include "core/readers/kineto.h"
@@ -23,12 +24,6 @@ double Now() {
 }  // namespace
 
 namespace {
-
-bool Subset(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-  for (const std::string& x : a)
-    if (std::find(b.begin(), b.end(), x) == b.end()) return false;
-  return true;
-}
 
 // Folds `b` into `a` (the more confident finding of the two keeps its summary and evidence).
 void Fold(Finding* a, const Finding& b) {
@@ -56,26 +51,27 @@ void Fold(Finding* a, const Finding& b) {
   }
 }
 
-bool ShareRank(const Finding& a, const Finding& b) {
-  for (int r : b.ranks)
-    if (std::find(a.ranks.begin(), a.ranks.end(), r) != a.ranks.end()) return true;
-  return false;
-}
-
-bool OverlapInTime(const Finding& a, const Finding& b) { return b.start_us <= a.end_us && a.start_us <= b.end_us; }
-
-// Folds every finding of `kind` that `same` says describes the fault of an earlier (more
-// confident) one into it; after a merge the grown finding is compared again with all later ones.
-template <class Same>
-void MergeSame(std::vector<Finding>* fs, Kind kind, const char* rule, std::vector<Suppressed>* suppressed, Same same) {
+// Folds every finding that `rule` relates to an earlier (more confident) one into it; after a
+// merge the grown finding is compared again with all later ones.
+void MergeSame(std::vector<Finding>* fs, const MergeRule& rule, std::vector<Suppressed>* suppressed) {
   for (size_t i = 0; i < fs->size(); ++i) {
-    if ((*fs)[i].kind != kind) continue;
+    if ((*fs)[i].kind != rule.kind) continue;
     for (size_t j = i + 1; j < fs->size();) {
       Finding& a = (*fs)[i];
       const Finding& b = (*fs)[j];
-      if (b.kind == kind && same(a, b)) {
-        if (suppressed) suppressed->push_back({b, std::string("merged into the ") + a.detector + " finding: " + rule});
-        Fold(&a, b);
+      if (b.kind == rule.kind && rule.same(a, b)) {
+        if (suppressed) suppressed->push_back({b, "merged into the " + a.detector + " finding: " + rule.relation});
+        if (rule.absorb) {
+          Finding only_who = b;
+          only_who.ranks.clear();
+          only_who.hosts.clear();
+          only_who.comms.clear();
+          only_who.start_us = a.start_us;
+          only_who.end_us = a.end_us;
+          Fold(&a, only_who);
+        } else {
+          Fold(&a, b);
+        }
         fs->erase(fs->begin() + static_cast<std::ptrdiff_t>(j));
         j = i + 1;
       } else {
@@ -93,46 +89,7 @@ void Consolidate(std::vector<Finding>* fs, std::vector<Suppressed>* suppressed) 
     if (ha != hb) return ha;
     return a.confidence > b.confidence;
   });
-  // One hang stops the job: the completion records' guess (comm.progress, which cannot name the
-  // root cause) and a Flight Recorder or in-flight-state finding that names it are the same
-  // hang, whichever way they were gathered (one store plus state files, say).
-  auto named = std::find_if(fs->begin(), fs->end(),
-                            [](const Finding& f) { return f.kind == Kind::kHang && f.detector != "comm.progress"; });
-  if (named != fs->end()) {
-    const size_t before = fs->size();
-    if (suppressed)
-      for (const Finding& f : *fs)
-        if (f.kind == Kind::kHang && f.detector == "comm.progress")
-          suppressed->push_back({f, "merged into the " + named->detector + " hang finding, which names the root cause"});
-    std::erase_if(*fs, [](const Finding& f) { return f.kind == Kind::kHang && f.detector == "comm.progress"; });
-    named = std::find_if(fs->begin(), fs->end(),
-                         [](const Finding& f) { return f.kind == Kind::kHang && f.detector != "comm.progress"; });
-    if (fs->size() < before) {
-      bool noted = false;
-      for (Evidence& e : named->evidence)
-        if (e.key == "also_detected_by") { e.text += ", comm.progress"; noted = true; }
-      if (!noted) named->AddText("also_detected_by", "comm.progress");
-    }
-  }
-  // Flight Recorder and in-flight state files that blame the same rank describe one hang.
-  MergeSame(fs, Kind::kHang, "Flight Recorder and in-flight state blame the same rank", suppressed,
-            [](const Finding& a, const Finding& b) { return a.detector != b.detector && ShareRank(a, b); });
-  // One bubble, one finding: the records' and the step phases' findings about a stage (shared
-  // ranks) whose windows overlap.
-  MergeSame(fs, Kind::kPipelineBubble, "one stage (shared ranks), overlapping windows", suppressed,
-            [](const Finding& a, const Finding& b) { return ShareRank(a, b) && OverlapInTime(a, b); });
-  // One link, one finding: slow-link findings naming the same hosts (a degradation seen in two
-  // runs of windows, or a flap that also slowed whole windows) are one root cause.
-  MergeSame(fs, Kind::kSlowLink, "the same hosts' link", suppressed,
-            [](const Finding& a, const Finding& b) { return a.hosts == b.hosts; });
-  // One compute straggler, one finding: slow_compute findings of one host (or of hosts one of
-  // them covers, such as a slow pipeline stage) whose windows overlap are merged, whichever
-  // detector saw them (late arrivals, repeated stalls, a slow pipeline stage).
-  MergeSame(fs, Kind::kSlowCompute, "the same host (or a host set one covers), overlapping windows", suppressed,
-            [](const Finding& a, const Finding& b) {
-    return !a.hosts.empty() && !b.hosts.empty() && (Subset(b.hosts, a.hosts) || Subset(a.hosts, b.hosts)) &&
-           OverlapInTime(a, b);
-  });
+  for (const MergeRule& rule : MergeRules()) MergeSame(fs, rule, suppressed);
 }
 
 namespace {
@@ -142,12 +99,9 @@ std::vector<Finding> DetectAll(const CommData& data, const DiagnoseOptions& o) {
   std::vector<Finding> out;
   CommOptions comm = o.comm;
   comm.suppressed = o.suppressed;
-  for (auto* det : {&DetectSlowLink, &DetectLinkFlaps, &DetectSlowCompute, &DetectPipelineBubble}) {
-    auto f = det(data, comm);
-    out.insert(out.end(), f.begin(), f.end());
-  }
-  for (auto* det : {&DetectMismatch, &DetectHangFromRecords}) {
-    auto f = det(data);
+  for (const DetectorInfo& det : Detectors()) {
+    if (!det.run) continue;
+    auto f = det.run(data, comm);
     out.insert(out.end(), f.begin(), f.end());
   }
   Consolidate(&out, o.suppressed);

@@ -1,0 +1,39 @@
+// What `collscope diagnose` runs and how it consolidates: every detector with the finding kinds
+// it emits and the inputs it needs (so the evidence tier it serves is known), and the merge
+// rules, one (kind, relation) entry each. `collscope diagnose --list-detectors` prints both.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "analysis/diagnose/comm_data.h"
+#include "analysis/diagnose/finding.h"
+
+namespace collscope::diagnose {
+
+struct DetectorInfo {
+  std::string name;          // the findings' `detector`
+  std::vector<Kind> kinds;   // what it can emit
+  std::string inputs;        // what it reads
+  char tier = 'A';           // the lowest evidence tier (docs/diagnosis.md) that has its inputs
+  // Detectors over the communication records run through this; the others (dumps, state
+  // files, step series, kernels) are run by DiagnosePaths on their own inputs.
+  std::vector<Finding> (*run)(const CommData&, const CommOptions&) = nullptr;
+};
+const std::vector<DetectorInfo>& Detectors();
+
+// Findings of `kind` that `same(a, b)` relates describe one root cause: b (the less confident)
+// is folded into a. With `absorb`, b adds only its detector and victims (a located finding
+// absorbing an unlocated guess about the same fault); otherwise its location is added too.
+struct MergeRule {
+  Kind kind;
+  const char* relation;
+  bool (*same)(const Finding& a, const Finding& b);
+  bool absorb = false;
+};
+const std::vector<MergeRule>& MergeRules();
+
+// The registry and the rules as text (--list-detectors).
+std::string RegistryToText();
+
+}  // namespace collscope::diagnose
