@@ -243,9 +243,18 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
       f.Add("windows", nwin);
       f.AddText("ambiguous", a.ambiguous ? "yes: every slow communicator spans all these hosts" : "no");
       std::string hs = f.hosts.size() == 1 ? "host " + f.hosts[0] : std::to_string(f.hosts.size()) + " hosts (" + f.hosts[0] + ", ...)";
+      // Which kinds of communicator are slow, as users name them (comm_name).
+      std::set<std::string> names;
+      for (int c : comm_list) {
+        const Comm& cm = d.comms[static_cast<size_t>(chans[static_cast<size_t>(c)].comm)];
+        names.insert(cm.name.empty() ? cm.id : cm.name);
+      }
+      std::string kinds;
+      for (const std::string& n : names) kinds += (kinds.empty() ? "" : ", ") + n;
+      f.AddText("slow_in", kinds);
       f.summary = (a.ambiguous ? "A network link of " : "The network link of ") + hs +
                   " is degraded: the " + std::to_string(f.comms.size()) +
-                  " communicators spanning it run at " + Fmt("%.0f", 100.0 / r) +
+                  " communicators spanning it (" + kinds + ") run at " + Fmt("%.0f", 100.0 / r) +
                   "% of their usual bus bandwidth since " + FormatTimeUs(f.start_us) +
                   "; check its NICs, cables and switch ports" +
                   (a.ambiguous ? " (the data cannot tell these hosts apart)." : ".");

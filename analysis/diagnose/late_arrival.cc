@@ -409,8 +409,17 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
               ? "All " + std::to_string(f.ranks.size()) + " ranks of host " + f.hosts[0] + " (" + RankList(f.ranks) + ")"
               : std::to_string(f.ranks.size()) + " of the " + std::to_string(hn) + " ranks of host " + f.hosts[0] +
                     " (" + RankList(f.ranks) + ")";
+      // Communicators as users name them (comm_name), their ids only when unnamed.
+      std::set<std::string> names;
+      for (int c : comms) {
+        const Comm& cm = d.comms[static_cast<size_t>(c)];
+        names.insert(cm.name.empty() ? cm.id : cm.name);
+      }
+      std::string where;
+      for (const std::string& n : names) where += (where.empty() ? "" : ", ") + n;
+      f.AddText("late_in", where);
       f.summary = who + (f.ranks.size() > 1 ? " arrive" : " arrives") + " last at " + std::to_string(last) + " of " +
-                  std::to_string(inst) + " collectives (" + Fmt("%.0f", 100.0 * last / std::max(1, inst)) +
+                  std::to_string(inst) + " collectives of " + where + " (" + Fmt("%.0f", 100.0 * last / std::max(1, inst)) +
                   "%; chance would be far lower), and its peers spend " + Fmt("%.1f", 100 * share) +
                   "% of their time waiting for it: a compute straggler; check the GPU's clocks, temperature "
                   "and ECC errors" + std::string(f.ranks.size() > 1 ? " and the host's CPU load." : ".");
