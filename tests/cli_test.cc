@@ -165,6 +165,9 @@ TEST(ExampleJob, DiagnoseNamesTheDegradedHost) {
   // It says what it read: the records, the ranks and hosts, and the evidence tier.
   EXPECT_NE(diag.text.find("read: 9600 NCCL records of 32 ranks on 4 hosts"), std::string::npos) << diag.text;
   EXPECT_NE(diag.text.find("evidence tier D"), std::string::npos) << diag.text;
+  // Its NIC at a quarter of the bandwidth for six steps is a degradation, not a flap: transfers
+  // near the collapse ratio are no working link between bursts.
+  EXPECT_EQ(diag.text.find("comm.link_flap"), std::string::npos) << diag.text;
   EXPECT_NE(diag.text.find("\"schema\": \"collscope.findings.v1\""), std::string::npos);
   EXPECT_NE(diag.text.find("{\"kind\": \"slow_link\""), std::string::npos) << diag.text;
   EXPECT_NE(diag.text.find("\"hosts\": [\"node-001\"], \"ranks\": [8, 9, 10, 11, 12, 13, 14, 15]"),

@@ -159,13 +159,14 @@ std::vector<Finding> DetectLinkFlaps(const CommData& d, const CommOptions& o) {
     std::sort(mine.begin(), mine.end(), [](const Transfer* a, const Transfer* b) { return a->ts < b->ts; });
     std::vector<double> excess;
     for (const Transfer* t : mine) excess.push_back(t->excess_us);
-    // A new burst also needs the link to have worked in between: a healthy transfer of at least
-    // 1 MiB through the host since the last collapse (a degraded link's collapses, however
-    // sparsely sampled, are one burst; latency-bound messages cross it unharmed).
+    // A new burst also needs the link to have worked in between: a transfer of at least 1 MiB
+    // through the host at its usual speed (under the slow-link ratio) since the last collapse
+    // (a degraded link's collapses, however sparsely sampled, are one burst; latency-bound
+    // messages cross it unharmed).
     const double gap = std::max(1.5 * Median(excess), 1.01 * grain);
     std::vector<int64_t> healthy;
     for (const Transfer& t : all)
-      if (t.ratio < kCollapse && t.bytes >= (1 << 20) && std::binary_search(t.hosts.begin(), t.hosts.end(), h))
+      if (t.ratio < o.link_ratio && t.bytes >= (1 << 20) && std::binary_search(t.hosts.begin(), t.hosts.end(), h))
         healthy.push_back(t.ts);
     std::sort(healthy.begin(), healthy.end());
     std::vector<int64_t> burst_start;
