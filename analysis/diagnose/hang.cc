@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <set>
 #include <tuple>
@@ -708,6 +709,54 @@ std::vector<Finding> AnalyzeInflight(const std::vector<InflightState>& input, co
                   ") were joined by every party and never finished";
     f.summary = what + ": stuck mid-transfer" + where + "; " + std::to_string(f.victims.size()) +
                 " rank(s) are blocked.";
+    out.push_back(std::move(f));
+  }
+  // One hang stops the job. Groups of ranks that never joined different collectives at once
+  // are not that many culprits: each group is itself blocked outside NCCL, behind one cause the
+  // state files do not show (a transfer nobody tracked on a dead link, a host-side hang). They
+  // are one finding, and each group is the cause with a chance of one in their number.
+  std::vector<size_t> never;
+  for (size_t i = 0; i < out.size(); ++i)
+    for (const Evidence& e : out[i].evidence)
+      if (e.key == "never_joined") { never.push_back(i); break; }
+  if (never.size() >= 2) {
+    Finding f = out[never[0]];
+    std::set<std::string> common(f.hosts.begin(), f.hosts.end());
+    std::string groups;
+    for (size_t k = 0; k < never.size(); ++k) {
+      const Finding& g = out[never[k]];
+      if (k) {
+        f.ranks.insert(f.ranks.end(), g.ranks.begin(), g.ranks.end());
+        f.victims.insert(f.victims.end(), g.victims.begin(), g.victims.end());
+        f.comms.insert(f.comms.end(), g.comms.begin(), g.comms.end());
+        f.hosts.insert(f.hosts.end(), g.hosts.begin(), g.hosts.end());
+        f.start_us = std::min(f.start_us, g.start_us);
+        f.end_us = std::max(f.end_us, g.end_us);
+        std::set<std::string> mine(g.hosts.begin(), g.hosts.end()), both;
+        std::set_intersection(common.begin(), common.end(), mine.begin(), mine.end(), std::inserter(both, both.end()));
+        common = std::move(both);
+      }
+      if (k < 6) groups += (k ? "; " : "") + RankList(g.ranks);
+    }
+    SortUnique(&f.ranks);
+    SortUnique(&f.victims);
+    std::vector<int> v;
+    std::set_difference(f.victims.begin(), f.victims.end(), f.ranks.begin(), f.ranks.end(), std::back_inserter(v));
+    f.victims = std::move(v);
+    SortUnique(&f.comms);
+    SortUnique(&f.hosts);
+    f.confidence = out[never[0]].confidence / static_cast<double>(never.size());
+    f.Add("never_joined_groups", static_cast<double>(never.size()));
+    std::string shared;
+    for (const std::string& h : common) shared += (shared.empty() ? "" : ", ") + h;
+    f.AddText("hosts_all_groups_share", shared.empty() ? "none" : shared);
+    f.summary = std::to_string(never.size()) + " groups of ranks (" + groups + (never.size() > 6 ? "; ..." : "") +
+                ") never joined their communicators' collectives at the same time: one hang stops a job, so they "
+                "are more likely all blocked behind one cause the state files do not show (a dead link under an "
+                "untracked transfer, a host-side hang) than " + std::to_string(never.size()) + " faults; " +
+                (shared.empty() ? "they share no host, so check the links and hosts between them"
+                                : "every group involves " + shared + ": check it first") + ".";
+    for (size_t k = never.size(); k-- > 0;) out.erase(out.begin() + static_cast<std::ptrdiff_t>(never[k]));
     out.push_back(std::move(f));
   }
   return out;
