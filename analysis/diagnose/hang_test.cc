@@ -418,6 +418,24 @@ TEST(InflightSim, HangNamesTheRankThatNeverJoined) {
   }
 }
 
+// Two groups that never joined two communicators' collectives at once are one hang, not two
+// culprits: one finding naming both, each at a chance of one in two.
+TEST(Inflight, GroupsThatNeverJoinedAtOnceAreOneHang) {
+  std::vector<InflightState> st;
+  for (int r = 0; r < 8; ++r) {
+    st.push_back(Proc(r));
+    std::vector<InflightOp> ops;
+    if (r != 2 && r != 6) ops.push_back(Coll("AllReduce", r < 4 ? 5 : 9, 1 << 17, 4, 0));
+    AddComm(&st.back(), r < 4 ? "0xa" : "0xb", "dp", r % 4, 4, ops);
+  }
+  auto fs = AnalyzeInflight(st);
+  ASSERT_EQ(fs.size(), 1u) << FindingsToText(fs);
+  EXPECT_EQ(fs[0].ranks, std::vector<int>({2, 6}));
+  EXPECT_EQ(Ev(fs[0], "never_joined_groups"), "2");
+  EXPECT_LT(fs[0].confidence, 0.5);
+  EXPECT_NE(fs[0].summary.find("2 groups of ranks (2; 6) never joined"), std::string::npos) << fs[0].summary;
+}
+
 // Without the state files, completion records cannot name the rank (the finding this replaces).
 TEST(InflightSim, RecordsAloneCannotNameTheRank) {
   SimHang h = RunSimHang("records_only", "kind=hang,rank=6,comm=dp,start_step=3", false);
