@@ -15,6 +15,17 @@ double Median(std::vector<double> v) {
   return x;
 }
 
+uint64_t KernelKey(const CommData& d, const Inst& x) {
+  const Comm& c = d.comms[static_cast<size_t>(x.comm)];
+  return (static_cast<uint64_t>(x.op) << 56) ^ (static_cast<uint64_t>(c.n_ranks) << 40) ^
+         (static_cast<uint64_t>(c.nnodes) << 28) ^ static_cast<uint64_t>(x.bytes) * 0x9E3779B97F4A7C15ULL;
+}
+
+bool Complete(const CommData& d, const Inst& x) {
+  const int m = static_cast<int>(d.comms[static_cast<size_t>(x.comm)].procs.size());
+  return x.n >= 2 && x.pmin >= 0 && (x.n == m || (m >= 3 && x.n == m - 1));
+}
+
 Result<CommData> LoadCommData(Store& store, const std::string& run) {
   duckdb_connection conn = store.connection();
   std::string run_filter;
@@ -109,7 +120,12 @@ Result<CommData> LoadCommData(Store& store, const std::string& run) {
                   "SELECT CAST(o.comm_id AS BIGINT), CAST(enum_code(o.op) AS BIGINT), "
                   "CAST(r.sn AS BIGINT), CAST(o.msg_size_bytes AS BIGINT), CAST(count(*) AS BIGINT), "
                   "CAST(min(r.exec_time_us) AS DOUBLE), CAST(median(CAST(r.exec_time_us AS DOUBLE)) AS DOUBLE), "
-                  "CAST(max(r.exec_time_us) AS DOUBLE), CAST(arg_min(r.process_id, r.exec_time_us) AS BIGINT), "
+                  "CAST(max(r.exec_time_us) AS DOUBLE), "
+                  // Ties of the shortest time (whole microseconds) go to a member drawn by a hash of
+                  // (process, sequence number): a parallel aggregation's order must not decide it,
+                  // and no rank may win every tie.
+                  "CAST(arg_min(r.process_id, CAST(r.exec_time_us AS HUGEINT) * 4294967296 + "
+                  "hash(r.process_id, r.sn) % 4294967296) AS BIGINT), "
                   "CAST(min(coalesce(r.start_ts_us, r.kernel_start_ts_us, r.dump_ts_us)) AS BIGINT), "
                   "CAST(count(r.start_ts_us) + count(r.kernel_start_ts_us) AS BIGINT) "
                   "FROM records r JOIN operations o USING (run_id, op_id) "

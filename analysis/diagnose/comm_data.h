@@ -110,6 +110,12 @@ std::vector<Finding> DetectLinkFlaps(const CommData& d, const CommOptions& o);
 std::vector<Finding> DetectHangFromRecords(const CommData& d);
 
 double Median(std::vector<double> v);
+// The kernel key of an instance: op, communicator size and node count, message size. Instances
+// of one key are peers: they should take the same time.
+uint64_t KernelKey(const CommData& d, const Inst& x);
+// Whether (nearly) every member recorded the instance, so that it says who arrived last and how
+// long the transfer itself took: sampled records (2.29 snapshots) and a member's lost log do not.
+bool Complete(const CommData& d, const Inst& x);
 // Window length used by the detectors (CommOptions::window_us or a 40th of the data's span).
 double WindowUs(const CommData& d, const CommOptions& o);
 

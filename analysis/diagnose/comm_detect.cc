@@ -19,18 +19,13 @@ struct KeyStats {
   double noise = 0;  // median arrival wait (tmed - tmin)
 };
 
-uint64_t KeyOf(const CommData& d, const Inst& x) {
-  const Comm& c = d.comms[x.comm];
-  return (static_cast<uint64_t>(x.op) << 56) ^ (static_cast<uint64_t>(c.n_ranks) << 40) ^
-         (static_cast<uint64_t>(c.nnodes) << 28) ^ static_cast<uint64_t>(x.bytes) * 0x9E3779B97F4A7C15ULL;
-}
 
 double Wait(const Inst& x) { return (x.n == 2 ? x.tmax : x.tmed) - x.tmin; }
 
 std::unordered_map<uint64_t, KeyStats> KeyBaselines(const CommData& d) {
   std::unordered_map<uint64_t, std::pair<std::vector<double>, std::vector<double>>> acc;
   for (const Inst& x : d.insts) {
-    auto& a = acc[KeyOf(d, x)];
+    auto& a = acc[KernelKey(d, x)];
     a.first.push_back(x.tmin);
     if (x.n >= 2) a.second.push_back(Wait(x));
   }
@@ -73,7 +68,7 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
   std::unordered_map<uint64_t, double> peer_base;
   {
     std::unordered_map<uint64_t, std::map<int, std::vector<double>>> by;
-    for (const Inst& x : d.insts) by[KeyOf(d, x)][x.comm].push_back(x.tmin);
+    for (const Inst& x : d.insts) by[KernelKey(d, x)][x.comm].push_back(x.tmin);
     for (auto& [k, comms] : by) {
       std::vector<double> med;
       for (auto& [c, v] : comms) med.push_back(Median(std::move(v)));
@@ -94,7 +89,7 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
   for (const Inst& x : d.insts) {
     const Comm& c = d.comms[x.comm];
     if (c.hosts.size() < 2) continue;
-    const double base = peer_base.at(KeyOf(d, x));
+    const double base = peer_base.at(KernelKey(d, x));
     if (base < 20 || x.bytes < (1 << 20)) continue;  // latency-bound: says nothing about bandwidth
     const int w = static_cast<int>((x.ts - d.t0) / W);
     ratios[{x.comm, w}].push_back(x.tmin / base);
@@ -329,7 +324,7 @@ std::vector<Finding> DetectSlowCompute(const CommData& d, const CommOptions& o) 
     if (x.n < 2) continue;
     const int w = static_cast<int>((x.ts - d.t0) / W);
     if (x.pmin < 0) continue;
-    const KeyStats& k = keys.at(KeyOf(d, x));
+    const KeyStats& k = keys.at(KernelKey(d, x));
     const double wait = Wait(x);
     const bool stall = wait > std::max(o.stall_us, 20 * (k.noise + k.base));
     const bool is_late = wait > 4 * k.noise + 0.25 * k.base + 20;

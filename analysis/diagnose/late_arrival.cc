@@ -33,16 +33,6 @@ double WaitOf(const Inst& x) { return (x.n == 2 ? x.tmax : x.tmed) - x.tmin; }
 
 uint64_t Key(size_t a, size_t b) { return (static_cast<uint64_t>(a) << 32) | static_cast<uint64_t>(b); }
 
-// An instance says who arrived last only when (nearly) every member recorded it: sampled
-// records (2.29 snapshots) or a member's lost log leave the last arrival unknown.
-
-// An instance says who arrived last only when (nearly) every member recorded it: sampled
-// records (2.29 snapshots) or a member's lost log leave the last arrival unknown.
-bool Complete(const CommData& d, const Inst& x) {
-  const int m = static_cast<int>(d.comms[x.comm].procs.size());
-  return x.n >= 2 && x.pmin >= 0 && (x.n == m || (m >= 3 && x.n == m - 1));
-}
-
 std::string Fmt(const char* f, double a) {
   char b[64];
   std::snprintf(b, sizeof b, f, a);
@@ -52,12 +42,6 @@ std::string Fmt(const char* f, double a) {
 }  // namespace
 
 namespace {
-
-uint64_t KernelKey(const CommData& d, const Inst& x) {
-  const Comm& c = d.comms[static_cast<size_t>(x.comm)];
-  return (static_cast<uint64_t>(x.op) << 56) ^ (static_cast<uint64_t>(c.n_ranks) << 40) ^
-         (static_cast<uint64_t>(c.nnodes) << 28) ^ static_cast<uint64_t>(x.bytes) * 0x9E3779B97F4A7C15ULL;
-}
 
 struct Cell { int total = 0, last = 0; double wait = 0; };
 using Cells = std::unordered_map<uint64_t, std::vector<Cell>>;  // (proc, comm) -> per window
@@ -255,20 +239,15 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
   std::unordered_map<uint64_t, std::vector<double>> slow_transfer;
   {
     std::unordered_map<uint64_t, std::vector<double>> acc;
-    auto key = [&](const Inst& x) {
-      const Comm& c = d.comms[static_cast<size_t>(x.comm)];
-      return (static_cast<uint64_t>(x.op) << 56) ^ (static_cast<uint64_t>(c.n_ranks) << 40) ^
-             (static_cast<uint64_t>(c.nnodes) << 28) ^ static_cast<uint64_t>(x.bytes) * 0x9E3779B97F4A7C15ULL;
-    };
     // Only complete instances time the transfer itself: a sampled record's time includes its
     // wait for the others.
     for (const Inst& x : d.insts)
-      if (Complete(d, x)) acc[key(x)].push_back(x.tmin);
+      if (Complete(d, x)) acc[KernelKey(d, x)].push_back(x.tmin);
     std::unordered_map<uint64_t, double> base;
     for (auto& [k, v] : acc) base[k] = Median(std::move(v));
     for (const Inst& x : d.insts) {
       if (!Complete(d, x)) continue;
-      const double extra = x.tmin - 1.2 * base[key(x)];
+      const double extra = x.tmin - 1.2 * base[KernelKey(d, x)];
       if (extra <= 0) continue;
       for (int p : d.comms[static_cast<size_t>(x.comm)].procs) {
         auto& v = slow_transfer[Key(static_cast<size_t>(p), static_cast<size_t>(x.comm))];

@@ -35,10 +35,10 @@ struct Transfer {
   int64_t bytes = 0;
 };
 
-uint64_t KernelKey(const CommData& d, const Inst& x) {
-  const Comm& c = d.comms[static_cast<size_t>(x.comm)];
-  return (static_cast<uint64_t>(x.op) << 56) ^ (static_cast<uint64_t>(c.n_ranks) << 40) ^
-         (static_cast<uint64_t>(c.nnodes) << 28) ^ static_cast<uint64_t>(x.bytes) * 0x9E3779B97F4A7C15ULL;
+// Every member recorded it: its shortest time is the transfer's (a member missing may be the one
+// that waited for nobody).
+bool AllMembers(const CommData& d, const Inst& x) {
+  return x.n >= 2 && x.n == static_cast<int>(d.comms[static_cast<size_t>(x.comm)].procs.size());
 }
 
 std::string Fmt(const char* f, double a) {
@@ -52,8 +52,7 @@ std::vector<Transfer> CrossHostTransfers(const CommData& d) {
   std::vector<Transfer> out;
   std::unordered_map<uint64_t, std::map<int, std::vector<double>>> by;
   for (const Inst& x : d.insts)
-    if (x.n == static_cast<int>(d.comms[static_cast<size_t>(x.comm)].procs.size()) && x.n >= 2)
-      by[KernelKey(d, x)][x.comm].push_back(x.tmin);
+    if (AllMembers(d, x)) by[KernelKey(d, x)][x.comm].push_back(x.tmin);
   std::unordered_map<uint64_t, double> base;
   for (auto& [k, comms] : by) {
     std::vector<double> med;
@@ -63,7 +62,7 @@ std::vector<Transfer> CrossHostTransfers(const CommData& d) {
   }
   for (const Inst& x : d.insts) {
     const Comm& c = d.comms[static_cast<size_t>(x.comm)];
-    if (c.hosts.size() < 2 || x.n != static_cast<int>(c.procs.size()) || x.n < 2) continue;
+    if (c.hosts.size() < 2 || !AllMembers(d, x)) continue;
     const double b = base[KernelKey(d, x)];
     if (b <= 0) continue;
     out.push_back({x.ts, c.hosts, c.procs, x.tmin / b, x.tmin - b, x.bytes});
