@@ -72,10 +72,6 @@ Result<CommData> LoadCommData(Store& store, const std::string& run);
 struct CommOptions {
   double link_ratio = 1.6;        // comm-window median transfer time / baseline to call it slow
   double host_cover = 0.75;       // share of a host's multi-host comms that must be slow
-  // A rank is late in a window when the time its peers spent waiting for it (it arrived last,
-  // beyond the noise) is at least this share of the window's wall time...
-  double late_time_share = 0.02;
-  int min_late_events = 6;        // ...in at least this many instances over its finding
   double stall_us = 1e6;          // one wait longer than this (and 20x the norm) is a stall
   double window_us = 0;           // 0: (t1 - t0) / 40, at least 200 ms
   // A late rank whose lateness is at least this share explained by its own waiting on others
@@ -92,7 +88,7 @@ struct CommOptions {
 
 // slow_link: communicators spanning a host collapse together (transfer time, not arrival skew).
 std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o);
-// slow_compute and host_stall: a rank that arrives last everywhere (synchronisation trap aware).
+// slow_compute and host_stall: late arrivals judged against peers (late_arrival.h) and stalls.
 std::vector<Finding> DetectSlowCompute(const CommData& d, const CommOptions& o);
 // collective_mismatch: ranks of one communicator recorded different sizes or ops for one
 // sequence number.
