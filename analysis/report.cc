@@ -137,12 +137,9 @@ Result<std::string> RenderReport(Store& store, const ReportOptions& ro) {
   // Which run.
   std::string run = ro.run;
   if (run.empty()) {
-    Result<QueryResult> r = store.Query(
-        "SELECT ru.name FROM runs ru LEFT JOIN (SELECT run_id, count(*) n FROM records GROUP BY "
-        "1) c USING (run_id) ORDER BY coalesce(c.n, 0) DESC, ru.run_id LIMIT 1");
+    Result<std::string> r = store.DefaultRun();
     if (!r.ok()) return r.status();
-    if (r->rows.empty()) return Status::Error(store.path() + ": the store holds no run");
-    run = *r->rows[0][0];
+    run = *r;
   }
   Result<int32_t> run_id = store.RunId(run, false);
   if (!run_id.ok()) return run_id.status();

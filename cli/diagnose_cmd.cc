@@ -38,6 +38,15 @@ int Run(const Options& o) {
       std::fprintf(stderr, "collscope diagnose: %s\n", store.status().message().c_str());
       return 2;
     }
+    if (d.run.empty()) {
+      auto r = (*store)->DefaultRun();
+      if (!r.ok()) {
+        std::fprintf(stderr, "collscope diagnose: %s\n", r.status().message().c_str());
+        return 2;
+      }
+      d.run = *r;
+      std::fprintf(stderr, "run: %s (the store's run with the most records; --run picks another)\n", d.run.c_str());
+    }
     // The store's records, with the paths' step series, dumps and state files checked against
     // them (a step series maps its ranks to the store's hosts and refutes propagated lateness).
     f = o.paths.empty() ? DiagnoseStore(**store, d, nullptr, &read)
@@ -46,7 +55,7 @@ int Run(const Options& o) {
     if (f.ok() && readers::HasKinetoTables(**store)) {
       auto kernels = (*store)->QueryInt("SELECT count(*) FROM kernels");
       read.stored_kernels = kernels.ok() && *kernels > 0;
-      auto k = DiagnoseKineto(**store, o.run, true);
+      auto k = DiagnoseKineto(**store, d.run, true);
       if (!k.ok()) f = k.status();
       else { f->insert(f->end(), k->begin(), k->end()); Consolidate(&*f, &suppressed); }
     }
@@ -80,7 +89,7 @@ void Register(CLI::App& app) {
       "Exit status (as diff's): 0 inputs read and no finding, 1 findings, 2 a usage error or nothing usable read.");
   cmd->add_option("paths", o->paths, "Input files or directories");
   cmd->add_option("--db", o->db, "Diagnose this store");
-  cmd->add_option("--run", o->run, "Run in the store (default: the first)");
+  cmd->add_option("--run", o->run, "Run in the store (default: the one with the most records)");
   cmd->add_flag("--json", o->json,
                 "Print {\"schema\": \"collscope.findings.v1\", \"findings\": [...], \"suppressed\": [...]}");
   cmd->add_flag("--list-detectors", o->list_detectors,

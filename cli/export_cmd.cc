@@ -51,11 +51,20 @@ Result<std::vector<diagnose::Finding>> Findings(Store& store, const Options& o) 
   return f;
 }
 
-int Run(const Options& o) {
+int Run(Options o) {
   auto store = Store::Open(o.db, {.read_only = true});
   if (!store.ok()) {
     std::fprintf(stderr, "collscope export: %s\n", store.status().message().c_str());
     return 2;
+  }
+  if (o.run.empty() && !o.perfetto.empty()) {
+    auto r = (*store)->DefaultRun();
+    if (!r.ok()) {
+      std::fprintf(stderr, "collscope export: %s\n", r.status().message().c_str());
+      return 2;
+    }
+    o.run = *r;
+    std::fprintf(stderr, "run: %s (the store's run with the most records; --run picks another)\n", o.run.c_str());
   }
   if (o.parquet_dir.empty() && o.perfetto.empty()) {
     std::fprintf(stderr, "collscope export: nothing to export; give --parquet DIR or --perfetto OUT.json\n");
@@ -112,7 +121,7 @@ void Register(CLI::App& app) {
   cmd->add_option("--findings", o->findings,
                   "Findings to annotate (collscope.findings.v1 JSON from `diagnose --json`); "
                   "default: diagnose the store");
-  cmd->add_option("--run", o->run, "Run in the store (default: the first)");
+  cmd->add_option("--run", o->run, "Run in the store (default: the one with the most records)");
   cmd->add_option("--max-peers", o->max_peers, "Victims shown per finding")->capture_default_str();
   cmd->add_option("--max-steps", o->max_steps, "Anomalous steps shown per finding")->capture_default_str();
   cmd->add_option("--context-steps", o->context_steps, "Steps shown before them")->capture_default_str();

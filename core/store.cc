@@ -262,6 +262,15 @@ Result<int64_t> Store::QueryInt(const std::string& sql) {
   return v;
 }
 
+Result<std::string> Store::DefaultRun() {
+  Result<QueryResult> r = Query(
+      "SELECT ru.name FROM runs ru LEFT JOIN (SELECT run_id, count(*) n FROM records GROUP BY "
+      "1) c USING (run_id) ORDER BY coalesce(c.n, 0) DESC, ru.run_id LIMIT 1");
+  if (!r.ok()) return r.status();
+  if (r->rows.empty() || !r->rows[0][0]) return Status::Error(path_ + ": the store holds no run");
+  return *r->rows[0][0];
+}
+
 Result<int32_t> Store::RunId(const std::string& name, bool create) {
   Result<QueryResult> q = Query("SELECT run_id FROM runs WHERE name = " + SqlString(name));
   if (!q.ok()) return q.status();

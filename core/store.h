@@ -46,6 +46,9 @@ class Store {
 
   // The id of run `name`, creating it unless `create` is false.
   Result<int32_t> RunId(const std::string& name, bool create);
+  // The run every command uses when none is named: the one with the most NCCL records (the
+  // production job, not a benchmark sweep stored beside it), the first ingested on a tie.
+  Result<std::string> DefaultRun();
 
   const std::string& path() const { return path_; }
   duckdb_connection connection() const { return conn_; }

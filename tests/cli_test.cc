@@ -201,5 +201,22 @@ TEST(Diagnose, ExitStatusAndWhatWasRead) {
   EXPECT_EQ(Collscope("diagnose").code, 2);
 }
 
+// One default-run rule for every command, and the run it picked is printed: the run with the
+// most records, not the first ingested (here a small job stored before the example).
+TEST(Diagnose, DefaultRunIsTheOneWithMostRecordsAndIsPrinted) {
+  testing::TempDir dir;
+  ASSERT_EQ(Collscope("simulate -o " + dir / "tiny" + " --hosts 2 --gpus-per-host 2 --tp 2 --pp 2 --layers 2 "
+                      "--hidden 1024 --seq-len 1024 --steps 3 --kineto-max-ranks 0").code, 0);
+  const std::string db = dir / "s.duckdb";
+  ASSERT_EQ(Collscope("ingest " + dir / "tiny" + "/nccl-inspector --db " + db + " --run tiny").code, 0);
+  ASSERT_EQ(Collscope(std::string("ingest ") + COLLSCOPE_SOURCE_DIR + "/examples/job --db " + db + " --run example").code, 0);
+  for (const std::string& cmd : {"diagnose --db " + db, "report --db " + db + " -o " + dir / "r.html",
+                                "export --db " + db + " --perfetto " + dir / "t.json"}) {
+    Output out = Collscope(cmd);
+    EXPECT_NE(out.text.find("run: example (the store's run with the most records"), std::string::npos)
+        << cmd << "\n" << out.text;
+  }
+}
+
 }  // namespace
 }  // namespace collscope
