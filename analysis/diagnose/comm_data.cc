@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "analysis/diagnose/comm_data.h"
 #include "analysis/diagnose/duck.h"
@@ -61,7 +62,9 @@ Result<CommData> LoadCommData(Store& store, const std::string& run) {
   auto cr = Fetch(conn,
                   "SELECT CAST(c.comm_id AS BIGINT), c.id, coalesce(c.comm_name, ''), "
                   "CAST(c.n_ranks AS BIGINT), CAST(c.nnodes AS BIGINT) FROM communicators c "
-                  "WHERE c.run_id = " + run_filter + " ORDER BY c.comm_id",
+                  // By the communicator's own id, not the ingest's numbering (which follows the
+                  // order parallel readers met them): every run of a diagnosis sees one order.
+                  "WHERE c.run_id = " + run_filter + " ORDER BY c.id, c.comm_id",
                   "issii");
   if (!cr.ok()) return cr.status();
   std::map<int64_t, int> comm_index;
@@ -122,10 +125,10 @@ Result<CommData> LoadCommData(Store& store, const std::string& run) {
                   "CAST(min(r.exec_time_us) AS DOUBLE), CAST(median(CAST(r.exec_time_us AS DOUBLE)) AS DOUBLE), "
                   "CAST(max(r.exec_time_us) AS DOUBLE), "
                   // Ties of the shortest time (whole microseconds) go to a member drawn by a hash of
-                  // (process, sequence number): a parallel aggregation's order must not decide it,
-                  // and no rank may win every tie.
+                  // (communicator rank, sequence number): neither a parallel aggregation's order
+                  // nor the ingest's numbering may decide it, and no rank may win every tie.
                   "CAST(arg_min(r.process_id, CAST(r.exec_time_us AS HUGEINT) * 4294967296 + "
-                  "hash(r.process_id, r.sn) % 4294967296) AS BIGINT), "
+                  "hash(r.rank, r.sn) % 4294967296) AS BIGINT), "
                   "CAST(min(coalesce(r.start_ts_us, r.kernel_start_ts_us, r.dump_ts_us)) AS BIGINT), "
                   "CAST(count(r.start_ts_us) + count(r.kernel_start_ts_us) AS BIGINT) "
                   "FROM records r JOIN operations o USING (run_id, op_id) "
@@ -187,6 +190,14 @@ Result<CommData> LoadCommData(Store& store, const std::string& run) {
     x.sn = p2->i[6][i];
     d.p2p.push_back(x);
   }
+  // One order for every run of a diagnosis: by time, then by what the instance is (the query's
+  // order leaves ties of time to the ingest's numbering).
+  std::stable_sort(d.insts.begin(), d.insts.end(), [](const Inst& a, const Inst& b) {
+    return std::tie(a.ts, a.comm, a.op, a.sn, a.bytes) < std::tie(b.ts, b.comm, b.op, b.sn, b.bytes);
+  });
+  std::stable_sort(d.p2p.begin(), d.p2p.end(), [](const P2p& a, const P2p& b) {
+    return std::tie(a.ts, a.comm, a.proc, a.peer, a.send, a.sn, a.exec) < std::tie(b.ts, b.comm, b.proc, b.peer, b.send, b.sn, b.exec);
+  });
   if (d.insts.empty()) d.t0 = d.t1 = 0;
   d.timestamps_exact = exact > 0;
   return d;

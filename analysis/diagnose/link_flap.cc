@@ -33,6 +33,7 @@ struct Transfer {
   double ratio = 0;
   double excess_us = 0;    // wire time beyond the usual: about the outage it sat through
   int64_t bytes = 0;
+  bool collective = false;
 };
 
 // Every member recorded it: its shortest time is the transfer's (a member missing may be the one
@@ -65,7 +66,7 @@ std::vector<Transfer> CrossHostTransfers(const CommData& d) {
     if (c.hosts.size() < 2 || !AllMembers(d, x)) continue;
     const double b = base[KernelKey(d, x)];
     if (b <= 0) continue;
-    out.push_back({x.ts, c.hosts, c.procs, x.tmin / b, x.tmin - b, x.bytes});
+    out.push_back({x.ts, c.hosts, c.procs, x.tmin / b, x.tmin - b, x.bytes, true});
   }
   // Point-to-point: a Send and its Recv share (communicator, sender, receiver, sequence number).
   struct Pair { double send = -1, recv = -1; int64_t ts = INT64_MAX; int64_t bytes = 0; };
@@ -100,7 +101,7 @@ std::vector<Transfer> CrossHostTransfers(const CommData& d) {
     std::vector<int> hs = {d.procs[static_cast<size_t>(from)].host, d.procs[static_cast<size_t>(to)].host};
     SortUnique(&hs);
     const double wire = std::min(p.send, p.recv);
-    out.push_back({p.ts, hs, {from, to}, wire / b, wire - b, p.bytes});
+    out.push_back({p.ts, hs, {from, to}, wire / b, wire - b, p.bytes, false});
   }
   return out;
 }
@@ -152,6 +153,14 @@ std::vector<Finding> DetectLinkFlaps(const CommData& d, const CommOptions& o) {
     for (const Transfer* t : left)
       (std::binary_search(t->hosts.begin(), t->hosts.end(), h) ? mine : rest).push_back(t);
     left = std::move(rest);
+    // An outage stalls whatever crosses the NIC: when the host runs cross-host collectives, some
+    // must have collapsed too. Point-to-point pairs alone can be held by their pipeline (grouped
+    // sends and receives wait for each other: a straggler upstream stretches both sides).
+    bool runs_collectives = false, collectives_collapsed = false;
+    for (const Transfer& t : all)
+      if (t.collective && std::binary_search(t.hosts.begin(), t.hosts.end(), h)) runs_collectives = true;
+    for (const Transfer* t : mine) collectives_collapsed |= t->collective;
+    if (runs_collectives && !collectives_collapsed) continue;
     const double share = static_cast<double>(collapsed[static_cast<size_t>(h)]) / std::max(1, total[static_cast<size_t>(h)]);
     // Collapses less than an outage apart (their median excess time, or one dump interval when
     // the times are dump times) sat through the same outage: one burst.

@@ -18,9 +18,14 @@ struct Shape {
   int hosts, gpus, tp, pp, cp = 1;
 };
 
+struct Model {
+  int layers = 4, hidden = 4096, seq_len = 2048, micro_batches = 4;
+  int64_t dump_interval_us = 200000;
+};
+
 std::vector<Finding> Diagnose(const std::string& dir, Shape sh, std::vector<std::string> faults,
                               const std::string& flavor = "2.30", int steps = 40,
-                              std::vector<Suppressed>* suppressed = nullptr) {
+                              std::vector<Suppressed>* suppressed = nullptr, Model m = Model{}) {
   sim::SimConfig c;
   c.seed = 3;
   c.cluster.hosts = sh.hosts;
@@ -28,12 +33,12 @@ std::vector<Finding> Diagnose(const std::string& dir, Shape sh, std::vector<std:
   c.parallel.tp = sh.tp;
   c.parallel.pp = sh.pp;
   c.parallel.cp = sh.cp;
-  c.workload.layers = 4;
-  c.workload.hidden = 4096;
-  c.workload.seq_len = 2048;
-  c.workload.micro_batches = 4;
+  c.workload.layers = m.layers;
+  c.workload.hidden = m.hidden;
+  c.workload.seq_len = m.seq_len;
+  c.workload.micro_batches = m.micro_batches;
   c.workload.steps = steps;
-  c.inspector.dump_interval_us = 200000;
+  c.inspector.dump_interval_us = m.dump_interval_us;
   c.inspector.flavor = flavor;
   c.output.dir = dir;
   c.output.kineto_max_ranks = 0;
@@ -159,6 +164,16 @@ TEST(LinkFlap, ADegradedNicIsOneSlowLinkFinding) {
   EXPECT_EQ(f[0].kind, Kind::kSlowLink);
   EXPECT_EQ(f[0].detector, "comm.slow_link");
   EXPECT_EQ(f[0].hosts, std::vector<std::string>({"node-002"}));
+}
+
+TEST(LinkFlap, PipelinePairsHeldByAStragglerAreNoFlap) {
+  testing::TempDir dir;
+  // 128 GPUs, TP=8 PP=8 (the 10,240-GPU job's layout): a straggler's pipeline stretches the
+  // grouped sends and receives of the later stages' pairs (both sides wait), which look like
+  // collapsed transfers; their hosts' data-parallel collectives stay fast, so no NIC flapped.
+  auto f = Diagnose(dir / "job", {16, 8, 8, 8}, {"kind=gpu_straggler,rank=60,factor=1.5,start_step=4,end_step=10"},
+                    "2.30", 12, nullptr, Model{16, 8192, 4096, 8, 2000000});
+  for (const Finding& x : f) EXPECT_NE(x.detector, "comm.link_flap") << FindingsToText(f);
 }
 
 TEST(LinkFlap, ASampledDegradedNicIsNoFlap) {
