@@ -34,12 +34,6 @@ std::unordered_map<uint64_t, KeyStats> KeyBaselines(const CommData& d) {
   return out;
 }
 
-std::string Fmt(const char* f, double a) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, a);
-  return b;
-}
-
 // Merges sorted window indexes into [first, last] runs allowing one missing window between.
 std::vector<std::pair<int, int>> Runs(std::vector<int> w) {
   std::sort(w.begin(), w.end());

@@ -92,6 +92,12 @@ std::string RankList(const std::vector<int>& ranks, size_t max_items) {
   return o;
 }
 
+std::string Fmt(const char* format, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, format, v);
+  return b;
+}
+
 std::string FormatTimeUs(int64_t us) {
   const time_t s = static_cast<time_t>(us / 1000000);
   struct tm tm;

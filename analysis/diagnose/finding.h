@@ -74,5 +74,7 @@ void SortUnique(std::vector<std::string>* v);
 // "0-3,8,10-11": compact rank lists for sentences.
 std::string RankList(const std::vector<int>& ranks, size_t max_items = 12);
 std::string FormatTimeUs(int64_t us);  // 2026-01-01T00:00:12.345Z
+// One number through a printf format ("%.1f"), for sentences.
+std::string Fmt(const char* format, double v);
 
 }  // namespace collscope::diagnose

@@ -73,12 +73,6 @@ std::string ShortName(const std::string& name) {
   return s;
 }
 
-std::string Fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), f, v);
-  return buf;
-}
-
 std::string ModesText(const std::vector<Mode>& modes) {
   std::string s;
   for (const Mode& m : modes) {

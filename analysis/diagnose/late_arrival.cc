@@ -33,12 +33,6 @@ double WaitOf(const Inst& x) { return (x.n == 2 ? x.tmax : x.tmed) - x.tmin; }
 
 uint64_t Key(size_t a, size_t b) { return (static_cast<uint64_t>(a) << 32) | static_cast<uint64_t>(b); }
 
-std::string Fmt(const char* f, double a) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, a);
-  return b;
-}
-
 }  // namespace
 
 namespace {

@@ -42,12 +42,6 @@ bool AllMembers(const CommData& d, const Inst& x) {
   return x.n >= 2 && x.n == static_cast<int>(d.comms[static_cast<size_t>(x.comm)].procs.size());
 }
 
-std::string Fmt(const char* f, double a) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, a);
-  return b;
-}
-
 // Every cross-host transfer whose wire time is known, with its ratio to its peers' usual.
 std::vector<Transfer> CrossHostTransfers(const CommData& d) {
   std::vector<Transfer> out;
