@@ -253,9 +253,12 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
     read->flight_recorder_dumps += static_cast<int>(fr.size());
     read->state_files += static_cast<int>(inflight.size());
     read->step_series += static_cast<int>(summaries.size());
-    auto traces = readers::FindKinetoTraces(paths);
-    if (traces.ok()) read->kineto_traces += static_cast<int>(traces->size());
   }
+  // The Kineto traces among the paths, found once (walking the folders again for L3 would read
+  // every directory twice).
+  auto traces = readers::FindKinetoTraces(paths);
+  if (!traces.ok()) return traces.status();
+  if (read) read->kineto_traces += static_cast<int>(traces->size());
   if (!fr.empty()) {
     auto f = DiagnoseFlightRecorder(fr);
     if (!f.ok()) return f.status();
@@ -288,7 +291,7 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
   }
   // PyTorch profiler (Kineto) traces among the paths: L3 kernel modes, and L1 on their
   // ProfilerStep times unless a step_summary.csv already gave the step series.
-  auto k = DiagnoseKinetoPaths(paths, summaries.empty());
+  auto k = DiagnoseKinetoPaths(*traces, summaries.empty());
   if (!k.ok()) return k.status();
   out.insert(out.end(), k->begin(), k->end());
   Consolidate(&out, o.suppressed);
