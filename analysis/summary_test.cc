@@ -52,7 +52,7 @@ TEST(Summary, HotKernelsRankedByTimeWithShares) {
   EXPECT_FALSE(Summarize(**store, "nope", 10).ok());
   // Read-only sessions get the same views as temporary objects.
   store->reset();
-  auto ro = Store::Open(dir / "s.duckdb", {.read_only = true});
+  auto ro = Store::Open(dir / "s.duckdb", Store::Options::ReadOnly());
   ASSERT_TRUE(ro.ok());
   EXPECT_TRUE(InstallAnalysisViews(**ro, true).ok());
   EXPECT_EQ(*(*ro)->QueryInt("SELECT count(*) FROM hot_kernels"), 2);

@@ -966,7 +966,7 @@ Result<AggregateReport> RefreshAggregates(Store& store, const std::string& run) 
 }
 
 Result<std::unique_ptr<Store>> OpenForAnalysis(const std::string& path) {
-  auto store = Store::Open(path, {.read_only = true});
+  auto store = Store::Open(path, Store::Options::ReadOnly());
   if (!store.ok()) return store.status();
   COLLSCOPE_RETURN_IF_ERROR(InstallAnalysisViews(**store, true));
   return store;

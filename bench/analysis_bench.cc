@@ -140,7 +140,7 @@ int main(int argc, char** argv) {
       std::printf("\n");
     }
   }
-  auto store = Store::Open(db, {.read_only = true});
+  auto store = Store::Open(db, Store::Options::ReadOnly());
   if (!store.ok()) {
     std::fprintf(stderr, "%s\n", store.status().message().c_str());
     return 1;

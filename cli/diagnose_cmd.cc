@@ -33,7 +33,7 @@ int Run(const Options& o) {
   d.suppressed = &suppressed;
   Result<std::vector<Finding>> f = Status::Error("give PATHS... or --db FILE");
   if (!o.db.empty()) {
-    auto store = Store::Open(o.db, {.read_only = true});
+    auto store = Store::Open(o.db, Store::Options::ReadOnly());
     if (!store.ok()) {
       std::fprintf(stderr, "collscope diagnose: %s\n", store.status().message().c_str());
       return 2;

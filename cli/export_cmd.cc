@@ -52,7 +52,9 @@ Result<std::vector<diagnose::Finding>> Findings(Store& store, const Options& o) 
 }
 
 int Run(Options o) {
-  auto store = Store::Open(o.db, {.read_only = true});
+  Store::Options open = Store::Options::ReadOnly();
+  open.writable_dir = o.parquet_dir;
+  auto store = Store::Open(o.db, open);
   if (!store.ok()) {
     std::fprintf(stderr, "collscope export: %s\n", store.status().message().c_str());
     return 2;

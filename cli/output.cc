@@ -84,7 +84,7 @@ void PrintTable(const QueryResult& r, std::FILE* out, size_t max_rows) {
 
 void PrintCsv(const QueryResult& r, std::FILE* out) {
   auto cell = [](const std::string& s) {
-    if (s.find_first_of(",\"\n") == std::string::npos) return s;
+    if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
     std::string q = "\"";
     for (char ch : s) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
     return q + "\"";

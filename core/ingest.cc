@@ -704,25 +704,6 @@ Result<IngestReport> Ingest(Store& store, const std::vector<std::string>& paths,
     return tasks[a].size - tasks[a].start_offset > tasks[b].size - tasks[b].start_offset;
   });
 
-  // DuckDB's own worker threads only spin while the single writer appends (its executor polls
-  // for tasks); the parser threads use the cores better. Restored before the final checkpoint,
-  // which compresses in parallel.
-  Result<QueryResult> threads_setting = store.Query("SELECT current_setting('threads')");
-  std::string duckdb_threads = threads_setting.ok() && !threads_setting->rows.empty()
-                                   ? threads_setting->rows[0][0].value_or("")
-                                   : "";
-  store.Exec("SET threads = 1");
-  // Restores the setting once: explicitly before the checkpoint, or on any early return.
-  struct RestoreThreads {
-    Store& store;
-    std::string value;
-    void Restore() {
-      if (!value.empty()) store.Exec("SET threads = " + value);
-      value.clear();
-    }
-    ~RestoreThreads() { Restore(); }
-  } restore_threads{store, duckdb_threads};
-
   Writer writer(store, *run_id, report.ingest_id, tasks);
   Status init = writer.Init();
   if (!init.ok()) return init;
@@ -773,7 +754,6 @@ Result<IngestReport> Ingest(Store& store, const std::vector<std::string>& paths,
   }
 
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  restore_threads.Restore();
   Status st = store.Exec(
       "INSERT INTO ingests VALUES (" + run + ", " + std::to_string(report.ingest_id) +
       ", current_localtimestamp() - to_microseconds(" +

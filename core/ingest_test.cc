@@ -212,7 +212,7 @@ TEST_F(IngestTest, ReadOnlyQueriesAndParquetExport) {
   WriteFile(dir_ / "logs/node1-pid10.log", ProcessLog("node1", 10, 0, 1, 3));
   ASSERT_TRUE(Run().ok());
   store_.reset();
-  auto ro = Store::Open(dir_ / "store.duckdb", {.read_only = true});
+  auto ro = Store::Open(dir_ / "store.duckdb", Store::Options::ReadOnly());
   ASSERT_TRUE(ro.ok()) << ro.status().message();
   Store& s = **ro;
   EXPECT_TRUE(s.QueryReadOnly("SELECT count(*) FROM records_v").ok());
@@ -221,11 +221,20 @@ TEST_F(IngestTest, ReadOnlyQueriesAndParquetExport) {
     Result<QueryResult> r = s.QueryReadOnly(write);
     EXPECT_FALSE(r.ok()) << write;
   }
-  ASSERT_TRUE(s.ExportParquet(dir_ / "parquet").ok());
+  // The sandbox: a store opened without a writable directory writes no file.
+  EXPECT_FALSE(s.ExportParquet(dir_ / "parquet").ok());
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "parquet/records.parquet"));
+  ro->reset();
+  Store::Options exporting = Store::Options::ReadOnly();
+  exporting.writable_dir = dir_ / "parquet";
+  ro = Store::Open(dir_ / "store.duckdb", exporting);
+  ASSERT_TRUE(ro.ok()) << ro.status().message();
+  Store& e = **ro;
+  ASSERT_TRUE(e.ExportParquet(dir_ / "parquet").ok());
   for (const char* t : {"records", "operations", "communicators", "processes", "runs", "files",
                         "ingest_log", "taxonomy", "inspector_rows"})
     EXPECT_TRUE(std::filesystem::exists(dir_ / (std::string("parquet/") + t + ".parquet"))) << t;
-  EXPECT_EQ(Count(s, "SELECT count(*) FROM read_parquet('" + dir_ / "parquet/inspector_rows.parquet" +
+  EXPECT_EQ(Count(e, "SELECT count(*) FROM read_parquet('" + dir_ / "parquet/inspector_rows.parquet" +
                          "') WHERE coll_busbw_gbs = 19.6608"),
             3);
 }

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "core/bandwidth.h"
+#include "core/render.h"
 #include "core/store_views.h"
 #include "core/taxonomy.h"
 
@@ -38,6 +39,10 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, Options opti
   duckdb_config config;
   if (duckdb_create_config(&config) != DuckDBSuccess) return Status::Error("DuckDB config failed");
   if (options.read_only) duckdb_set_config(config, "access_mode", "READ_ONLY");
+  // collscope never installs or loads an extension at run time: what it needs is built in.
+  for (const char* off : {"autoinstall_known_extensions", "autoload_known_extensions",
+                          "allow_community_extensions", "allow_unsigned_extensions"})
+    duckdb_set_config(config, off, "false");
   char* err = nullptr;
   const char* open_path = path == ":memory:" ? nullptr : path.c_str();
   duckdb_state st = duckdb_open_ext(open_path, &s->db_, config, &err);
@@ -49,6 +54,18 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, Options opti
   }
   if (duckdb_connect(s->db_, &s->conn_) != DuckDBSuccess)
     return Status::Error(path + ": cannot connect");
+  // The sandbox: the store's own files (and its spill directory) are the only files DuckDB may
+  // touch, plus `writable_dir` for an export; then no statement may change that.
+  std::string sandbox;
+  if (!options.writable_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::path dir = std::filesystem::weakly_canonical(options.writable_dir, ec);
+    if (ec) return Status::Error(options.writable_dir + ": " + ec.message());
+    sandbox += "SET allowed_directories = [" + SqlString(dir.string() + "/") + "];\n";
+  }
+  sandbox += "SET enable_external_access = false;\n";
+  sandbox += "SET lock_configuration = true;\n";
+  COLLSCOPE_RETURN_IF_ERROR(s->Exec(sandbox));
   if (!options.read_only) COLLSCOPE_RETURN_IF_ERROR(s->EnsureSchema());
   return s;
 }
@@ -108,79 +125,12 @@ Status Store::Exec(const std::string& sql) {
   return Status::Ok();
 }
 
-namespace {
-// DuckDB's row-wise accessors render ENUM values as empty strings, and a result whose chunks
-// were fetched cannot be read row-wise any more. A result with ENUM columns is therefore run
-// again with those columns cast to VARCHAR (EnumsAsText), so every column reads row-wise.
-bool HasEnumColumn(duckdb_result* r) {
-  for (idx_t c = 0, n = duckdb_column_count(r); c < n; ++c)
-    if (duckdb_column_type(r, c) == DUCKDB_TYPE_ENUM) return true;
-  return false;
-}
-
-std::string QuoteIdent(const std::string& s) {
-  std::string o = "\"";
-  for (char ch : s) o += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-  return o + "\"";
-}
-
-// `sql` wrapped so that its ENUM columns come back as text; empty when the columns' names do
-// not tell them apart.
-std::string EnumsAsText(duckdb_result* r, const std::string& sql) {
-  std::vector<std::string> names;
-  std::string cols;
-  for (idx_t c = 0, n = duckdb_column_count(r); c < n; ++c) {
-    const std::string name = duckdb_column_name(r, c);
-    if (std::find(names.begin(), names.end(), name) != names.end()) return "";
-    names.push_back(name);
-    cols += (c ? ", " : "") + (duckdb_column_type(r, c) == DUCKDB_TYPE_ENUM
-                                   ? "CAST(" + QuoteIdent(name) + " AS VARCHAR) AS " + QuoteIdent(name)
-                                   : QuoteIdent(name));
-  }
-  std::string inner = sql;
-  while (!inner.empty() && (std::isspace(static_cast<unsigned char>(inner.back())) || inner.back() == ';')) inner.pop_back();
-  return "SELECT " + cols + " FROM (" + inner + "\n) AS collscope_enums_as_text";
-}
-
-Result<QueryResult> RenderResult(duckdb_result* r) {
-  QueryResult out;
-  idx_t cols = duckdb_column_count(r);
-  for (idx_t c = 0; c < cols; ++c) {
-    out.columns.emplace_back(duckdb_column_name(r, c));
-    out.types.push_back(duckdb_column_type(r, c));
-  }
-  idx_t rows = duckdb_row_count(r);
-  out.rows.assign(rows, std::vector<std::optional<std::string>>(cols));
-  // Row-wise accessors first: once a result's chunks have been fetched (for ENUM columns),
-  // DuckDB's row-wise accessors read it as empty.
-  for (idx_t c = 0; c < cols; ++c) {
-    for (idx_t i = 0; i < rows; ++i) {
-      if (duckdb_value_is_null(r, c, i)) continue;
-      char* v = duckdb_value_varchar(r, c, i);
-      out.rows[i][c] = v ? std::string(v) : std::string();
-      if (v) duckdb_free(v);
-    }
-  }
-  return out;
-}
-}  // namespace
-
 Result<QueryResult> Store::Query(const std::string& sql) {
   duckdb_result r;
   if (duckdb_query(conn_, sql.c_str(), &r) != DuckDBSuccess) {
     std::string msg = ResultError(&r, "query failed");
     duckdb_destroy_result(&r);
     return Status::Error(msg);
-  }
-  if (HasEnumColumn(&r)) {
-    const std::string again = EnumsAsText(&r, sql);
-    duckdb_result t;
-    if (!again.empty() && duckdb_query(conn_, again.c_str(), &t) == DuckDBSuccess) {
-      duckdb_destroy_result(&r);
-      r = t;
-    } else if (!again.empty()) {
-      duckdb_destroy_result(&t);
-    }
   }
   Result<QueryResult> out = RenderResult(&r);
   duckdb_destroy_result(&r);
@@ -191,8 +141,8 @@ Result<QueryResult> Store::QueryReadOnly(const std::string& sql) {
   duckdb_extracted_statements stmts = nullptr;
   idx_t n = duckdb_extract_statements(conn_, sql.c_str(), &stmts);
   if (n == 0) {
-    std::string msg = std::string("cannot parse SQL: ") +
-                      (stmts ? duckdb_extract_statements_error(stmts) : "empty statement");
+    const char* why = stmts ? duckdb_extract_statements_error(stmts) : nullptr;
+    std::string msg = std::string("cannot parse SQL: ") + (why && *why ? why : "no statement given");
     duckdb_destroy_extracted(&stmts);
     return Status::Error(msg);
   }
@@ -200,7 +150,8 @@ Result<QueryResult> Store::QueryReadOnly(const std::string& sql) {
   for (idx_t i = 0; i < n; ++i) {
     duckdb_prepared_statement prep = nullptr;
     if (duckdb_prepare_extracted_statement(conn_, stmts, i, &prep) != DuckDBSuccess) {
-      std::string msg = std::string("query failed: ") + duckdb_prepare_error(prep);
+      const char* why = duckdb_prepare_error(prep);
+      std::string msg = std::string("query failed: ") + (why ? why : "cannot prepare statement");
       duckdb_destroy_prepare(&prep);
       duckdb_destroy_extracted(&stmts);
       return Status::Error(msg);
@@ -221,22 +172,6 @@ Result<QueryResult> Store::QueryReadOnly(const std::string& sql) {
       duckdb_destroy_prepare(&prep);
       duckdb_destroy_extracted(&stmts);
       return Status::Error(msg);
-    }
-    if (n == 1 && type == DUCKDB_STATEMENT_TYPE_SELECT && HasEnumColumn(&r)) {
-      // The same read-only SELECT again, its ENUM columns as text (EnumsAsText).
-      const std::string again = EnumsAsText(&r, sql);
-      duckdb_prepared_statement p2 = nullptr;
-      duckdb_result t;
-      if (!again.empty() && duckdb_prepare(conn_, again.c_str(), &p2) == DuckDBSuccess &&
-          duckdb_prepared_statement_type(p2) == DUCKDB_STATEMENT_TYPE_SELECT) {
-        if (duckdb_execute_prepared(p2, &t) == DuckDBSuccess) {
-          duckdb_destroy_result(&r);
-          r = t;
-        } else {
-          duckdb_destroy_result(&t);
-        }
-      }
-      duckdb_destroy_prepare(&p2);
     }
     last = RenderResult(&r);
     duckdb_destroy_result(&r);
@@ -286,12 +221,15 @@ Status Store::ExportParquet(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::Error(dir + ": cannot create directory: " + ec.message());
+  // The sandbox admits the directory by its canonical name (Open's writable_dir).
+  const std::filesystem::path out = std::filesystem::weakly_canonical(dir, ec);
+  if (ec) return Status::Error(dir + ": " + ec.message());
   std::vector<std::string> names;
   for (const TableSpec& t : Tables()) names.emplace_back(t.name);
   names.emplace_back("taxonomy");
   names.emplace_back("inspector_rows");
   for (const std::string& name : names) {
-    std::string file = (std::filesystem::path(dir) / (name + ".parquet")).string();
+    std::string file = (out / (name + ".parquet")).string();
     COLLSCOPE_RETURN_IF_ERROR(Exec("COPY (SELECT * FROM " + name + ") TO " + SqlString(file) +
                                    " (FORMAT parquet, COMPRESSION zstd)"));
   }

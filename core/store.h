@@ -24,8 +24,17 @@ class Store {
  public:
   struct Options {
     bool read_only = false;
+    // The one directory outside the store that SQL may write (ExportParquet's).
+    std::string writable_dir;
+    static Options ReadOnly() {
+      Options o;
+      o.read_only = true;
+      return o;
+    }
   };
   // Opens (creating if needed, unless read-only) the store at `path`; ":memory:" for a temporary.
+  // Every connection is sandboxed: no file access outside the store (and `writable_dir`), no
+  // extension installed or loaded, and no setting changed after Open.
   static Result<std::unique_ptr<Store>> Open(const std::string& path, Options options);
   static Result<std::unique_ptr<Store>> Open(const std::string& path) { return Open(path, {}); }
   ~Store();

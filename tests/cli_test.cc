@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <string>
 
+#include <simdjson.h>
+
 #include "tests/test_util.h"
 
 namespace collscope {
@@ -99,6 +101,44 @@ TEST_F(CliTest, IngestSqlSummaryExportSchema) {
                              "\"role\": \"measurement\""),
             std::string::npos)
       << schema.text.substr(0, 500);
+}
+
+// The most natural first query (a count by op, an ENUM column first) and every DuckDB type that
+// the row-wise accessors printed as blanks, in each output format, parsed back.
+TEST_F(CliTest, SqlOutputIsValidInEveryFormat) {
+  ASSERT_EQ(Collscope("ingest " + dir_ / "job" + " --db " + db_ + " -q").code, 0);
+  const std::string q =
+      " \"SELECT o.op, count(*) AS n, [1, 2] AS l, {'a': 1} AS s, "
+      "'5f8c2a3e-0b1d-4c6e-9f00-123456789abc'::UUID AS u, "
+      "TIMESTAMPTZ '2026-12-01 11:54:56+00' AS t, 'say \\\"hi\\\", ok' AS q, NULL AS z "
+      "FROM records r JOIN operations o USING (run_id, op_id) GROUP BY o.op\"";
+  Output json = Collscope("sql --json --db " + db_ + q);
+  ASSERT_EQ(json.code, 0) << json.text;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(json.text).get(doc), simdjson::SUCCESS) << "not JSON:\n" << json.text;
+  simdjson::dom::object row = doc.at(0).get_object();
+  EXPECT_EQ(std::string_view(row["op"].get_string()), "AllReduce");
+  EXPECT_EQ(int64_t(row["n"].get_int64()), 8);
+  EXPECT_EQ(std::string_view(row["l"].get_string()), "[1, 2]");
+  EXPECT_EQ(std::string_view(row["s"].get_string()), "{'a': 1}");
+  EXPECT_EQ(std::string_view(row["u"].get_string()), "5f8c2a3e-0b1d-4c6e-9f00-123456789abc");
+  EXPECT_EQ(std::string_view(row["t"].get_string()), "2026-12-01 11:54:56+00");
+  EXPECT_EQ(std::string_view(row["q"].get_string()), "say \"hi\", ok");
+  EXPECT_TRUE(row["z"].is_null());
+
+  Output csv = Collscope("sql --csv --db " + db_ + q);
+  ASSERT_EQ(csv.code, 0) << csv.text;
+  EXPECT_EQ(csv.text, "op,n,l,s,u,t,q,z\nAllReduce,8,\"[1, 2]\",{'a': 1},"
+                      "5f8c2a3e-0b1d-4c6e-9f00-123456789abc,2026-12-01 11:54:56+00,"
+                      "\"say \"\"hi\"\", ok\",\n");
+
+  Output table = Collscope("sql --db " + db_ + q);
+  ASSERT_EQ(table.code, 0) << table.text;
+  EXPECT_NE(table.text.find("AllReduce  8  [1, 2]  {'a': 1}  5f8c2a3e-0b1d-4c6e-9f00-123456789abc  "
+                            "2026-12-01 11:54:56+00  say \"hi\", ok  NULL"),
+            std::string::npos)
+      << table.text;
 }
 
 TEST_F(CliTest, ExitCodes) {
