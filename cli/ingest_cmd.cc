@@ -82,13 +82,14 @@ int Run(const Options& o) {
         "{\"run\": %s, \"run_id\": %d, \"ingest_id\": %d, \"files_seen\": %lu, \"files_read\": "
         "%lu, \"files_unchanged\": %lu, \"files_rewritten\": %lu, \"bytes_read\": %lu, "
         "\"lines_read\": %lu, \"records_stored\": %lu, \"dump_stats_stored\": %lu, "
-        "\"lines_rejected\": %lu, \"incomplete_tail_bytes\": %lu, \"seconds\": %.3f, "
+        "\"lines_rejected\": %lu, \"incomplete_tail_bytes\": %lu, \"records_missing\": %lu, "
+        "\"proxy_records_skipped\": %lu, \"records_without_timing_source\": %lu, \"seconds\": %.3f, "
         "\"kineto_traces_seen\": %lu, \"kineto_traces_read\": %lu, \"kineto_steps\": %lu, "
         "\"kineto_kernels\": %lu}\n",
         JsonString(opts.run).c_str(), rep.run_id, rep.ingest_id, rep.files_seen, rep.files_read,
         rep.files_unchanged, rep.files_rewritten, rep.bytes_read, rep.lines_read,
         rep.records_stored, rep.dump_stats_stored, rep.lines_rejected, rep.incomplete_tail_bytes,
-        rep.seconds, kin.files_seen, kin.files_read, kin.steps, kin.kernels);
+        rep.records_missing, rep.proxy_records_skipped, rep.records_without_timing_source, rep.seconds, kin.files_seen, kin.files_read, kin.steps, kin.kernels);
   } else if (!o.quiet) {
     std::printf("run %s: %lu files (%lu read, %lu unchanged, %lu rewritten)\n", opts.run.c_str(),
                 rep.files_seen, rep.files_read, rep.files_unchanged, rep.files_rewritten);
@@ -100,6 +101,15 @@ int Run(const Options& o) {
     if (rep.incomplete_tail_bytes)
       std::printf("%lu bytes of unfinished last lines left for the next ingest\n",
                   rep.incomplete_tail_bytes);
+    if (rep.records_missing)
+      std::printf("%lu records announced by v4.3/v4.4 markers are missing from the files (cut or "
+                  "split mid-batch; see ingest_log)\n", rep.records_missing);
+    if (rep.proxy_records_skipped)
+      std::printf("%lu proxy_trace records read but not stored (collscope has no proxy table yet)\n",
+                  rep.proxy_records_skipped);
+    if (rep.records_without_timing_source)
+      std::printf("%lu records had no coll_timing_source (stored as NULL: unknown)\n",
+                  rep.records_without_timing_source);
     if (kin.files_seen)
       std::printf("kineto: %lu traces (%lu read): %lu steps, %lu kernels (%lu NCCL)\n",
                   kin.files_seen, kin.files_read, kin.steps, kin.kernels, kin.nccl_kernels);

@@ -138,6 +138,12 @@ struct ParseContext {
   std::string reason;
 };
 
+std::string MissingBatchLines(uint64_t n, const char* where) {
+  return "batch: " + std::to_string(n) + " record line" + (n == 1 ? "" : "s") +
+         " announced by the last marker (dump_stats) never came, " + where +
+         " (the file was cut, split or merged mid-batch)";
+}
+
 void ParseFile(const FileTask& task, size_t file_index, ParseContext& ctx, BatchQueue& queue) {
   InspectorLineParser& parser = ctx.parser;
   ParsedLine& parsed = ctx.parsed;
@@ -157,6 +163,7 @@ void ParseFile(const FileTask& task, size_t file_index, ParseContext& ctx, Batch
     queue.Push(std::move(batch));
     return;
   }
+  parser.StartFile();
   LineBlock block;
   for (;;) {
     Result<bool> more = reader->Next(&block);
@@ -177,7 +184,14 @@ void ParseFile(const FileTask& task, size_t file_index, ParseContext& ctx, Batch
       if (blank) {
         batch->rejections.push_back({line_no, "line: empty line", ""});
       } else if (parser.Parse(p, len, readable, &parsed, &reason)) {
-        batch->Add(line_no, parsed);
+        if (parsed.batch_lines_missing)
+          batch->rejections.push_back({line_no, MissingBatchLines(parsed.batch_lines_missing, "before this line"), "", parsed.batch_lines_missing});
+        if (parsed.kind == ParsedLine::Kind::kProxy) {
+          ++batch->proxy_records;
+        } else {
+          batch->timing_source_missing += parsed.timing_source_missing;
+          batch->Add(line_no, parsed);
+        }
       } else {
         batch->rejections.push_back({line_no, reason, Printable(p, len, 200)});
       }
@@ -194,6 +208,8 @@ void ParseFile(const FileTask& task, size_t file_index, ParseContext& ctx, Batch
       }
     }
   }
+  if (uint64_t owed = parser.EndFile())
+    batch->rejections.push_back({line_no, MissingBatchLines(owed, "at the end of the file"), "", owed});
   batch->end_offset = reader->consumed();
   batch->end_line = line_no;
   batch->bytes = batch->end_offset - batch_start;
@@ -287,6 +303,8 @@ class Writer {
     report.dump_stats_stored += b.dump_stats.size();
     report.bytes_read += b.bytes;
     if (b.last) report.incomplete_tail_bytes += b.incomplete_tail;
+    report.proxy_records_skipped += b.proxy_records;
+    report.records_without_timing_source += b.timing_source_missing;
     return Status::Ok();
   }
 
@@ -563,7 +581,10 @@ class Writer {
       }
       COLLSCOPE_RETURN_IF_ERROR(a.Append(n));
     }
-    report.lines_rejected += b.rejections.size();
+    for (const Rejection& r : b.rejections) {
+      report.lines_rejected += r.missing_records == 0;
+      report.records_missing += r.missing_records;
+    }
     return Status::Ok();
   }
 

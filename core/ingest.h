@@ -40,6 +40,9 @@ struct IngestReport {
   uint64_t bytes_read = 0, lines_read = 0;
   uint64_t records_stored = 0, dump_stats_stored = 0, lines_rejected = 0;
   uint64_t incomplete_tail_bytes = 0;  // bytes of unfinished last lines left for later
+  uint64_t records_missing = 0;  // announced by a v4.3/v4.4 marker, never in the file
+  uint64_t proxy_records_skipped = 0;  // v4.3/v4.4 proxy_trace lines: read, not stored yet
+  uint64_t records_without_timing_source = 0;  // stored with timing_source NULL
   double seconds = 0;
   std::vector<std::string> first_rejections;  // "path:line: reason", at most 10
 };

@@ -241,3 +241,42 @@ TEST_F(IngestTest, ReadOnlyQueriesAndParquetExport) {
 
 }  // namespace
 }  // namespace collscope
+
+namespace collscope {
+namespace {
+
+// A v4.4 marker stream, as the reference's example: each batch's lines get their marker's
+// communicator, rank, host and pid in the store; proxy lines are counted; a batch cut short at
+// the end of the file is reported as missing records.
+TEST_F(IngestTest, V44MarkerStreamsAreAttributedToTheirMarker) {
+  auto marker = [](const std::string& id, int rank, const std::string& host, int colls, int proxies) {
+    return R"({"header":{"id":")" + id + R"(","comm_name":"dp","rank":)" + std::to_string(rank) +
+           R"(,"n_ranks":4,"nnodes":2},"metadata":{"inspector_output_format_version":"v4.4","git_rev":"","rec_mechanism":"nccl_profiler_interface","dump_timestamp_us":1800000000500000,"hostname":")" +
+           host + R"(","pid":77},"dump_stats":{"coll_records":)" + std::to_string(colls) +
+           R"(,"coll_dropped_total":0,"coll_dropped_since_last_dump":0,"p2p_records":0,"p2p_dropped_total":0,"p2p_dropped_since_last_dump":0,"proxy_records":)" +
+           std::to_string(proxies) + "}}\n";
+  };
+  auto coll = [](int sn) {
+    return R"({"coll_perf":{"coll":"AllReduce","coll_sn":)" + std::to_string(sn) +
+           R"(,"coll_msg_size_bytes":4194304,"coll_exec_time_us":120,"coll_timing_source":"kernel_gpu","coll_algobw_gbs":34.952533,"coll_busbw_gbs":52.4288}})" "\n";
+  };
+  const std::string proxy =
+      R"({"proxy_trace":{"record_type":"proxy_op","record_sn":6,"parent_type":"coll","parent_sn":3,"proxy_op_sn":2,"rank":0,"channel_id":1,"peer":1,"direction":"recv","timing_source":"proxy_cpu"}})" "\n";
+  WriteFile(dir_ / "logs/gpu-a-pid77.log",
+            marker("0x9b2", 1, "gpu-a", 2, 1) + coll(1) + coll(2) + proxy +
+            marker("0x9c3", 3, "gpu-a", 1, 0) + coll(7) +
+            marker("0x9b2", 1, "gpu-a", 3, 0) + coll(3));  // cut: 2 of 3 missing
+  Result<IngestReport> r = Run();
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->records_stored, 4u);
+  EXPECT_EQ(r->dump_stats_stored, 3u);
+  EXPECT_EQ(r->proxy_records_skipped, 1u);
+  EXPECT_EQ(r->records_missing, 2u);
+  EXPECT_EQ(r->lines_rejected, 0u);
+  EXPECT_EQ(Count(*store_, "SELECT count(*) FROM records_v WHERE comm = '0x9b2' AND rank = 1 AND hostname = 'gpu-a' AND pid = 77"), 3);
+  EXPECT_EQ(Count(*store_, "SELECT count(*) FROM records_v WHERE comm = '0x9c3' AND rank = 3 AND sn = 7"), 1);
+  EXPECT_EQ(Count(*store_, "SELECT count(*) FROM ingest_log WHERE reason LIKE '%2 record lines announced%end of the file%'"), 1);
+}
+
+}  // namespace
+}  // namespace collscope

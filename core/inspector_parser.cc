@@ -169,7 +169,7 @@ enum Need : uint32_t {
 };
 constexpr uint32_t kNeedHeader = kId | kRank | kNRanks | kNNodes;
 constexpr uint32_t kNeedMetadata = kVersion | kDumpTs | kHost | kPid;
-constexpr uint32_t kNeedPerf = kOp | kSn | kSize | kTime | kSource | kAlgBw | kBusBw;
+constexpr uint32_t kNeedPerf = kOp | kSn | kSize | kTime | kAlgBw | kBusBw;
 
 const char* MissingName(uint32_t missing) {
   static const char* names[] = {"header.id", "header.rank", "header.n_ranks", "header.nnodes",
@@ -323,21 +323,55 @@ bool ParsePerf(value v, bool p2p, ParsedLine* out, uint32_t* seen, Reader& r) {
 
 }  // namespace
 
+void InspectorLineParser::Remember(const ParsedLine& l) {
+  Marker m;
+  m.active = true;
+  std::string_view v = l.format_version;
+  m.counts_lines = v != "v4.0" && v != "v4.1" && v != "v4.2";
+  m.comm_hash_text = l.comm_hash_text;
+  m.comm_name = l.comm_name;
+  m.has_comm_name = l.has_comm_name;
+  m.format_version = l.format_version;
+  m.git_rev = l.git_rev;
+  m.rec_mechanism = l.rec_mechanism;
+  m.hostname = l.hostname;
+  m.comm_hash = l.comm_hash;
+  m.dump_ts_us = l.dump_ts_us;
+  m.pid = l.pid;
+  m.rank = l.rank;
+  m.n_ranks = l.n_ranks;
+  m.nnodes = l.nnodes;
+  m.coll_left = l.coll_records;
+  m.p2p_left = l.p2p_records;
+  m.proxy_left = l.proxy_records;
+  marker_ = std::move(m);
+}
+
+void InspectorLineParser::Restore(ParsedLine* l) const {
+  l->comm_hash_text = marker_.comm_hash_text;
+  l->comm_name = marker_.comm_name;
+  l->has_comm_name = marker_.has_comm_name;
+  l->format_version = marker_.format_version;
+  l->git_rev = marker_.git_rev;
+  l->rec_mechanism = marker_.rec_mechanism;
+  l->hostname = marker_.hostname;
+  l->comm_hash = marker_.comm_hash;
+  l->dump_ts_us = marker_.dump_ts_us;
+  l->pid = marker_.pid;
+  l->rank = marker_.rank;
+  l->n_ranks = marker_.n_ranks;
+  l->nnodes = marker_.nnodes;
+}
+
 bool InspectorLineParser::Parse(const char* data, size_t len, size_t readable, ParsedLine* out,
                                 std::string* reason) {
   Reader r(reason);
-  // Reset only what a line may leave unset.
-  out->kind = ParsedLine::Kind::kRecord;
-  out->has_comm_name = false;
-  out->comm_name = {};
-  out->algo = out->proto = kNullEnum;
-  out->peer = kNullI32;
-  out->start_ts_us = out->stop_ts_us = kNullU64;
-  out->n_channels = kNullI32;
-  out->kernel_events.clear();
-  out->global_rank = out->local_rank = out->gpu = kNullI32;
-  out->enqueue_ts_us = out->kernel_start_ts_us = out->kernel_stop_ts_us = kNullU64;
-  out->queue_delay_us = out->ch_start_spread_us = out->ch_stop_spread_us = kNullDouble;
+  // Every field starts from its default: a value of an earlier line (a git_rev, a dump_stats
+  // counter) never carries over, and no view into an earlier line's buffer survives.
+  std::vector<KernelEvent> events = std::move(out->kernel_events);
+  events.clear();
+  *out = ParsedLine{};
+  out->kernel_events = std::move(events);
 
   simdjson::ondemand::document doc;
   if (parser_.iterate(data, len, readable).get(doc) != simdjson::SUCCESS)
@@ -346,15 +380,18 @@ bool InspectorLineParser::Parse(const char* data, size_t len, size_t readable, P
   if (doc.get_object().get(root) != simdjson::SUCCESS) return r.Fail("line", "not a JSON object");
 
   uint32_t seen = 0;
-  bool has_perf = false, has_stats = false;
+  bool has_perf = false, has_stats = false, has_context = false, has_proxy = false;
   bool is_p2p = false;
+  int keys = 0;
   for (auto field_result : root) {
+    ++keys;
     simdjson::ondemand::field field;
     if (std::move(field_result).get(field) != simdjson::SUCCESS) return r.Fail("line", "malformed JSON");
     std::string_view key = Key(field);
     value v = field.value();
     object o;
     if (key == "header") {
+      has_context = true;
       if (v.get_object().get(o) != simdjson::SUCCESS) return r.Fail(key, "expected an object");
       for (auto hf_r : o) {
         simdjson::ondemand::field hf;
@@ -384,6 +421,7 @@ bool InspectorLineParser::Parse(const char* data, size_t len, size_t readable, P
         if (!ok) return false;
       }
     } else if (key == "metadata") {
+      has_context = true;
       if (v.get_object().get(o) != simdjson::SUCCESS) return r.Fail(key, "expected an object");
       for (auto mf_r : o) {
         simdjson::ondemand::field mf;
@@ -428,20 +466,59 @@ bool InspectorLineParser::Parse(const char* data, size_t len, size_t readable, P
                         : sk == "p2p_records"                  ? &out->p2p_records
                         : sk == "p2p_dropped_total"            ? &out->p2p_dropped_total
                         : sk == "p2p_dropped_since_last_dump"  ? &out->p2p_dropped_since_last_dump
+                        : sk == "proxy_records"                ? &out->proxy_records
                                                                : nullptr;
         if (dst && !r.U64(sv, sk, dst)) return false;
       }
     } else if (key == "collscope") {
       if (!ParseCollscope(v, out, r)) return false;
+    } else if (key == "proxy_trace") {
+      has_proxy = true;
+      if (v.get_object().get(o) != simdjson::SUCCESS) return r.Fail(key, "expected an object");
     }
+  }
+  // Past the object's closing brace there must be nothing: `{...}{...}` is two records glued.
+  const char* rest = nullptr;
+  if (doc.current_location().get(rest) == simdjson::SUCCESS)
+    return r.Fail("line", "more than one JSON value on the line");
+
+  if (!has_context) {
+    // One record of a v4.3/v4.4 batch: its header and metadata are its marker's.
+    if (keys != 1 || !(has_perf || has_proxy))
+      return r.Fail("line", "no header or metadata, and not a single coll_perf, p2p_perf or "
+                            "proxy_trace record of a v4.3/v4.4 batch");
+    const char* what = has_proxy ? "proxy_trace" : is_p2p ? "p2p_perf" : "coll_perf";
+    if (!marker_.active)
+      return r.Fail("line", std::string(what) + " record with no marker line before it (v4.3/v4.4 "
+                    "streams carry header and metadata only on the marker; was the file split "
+                    "or read from the middle of a batch?)");
+    // A batch lists its collectives, then its P2P records, then its proxy records.
+    uint64_t& left = has_proxy ? marker_.proxy_left : is_p2p ? marker_.p2p_left : marker_.coll_left;
+    if (left == 0)
+      return r.Fail("line", std::string("more ") + what + " records than the marker announced");
+    --left;
+    Restore(out);
+    seen |= kNeedHeader | kNeedMetadata;
+  } else {
+    out->batch_lines_missing = marker_.owed();
+    marker_.active = false;
+  }
+  if (has_proxy) {
+    out->kind = ParsedLine::Kind::kProxy;
+    return true;
   }
 
   uint32_t need = kNeedHeader | kNeedMetadata;
   if (has_perf) need |= kNeedPerf | (is_p2p ? uint32_t{kPeer} : 0u);
   if (uint32_t missing = need & ~seen) return r.Fail(MissingName(missing), "missing field");
   if (!has_perf && !has_stats) return r.Fail("line", "no coll_perf, p2p_perf or dump_stats");
+  if (has_perf && !(seen & kSource)) {
+    // NVIDIA's README example leaves coll_timing_source out; released builds always write it.
+    out->timing_source = kNullEnum;
+    out->timing_source_missing = true;
+  }
   std::string_view v = out->format_version;
-  if (v != "v4.0" && v != "v4.1" && v != "v4.2")
+  if (v != "v4.0" && v != "v4.1" && v != "v4.2" && v != "v4.3" && v != "v4.4")
     return r.Fail("metadata.inspector_output_format_version",
                   "unknown format version \"" + std::string(v) + "\"");
   if (out->n_ranks <= 0) return r.Fail("header.n_ranks", "impossible value " + std::to_string(out->n_ranks));
@@ -453,6 +530,7 @@ bool InspectorLineParser::Parse(const char* data, size_t len, size_t readable, P
                                      std::to_string(out->n_ranks - 1));
   if (!has_perf) {
     out->kind = ParsedLine::Kind::kDumpStats;
+    Remember(*out);
     return true;
   }
   if (out->algbw_gbs < 0 || out->busbw_gbs < 0)

@@ -1,6 +1,11 @@
-// Parses one NCCL Inspector JSON line into a ParsedLine, or says why it cannot be stored.
-// Accepts every format seen in the wild (see docs/formats.md): v4.0-v4.2, coll_perf, p2p_perf,
+// Parses NCCL Inspector JSON lines into ParsedLines, or says why a line cannot be stored.
+// Accepts every format seen in the wild (see docs/formats.md): v4.0-v4.4, coll_perf, p2p_perf,
 // dump_stats, verbose event traces, "nan" doubles, and the collscope plugin's extra object.
+//
+// From v4.3 on, a marker line ({header, metadata, dump_stats}) carries the context of the
+// coll_records + p2p_records + proxy_records single-key lines after it, which have no header of
+// their own. The parser keeps that context per file: call StartFile before a file's first line
+// and EndFile after its last. Nothing of one line's values carries into the next otherwise.
 #pragma once
 
 #include <simdjson.h>
@@ -19,8 +24,28 @@ class InspectorLineParser {
   // `reason` to a message for the ingest log.
   bool Parse(const char* data, size_t len, size_t readable, ParsedLine* out, std::string* reason);
 
+  void StartFile() { marker_ = Marker{}; }
+  // The lines the file's last marker announced that never came (0 when complete).
+  uint64_t EndFile() const { return marker_.owed(); }
+
  private:
+  // The context a v4.3/v4.4 marker gives the lines of its batch (owned: the marker's own line
+  // buffer is gone by then).
+  struct Marker {
+    bool active = false;
+    bool counts_lines = false;  // v4.3+: the counts announce following lines
+    std::string comm_hash_text, comm_name, format_version, git_rev, rec_mechanism, hostname;
+    bool has_comm_name = false;
+    uint64_t comm_hash = 0, dump_ts_us = 0, pid = 0;
+    int32_t rank = 0, n_ranks = 0, nnodes = 0;
+    uint64_t coll_left = 0, p2p_left = 0, proxy_left = 0;
+    uint64_t owed() const { return active && counts_lines ? coll_left + p2p_left + proxy_left : 0; }
+  };
+  void Remember(const ParsedLine& line);
+  void Restore(ParsedLine* line) const;
+
   simdjson::ondemand::parser parser_;
+  Marker marker_;
 };
 
 }  // namespace collscope

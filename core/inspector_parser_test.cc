@@ -259,3 +259,155 @@ TEST(InspectorParser, CollTypeDerivation) {
 
 }  // namespace
 }  // namespace collscope
+
+namespace collscope {
+namespace {
+
+// A parser fed one file's lines in order, as ingest feeds it: one ParsedLine reused throughout.
+struct Stream {
+  InspectorLineParser parser;
+  ParsedLine line;
+  Stream() { parser.StartFile(); }
+  Parsed Next(const std::string& text) {
+    std::string buf = text + std::string(simdjson::SIMDJSON_PADDING, '\0');
+    Parsed p;
+    p.ok = parser.Parse(buf.data(), text.size(), buf.size(), &line, &p.reason);
+    p.line = line;
+    // Views into `buf` die with it: keep the ones tests look at.
+    host = std::string(p.line.hostname);
+    git_rev = std::string(p.line.git_rev);
+    comm_name = std::string(p.line.comm_name);
+    return p;
+  }
+  std::string host, git_rev, comm_name;
+};
+
+std::string Marker(const std::string& version, const std::string& id, const std::string& name,
+                   int rank, const std::string& host, int pid, int colls, int p2ps, int proxies) {
+  return R"({"header":{"id":")" + id + R"(","comm_name":")" + name + R"(","rank":)" + std::to_string(rank) +
+         R"(,"n_ranks":4,"nnodes":2},"metadata":{"inspector_output_format_version":")" + version +
+         R"(","git_rev":"","rec_mechanism":"nccl_profiler_interface","dump_timestamp_us":1800000000500000,"hostname":")" +
+         host + R"(","pid":)" + std::to_string(pid) + R"(},"dump_stats":{"coll_records":)" + std::to_string(colls) +
+         R"(,"coll_dropped_total":0,"coll_dropped_since_last_dump":0,"p2p_records":)" + std::to_string(p2ps) +
+         R"(,"p2p_dropped_total":0,"p2p_dropped_since_last_dump":0)" +
+         (proxies >= 0 ? R"(,"proxy_records":)" + std::to_string(proxies) + R"(,"proxy_output_mode":"nested")" : std::string()) +
+         "}}";
+}
+const std::string kBatchColl =
+    R"({"coll_perf":{"coll":"AllReduce","coll_algo":"RING","coll_proto":"SIMPLE","coll_sn":3,"coll_msg_size_bytes":4194304,"coll_exec_time_us":120,"coll_timing_source":"kernel_gpu","coll_algobw_gbs":34.952533,"coll_busbw_gbs":34.952533}})";
+const std::string kBatchP2p =
+    R"({"p2p_perf":{"p2p":"Send","p2p_sn":9,"p2p_peer":1,"p2p_msg_size_bytes":1048576,"p2p_exec_time_us":50,"p2p_timing_source":"kernel_gpu","p2p_algobw_gbs":20.97152,"p2p_busbw_gbs":20.97152}})";
+const std::string kBatchProxy =
+    R"({"proxy_trace":{"record_type":"proxy_op","record_sn":6,"parent_type":"coll","parent_sn":3,"proxy_op_sn":2,"rank":0,"channel_id":1,"peer":1,"direction":"recv","timing_source":"proxy_cpu","is_final":true,"n_steps":2}})";
+
+TEST(InspectorParser, V44MarkerContextGoesToEveryLineOfItsBatch) {
+  Stream s;
+  Parsed m = s.Next(Marker("v4.4", "0x9b2", "dp", 2, "gpu-a", 77, 2, 1, 1));
+  ASSERT_TRUE(m.ok) << m.reason;
+  EXPECT_EQ(m.line.kind, ParsedLine::Kind::kDumpStats);
+  EXPECT_EQ(m.line.proxy_records, 1u);
+  for (int i = 0; i < 2; ++i) {
+    Parsed c = s.Next(kBatchColl);
+    ASSERT_TRUE(c.ok) << c.reason;
+    EXPECT_EQ(c.line.kind, ParsedLine::Kind::kRecord);
+    EXPECT_EQ(c.line.rank, 2);
+    EXPECT_EQ(c.line.n_ranks, 4);
+    EXPECT_EQ(c.line.comm_hash, 0x9b2u);
+    EXPECT_EQ(s.comm_name, "dp");
+    EXPECT_EQ(s.host, "gpu-a");
+    EXPECT_EQ(c.line.pid, 77u);
+    EXPECT_EQ(c.line.dump_ts_us, 1800000000500000u);
+    EXPECT_EQ(c.line.algo, EnumCode("nccl_algo", "RING"));
+  }
+  Parsed p = s.Next(kBatchP2p);
+  ASSERT_TRUE(p.ok) << p.reason;
+  EXPECT_EQ(p.line.record_kind, RecordKind::kP2p);
+  EXPECT_EQ(p.line.rank, 2);
+  EXPECT_EQ(p.line.peer, 1);
+  Parsed x = s.Next(kBatchProxy);
+  ASSERT_TRUE(x.ok) << x.reason;
+  EXPECT_EQ(x.line.kind, ParsedLine::Kind::kProxy);
+  EXPECT_EQ(s.parser.EndFile(), 0u);
+
+  // The next comm's batch: its own rank and host, never the previous marker's.
+  ASSERT_TRUE(s.Next(Marker("v4.4", "0x77", "tp", 0, "gpu-b", 78, 1, 0, -1)).ok);
+  Parsed c = s.Next(kBatchColl);
+  ASSERT_TRUE(c.ok) << c.reason;
+  EXPECT_EQ(c.line.rank, 0);
+  EXPECT_EQ(c.line.comm_hash, 0x77u);
+  EXPECT_EQ(s.host, "gpu-b");
+  // One more than announced is refused, not given the marker's context.
+  Parsed extra = s.Next(kBatchColl);
+  EXPECT_FALSE(extra.ok);
+  EXPECT_NE(extra.reason.find("more coll_perf records than the marker announced"), std::string::npos) << extra.reason;
+}
+
+TEST(InspectorParser, BatchLinesWithoutTheirMarkerAreRefusedAndCutBatchesCounted) {
+  Stream s;
+  Parsed orphan = s.Next(kBatchColl);
+  EXPECT_FALSE(orphan.ok);
+  EXPECT_NE(orphan.reason.find("no marker line before it"), std::string::npos) << orphan.reason;
+
+  // A v4.3 batch of 3 collectives cut after one: the next marker notices two missing lines.
+  ASSERT_TRUE(s.Next(Marker("v4.3", "0x1", "a", 1, "h", 5, 3, 0, 0)).ok);
+  ASSERT_TRUE(s.Next(kBatchColl).ok);
+  Parsed next = s.Next(Marker("v4.3", "0x2", "b", 1, "h", 5, 2, 0, 0));
+  ASSERT_TRUE(next.ok) << next.reason;
+  EXPECT_EQ(next.line.batch_lines_missing, 2u);
+  ASSERT_TRUE(s.Next(kBatchColl).ok);
+  EXPECT_EQ(s.parser.EndFile(), 1u) << "the file ends one line into a batch of two";
+
+  // A bad marker gives its batch no context: its lines are refused, not given the last one's.
+  Stream t;
+  ASSERT_TRUE(t.Next(Marker("v4.4", "0x1", "a", 1, "h", 5, 1, 0, 0)).ok);
+  ASSERT_TRUE(t.Next(kBatchColl).ok);
+  std::string bad = Marker("v4.4", "0x2", "b", 9, "h", 5, 1, 0, 0);  // rank 9 of 4
+  EXPECT_FALSE(t.Next(bad).ok);
+  EXPECT_FALSE(t.Next(kBatchColl).ok);
+}
+
+TEST(InspectorParser, NoValueCarriesIntoTheNextLine) {
+  Stream s;
+  std::string with_rev = Line(kHeader, kMeta40,
+                              R"("coll_perf":{"coll":"AllReduce","coll_sn":1,"coll_msg_size_bytes":8,)"
+                              R"("coll_exec_time_us":5,"coll_timing_source":"kernel_gpu",)"
+                              R"("coll_algobw_gbs":0.0016,"coll_busbw_gbs":0.003})");
+  ASSERT_TRUE(s.Next(with_rev).ok);
+  EXPECT_EQ(s.git_rev, "9019a1912-dirty");
+  std::string meta_without_rev =
+      R"("metadata":{"inspector_output_format_version":"v4.1","dump_timestamp_us":1,"hostname":"h","pid":1})";
+  Parsed stats = s.Next(Line(kHeader, meta_without_rev,
+                             R"("dump_stats":{"coll_records":7,"coll_dropped_total":3})"));
+  ASSERT_TRUE(stats.ok) << stats.reason;
+  EXPECT_EQ(s.git_rev, "") << "git_rev of the previous line";
+  EXPECT_EQ(stats.line.coll_dropped_total, 3u);
+  Parsed stats2 = s.Next(Line(kHeader, meta_without_rev, R"("dump_stats":{"p2p_records":1})"));
+  ASSERT_TRUE(stats2.ok) << stats2.reason;
+  EXPECT_EQ(stats2.line.coll_records, 0u) << "a dump_stats counter of the previous line";
+  EXPECT_EQ(stats2.line.coll_dropped_total, 0u);
+  EXPECT_EQ(s.git_rev, "");
+}
+
+TEST(InspectorParser, ReadmeExampleWithoutTimingSourceIsStoredAsUnknown) {
+  // NVIDIA's README "Output Example" leaves coll_timing_source out.
+  Parsed p = Parse(Line(kHeader, kMeta40,
+                        R"("coll_perf":{"coll":"AllReduce","coll_sn":8995,"coll_msg_size_bytes":2360832,)"
+                        R"("coll_exec_time_us":5663,"coll_algobw_gbs":0.416887,"coll_busbw_gbs":0.781663})"));
+  ASSERT_TRUE(p.ok) << p.reason;
+  EXPECT_TRUE(p.line.timing_source_missing);
+  EXPECT_EQ(p.line.timing_source, kNullEnum);
+}
+
+TEST(InspectorParser, TwoObjectsOnOneLineAreRefused) {
+  std::string one = Line(kHeader, kMeta40,
+                         R"("coll_perf":{"coll":"AllReduce","coll_sn":1,"coll_msg_size_bytes":8,)"
+                         R"("coll_exec_time_us":5,"coll_timing_source":"kernel_gpu",)"
+                         R"("coll_algobw_gbs":0.0016,"coll_busbw_gbs":0.003})");
+  Parsed p = Parse(one + one);
+  EXPECT_FALSE(p.ok);
+  EXPECT_NE(p.reason.find("more than one JSON value"), std::string::npos) << p.reason;
+  EXPECT_TRUE(Parse(one + "  ").ok);
+}
+
+}  // namespace
+}  // namespace collscope

@@ -35,7 +35,8 @@ struct KernelEvent {
 };
 
 struct ParsedLine {
-  enum class Kind { kRecord, kDumpStats };
+  // kProxy: a v4.3/v4.4 proxy_trace record (counted, not stored yet).
+  enum class Kind { kRecord, kDumpStats, kProxy };
   Kind kind = Kind::kRecord;
 
   // header
@@ -64,6 +65,12 @@ struct ParsedLine {
   // dump_stats (v4.1)
   uint64_t coll_records = 0, coll_dropped_total = 0, coll_dropped_since_last_dump = 0;
   uint64_t p2p_records = 0, p2p_dropped_total = 0, p2p_dropped_since_last_dump = 0;
+  uint64_t proxy_records = 0;  // v4.3/v4.4 markers
+  // What the line says about the stream rather than about an operation:
+  bool timing_source_missing = false;  // v4.0 as in NVIDIA's README example; stored as NULL
+  // Lines the previous v4.3/v4.4 marker announced that never came (the file was cut, split or
+  // merged mid-batch), noticed on this line.
+  uint64_t batch_lines_missing = 0;
 };
 
 }  // namespace collscope

@@ -81,7 +81,7 @@ void RecordBatch::SortByStream() {
 
 void RecordBatch::Clear() {
   file_index = 0;
-  end_offset = end_line = bytes = incomplete_tail = 0;
+  end_offset = end_line = bytes = incomplete_tail = proxy_records = timing_source_missing = 0;
   last = false;
   comms.clear();
   processes.clear();

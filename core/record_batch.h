@@ -56,6 +56,8 @@ struct Rejection {
   uint64_t line = 0;
   std::string reason;
   std::string excerpt;
+  // Not a rejected line but records known to be lost before `line` (a v4.3/v4.4 batch cut short).
+  uint64_t missing_records = 0;
 };
 
 struct RecordBatch {
@@ -65,6 +67,8 @@ struct RecordBatch {
   bool last = false;        // no more batches follow for this file in this ingest
   uint64_t bytes = 0;       // input bytes covered by this batch (for progress)
   uint64_t incomplete_tail = 0;  // with `last`: bytes of an unfinished last line left unread
+  uint64_t proxy_records = 0;    // v4.3/v4.4 proxy_trace lines read (no table holds them yet)
+  uint64_t timing_source_missing = 0;  // records stored without coll_timing_source
 
   std::vector<CommKey> comms;
   std::vector<ProcessKey> processes;
