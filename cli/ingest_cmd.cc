@@ -18,7 +18,7 @@ struct Options {
   std::string db = "collscope.duckdb";
   std::string run;
   int threads = 0;
-  bool strict = false, json = false, quiet = false;
+  bool json = false, quiet = false;
 };
 
 std::string DefaultRunName(const std::vector<std::string>& paths) {
@@ -73,10 +73,17 @@ int Run(const Options& o) {
   Status views = InstallAnalysisViews(**store, false);
   if (!views.ok()) std::fprintf(stderr, "collscope ingest: %s\n", views.message().c_str());
   // Pre-aggregate the new records for the analysis primitives (docs/analysis.md, "Aggregates").
+  bool failed = !views.ok();
   if (views.ok()) {
     Result<AggregateReport> agg = RefreshAggregates(**store);
-    if (!agg.ok()) std::fprintf(stderr, "collscope ingest: %s\n", agg.status().message().c_str());
+    if (!agg.ok()) {
+      std::fprintf(stderr, "collscope ingest: %s\n", agg.status().message().c_str());
+      failed = true;
+    }
   }
+  // What could not be read is said whatever the output mode.
+  for (const std::string& s : rep.skipped) std::fprintf(stderr, "collscope ingest: skipped %s\n", s.c_str());
+  for (const std::string& s : kin.failed) std::fprintf(stderr, "collscope ingest: not stored: %s\n", s.c_str());
   if (o.json) {
     std::printf(
         "{\"run\": %s, \"run_id\": %d, \"ingest_id\": %d, \"files_seen\": %lu, \"files_read\": "
@@ -120,10 +127,12 @@ int Run(const Options& o) {
   if (rep.files_seen == 0 && kin.files_seen == 0) {
     std::fprintf(stderr, "collscope ingest: no input files (*.log, *.jsonl, their .gz, or "
                          "Kineto *.pt.trace.json[.gz]) found\n");
-    return 1;
+    return 2;
   }
-  if (rep.lines_read > 0 && rep.records_stored + rep.dump_stats_stored == 0) return 1;
-  if (o.strict && rep.lines_rejected > 0) return 1;
+  const bool nothing_stored = rep.records_stored + rep.dump_stats_stored + kin.files_read == 0 &&
+                             rep.files_unchanged + kin.files_unchanged == 0;
+  if (failed || nothing_stored) return 2;
+  if (rep.lines_rejected || rep.records_missing || !rep.skipped.empty() || !kin.failed.empty()) return 1;
   return 0;
 }
 
@@ -132,12 +141,13 @@ void Register(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "ingest", "Ingest NCCL Inspector / collscope logs and PyTorch-profiler (Kineto) traces "
                 "(files or directories, recursively) into a store. Incremental: files that grew "
-                "are read from where the last ingest stopped; unchanged ones are skipped.");
+                "are read from where the last ingest stopped; unchanged ones are skipped. Exit "
+                "status: 0 everything stored; 1 stored, but some lines were rejected or inputs "
+                "skipped (each is named); 2 failed: nothing stored, or an error.");
   cmd->add_option("paths", o->paths, "Log files or directories")->required();
   cmd->add_option("--db", o->db, "Store file (created if missing)")->capture_default_str();
   cmd->add_option("--run", o->run, "Run name (default: the first path's base name)");
   cmd->add_option("--threads", o->threads, "Parser threads (default: all cores)");
-  cmd->add_flag("--strict", o->strict, "Exit non-zero if any line was rejected");
   cmd->add_flag("--json", o->json, "Print the ingest report as JSON");
   cmd->add_flag("-q,--quiet", o->quiet, "Print nothing on success");
   cmd->callback([o] { SetExitCode(Run(*o)); });

@@ -14,6 +14,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "core/input_files.h"
 #include "core/inspector_parser.h"
 #include "core/line_reader.h"
 #include "core/record_batch.h"
@@ -330,7 +331,7 @@ class Writer {
       upsert += "(";
       for (const std::string& v :
            {std::to_string(run_id_), std::to_string(t.file_id),
-            SqlString(Printable(t.path.data(), t.path.size(), 4096)),
+            SqlString(StorablePath(t.path)),
             std::string(t.compressed ? "true" : "false"), std::to_string(fp.bytes_consumed),
             std::to_string(fp.lines_consumed), std::to_string(t.fingerprint),
             std::to_string(t.size), std::to_string(t.mtime_ns)}) {
@@ -563,8 +564,7 @@ class Writer {
   }
 
   Status WriteRejections(const RecordBatch& b, IngestReport& report) {
-    const std::string path = Printable(tasks_[b.file_index].path.data(),
-                                       tasks_[b.file_index].path.size(), 4096);
+    const std::string path = StorablePath(tasks_[b.file_index].path);
     ChunkAppender& a = log_;
     for (size_t off = 0; off < b.rejections.size(); off += a.capacity()) {
       size_t n = std::min(a.capacity(), b.rejections.size() - off);
@@ -607,40 +607,24 @@ struct KnownFile {
 
 }  // namespace
 
-Result<std::vector<std::string>> DiscoverInputs(const std::vector<std::string>& paths) {
-  std::vector<std::string> out;
-  for (const std::string& p : paths) {
-    std::error_code ec;
-    fs::file_status st = fs::status(p, ec);
-    if (ec || !fs::exists(st)) return Status::Error(p + ": no such file or directory");
-    if (fs::is_regular_file(st)) {
-      // Named explicitly, a file is taken whatever its name, except JSON documents (Kineto
-      // traces, plugin state files), which are not JSON lines and have readers of their own.
-      std::string name = fs::path(p).filename().string();
-      bool json_document = name.ends_with(".json") || name.ends_with(".json.gz");
-      if (!json_document) out.push_back(fs::absolute(p).lexically_normal().string());
-      continue;
-    }
-    for (auto it = fs::recursive_directory_iterator(
-             p, fs::directory_options::skip_permission_denied, ec);
-         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      if (it->is_regular_file() && IsInputName(it->path().filename().string()))
-        out.push_back(fs::absolute(it->path()).lexically_normal().string());
-    }
-    if (ec) return Status::Error(p + ": " + ec.message());
-  }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
+Result<InputFiles> DiscoverInputs(const std::vector<std::string>& paths) {
+  return FindInputFiles(paths, [](const std::string& path, bool named) {
+    std::string name = fs::path(path).filename().string();
+    // Named explicitly, a file is taken whatever its name, except JSON documents (Kineto
+    // traces, plugin state files), which are not JSON lines and have readers of their own.
+    if (named) return !(name.ends_with(".json") || name.ends_with(".json.gz"));
+    return IsInputName(name);
+  });
 }
 
 Result<IngestReport> Ingest(Store& store, const std::vector<std::string>& paths,
                             const IngestOptions& options) {
   auto t0 = std::chrono::steady_clock::now();
   IngestReport report;
-  Result<std::vector<std::string>> inputs = DiscoverInputs(paths);
+  Result<InputFiles> inputs = DiscoverInputs(paths);
   if (!inputs.ok()) return inputs.status();
-  report.files_seen = inputs->size();
+  report.files_seen = inputs->files.size();
+  report.skipped = inputs->skipped;
 
   Result<int32_t> run_id = store.RunId(options.run, true);
   if (!run_id.ok()) return run_id.status();
@@ -664,15 +648,18 @@ Result<IngestReport> Ingest(Store& store, const std::vector<std::string>& paths,
   std::vector<FileTask> tasks;
   std::vector<int32_t> rewritten;
   uint64_t total_bytes = 0;
-  for (const std::string& path : *inputs) {
+  for (const std::string& path : inputs->files) {
     struct stat st;
-    if (::stat(path.c_str(), &st) != 0) continue;  // vanished since discovery
+    if (::stat(path.c_str(), &st) != 0) {
+      report.skipped.push_back(path + ": vanished before it could be read");
+      continue;
+    }
     FileTask t;
     t.path = path;
     t.size = static_cast<uint64_t>(st.st_size);
     t.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
     t.compressed = IsGzipPath(path);
-    auto it = known.find(Printable(path.data(), path.size(), 4096));
+    auto it = known.find(StorablePath(path));
     if (it == known.end()) {
       t.file_id = next_file_id++;
     } else {

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/input_files.h"
 #include "core/status.h"
 #include "core/store.h"
 
@@ -45,10 +46,12 @@ struct IngestReport {
   uint64_t records_without_timing_source = 0;  // stored with timing_source NULL
   double seconds = 0;
   std::vector<std::string> first_rejections;  // "path:line: reason", at most 10
+  std::vector<std::string> skipped;  // "path: reason" for inputs that could not be read
 };
 
-// Lists input files under `paths` (sorted); errors name a missing path.
-Result<std::vector<std::string>> DiscoverInputs(const std::vector<std::string>& paths);
+// The Inspector logs under `paths` (*.log, *.jsonl and their .gz; any named file but JSON
+// documents), and what could not be looked at (core/input_files.h). A missing path is an error.
+Result<InputFiles> DiscoverInputs(const std::vector<std::string>& paths);
 
 Result<IngestReport> Ingest(Store& store, const std::vector<std::string>& paths,
                             const IngestOptions& options);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -159,6 +160,165 @@ void RegisterSqlCases() {
   }
 }
 
+// --- ingest and diagnose: inputs found once, nothing lost, nothing hidden -------------------
+
+std::string Ingest(const Env& e, const std::string& extra = "") {
+  return "ingest " + Quote(e.in()) + " --db " + Quote(e.db()) + " " + extra;
+}
+// The good job, beside the hostile input.
+void GoodInputs(const Env& e) {
+  WriteFile(e.in() + "/node1-pid1.log", GoodLog("node1", 1, 0));
+  WriteFile(e.in() + "/node2-pid2.log", GoodLog("node2", 2, 1));
+}
+// After ingest: the good job's 8 records are stored, whatever else happened.
+void GoodStored(const Env& e, const Output& o) {
+  EXPECT_EQ(e.Records(), 8) << o.text;
+  EXPECT_TRUE(o.code == 0 || o.code == 1) << "stored, so 0 or 1:\n" << o.text;
+}
+void GoodStoredWithWarning(const Env& e, const Output& o) {
+  GoodStored(e, o);
+  EXPECT_EQ(o.code, 1) << "something was skipped or rejected, so 1:\n" << o.text;
+}
+
+void RegisterIngestCases() {
+  auto& c = Catalogue();
+  c.push_back({"ingest_symlink_loop_to_parent",
+               [](const Env& e) { GoodInputs(e); fs::create_directory_symlink(e.in(), e.in() + "/loop"); },
+               [](const Env& e) { return Ingest(e); }, "", GoodStored});
+  c.push_back({"ingest_symlink_self_loop",
+               [](const Env& e) { GoodInputs(e); fs::create_symlink(e.in() + "/self.log", e.in() + "/self.log"); },
+               [](const Env& e) { return Ingest(e); }, "looping symlink", GoodStoredWithWarning});
+  c.push_back({"ingest_broken_symlink",
+               [](const Env& e) { GoodInputs(e); fs::create_symlink(e.in() + "/gone.log", e.in() + "/broken.log"); },
+               [](const Env& e) { return Ingest(e); }, "broken or looping symlink", GoodStoredWithWarning});
+  c.push_back({"ingest_symlinked_log_read_once",
+               [](const Env& e) { GoodInputs(e); fs::create_symlink(e.in() + "/node1-pid1.log", e.in() + "/alias.log"); },
+               [](const Env& e) { return Ingest(e); }, "", GoodStored});
+  c.push_back({"ingest_symlinked_folder_read_once",
+               [](const Env& e) {
+                 GoodInputs(e);
+                 fs::create_directories(e.dir / "other");
+                 fs::create_directory_symlink(e.in(), e.dir / "other/link");
+               },
+               [](const Env& e) { return "ingest " + Quote(e.in()) + " " + Quote(e.dir / "other") + " --db " + Quote(e.db()); },
+               "", GoodStored});
+  c.push_back({"ingest_fifo_named_like_a_log",
+               [](const Env& e) { GoodInputs(e); ASSERT_EQ(::mkfifo((e.in() + "/node3-pid3.log").c_str(), 0600), 0); },
+               [](const Env& e) { return Ingest(e); }, "a FIFO, not read", GoodStoredWithWarning});
+  c.push_back({"ingest_fifo_named_explicitly",
+               [](const Env& e) { GoodInputs(e); ASSERT_EQ(::mkfifo((e.dir / "pipe.log").c_str(), 0600), 0); },
+               [](const Env& e) { return "ingest " + Quote(e.in()) + " " + Quote(e.dir / "pipe.log") + " --db " + Quote(e.db()); },
+               "a FIFO, not read", GoodStoredWithWarning});
+  c.push_back({"ingest_dev_null_named",
+               [](const Env& e) { GoodInputs(e); },
+               [](const Env& e) { return "ingest " + Quote(e.in()) + " /dev/null --db " + Quote(e.db()); },
+               "a character device", GoodStoredWithWarning});
+  c.push_back({"ingest_non_utf8_names_stay_distinct",
+               [](const Env& e) {
+                 WriteFile(e.in() + "/\xe4.log", GoodLog("node1", 1, 0));
+                 WriteFile(e.in() + "/\xf6.log", GoodLog("node2", 2, 1));
+               },
+               [](const Env& e) { return Ingest(e) + " && " + Binary() + " " + Ingest(e) + " -q"; }, "",
+               [](const Env& e, const Output& o) {
+                 EXPECT_EQ(e.Records(), 8) << "a re-ingest deleted or duplicated a file's rows\n" << o.text;
+                 Output files = Collscope("sql --csv --db " + Quote(e.db()) + " \"SELECT count(DISTINCT path) FROM files\"");
+                 EXPECT_NE(files.text.find("\n2\n"), std::string::npos) << files.text;
+               }});
+  c.push_back({"ingest_name_with_backslash_and_newline",
+               [](const Env& e) { WriteFile(e.in() + "/a\\b\nc.log", GoodLog("node1", 1, 0)); WriteFile(e.in() + "/n2.log", GoodLog("node2", 2, 1)); },
+               [](const Env& e) { return Ingest(e); }, "", GoodStored});
+  c.push_back({"ingest_unreadable_file",
+               [](const Env& e) {
+                 GoodInputs(e);
+                 WriteFile(e.in() + "/secret.log", GoodLog("node9", 9, 0));
+                 fs::permissions(e.in() + "/secret.log", fs::perms::none);
+               },
+               [](const Env& e) { return Ingest(e); }, "", [](const Env& e, const Output& o) {
+                 // Root reads any file; anyone else must be told which file was not read.
+                 if (::geteuid() != 0) {
+                   EXPECT_NE(o.text.find("secret.log"), std::string::npos) << o.text;
+                 }
+                 EXPECT_GE(e.Records(), 8) << o.text;
+                 EXPECT_LT(o.code, 2) << o.text;
+               }});
+  c.push_back({"ingest_unreadable_folder",
+               [](const Env& e) {
+                 GoodInputs(e);
+                 WriteFile(e.in() + "/locked/node9-pid9.log", GoodLog("node9", 9, 0));
+                 fs::permissions(e.in() + "/locked", fs::perms::none);
+               },
+               [](const Env& e) { return Ingest(e); }, "", [](const Env& e, const Output& o) {
+                 // Root reads any folder; anyone else must be told the folder was skipped.
+                 if (::geteuid() != 0) {
+                   EXPECT_NE(o.text.find("cannot read folder"), std::string::npos) << o.text;
+                 }
+                 fs::permissions(e.in() + "/locked", fs::perms::owner_all);
+                 EXPECT_GE(e.Records(), 8);
+               }});
+  c.push_back({"ingest_path_longer_than_path_max",
+               [](const Env& e) {
+                 GoodInputs(e);
+                 std::string deep = e.in();
+                 for (int i = 0; i < 20; ++i) deep += "/" + std::string(250, 'd');
+                 std::error_code ec;
+                 fs::create_directories(deep, ec);  // may fail where the system refuses
+                 if (!ec) WriteFile(deep + "/node9-pid9.log", GoodLog("node9", 9, 0));
+               },
+               [](const Env& e) { return Ingest(e); }, "", [](const Env& e, const Output& o) {
+                 EXPECT_GE(e.Records(), 8) << o.text;
+                 EXPECT_LT(o.code, 2) << o.text;
+               }});
+  c.push_back({"ingest_missing_path",
+               nullptr, [](const Env& e) { return "ingest " + Quote(e.dir / "nope") + " --db " + Quote(e.db()); },
+               "no such file or directory", [](const Env&, const Output& o) { EXPECT_EQ(o.code, 2); }});
+  c.push_back({"ingest_empty_folder",
+               nullptr, [](const Env& e) { return Ingest(e); },
+               "no input files", [](const Env&, const Output& o) { EXPECT_EQ(o.code, 2); }});
+  c.push_back({"ingest_two_objects_on_one_line",
+               [](const Env& e) {
+                 GoodInputs(e);
+                 std::string l = CollLine("node3", 3, "0xdef", 0, 2, 2, "AllReduce", 1, 8, 1, "0.008", "0.008");
+                 l.pop_back();
+                 WriteFile(e.in() + "/node3-pid3.log", l + l + "\n");
+               },
+               [](const Env& e) { return Ingest(e); }, "more than one JSON value", GoodStoredWithWarning});
+  c.push_back({"ingest_batch_line_without_marker",
+               [](const Env& e) {
+                 GoodInputs(e);
+                 WriteFile(e.in() + "/node3-pid3.log",
+                           R"({"coll_perf":{"coll":"AllReduce","coll_sn":1,"coll_msg_size_bytes":8,"coll_exec_time_us":1,"coll_timing_source":"kernel_gpu","coll_algobw_gbs":0.008,"coll_busbw_gbs":0.008}})" "\n");
+               },
+               [](const Env& e) { return Ingest(e); }, "no marker line before it", GoodStoredWithWarning});
+  c.push_back({"ingest_git_rev_only_on_first_line",
+               [](const Env& e) {
+                 std::string a = GoodLog("node1", 1, 0), b = GoodLog("node2", 2, 1);
+                 // Later lines leave git_rev out: it must not come from the first line.
+                 for (std::string* s : {&a, &b})
+                   for (size_t at = s->find("\"git_rev\":\"abc\",", s->find('\n')); at != std::string::npos;
+                        at = s->find("\"git_rev\":\"abc\",", at))
+                     s->erase(at, std::strlen("\"git_rev\":\"abc\","));
+                 WriteFile(e.in() + "/node1-pid1.log", a);
+                 WriteFile(e.in() + "/node2-pid2.log", b);
+               },
+               [](const Env& e) { return Ingest(e); }, "", GoodStored});
+
+  // diagnose walks its paths with the same rules (H1, C2).
+  auto diagnose = [](const Env& e) { return "diagnose " + Quote(e.in()); };
+  auto terminates = [](const Env&, const Output& o) { EXPECT_LE(o.code, 2) << o.text; };
+  c.push_back({"diagnose_fifo_named_like_a_dump",
+               [](const Env& e) { GoodInputs(e); ASSERT_EQ(::mkfifo((e.in() + "/nccl_trace_rank_0").c_str(), 0600), 0); },
+               diagnose, "a FIFO, not read", terminates});
+  c.push_back({"diagnose_fifo_named_like_a_state_file",
+               [](const Env& e) { GoodInputs(e); ASSERT_EQ(::mkfifo((e.in() + "/node1-pid1.inflight.json").c_str(), 0600), 0); },
+               diagnose, "a FIFO, not read", terminates});
+  c.push_back({"diagnose_symlink_self_loop",
+               [](const Env& e) { GoodInputs(e); fs::create_symlink(e.in() + "/x", e.in() + "/x"); },
+               diagnose, "looping symlink", terminates});
+  c.push_back({"diagnose_symlink_loop_to_parent",
+               [](const Env& e) { GoodInputs(e); fs::create_directory_symlink(e.in(), e.in() + "/loop"); },
+               diagnose, "read:", terminates});
+}
+
 // --- the runner --------------------------------------------------------------------------------
 
 class Hostile : public ::testing::TestWithParam<size_t> {};
@@ -184,7 +344,10 @@ TEST_P(Hostile, RefusedSafely) {
 }
 
 std::vector<size_t> AllCases() {
-  if (Catalogue().empty()) RegisterSqlCases();
+  if (Catalogue().empty()) {
+    RegisterSqlCases();
+    RegisterIngestCases();
+  }
   std::vector<size_t> ids(Catalogue().size());
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = i;
   return ids;

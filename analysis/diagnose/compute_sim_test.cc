@@ -72,7 +72,7 @@ TEST(ComputeGrowthSim, SlowStageIsSlowComputeOfItsHostAndNoBubble) {
   ASSERT_TRUE(store.ok());
   auto files = DiscoverInputs({job + "/nccl-inspector"});
   ASSERT_TRUE(files.ok());
-  ASSERT_TRUE(Ingest(**store, *files, IngestOptions{}).ok());
+  ASSERT_TRUE(Ingest(**store, files->files, IngestOptions{}).ok());
   auto g = DiagnosePaths({job + "/step_summary.csv"}, DiagnoseOptions{}, nullptr, store->get());
   ASSERT_TRUE(g.ok()) << g.status().message();
   auto slow2 = Of(*g, Kind::kSlowCompute);

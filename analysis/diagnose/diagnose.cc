@@ -176,32 +176,24 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
                                            Store* records, InputSummary* read) {
   namespace fs = std::filesystem;
   std::vector<std::string> logs, fr, inflight, summaries;
-  for (const std::string& p : paths) {
-    std::error_code ec;
-    if (!fs::exists(p, ec)) return Status::Error(p + ": no such file or directory");
-    auto is_log = [](const std::string& name) {
-      return name.ends_with(".log") || name.ends_with(".jsonl") || name.ends_with(".log.gz") ||
-             name.ends_with(".jsonl.gz");
-    };
-    auto classify = [&](const fs::path& f) {
-      const std::string name = f.filename().string();
-      if (name.ends_with(".inflight.json")) inflight.push_back(f.string());
-      else if (name == "step_summary.csv") summaries.push_back(f.string());
-      else if (IsFlightRecorderDump(f.string())) fr.push_back(f.string());
-      else if (!is_log(name) && !readers::IsKinetoTraceName(f.string()) && read)
-        read->unusable.push_back(f.string() + ": not a format collscope diagnose reads");
-    };
-    if (fs::is_directory(p, ec)) {
-      logs.push_back(p);
-      for (auto it = fs::recursive_directory_iterator(p, ec); it != fs::recursive_directory_iterator(); ++it)
-        if (it->is_regular_file()) classify(it->path());
-    } else {
-      const std::string name = fs::path(p).filename().string();
-      if (is_log(name))
-        logs.push_back(p);
-      else
-        classify(p);
-    }
+  auto is_log = [](const std::string& name) {
+    return name.ends_with(".log") || name.ends_with(".jsonl") || name.ends_with(".log.gz") ||
+           name.ends_with(".jsonl.gz");
+  };
+  // Every regular file under the paths, once (core/input_files.h: links followed once, FIFOs
+  // and devices skipped with a reason, never opened).
+  auto found = FindInputFiles(paths, [](const std::string&, bool) { return true; });
+  if (!found.ok()) return found.status();
+  if (read)
+    for (const std::string& s : found->skipped) read->unusable.push_back(s);
+  for (const std::string& f : found->files) {
+    const std::string name = fs::path(f).filename().string();
+    if (is_log(name)) logs.push_back(f);
+    else if (name.ends_with(".inflight.json")) inflight.push_back(f);
+    else if (name == "step_summary.csv") summaries.push_back(f);
+    else if (IsFlightRecorderDump(f)) fr.push_back(f);
+    else if (!readers::IsKinetoTraceName(f) && read)
+      read->unusable.push_back(f + ": not a format collscope diagnose reads");
   }
   std::vector<Finding> out;
   // From the records, for the step series: which host each global rank runs on, and the
@@ -214,9 +206,9 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
   if (!logs.empty()) {
     auto files = DiscoverInputs(logs);
     if (!files.ok()) return files.status();
-    if (!files->empty() && records)
-      return Status::Error((*files)[0] + ": Inspector logs among the paths and a store: ingest them into the store first");
-    if (!files->empty()) {
+    if (!files->files.empty() && records)
+      return Status::Error(files->files[0] + ": Inspector logs among the paths and a store: ingest them into the store first");
+    if (!files->files.empty()) {
       auto store = Store::Open(":memory:");
       if (!store.ok()) return store.status();
       temp = std::move(*store);
@@ -224,7 +216,7 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
       io.run = "diagnose";
       io.threads = o.threads;
       const double t = Now();
-      auto rep = Ingest(*temp, *files, io);
+      auto rep = Ingest(*temp, files->files, io);
       if (!rep.ok()) return rep.status();
       if (read) {
         read->lines_rejected += rep->lines_rejected;

@@ -1,11 +1,14 @@
 #include "core/readers/kineto.h"
 
+#include "core/input_files.h"
+
 #include <zlib.h>
 
 #include <simdjson.h>
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -121,8 +124,12 @@ void HostPidFromName(const std::string& path, std::string* host, int64_t* pid) {
   if (us == std::string::npos || us == 0 || us + 1 >= stem.size()) return;
   const std::string p = stem.substr(us + 1);
   if (!std::all_of(p.begin(), p.end(), [](char c) { return c >= '0' && c <= '9'; })) return;
-  *host = stem.substr(0, us);
-  *pid = std::stoll(p);
+  // A "pid" too long for any pid is not one: the name is not of the <host>_<pid> form.
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(p.data(), p.data() + p.size(), v);
+  if (ec != std::errc() || end != p.data() + p.size()) return;
+  *host = StorablePath(stem.substr(0, us));
+  *pid = v;
 }
 
 // The uncompressed size of a gzip file (its trailer's ISIZE, modulo 4 GiB), or the file size.
@@ -241,26 +248,11 @@ bool IsKinetoTraceName(std::string_view path) {
 }
 
 Result<std::vector<std::string>> FindKinetoTraces(const std::vector<std::string>& paths) {
-  std::vector<std::string> out;
-  for (const std::string& p : paths) {
-    std::error_code ec;
-    if (!fs::exists(p, ec)) return Status::Error(p + ": no such file or directory");
-    if (fs::is_directory(p, ec)) {
-      for (auto it = fs::recursive_directory_iterator(p, ec);
-           it != fs::recursive_directory_iterator(); it.increment(ec)) {
-        if (ec) break;
-        if (!it->is_regular_file(ec)) continue;
-        const std::string name = it->path().filename().string();
-        if (IsKinetoTraceName(name) || LooksLikeKineto(it->path().string()))
-          out.push_back(fs::absolute(it->path()).lexically_normal().string());
-      }
-    } else if (IsKinetoTraceName(p) || LooksLikeKineto(p)) {
-      out.push_back(fs::absolute(p).lexically_normal().string());
-    }
-  }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
+  auto found = FindInputFiles(paths, [](const std::string& path, bool) {
+    return IsKinetoTraceName(fs::path(path).filename().string()) || LooksLikeKineto(path);
+  });
+  if (!found.ok()) return found.status();
+  return found->files;
 }
 
 namespace {
@@ -521,7 +513,7 @@ class TraceWriter {
       size_t c = 0;
       a.Column<int32_t>(c++)[0] = run_id;
       a.Column<int32_t>(c++)[0] = trace_id;
-      a.SetString(c++, 0, t.path);
+      a.SetString(c++, 0, StorablePath(t.path));
       a.Column<int32_t>(c++)[0] = t.rank;
       a.SetString(c++, 0, t.rank_source);
       if (t.world_size >= 0) a.Column<int32_t>(c)[0] = t.world_size; else a.SetNull(c, 0);
@@ -641,7 +633,7 @@ Result<KinetoIngestReport> IngestKineto(Store& store, const std::vector<std::str
   if (!max_rank.ok()) return max_rank.status();
   std::vector<std::string> todo;
   for (const std::string& f : *files) {
-    if (seen.count(f)) ++rep.files_unchanged;
+    if (seen.count(StorablePath(f))) ++rep.files_unchanged;
     else todo.push_back(f);
   }
   if (todo.empty()) return rep;
@@ -672,12 +664,15 @@ Result<KinetoIngestReport> IngestKineto(Store& store, const std::vector<std::str
     work();
     for (auto& th : pool) th.join();
   }
-  for (auto& p : parsed)
-    if (!p->ok()) return p->status();
-  int next_rank = static_cast<int>(*max_rank);
-  for (auto& p : parsed) next_rank = std::max(next_rank, (**p).rank);
+  // A trace that cannot be read is named, and every other one is still stored.
+  std::vector<KinetoTrace> traces;
   for (auto& p : parsed) {
-    KinetoTrace& t = **p;
+    if (p->ok()) traces.push_back(std::move(**p));
+    else rep.failed.push_back(p->status().message());
+  }
+  int next_rank = static_cast<int>(*max_rank);
+  for (const KinetoTrace& t : traces) next_rank = std::max(next_rank, t.rank);
+  for (KinetoTrace& t : traces) {
     if (t.rank < 0) {
       t.rank = ++next_rank;
       t.rank_source = "file order";
@@ -688,8 +683,8 @@ Result<KinetoIngestReport> IngestKineto(Store& store, const std::vector<std::str
   TraceWriter w;
   Status st = w.Open(store.connection());
   int32_t id = static_cast<int32_t>(*next_id);
-  for (size_t i = 0; st.ok() && i < parsed.size(); ++i) {
-    const KinetoTrace& t = **parsed[i];
+  for (size_t i = 0; st.ok() && i < traces.size(); ++i) {
+    const KinetoTrace& t = traces[i];
     st = w.Write(rep.run_id, id++, t);
     rep.files_read++;
     rep.steps += t.steps.size();

@@ -95,6 +95,7 @@ struct KinetoIngestReport {
   uint64_t files_seen = 0, files_read = 0, files_unchanged = 0;
   uint64_t steps = 0, kernels = 0, nccl_kernels = 0, bytes = 0;
   double seconds = 0;
+  std::vector<std::string> failed;  // "path: reason" of each trace that could not be read
 };
 
 // Creates the Kineto tables in a store made before they existed (no-op otherwise).

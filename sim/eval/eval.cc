@@ -511,7 +511,7 @@ Result<EvalReport> RunEval(const std::vector<Scenario>& suite, const EvalOptions
     IngestOptions io;
     io.run = "eval";
     io.threads = o.threads;
-    auto ing = Ingest(**store, *files, io);
+    auto ing = Ingest(**store, files->files, io);
     if (!ing.ok()) return Status::Error(sc.name + ": ingest: " + ing.status().message());
     sr.ingest_s = Now() - t;
     const std::string gt = cfg.output.dir + "/ground_truth.json";

@@ -1,0 +1,135 @@
+#include "core/input_files.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <set>
+#include <utility>
+
+namespace collscope {
+namespace {
+
+namespace fs = std::filesystem;
+
+using FileId = std::pair<dev_t, ino_t>;
+
+const char* KindName(mode_t m) {
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISSOCK(m)) return "a socket";
+  return "not a regular file";
+}
+
+struct Walk {
+  const WantedFile& wanted;
+  InputFiles& out;
+  std::set<FileId> folders;
+  std::vector<std::pair<std::string, FileId>> found;
+
+  void Folder(const std::string& dir) {
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) {
+      out.skipped.push_back(dir + ": cannot read folder: " + std::strerror(errno));
+      return;
+    }
+    std::vector<std::string> names;
+    while (dirent* e = ::readdir(d)) {
+      if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..")) names.emplace_back(e->d_name);
+    }
+    ::closedir(d);
+    std::sort(names.begin(), names.end());
+    for (const std::string& name : names) Entry(dir + "/" + name, false);
+  }
+
+  void Entry(const std::string& path, bool named) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) {
+      int err = errno;
+      struct stat link;
+      bool is_link = ::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode);
+      out.skipped.push_back(path + ": " + (is_link ? "broken or looping symlink: " : "cannot open: ") +
+                            std::strerror(err));
+      return;
+    }
+    if (S_ISDIR(st.st_mode)) {
+      if (folders.insert({st.st_dev, st.st_ino}).second) Folder(path);
+      return;
+    }
+    if (!S_ISREG(st.st_mode)) {
+      // Never handed to `wanted`, which may open the file to look inside: a FIFO would block.
+      out.skipped.push_back(path + ": " + KindName(st.st_mode) + ", not read");
+      return;
+    }
+    if (wanted(path, named)) found.push_back({path, {st.st_dev, st.st_ino}});
+  }
+};
+
+}  // namespace
+
+Result<InputFiles> FindInputFiles(const std::vector<std::string>& paths, const WantedFile& wanted) {
+  InputFiles out;
+  Walk walk{wanted, out, {}, {}};
+  for (const std::string& p : paths) {
+    struct stat st;
+    if (::stat(p.c_str(), &st) != 0 && errno == ENOENT) {
+      struct stat link;
+      if (::lstat(p.c_str(), &link) != 0) return Status::Error(p + ": no such file or directory");
+    }
+    std::error_code ec;
+    std::string abs = fs::absolute(p, ec).lexically_normal().string();
+    if (ec) abs = p;
+    while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
+    walk.Entry(abs, true);
+  }
+  // One path per file: the first in sorted order, whichever links lead to it.
+  std::sort(walk.found.begin(), walk.found.end());
+  std::set<FileId> listed;
+  for (auto& [path, id] : walk.found)
+    if (listed.insert(id).second) out.files.push_back(path);
+  std::sort(out.files.begin(), out.files.end());
+  return out;
+}
+
+std::string StorablePath(const std::string& path) {
+  std::string out;
+  out.reserve(path.size());
+  const auto* s = reinterpret_cast<const unsigned char*>(path.data());
+  const size_t n = path.size();
+  for (size_t i = 0; i < n;) {
+    unsigned char c = s[i];
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    bool valid = len > 0 && i + len <= n;
+    for (size_t k = 1; valid && k < len; ++k) valid = (s[i + k] & 0xc0) == 0x80;
+    if (valid && len > 1) {
+      // Overlong forms, surrogates and code points past U+10FFFF are not UTF-8 either.
+      uint32_t cp = len == 2 ? c & 0x1f : len == 3 ? c & 0x0f : c & 0x07;
+      for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (s[i + k] & 0x3f);
+      valid = (len == 2 && cp >= 0x80) || (len == 3 && cp >= 0x800 && (cp < 0xd800 || cp > 0xdfff)) ||
+              (len == 4 && cp >= 0x10000 && cp <= 0x10ffff);
+    }
+    if (!valid) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02X", c);
+      out += buf;
+      ++i;
+    } else if (c == '\\') {
+      out += "\\\\";
+      ++i;
+    } else if (c == 0) {
+      out += "\\x00";
+      ++i;
+    } else {
+      out.append(path, i, len);
+      i += len;
+    }
+  }
+  return out;
+}
+
+}  // namespace collscope

@@ -1,0 +1,34 @@
+// Finding a command's input files in the paths a user names, and naming files in the store.
+//
+// The walk's contract, shared by every reader (ingest, diagnose, Kineto):
+//   - folders are walked recursively, and symlinks are followed once: a linked folder is entered
+//     unless it was entered already (no loops), and a file reached by two paths is listed once;
+//   - a named path that does not exist is an error; everything else that cannot be used is
+//     listed in `skipped` with its reason (an unreadable folder, a broken or looping link, a FIFO,
+//     socket or device, a path the system cannot open), never dropped in silence.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace collscope {
+
+struct InputFiles {
+  std::vector<std::string> files;    // absolute and normalised, sorted, one per file
+  std::vector<std::string> skipped;  // "path: reason"
+};
+
+// `wanted(path, named)` picks the regular files to list (it is never called on anything else,
+// so it may open the file): `named` is true for a file given as one of `paths`.
+using WantedFile = std::function<bool(const std::string& path, bool named)>;
+
+Result<InputFiles> FindInputFiles(const std::vector<std::string>& paths, const WantedFile& wanted);
+
+// A file's path as stored (a DuckDB VARCHAR must be UTF-8): valid UTF-8 as it is, a backslash
+// doubled, every byte of an invalid sequence as \xHH. Distinct paths stay distinct.
+std::string StorablePath(const std::string& path);
+
+}  // namespace collscope
