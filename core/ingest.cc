@@ -174,6 +174,14 @@ void ParseFile(const FileTask& task, size_t file_index, ParseContext& ctx, Batch
       break;
     }
     if (!*more) break;
+    if (block.overlong) {
+      ++line_no;
+      batch->rejections.push_back({line_no, "line: " + std::to_string(block.overlong) +
+                                                " bytes, longer than the " +
+                                                std::to_string(kMaxLineBytes >> 20) +
+                                                " MiB limit; skipped", ""});
+      continue;
+    }
     const char* p = block.data;
     const char* end = block.data + block.size;
     while (p < end) {

@@ -323,6 +323,52 @@ bool ParsePerf(value v, bool p2p, ParsedLine* out, uint32_t* seen, Reader& r) {
 
 }  // namespace
 
+namespace {
+
+// Values the store holds but the analyses cannot (a sum overflows, a cast to BIGINT fails) are
+// refused here, so that one poison value cannot fail `summary`, `report` or `diagnose` for a
+// whole store later. The limits are far beyond any real job.
+constexpr uint64_t kMaxTimestampUs = uint64_t{1} << 53;  // year 2255; exact in a double
+constexpr uint64_t kMaxExecTimeUs = uint64_t{1} << 40;   // 12.7 days for one operation
+constexpr uint64_t kMaxMsgSizeBytes = uint64_t{1} << 50;  // 1 PiB in one operation
+constexpr uint64_t kMaxCounter = uint64_t{1} << 62;       // sequence numbers, dump_stats counters
+constexpr uint64_t kMaxPid = (uint64_t{1} << 31) - 1;
+constexpr int32_t kMaxRanks = 1 << 24;  // ranks in one communicator
+
+bool InRange(const ParsedLine& l, Reader& r) {
+  auto check = [&](const char* field, uint64_t v, uint64_t max, const char* what) {
+    if (v <= max) return true;
+    return r.Fail(field, std::to_string(v) + " is out of range (more than " + std::to_string(max) +
+                             " " + what + ")");
+  };
+  // Optional fields use kNullU64 for "absent".
+  auto optional = [&](const char* field, uint64_t v, uint64_t max, const char* what) {
+    return v == kNullU64 || check(field, v, max, what);
+  };
+  if (l.n_ranks > kMaxRanks)
+    return r.Fail("header.n_ranks", std::to_string(l.n_ranks) + " is out of range (more than " +
+                                        std::to_string(kMaxRanks) + " ranks in one communicator)");
+  bool ok = check("metadata.dump_timestamp_us", l.dump_ts_us, kMaxTimestampUs, "us since 1970") &&
+            check("metadata.pid", l.pid, kMaxPid, "for a process id") &&
+            check("exec_time_us", l.exec_time_us, kMaxExecTimeUs, "us for one operation") &&
+            check("msg_size_bytes", l.msg_size_bytes, kMaxMsgSizeBytes, "bytes for one operation") &&
+            check("sequence number", l.sn, kMaxCounter, "") &&
+            optional("event_trace_ts", l.start_ts_us, kMaxTimestampUs, "us since 1970") &&
+            optional("event_trace_ts", l.stop_ts_us, kMaxTimestampUs, "us since 1970") &&
+            optional("collscope.enqueue_ts_us", l.enqueue_ts_us, kMaxTimestampUs, "us since 1970") &&
+            optional("collscope.kernel_start_ts_us", l.kernel_start_ts_us, kMaxTimestampUs, "us since 1970") &&
+            optional("collscope.kernel_stop_ts_us", l.kernel_stop_ts_us, kMaxTimestampUs, "us since 1970");
+  for (uint64_t v : {l.coll_records, l.coll_dropped_total, l.coll_dropped_since_last_dump,
+                     l.p2p_records, l.p2p_dropped_total, l.p2p_dropped_since_last_dump, l.proxy_records})
+    ok = ok && check("dump_stats", v, kMaxCounter, "");
+  for (const KernelEvent& k : l.kernel_events)
+    for (uint64_t v : {k.start_ts_us, k.stop_ts_us, k.record_ts_us})
+      ok = ok && optional("kernel_events", v, kMaxTimestampUs, "us since 1970");
+  return ok;
+}
+
+}  // namespace
+
 void InspectorLineParser::Remember(const ParsedLine& l) {
   Marker m;
   m.active = true;
@@ -528,6 +574,7 @@ bool InspectorLineParser::Parse(const char* data, size_t len, size_t readable, P
   if (out->rank < 0 || out->rank >= out->n_ranks)
     return r.Fail("header.rank", "rank " + std::to_string(out->rank) + " outside 0.." +
                                      std::to_string(out->n_ranks - 1));
+  if (!InRange(*out, r)) return false;
   if (!has_perf) {
     out->kind = ParsedLine::Kind::kDumpStats;
     Remember(*out);

@@ -1,9 +1,11 @@
 #include "core/line_reader.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <simdjson.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -13,8 +15,9 @@ bool IsGzipPath(const std::string& path) {
   return path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
 }
 
-LineReader::LineReader(size_t block_size)
-    : buf_(new char[block_size + simdjson::SIMDJSON_PADDING]), capacity_(block_size) {}
+LineReader::LineReader(size_t block_size, uint64_t gzip_floor_bytes)
+    : buf_(new char[block_size + simdjson::SIMDJSON_PADDING]), capacity_(block_size),
+      gzip_floor_(gzip_floor_bytes) {}
 
 LineReader::~LineReader() { Close(); }
 
@@ -37,8 +40,11 @@ Status LineReader::Open(const std::string& path, uint64_t start) {
   path_ = path;
   consumed_ = start;
   pending_ = carry_ = tail_start_ = tail_size_ = 0;
+  decompressed_ = start;
   eof_ = false;
   if (IsGzipPath(path)) {
+    struct stat st;
+    compressed_size_ = ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
     gz_ = gzopen(path.c_str(), "rb");
     if (!gz_) return Status::Error(path + ": cannot open: " + std::strerror(errno));
     gzbuffer(gz_, 1 << 20);
@@ -63,6 +69,12 @@ Result<size_t> LineReader::ReadSome(char* dst, size_t n) {
       return Status::Error(path_ + ": gzip error: " + (msg ? msg : "unknown"));
     }
     // A gzip file cut short (still being written) reads as a clean end: keep what we have.
+    decompressed_ += static_cast<uint64_t>(got);
+    const uint64_t bound = std::max<uint64_t>(gzip_floor_, compressed_size_ * kMaxGzipRatio);
+    if (decompressed_ > bound)
+      return Status::Error(path_ + ": gzip expands past " + std::to_string(kMaxGzipRatio) +
+                           " times its size (" + std::to_string(decompressed_) +
+                           " bytes so far; a decompression bomb?): the rest is not read");
     return static_cast<size_t>(got);
   }
   for (;;) {
@@ -104,6 +116,7 @@ Result<bool> LineReader::Next(LineBlock* block) {
     const void* last_nl = memrchr(base, '\n', filled);
     if (!last_nl) {
       carry_ = filled;
+      if (filled >= kMaxLineBytes) return SkipOverlong(block);
       continue;
     }
     size_t complete = static_cast<const char*>(last_nl) - base + 1;
@@ -113,10 +126,42 @@ Result<bool> LineReader::Next(LineBlock* block) {
     block->size = complete;
     block->readable = filled + simdjson::SIMDJSON_PADDING;
     block->offset = consumed_;
+    block->overlong = 0;
     consumed_ += complete;
     // Leave the incomplete tail for the next call; moved after the caller is done with the block.
     tail_start_ = complete;
     tail_size_ = filled - complete;
+    return true;
+  }
+}
+
+Result<bool> LineReader::SkipOverlong(LineBlock* block) {
+  // buf_ holds carry_ bytes without a newline: drop them and read on to the line's end.
+  uint64_t skipped = carry_;
+  carry_ = 0;
+  for (;;) {
+    Result<size_t> got = ReadSome(buf_.get(), capacity_);
+    if (!got.ok()) return got.status();
+    if (*got == 0) {
+      // The overlong line has no newline yet: it is the file's unfinished last line.
+      eof_ = true;
+      pending_ = skipped;
+      return false;
+    }
+    const void* nl = std::memchr(buf_.get(), '\n', *got);
+    if (!nl) {
+      skipped += *got;
+      continue;
+    }
+    const size_t head = static_cast<const char*>(nl) - buf_.get() + 1;
+    skipped += head;
+    // What follows the newline is the start of the next lines.
+    tail_start_ = head;
+    tail_size_ = *got - head;
+    *block = LineBlock{};
+    block->offset = consumed_;
+    block->overlong = skipped;
+    consumed_ += skipped;
     return true;
   }
 }

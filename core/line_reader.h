@@ -2,6 +2,10 @@
 // content. Gzip files (name ending in .gz) are decompressed on the fly. A last line without its
 // newline (a writer killed mid-line, or still writing) is never returned: the next ingest will
 // read it once it is complete.
+//
+// Memory is bounded whatever the input: a line longer than kMaxLineBytes is skipped to its
+// newline and returned as an `overlong` block for the caller to report, and a gzip file that
+// expands past kMaxGzipRatio times its size (a decompression bomb) is read no further.
 #pragma once
 
 #include <zlib.h>
@@ -15,17 +19,24 @@
 
 namespace collscope {
 
+inline constexpr size_t kMaxLineBytes = size_t{16} << 20;
+inline constexpr uint64_t kMaxGzipRatio = 200;  // Inspector JSON compresses 10-30x
+
 struct LineBlock {
   const char* data = nullptr;  // complete lines, each ending in '\n'
   size_t size = 0;
   size_t readable = 0;         // bytes readable from data (size + zero padding for simdjson)
   uint64_t offset = 0;         // uncompressed offset of data[0] in the file
+  // When non-zero, the block holds no data: it stands for one line of this many bytes (its
+  // newline included) that was longer than kMaxLineBytes and was skipped.
+  uint64_t overlong = 0;
 };
 
 class LineReader {
  public:
   // One reader serves many files in turn, so its block buffer is allocated once.
-  explicit LineReader(size_t block_size = 8 << 20);
+  // A gzip file may always expand to `gzip_floor_bytes`, and to kMaxGzipRatio times its size.
+  explicit LineReader(size_t block_size = 8 << 20, uint64_t gzip_floor_bytes = uint64_t{1} << 30);
   ~LineReader();
   LineReader(const LineReader&) = delete;
   LineReader& operator=(const LineReader&) = delete;
@@ -44,6 +55,7 @@ class LineReader {
 
  private:
   Result<size_t> ReadSome(char* dst, size_t n);
+  Result<bool> SkipOverlong(LineBlock* block);
   void Close();
   void Grow();
 
@@ -57,6 +69,9 @@ class LineReader {
   size_t tail_size_ = 0;
   uint64_t consumed_ = 0;
   uint64_t pending_ = 0;
+  uint64_t gzip_floor_ = 0;
+  uint64_t compressed_size_ = 0;  // of a gzip file, for the expansion bound
+  uint64_t decompressed_ = 0;
   bool eof_ = false;
 };
 

@@ -301,6 +301,53 @@ void RegisterIngestCases() {
                  WriteFile(e.in() + "/node2-pid2.log", b);
                },
                [](const Env& e) { return Ingest(e); }, "", GoodStored});
+  c.push_back({"ingest_one_enormous_line",
+               [](const Env& e) {
+                 GoodInputs(e);
+                 WriteFile(e.in() + "/node3-pid3.log", std::string(20 << 20, '{') + "\n");
+               },
+               [](const Env& e) { return Ingest(e); }, "MiB limit; skipped", GoodStoredWithWarning});
+  c.push_back({"ingest_enormous_unfinished_last_line",
+               [](const Env& e) { GoodInputs(e); WriteFile(e.in() + "/node3-pid3.log", std::string(20 << 20, 'x')); },
+               [](const Env& e) { return Ingest(e); }, "unfinished last lines", GoodStored});
+  // Values the analyses cannot hold are refused at ingest, never a later failure (C5, D7).
+  struct Poison {
+    const char* name;
+    const char* from;
+    const char* to;
+    const char* says;
+  };
+  for (Poison p : {Poison{"exec_time_near_2_64", "\"coll_exec_time_us\":100", "\"coll_exec_time_us\":18446744073709551000", "exec_time_us"},
+                   Poison{"msg_size_near_2_64", "\"coll_msg_size_bytes\":1048576", "\"coll_msg_size_bytes\":18446744073709551615", "msg_size_bytes"},
+                   Poison{"dump_timestamp_near_2_64", "\"dump_timestamp_us\":1760000000000000", "\"dump_timestamp_us\":18446744073709551000", "dump_timestamp_us"},
+                   Poison{"pid_near_2_64", "\"pid\":3", "\"pid\":18446744073709551000", "metadata.pid"},
+                   Poison{"sn_near_2_64", "\"coll_sn\":1,", "\"coll_sn\":18446744073709551000,", "sequence number"},
+                   Poison{"exec_time_negative", "\"coll_exec_time_us\":100", "\"coll_exec_time_us\":-5", "coll_exec_time_us"},
+                   Poison{"exec_time_huge_double", "\"coll_exec_time_us\":100", "\"coll_exec_time_us\":1e300", "coll_exec_time_us"},
+                   Poison{"rank_past_int32", "\"rank\":0", "\"rank\":4294967296", "header.rank"},
+                   Poison{"n_ranks_huge", "\"n_ranks\":2", "\"n_ranks\":2147483647", "header"},
+                   Poison{"bandwidth_inf_text", "\"coll_busbw_gbs\":19.660800", "\"coll_busbw_gbs\":\"inf\"", "busbw"}}) {
+    c.push_back({std::string("ingest_poison_") + p.name,
+                 [p](const Env& e) {
+                   GoodInputs(e);
+                   std::string l = CollLine("node3", 3, "0xdef", 0, 2, 2, "AllReduce", 1, 1048576, 100, "10.485760", "19.660800");
+                   size_t at = l.find(p.from);
+                   ASSERT_NE(at, std::string::npos) << p.from;
+                   l.replace(at, std::strlen(p.from), p.to);
+                   WriteFile(e.in() + "/node3-pid3.log", l);
+                 },
+                 [](const Env& e) {
+                   return Ingest(e) + "; " + Binary() + " summary --db " + Quote(e.db()) + " >/dev/null && " + Binary() +
+                          " report --db " + Quote(e.db()) + " -o " + Quote(e.dir / "r.html") + " && " + Binary() +
+                          " diagnose --db " + Quote(e.db()) + "; echo \"later commands: $?\"";
+                 },
+                 p.says, [](const Env& e, const Output& o) {
+                   EXPECT_EQ(e.Records(), 8) << o.text;
+                   EXPECT_TRUE(o.text.find("later commands: 0") != std::string::npos ||
+                               o.text.find("later commands: 1") != std::string::npos)
+                       << "summary, report or diagnose failed on the store:\n" << o.text;
+                 }});
+  }
 
   // diagnose walks its paths with the same rules (H1, C2).
   auto diagnose = [](const Env& e) { return "diagnose " + Quote(e.in()); };
