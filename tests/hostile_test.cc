@@ -361,6 +361,37 @@ void RegisterIngestCases() {
   c.push_back({"diagnose_symlink_self_loop",
                [](const Env& e) { GoodInputs(e); fs::create_symlink(e.in() + "/x", e.in() + "/x"); },
                diagnose, "looping symlink", terminates});
+  // State files and dumps: one bad file is named and the rest are diagnosed (C10, D4, D5).
+  auto state = [](int rank, const std::string& n_ranks) {
+    return R"({"collscope_inflight_version":1,"hostname":"node1","pid":1,"global_rank":)" + std::to_string(rank) +
+           R"(,"heartbeat_ts_us":1795938158281547,"status":"running","comms":[{"id":"0x5eed","comm_name":"dp","rank":)" +
+           std::to_string(rank) + R"(,"n_ranks":)" + n_ranks +
+           R"(,"nnodes":1,"ops_started":6,"ops_completed":5,"inflight":[{"kind":"coll","op":"AllReduce","sn":5,"peer":-1,"msg_size_bytes":131072,"n_channels":4,"start_ts_us":1795938158270000,"n_channels_started":4,"n_channels_stopped":2}]}]})";
+  };
+  c.push_back({"diagnose_state_file_with_2_31_ranks",
+               [state](const Env& e) {
+                 GoodInputs(e);
+                 WriteFile(e.in() + "/node1-pid1.inflight.json", state(0, "2147483647"));
+                 WriteFile(e.in() + "/node2-pid2.inflight.json", state(1, "2"));
+               },
+               diagnose, "is impossible (1 to 16777216 ranks)", terminates});
+  c.push_back({"diagnose_truncated_state_file_beside_good_ones",
+               [state](const Env& e) {
+                 GoodInputs(e);
+                 std::string cut = state(0, "2");
+                 WriteFile(e.in() + "/node1-pid1.inflight.json", cut.substr(0, cut.size() / 2));
+                 WriteFile(e.in() + "/node2-pid2.inflight.json", state(1, "2"));
+               },
+               diagnose, "could not use: ", [](const Env&, const Output& o) {
+                 EXPECT_LE(o.code, 1) << "the records and the good state file are still diagnosed:\n" << o.text;
+                 EXPECT_NE(o.text.find("node1-pid1.inflight.json: "), std::string::npos) << o.text;
+               }});
+  c.push_back({"diagnose_truncated_flight_recorder_dump",
+               [](const Env& e) {
+                 GoodInputs(e);
+                 WriteFile(e.in() + "/nccl_trace_rank_0", std::string("\x80\x02}q\0(X\x07\0\0\0version", 19));
+               },
+               diagnose, "nccl_trace_rank_0", terminates});
   c.push_back({"diagnose_symlink_loop_to_parent",
                [](const Env& e) { GoodInputs(e); fs::create_directory_symlink(e.in(), e.in() + "/loop"); },
                diagnose, "read:", terminates});

@@ -252,18 +252,22 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
   if (!traces.ok()) return traces.status();
   if (read) read->kineto_traces += static_cast<int>(traces->size());
   if (!fr.empty()) {
-    auto f = DiagnoseFlightRecorder(fr);
+    auto f = DiagnoseFlightRecorder(fr, read ? &read->unusable : nullptr);
     if (!f.ok()) return f.status();
     // Consolidate folds the records' hang guess into a hang finding that names the root cause.
     out.insert(out.end(), f->begin(), f->end());
   }
   if (!inflight.empty()) {
-    auto f = DiagnoseInflight(inflight);
+    auto f = DiagnoseInflight(inflight, read ? &read->unusable : nullptr);
     if (!f.ok()) return f.status();
     out.insert(out.end(), f->begin(), f->end());
   }
   for (const std::string& s : summaries) {
     auto series = ReadStepSummary(s);
+    if (!series.ok() && read) {
+      read->unusable.push_back(series.status().message());
+      continue;
+    }
     if (!series.ok()) return series.status();
     auto f = DetectStepAnomalies(*series, StepOptions{});
     out.insert(out.end(), f.begin(), f.end());

@@ -135,11 +135,17 @@ std::vector<Finding> AnalyzeFlightRecorder(const std::vector<FrDump>& dumps) {
   return out;
 }
 
-Result<std::vector<Finding>> DiagnoseFlightRecorder(const std::vector<std::string>& paths) {
+Result<std::vector<Finding>> DiagnoseFlightRecorder(const std::vector<std::string>& paths,
+                                                    std::vector<std::string>* unusable) {
   std::vector<FrDump> dumps;
   for (const std::string& p : paths) {
     auto d = readers::ReadFlightRecorderDump(p);
-    if (!d.ok()) return d.status();
+    if (!d.ok()) {
+      // A truncated or corrupt dump is named; the other ranks' dumps are still diagnosed.
+      if (!unusable) return d.status();
+      unusable->push_back(d.status().message());
+      continue;
+    }
     dumps.push_back(std::move(*d));
   }
   return AnalyzeFlightRecorder(dumps);
@@ -191,8 +197,14 @@ Result<InflightState> ReadInflightState(const std::string& path) {
       cm.id = TextOr(c, "id");
       if (cm.id.empty()) return Status::Error(path + ": a communicator without an id");
       cm.name = TextOr(c, "comm_name");
-      cm.rank = static_cast<int>(IntOr(c, "rank", -1));
-      cm.n_ranks = static_cast<int>(IntOr(c, "n_ranks", 0));
+      const int64_t rank = IntOr(c, "rank", -1), n_ranks = IntOr(c, "n_ranks", 0);
+      // Bounded before anything is sized by it (a communicator of 2^31 ranks is refused).
+      if (n_ranks < 1 || n_ranks > kMaxStateRanks || rank < 0 || rank >= n_ranks)
+        return Status::Error(path + ": communicator " + cm.id + ": rank " + std::to_string(rank) +
+                             " of n_ranks " + std::to_string(n_ranks) + " is impossible (1 to " +
+                             std::to_string(kMaxStateRanks) + " ranks)");
+      cm.rank = static_cast<int>(rank);
+      cm.n_ranks = static_cast<int>(n_ranks);
       cm.ops_started = static_cast<uint64_t>(IntOr(c, "ops_started", 0));
       cm.ops_completed = static_cast<uint64_t>(IntOr(c, "ops_completed", 0));
       cm.finalized = std::string_view(key) == "finalized_comms";
@@ -762,11 +774,16 @@ std::vector<Finding> AnalyzeInflight(const std::vector<InflightState>& input, co
   return out;
 }
 
-Result<std::vector<Finding>> DiagnoseInflight(const std::vector<std::string>& paths) {
+Result<std::vector<Finding>> DiagnoseInflight(const std::vector<std::string>& paths,
+                                              std::vector<std::string>* unusable) {
   std::vector<InflightState> states;
   for (const std::string& p : paths) {
     auto s = ReadInflightState(p);
-    if (!s.ok()) return s.status();
+    if (!s.ok()) {
+      if (!unusable) return s.status();
+      unusable->push_back(s.status().message());
+      continue;
+    }
     states.push_back(std::move(*s));
   }
   return AnalyzeInflight(states);

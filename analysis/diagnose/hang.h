@@ -17,7 +17,10 @@ using readers::IsFlightRecorderDump;
 // enqueued that sequence number are what it waits on. Root causes are the waited-on ranks that
 // wait on nobody themselves; everyone transitively waiting on them is a victim.
 std::vector<Finding> AnalyzeFlightRecorder(const std::vector<readers::FrDump>& dumps);
-Result<std::vector<Finding>> DiagnoseFlightRecorder(const std::vector<std::string>& paths);
+// With `unusable`, a dump that cannot be read is listed there ("path: reason") and the others are
+// diagnosed; without it, it is an error.
+Result<std::vector<Finding>> DiagnoseFlightRecorder(const std::vector<std::string>& paths,
+                                                    std::vector<std::string>* unusable = nullptr);
 
 // One collscope in-flight state file (<host>-pid<pid>.inflight.json, docs/capture.md), reduced
 // to what hang diagnosis reads.
@@ -62,6 +65,10 @@ struct InflightOptions {
 };
 std::vector<Finding> AnalyzeInflight(const std::vector<InflightState>& states,
                                      const InflightOptions& options = {});
-Result<std::vector<Finding>> DiagnoseInflight(const std::vector<std::string>& paths);
+// Ranks a state file's communicator may have; larger is refused before anything is sized by it.
+inline constexpr int64_t kMaxStateRanks = 1 << 24;
+// `unusable` as for DiagnoseFlightRecorder.
+Result<std::vector<Finding>> DiagnoseInflight(const std::vector<std::string>& paths,
+                                              std::vector<std::string>* unusable = nullptr);
 
 }  // namespace collscope::diagnose

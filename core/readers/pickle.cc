@@ -1,5 +1,7 @@
 #include "core/readers/pickle.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -49,9 +51,77 @@ P Make(PyValue::Type t) {
   return v;
 }
 
+// Unlinks every container reachable from `roots` without recursion, so that a refused value,
+// however deep or self-referencing, is freed without overflowing the stack or leaking a cycle.
+void Release(std::vector<P>& roots) {
+  std::vector<P> work = std::move(roots);
+  roots.clear();
+  while (!work.empty()) {
+    P v = std::move(work.back());
+    work.pop_back();
+    if (!v) continue;
+    for (P& c : v->items) work.push_back(std::move(c));
+    for (auto& [k, x] : v->dict) {
+      work.push_back(std::move(k));
+      work.push_back(std::move(x));
+    }
+    v->items.clear();
+    v->dict.clear();
+  }
+}
+
+// Checks what a consumer would meet walking the value: no cycle, no nesting deeper than
+// kMaxPickleDepth, and no more than `max_expanded` bytes once shared (memoised) values are
+// counted at each use, as a consumer copying them would. Iterative, for the same reason.
+Status CheckShape(const P& root, uint64_t max_expanded) {
+  struct Frame {
+    PyValue* v;
+    size_t next;  // children visited
+    uint32_t depth;
+  };
+  std::unordered_map<PyValue*, uint64_t> done;  // expanded size of finished values
+  std::unordered_map<PyValue*, bool> open;
+  std::vector<Frame> stack{{root.get(), 0, 1}};
+  open[root.get()] = true;
+  auto child = [](PyValue* v, size_t i) -> PyValue* {
+    if (i < v->items.size()) return v->items[i].get();
+    i -= v->items.size();
+    if (i < 2 * v->dict.size()) return (i % 2 ? v->dict[i / 2].second : v->dict[i / 2].first).get();
+    return nullptr;
+  };
+  while (!stack.empty()) {
+    Frame& f = stack.back();
+    PyValue* c = child(f.v, f.next);
+    if (!c) {
+      uint64_t size = 16 + f.v->s.size();
+      for (size_t i = 0; PyValue* x = child(f.v, i); ++i) size = std::min(max_expanded + 1, size + done[x]);
+      if (size > max_expanded)
+        return Status::Error("pickle: expands past " + std::to_string(max_expanded) +
+                             " bytes through shared (memoised) values; refused");
+      done[f.v] = size;
+      open.erase(f.v);
+      stack.pop_back();
+      continue;
+    }
+    ++f.next;
+    if (open.count(c)) return Status::Error("pickle: a value contains itself; refused");
+    if (done.count(c)) continue;
+    if (f.depth + 1 > kMaxPickleDepth)
+      return Status::Error("pickle: nested deeper than " + std::to_string(kMaxPickleDepth) + " levels; refused");
+    open[c] = true;
+    stack.push_back({c, 0, f.depth + 1});
+  }
+  return Status::Ok();
+}
+
 class Reader {
  public:
-  explicit Reader(std::string_view d) : d_(d) {}
+  Reader(std::string_view d, uint64_t max_expanded) : d_(d), max_expanded_(max_expanded) {}
+  ~Reader() {
+    for (auto& [k, v] : memo_) stack_.push_back(std::move(v));
+    memo_.clear();
+    Release(stack_);
+  }
 
   Result<P> Run() {
     while (pos_ < d_.size()) {
@@ -60,14 +130,20 @@ class Reader {
       if (!st.ok()) return st;
       if (done_) {
         if (stack_.size() != 1) return Status::Error("pickle: bad stack at STOP");
-        return stack_.back();
+        P root = stack_.back();
+        Status shape = CheckShape(root, max_expanded_);
+        if (!shape.ok()) return shape;  // the destructor unlinks what was built
+        stack_.clear();
+        memo_.clear();
+        return root;
       }
     }
     return Status::Error("pickle: truncated (no STOP)");
   }
 
  private:
-  bool Need(size_t n) const { return pos_ + n <= d_.size(); }
+  // Overflow-safe: a declared length near 2^64 must not wrap around.
+  bool Need(uint64_t n) const { return n <= d_.size() - pos_; }
   uint64_t Le(size_t n) {
     uint64_t v = 0;
     for (size_t k = 0; k < n; ++k) v |= static_cast<uint64_t>(static_cast<uint8_t>(d_[pos_ + k])) << (8 * k);
@@ -260,6 +336,7 @@ class Reader {
   }
 
   std::string_view d_;
+  uint64_t max_expanded_;
   size_t pos_ = 0;
   bool done_ = false;
   std::vector<P> stack_;
@@ -269,7 +346,10 @@ class Reader {
 
 }  // namespace
 
-Result<std::shared_ptr<PyValue>> ParsePickle(std::string_view data) { return Reader(data).Run(); }
+Result<std::shared_ptr<PyValue>> ParsePickle(std::string_view data) {
+  const uint64_t max_expanded = std::max<uint64_t>(kMinPickleExpansion, data.size() * kMaxPickleExpansion);
+  return Reader(data, max_expanded).Run();
+}
 
 Result<std::shared_ptr<PyValue>> ReadPickleFile(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

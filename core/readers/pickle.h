@@ -32,6 +32,14 @@ struct PyValue {
   std::string AsStr() const;  // str, or a number printed; "" for None
 };
 
+// Bounds (docs/ingest.md): nesting depth, and the size a consumer meets once shared (memoised)
+// values are counted at each use: kMaxPickleExpansion times the pickle, at least
+// kMinPickleExpansion bytes. Lengths past the end of the data, cycles and deeper or larger
+// values are refused with a reason.
+inline constexpr uint32_t kMaxPickleDepth = 1000;
+inline constexpr uint64_t kMaxPickleExpansion = 64;
+inline constexpr uint64_t kMinPickleExpansion = uint64_t{256} << 20;
+
 Result<std::shared_ptr<PyValue>> ParsePickle(std::string_view data);
 Result<std::shared_ptr<PyValue>> ReadPickleFile(const std::string& path);
 

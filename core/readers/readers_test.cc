@@ -49,6 +49,45 @@ TEST(Pickle, RefusesCode) {
   EXPECT_FALSE(ParsePickle(std::string("\x80\x02\x7d", 3)).ok());  // truncated
 }
 
+// Hostile pickles (C7, C8, C9): each is refused with its reason, fast and in bounded memory.
+TEST(Pickle, RefusesLengthsPastTheData) {
+  std::string p("\x80\x04\x8d", 3);  // BINUNICODE8 declaring 2^64 - 16 bytes
+  p += std::string("\xf0\xff\xff\xff\xff\xff\xff\xff", 8) + "abc.";
+  auto v = ParsePickle(p);
+  ASSERT_FALSE(v.ok());
+  EXPECT_NE(v.status().message().find("truncated"), std::string::npos) << v.status().message();
+}
+
+TEST(Pickle, RefusesNestingDeeperThanTheLimit) {
+  // None in 200,000 nested 1-tuples.
+  std::string p = "\x80\x02N" + std::string(200000, '\x85') + ".";
+  auto v = ParsePickle(p);
+  ASSERT_FALSE(v.ok());
+  EXPECT_NE(v.status().message().find("nested deeper than 1000"), std::string::npos) << v.status().message();
+  std::string ok = "\x80\x02N" + std::string(900, '\x85') + ".";
+  EXPECT_TRUE(ParsePickle(ok).ok());
+}
+
+TEST(Pickle, RefusesExpansionThroughTheMemo) {
+  // One 1 MiB string, memoised, then a list holding it 100,000 times: 100 GiB to a consumer.
+  std::string big(1 << 20, 'x');
+  std::string p = "\x80\x04X";
+  for (int k = 0; k < 4; ++k) p += static_cast<char>((big.size() >> (8 * k)) & 0xff);
+  p += big + std::string("q\0" "0](", 5);  // memoise, pop, then the list
+  for (int i = 0; i < 100000; ++i) p += std::string("h\0", 2);
+  p += "e.";
+  auto v = ParsePickle(p);
+  ASSERT_FALSE(v.ok());
+  EXPECT_NE(v.status().message().find("through shared (memoised) values"), std::string::npos) << v.status().message();
+}
+
+TEST(Pickle, RefusesAValueThatContainsItself) {
+  // A list, memoised, appended to itself; refused and freed (ASan checks for the leaked cycle).
+  auto v = ParsePickle(std::string("\x80\x02]q\0h\0a.", 9));
+  ASSERT_FALSE(v.ok());
+  EXPECT_NE(v.status().message().find("contains itself"), std::string::npos) << v.status().message();
+}
+
 TEST(FlightRecorder, ReadsRealDump) {
   const std::string path = Fixtures() + "/flight-recorder/gpu_error_1st/_dump_13";
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "fixture absent: " << path;
