@@ -1,5 +1,5 @@
 // Parses NCCL Inspector JSON lines into ParsedLines, or says why a line cannot be stored.
-// Accepts every format seen in the wild (see docs/formats.md): v4.0-v4.4, coll_perf, p2p_perf,
+// Accepts every format seen in the wild (see docs/ingest.md): v4.0-v4.4, coll_perf, p2p_perf,
 // dump_stats, verbose event traces, "nan" doubles, and the collscope plugin's extra object.
 //
 // From v4.3 on, a marker line ({header, metadata, dump_stats}) carries the context of the

@@ -51,6 +51,7 @@ namespace {
 template <typename T>
 void Permute(std::vector<T>& v, const std::vector<uint32_t>& perm, std::vector<uint64_t>& scratch) {
   static_assert(sizeof(T) <= sizeof(uint64_t) && std::is_trivially_copyable_v<T>);
+  if (v.empty()) return;  // a batch of rejected lines only: memcpy must not see a null pointer
   scratch.resize(v.size());
   T* tmp = reinterpret_cast<T*>(scratch.data());
   for (size_t i = 0; i < perm.size(); ++i) tmp[i] = v[perm[i]];

@@ -1062,6 +1062,25 @@ TEST(CapturePlugin, UnwritableDirectoryDisablesCleanly) {
   fs::remove_all(root);
 }
 
+// C11: NCCL (or a buggy caller) finalizing one context twice must not touch freed memory; under
+// ASan the second call was a heap-use-after-free.
+TEST(CapturePlugin, FinalizingAContextTwiceIsHarmless) {
+  const std::string dir = MakeTempDir();
+  ScopedEnv env;
+  env.Set("NCCL_INSPECTOR_DUMP_DIR", dir);
+  Plugin plugin(6);
+  int mask = 0;
+  void* a = plugin.Init(0x31, &mask, "a", 1, 2, 0);
+  void* b = plugin.Init(0x32, &mask, "b", 1, 2, 1);
+  plugin.Finalize(a);
+  plugin.Finalize(a);  // again: ignored
+  void* h = plugin.StartColl(b, 0, "AllReduce", 1024, "ncclFloat32", 1);
+  plugin.Stop(h);
+  plugin.Finalize(b);
+  plugin.Finalize(b);
+  fs::remove_all(dir);
+}
+
 TEST(CapturePlugin, FullDiskDisablesCleanly) {
   if (access("/dev/full", W_OK) != 0) GTEST_SKIP() << "no /dev/full";
   const std::string dir = MakeTempDir();

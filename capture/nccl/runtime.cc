@@ -405,10 +405,14 @@ collscope_ncclResult_t Runtime::CommFinalize(void* context) noexcept {
   try {
     std::lock_guard<std::mutex> glk(g_mu);
     auto* c = static_cast<CommCtx*>(context);
-    Runtime* rt = c->rt;
-    if (rt != g_rt) return collscope_ncclSuccess;  // inherited across fork(): abandoned
+    // Only a live context of this process's runtime is looked into: one finalized already
+    // (finalize called twice) is freed memory, and one inherited across fork() was abandoned.
+    Runtime* rt = g_rt;
+    if (rt == nullptr) return collscope_ncclSuccess;
     {
       std::lock_guard<std::mutex> lk(rt->mu_);
+      if (std::find(rt->comms_.begin(), rt->comms_.end(), c) == rt->comms_.end())
+        return collscope_ncclSuccess;
       if (c->active && !rt->disabled()) {
         // Final drain: unlike Inspector, nothing completed is lost at teardown.
         rt->buf_.clear();
