@@ -32,6 +32,8 @@ std::string SqlString(const std::string& s) {
 }
 
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path, Options options) {
+  // DuckDB reads an empty path as "in memory": a `--db ''` would store nothing, silently.
+  if (path.empty()) return Status::Error("no store given (an empty --db path)");
   std::unique_ptr<Store> s(new Store());
   s->path_ = path;
   if (options.read_only && path != ":memory:" && !std::filesystem::exists(path))

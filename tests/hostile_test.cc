@@ -268,6 +268,10 @@ void RegisterIngestCases() {
                  EXPECT_GE(e.Records(), 8) << o.text;
                  EXPECT_LT(o.code, 2) << o.text;
                }});
+  c.push_back({"ingest_empty_db_path",
+               [](const Env& e) { GoodInputs(e); },
+               [](const Env& e) { return "ingest " + Quote(e.in()) + " --db ''"; },
+               "an empty --db path", [](const Env&, const Output& o) { EXPECT_EQ(o.code, 2) << o.text; }});
   c.push_back({"ingest_missing_path",
                nullptr, [](const Env& e) { return "ingest " + Quote(e.dir / "nope") + " --db " + Quote(e.db()); },
                "no such file or directory", [](const Env&, const Output& o) { EXPECT_EQ(o.code, 2); }});
