@@ -11,7 +11,10 @@ namespace collscope {
 namespace {
 
 // Version of the agg_* tables' definitions: aggregates of another version are stale.
-constexpr int kAggVersion = 2;
+constexpr int kAggVersion = 3;
+// The ingests that can have changed a run's records: those that read a file (new bytes, or a
+// rewritten file's rows replaced). An ingest of unchanged files leaves the aggregates fresh.
+constexpr const char* kChangingIngests = "(SELECT run_id, count(*) AS n FROM ingests WHERE files_read > 0 GROUP BY run_id)";
 // The range_bars parameters whose answer RefreshAggregates materialises (the macro's defaults).
 constexpr const char* kRangeBarsDefault = "min_bytes = 1048576 AND bin_s = 5 AND sn_bin = 50";
 
@@ -323,7 +326,7 @@ std::vector<std::pair<std::string, std::string>> AggTables() {
 }
 
 const char* const kAggComments[][2] = {
-    {"agg_meta", "analysis aggregates: one row per run they cover (version, the run''s ingests "
+    {"agg_meta", "analysis aggregates: one row per run they cover (version, the run''s ingests that read a file "
                  "count when they were made, records, time span); stale when the count changed"},
     {"agg_cells", "analysis aggregate: records per (run, process, op, rank, timing source, exec "
                   "time, busbw override) with busbw"},
@@ -365,8 +368,8 @@ std::vector<std::string> Views(bool use_aggregates) {
   // (Not a correlated subquery: every view reads this one, several times.)
   v.push_back(std::string(R"sql(CREATE OR REPLACE {TEMP} VIEW agg_fresh_runs AS
 SELECT m.run_id FROM agg_meta m
-LEFT JOIN (SELECT run_id, count(*) AS n FROM ingests GROUP BY run_id) i USING (run_id)
-WHERE )sql") + (use_aggregates ? "" : "false AND ") + "m.version = " +
+LEFT JOIN )sql") + kChangingIngests + R"sql( i USING (run_id)
+WHERE )sql" + (use_aggregates ? "" : "false AND ") + "m.version = " +
               std::to_string(kAggVersion) + " AND m.ingests = coalesce(i.n, 0)");
   v.push_back(R"sql(CREATE OR REPLACE {TEMP} VIEW agg_stale_runs AS
 SELECT run_id FROM runs WHERE run_id NOT IN (SELECT run_id FROM agg_fresh_runs))sql");
@@ -917,7 +920,7 @@ Result<AggregateReport> RefreshAggregates(Store& store, const std::string& run) 
         // The run reads as fresh from here on (inside the transaction), so the materialised
         // primitives below are computed from the aggregates made just before them.
         "INSERT INTO agg_meta SELECT " + r + ", " + std::to_string(kAggVersion) +
-            ", (SELECT count(*) FROM ingests WHERE " + only + "), count(*), min(dump_ts_us), "
+            ", (SELECT coalesce(max(n), 0) FROM " + kChangingIngests + " WHERE " + only + "), count(*), min(dump_ts_us), "
             "max(dump_ts_us), min(coalesce(start_ts_us, kernel_start_ts_us, dump_ts_us)), "
             "max(coalesce(start_ts_us, kernel_start_ts_us, dump_ts_us)), "
             "current_localtimestamp(), 0 FROM records WHERE " + only,

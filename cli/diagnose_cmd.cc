@@ -5,6 +5,7 @@
 #include "analysis/diagnose/kernel_detect.h"
 #include "analysis/diagnose/registry.h"
 #include "cli/command.h"
+#include "cli/output.h"
 #include "core/readers/kineto.h"
 
 namespace collscope::cli {
@@ -38,15 +39,7 @@ int Run(const Options& o) {
       std::fprintf(stderr, "collscope diagnose: %s\n", store.status().message().c_str());
       return 2;
     }
-    if (d.run.empty()) {
-      auto r = (*store)->DefaultRun();
-      if (!r.ok()) {
-        std::fprintf(stderr, "collscope diagnose: %s\n", r.status().message().c_str());
-        return 2;
-      }
-      d.run = *r;
-      std::fprintf(stderr, "run: %s (the store's run with the most records; --run picks another)\n", d.run.c_str());
-    }
+    if (!PickRun(**store, "diagnose", &d.run)) return 2;
     // The store's records, with the paths' step series, dumps and state files checked against
     // them (a step series maps its ranks to the store's hosts and refutes propagated lateness).
     f = o.paths.empty() ? DiagnoseStore(**store, d, nullptr, &read)

@@ -7,6 +7,7 @@
 #include "analysis/diagnose/kernel_detect.h"
 #include "analysis/diagnose/perfetto.h"
 #include "cli/command.h"
+#include "cli/output.h"
 #include "core/readers/kineto.h"
 #include "core/store.h"
 
@@ -59,15 +60,7 @@ int Run(Options o) {
     std::fprintf(stderr, "collscope export: %s\n", store.status().message().c_str());
     return 2;
   }
-  if (o.run.empty() && !o.perfetto.empty()) {
-    auto r = (*store)->DefaultRun();
-    if (!r.ok()) {
-      std::fprintf(stderr, "collscope export: %s\n", r.status().message().c_str());
-      return 2;
-    }
-    o.run = *r;
-    std::fprintf(stderr, "run: %s (the store's run with the most records; --run picks another)\n", o.run.c_str());
-  }
+  if (!o.perfetto.empty() && !PickRun(**store, "export", &o.run)) return 2;
   if (o.parquet_dir.empty() && o.perfetto.empty()) {
     std::fprintf(stderr, "collscope export: nothing to export; give --parquet DIR or --perfetto OUT.json\n");
     return 2;

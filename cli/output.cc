@@ -99,4 +99,16 @@ void PrintCsv(const QueryResult& r, std::FILE* out) {
   }
 }
 
+bool PickRun(Store& store, const char* command, std::string* run) {
+  if (!run->empty()) return true;
+  Result<std::string> r = store.DefaultRun();
+  if (!r.ok()) {
+    std::fprintf(stderr, "collscope %s: %s\n", command, r.status().message().c_str());
+    return false;
+  }
+  *run = *r;
+  std::fprintf(stderr, "run: %s (the store's run with the most records; --run picks another)\n", run->c_str());
+  return true;
+}
+
 }  // namespace collscope::cli

@@ -14,4 +14,8 @@ std::string ToJson(const QueryResult& r);
 void PrintCsv(const QueryResult& r, std::FILE* out);
 std::string JsonString(const std::string& s);
 
+// The one default-run rule of every command: when `*run` is empty, the store's run with the most
+// records (Store::DefaultRun), said on stderr. False, with the reason printed, when there is none.
+bool PickRun(Store& store, const char* command, std::string* run);
+
 }  // namespace collscope::cli

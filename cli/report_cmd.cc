@@ -4,6 +4,7 @@
 #include "analysis/report.h"
 #include "analysis/views.h"
 #include "cli/command.h"
+#include "cli/output.h"
 
 namespace collscope::cli {
 namespace {
@@ -20,16 +21,7 @@ int Run(Options& o) {
     std::fprintf(stderr, "collscope report: %s\n", store.status().message().c_str());
     return 2;
   }
-  if (o.report.run.empty()) {
-    auto r = (*store)->DefaultRun();
-    if (!r.ok()) {
-      std::fprintf(stderr, "collscope report: %s\n", r.status().message().c_str());
-      return 2;
-    }
-    o.report.run = *r;
-    std::fprintf(stderr, "run: %s (the store's run with the most records; --run picks another)\n",
-                 o.report.run.c_str());
-  }
+  if (!PickRun(**store, "report", &o.report.run)) return 2;
   o.report.output = o.output;
   Status st = WriteReport(**store, o.report);
   if (!st.ok()) {

@@ -91,8 +91,7 @@ Result<InputFiles> FindInputFiles(const std::vector<std::string>& paths, const W
   std::sort(walk.found.begin(), walk.found.end());
   std::set<FileId> listed;
   for (auto& [path, id] : walk.found)
-    if (listed.insert(id).second) out.files.push_back(path);
-  std::sort(out.files.begin(), out.files.end());
+    if (listed.insert(id).second) out.files.push_back(path);  // still in path order
   return out;
 }
 
@@ -120,9 +119,6 @@ std::string StorablePath(const std::string& path) {
       ++i;
     } else if (c == '\\') {
       out += "\\\\";
-      ++i;
-    } else if (c == 0) {
-      out += "\\x00";
       ++i;
     } else {
       out.append(path, i, len);

@@ -369,44 +369,41 @@ bool InRange(const ParsedLine& l, Reader& r) {
 
 }  // namespace
 
-void InspectorLineParser::Remember(const ParsedLine& l) {
-  Marker m;
-  m.active = true;
-  std::string_view v = l.format_version;
-  m.counts_lines = v != "v4.0" && v != "v4.1" && v != "v4.2";
-  m.comm_hash_text = l.comm_hash_text;
-  m.comm_name = l.comm_name;
-  m.has_comm_name = l.has_comm_name;
-  m.format_version = l.format_version;
-  m.git_rev = l.git_rev;
-  m.rec_mechanism = l.rec_mechanism;
-  m.hostname = l.hostname;
-  m.comm_hash = l.comm_hash;
-  m.dump_ts_us = l.dump_ts_us;
-  m.pid = l.pid;
-  m.rank = l.rank;
-  m.n_ranks = l.n_ranks;
-  m.nnodes = l.nnodes;
-  m.coll_left = l.coll_records;
-  m.p2p_left = l.p2p_records;
-  m.proxy_left = l.proxy_records;
-  marker_ = std::move(m);
+namespace {
+
+// The header and metadata fields: what a marker line lends the lines of its batch.
+constexpr std::string_view ParsedLine::*kContextText[] = {
+    &ParsedLine::comm_hash_text, &ParsedLine::comm_name, &ParsedLine::format_version,
+    &ParsedLine::git_rev, &ParsedLine::rec_mechanism, &ParsedLine::hostname};
+
+void CopyContext(const ParsedLine& from, ParsedLine* to) {
+  for (auto field : kContextText) to->*field = from.*field;
+  to->has_comm_name = from.has_comm_name;
+  to->comm_hash = from.comm_hash;
+  to->dump_ts_us = from.dump_ts_us;
+  to->pid = from.pid;
+  to->rank = from.rank;
+  to->n_ranks = from.n_ranks;
+  to->nnodes = from.nnodes;
 }
 
-void InspectorLineParser::Restore(ParsedLine* l) const {
-  l->comm_hash_text = marker_.comm_hash_text;
-  l->comm_name = marker_.comm_name;
-  l->has_comm_name = marker_.has_comm_name;
-  l->format_version = marker_.format_version;
-  l->git_rev = marker_.git_rev;
-  l->rec_mechanism = marker_.rec_mechanism;
-  l->hostname = marker_.hostname;
-  l->comm_hash = marker_.comm_hash;
-  l->dump_ts_us = marker_.dump_ts_us;
-  l->pid = marker_.pid;
-  l->rank = marker_.rank;
-  l->n_ranks = marker_.n_ranks;
-  l->nnodes = marker_.nnodes;
+}  // namespace
+
+void InspectorLineParser::Remember(const ParsedLine& l) {
+  // Built in place: the context's views point into marker_.text, which a move would invalidate.
+  marker_ = Marker{};
+  marker_.active = true;
+  std::string_view v = l.format_version;
+  marker_.counts_lines = v != "v4.0" && v != "v4.1" && v != "v4.2";
+  CopyContext(l, &marker_.context);
+  static_assert(std::size(decltype(marker_.text){}) == std::size(kContextText));
+  for (size_t i = 0; i < std::size(kContextText); ++i) {
+    marker_.text[i] = std::string(l.*kContextText[i]);
+    marker_.context.*kContextText[i] = marker_.text[i];
+  }
+  marker_.coll_left = l.coll_records;
+  marker_.p2p_left = l.p2p_records;
+  marker_.proxy_left = l.proxy_records;
 }
 
 bool InspectorLineParser::Parse(const char* data, size_t len, size_t readable, ParsedLine* out,
@@ -543,7 +540,7 @@ bool InspectorLineParser::Parse(const char* data, size_t len, size_t readable, P
     if (left == 0)
       return r.Fail("line", std::string("more ") + what + " records than the marker announced");
     --left;
-    Restore(out);
+    CopyContext(marker_.context, out);
     seen |= kNeedHeader | kNeedMetadata;
   } else {
     out->batch_lines_missing = marker_.owed();

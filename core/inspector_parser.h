@@ -29,20 +29,17 @@ class InspectorLineParser {
   uint64_t EndFile() const { return marker_.owed(); }
 
  private:
-  // The context a v4.3/v4.4 marker gives the lines of its batch (owned: the marker's own line
-  // buffer is gone by then).
+  // The context a v4.3/v4.4 marker gives the lines of its batch: the marker's header and
+  // metadata fields, with its text owned (the marker's own line buffer is gone by then).
   struct Marker {
     bool active = false;
     bool counts_lines = false;  // v4.3+: the counts announce following lines
-    std::string comm_hash_text, comm_name, format_version, git_rev, rec_mechanism, hostname;
-    bool has_comm_name = false;
-    uint64_t comm_hash = 0, dump_ts_us = 0, pid = 0;
-    int32_t rank = 0, n_ranks = 0, nnodes = 0;
+    ParsedLine context;
+    std::string text[6];  // what context's string views point into
     uint64_t coll_left = 0, p2p_left = 0, proxy_left = 0;
     uint64_t owed() const { return active && counts_lines ? coll_left + p2p_left + proxy_left : 0; }
   };
   void Remember(const ParsedLine& line);
-  void Restore(ParsedLine* line) const;
 
   simdjson::ondemand::parser parser_;
   Marker marker_;

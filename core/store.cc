@@ -1,8 +1,5 @@
 #include "core/store.h"
 
-#include <algorithm>
-#include <cctype>
-
 #include <filesystem>
 
 #include "core/bandwidth.h"

@@ -2,7 +2,6 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <string>
@@ -16,24 +15,10 @@ namespace {
 
 using testing::CollLine;
 
-struct Output {
-  int code;
-  std::string text;
-};
+using testing::Output;
 
 Output Collscope(const std::string& args) {
-  const char* bin = std::getenv("COLLSCOPE_BIN");
-  std::string cmd = std::string(bin ? bin : COLLSCOPE_BINARY_DIR "/collscope") + " " + args +
-                    " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  Output out{-1, ""};
-  if (!p) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.text.append(buf, n);
-  int status = pclose(p);
-  out.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
+  return testing::RunShell(testing::CollscopeBinary() + " " + args + " 2>&1");
 }
 
 class CliTest : public ::testing::Test {

@@ -1,10 +1,12 @@
 // Helpers shared by tests: temporary directories, files, and Inspector lines written literally.
 #pragma once
 
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -53,6 +55,30 @@ inline std::string CollLine(const std::string& host, int pid, const std::string&
          ",\"coll_exec_time_us\":" + std::to_string(exec_us) +
          ",\"coll_timing_source\":\"kernel_gpu\",\"coll_algobw_gbs\":" + algbw +
          ",\"coll_busbw_gbs\":" + busbw + "}}\n";
+}
+
+// A shell command's exit status (128 + N when killed by signal N) and its output.
+struct Output {
+  int code;
+  std::string text;
+};
+
+inline Output RunShell(const std::string& cmd) {
+  Output out{-1, ""};
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.text.append(buf, n);
+  int status = pclose(p);
+  out.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  return out;
+}
+
+// The collscope binary under test (CTest sets COLLSCOPE_BIN).
+inline std::string CollscopeBinary() {
+  const char* bin = std::getenv("COLLSCOPE_BIN");
+  return bin ? bin : COLLSCOPE_BINARY_DIR "/collscope";
 }
 
 inline std::string FixturesDir() {
