@@ -21,6 +21,15 @@
 #include "core/taxonomy.h"
 
 namespace collscope {
+
+bool IsInspectorLogName(const std::string& name) {
+  for (const char* suffix : {".log", ".jsonl", ".log.gz", ".jsonl.gz"}) {
+    size_t n = std::strlen(suffix);
+    if (name.size() > n && name.compare(name.size() - n, n, suffix) == 0) return true;
+  }
+  return false;
+}
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -28,13 +37,6 @@ namespace fs = std::filesystem;
 constexpr uint64_t kFingerprintBytes = 4096;
 constexpr size_t kBatchRows = 1 << 16;
 
-bool IsInputName(const std::string& name) {
-  for (const char* suffix : {".log", ".jsonl", ".log.gz", ".jsonl.gz"}) {
-    size_t n = std::strlen(suffix);
-    if (name.size() > n && name.compare(name.size() - n, n, suffix) == 0) return true;
-  }
-  return false;
-}
 
 // DuckDB VARCHARs must be UTF-8: keep printable ASCII, replace the rest.
 std::string Printable(const char* p, size_t n, size_t max) {
@@ -621,7 +623,7 @@ Result<InputFiles> DiscoverInputs(const std::vector<std::string>& paths) {
     // Named explicitly, a file is taken whatever its name, except JSON documents (Kineto
     // traces, plugin state files), which are not JSON lines and have readers of their own.
     if (named) return !(name.ends_with(".json") || name.ends_with(".json.gz"));
-    return IsInputName(name);
+    return IsInspectorLogName(name);
   });
 }
 

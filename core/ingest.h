@@ -49,6 +49,9 @@ struct IngestReport {
   std::vector<std::string> skipped;  // "path: reason" for inputs that could not be read
 };
 
+// A file name an Inspector log has: *.log, *.jsonl, or either gzipped.
+bool IsInspectorLogName(const std::string& name);
+
 // The Inspector logs under `paths` (*.log, *.jsonl and their .gz; any named file but JSON
 // documents), and what could not be looked at (core/input_files.h). A missing path is an error.
 Result<InputFiles> DiscoverInputs(const std::vector<std::string>& paths);

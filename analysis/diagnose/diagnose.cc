@@ -176,10 +176,6 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
                                            Store* records, InputSummary* read) {
   namespace fs = std::filesystem;
   std::vector<std::string> logs, fr, inflight, summaries;
-  auto is_log = [](const std::string& name) {
-    return name.ends_with(".log") || name.ends_with(".jsonl") || name.ends_with(".log.gz") ||
-           name.ends_with(".jsonl.gz");
-  };
   // Every regular file under the paths, once (core/input_files.h: links followed once, FIFOs
   // and devices skipped with a reason, never opened).
   auto found = FindInputFiles(paths, [](const std::string&, bool) { return true; });
@@ -188,7 +184,7 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
     for (const std::string& s : found->skipped) read->unusable.push_back(s);
   for (const std::string& f : found->files) {
     const std::string name = fs::path(f).filename().string();
-    if (is_log(name)) logs.push_back(f);
+    if (IsInspectorLogName(name)) logs.push_back(f);
     else if (name.ends_with(".inflight.json")) inflight.push_back(f);
     else if (name == "step_summary.csv") summaries.push_back(f);
     else if (IsFlightRecorderDump(f)) fr.push_back(f);
@@ -204,28 +200,24 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
   std::unique_ptr<Store> temp;
   std::string run = o.run;
   if (!logs.empty()) {
-    auto files = DiscoverInputs(logs);
-    if (!files.ok()) return files.status();
-    if (!files->files.empty() && records)
-      return Status::Error(files->files[0] + ": Inspector logs among the paths and a store: ingest them into the store first");
-    if (!files->files.empty()) {
-      auto store = Store::Open(":memory:");
-      if (!store.ok()) return store.status();
-      temp = std::move(*store);
-      IngestOptions io;
-      io.run = "diagnose";
-      io.threads = o.threads;
-      const double t = Now();
-      auto rep = Ingest(*temp, files->files, io);
-      if (!rep.ok()) return rep.status();
-      if (read) {
-        read->lines_rejected += rep->lines_rejected;
-        for (const std::string& r : rep->first_rejections) read->unusable.push_back(r);
-      }
-      if (timing) timing->ingest_s = Now() - t;
-      records = temp.get();
-      run = "diagnose";
+    if (records)
+      return Status::Error(logs[0] + ": Inspector logs among the paths and a store: ingest them into the store first");
+    auto store = Store::Open(":memory:");
+    if (!store.ok()) return store.status();
+    temp = std::move(*store);
+    IngestOptions io;
+    io.run = "diagnose";
+    io.threads = o.threads;
+    const double t = Now();
+    auto rep = Ingest(*temp, logs, io);
+    if (!rep.ok()) return rep.status();
+    if (read) {
+      read->lines_rejected += rep->lines_rejected;
+      for (const std::string& r : rep->first_rejections) read->unusable.push_back(r);
     }
+    if (timing) timing->ingest_s = Now() - t;
+    records = temp.get();
+    run = "diagnose";
   }
   if (records) {
     double t0 = Now();
