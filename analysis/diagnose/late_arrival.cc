@@ -37,13 +37,50 @@ uint64_t Key(size_t a, size_t b) { return (static_cast<uint64_t>(a) << 32) | sta
 
 namespace {
 
+// Per kernel key, the wait below which an instance says nothing of who arrived last: most
+// instances end with every member within noise of each other, and which of them was last is then
+// chance. The noise is how far apart the members that waited arrived (the longest time against
+// the median, which the last member does not move), not the wait itself: when one slow host is in
+// every instance of a key (a whole-job fault; a stage's own message size) the usual wait is its.
+// Two members have no such spread; their wait stands for it.
+std::unordered_map<uint64_t, double> MaterialWaits(const CommData& d, const LateOptions& o) {
+  std::unordered_map<uint64_t, std::vector<double>> acc;
+  for (const Inst& x : d.insts)
+    if (Complete(d, x)) acc[KernelKey(d, x)].push_back(std::max(0.0, x.n == 2 ? WaitOf(x) : x.tmax - x.tmed));
+  std::unordered_map<uint64_t, double> material;
+  for (auto& [k, v] : acc) material[k] = std::max(o.min_wait_us, 3 * Median(std::move(v)));
+  return material;
+}
+
 struct Cell { int total = 0, last = 0; double wait = 0; };
+
+// log P(X >= k) for X ~ Binomial(n, p): the exact tail, since the normal approximation is far too
+// generous for a handful of instances at a small chance (6 of 8 at 1/8 reads z = 5.3, p = 8e-5).
+double LogBinomialTail(int n, int k, double p) {
+  if (k <= 0) return 0;
+  if (k > n) return -INFINITY;
+  const double lp = std::log(p), lq = std::log1p(-p);
+  std::vector<double> terms;
+  double m = -INFINITY;
+  for (int i = k; i <= n; ++i) {
+    terms.push_back(std::lgamma(n + 1.0) - std::lgamma(i + 1.0) - std::lgamma(n - i + 1.0) + i * lp + (n - i) * lq);
+    m = std::max(m, terms.back());
+  }
+  double acc = 0;
+  for (double t : terms) acc += std::exp(t - m);
+  return m + std::log(acc);
+}
 using Cells = std::unordered_map<uint64_t, std::vector<Cell>>;  // (proc, comm) -> per window
 
 // The best-scoring run of windows where `cells` shows the rank last clearly more often than
 // `chance` (maximum-sum segment of last - theta * total), tested against chance.
 void Scan(const CommData& d, const Cells& cells, bool sampled, double W, const LateOptions& o,
           std::vector<LateEvent>* events) {
+  // Every member of every communicator could have been last that often by luck: the tail must
+  // be small against their number (Bonferroni), not just against one test.
+  size_t memberships = 0;
+  for (const Comm& c : d.comms) memberships += c.procs.size();
+  const double log_alpha = std::log(o.alpha / static_cast<double>(std::max<size_t>(1, memberships)));
   for (const auto& [key, v] : cells) {
     const int p = static_cast<int>(key >> 32), c = static_cast<int>(key & 0xFFFFFFFF);
     const double chance = sampled ? 0.5 : 1.0 / static_cast<double>(d.comms[static_cast<size_t>(c)].procs.size());
@@ -74,7 +111,8 @@ void Scan(const CommData& d, const Cells& cells, bool sampled, double W, const L
     const double n = e.instances;
     e.z = (e.last - n * chance) / std::sqrt(n * chance * (1 - chance));
     e.wait_share = e.wait_us / (static_cast<double>(e.w1 - e.w0 + 1) * W);
-    if (e.z < o.min_z || e.wait_share < o.min_wait_share) continue;
+    e.log_p = LogBinomialTail(e.instances, e.last, chance);
+    if (e.z < o.min_z || e.log_p > log_alpha || e.wait_share < o.min_wait_share) continue;
     events->push_back(e);
   }
 }
@@ -87,13 +125,7 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
   const double W = o.window_us;
   const int nw = static_cast<int>((d.t1 - d.t0) / W) + 1;
   auto win = [&](int64_t ts) { return std::clamp(static_cast<int>((ts - d.t0) / W), 0, nw - 1); };
-  // Only a wait beyond the kernel key's usual says who arrived last: most instances end with
-  // every member within noise of each other, and which of them was last is then chance.
-  std::unordered_map<uint64_t, std::vector<double>> acc;
-  for (const Inst& x : d.insts)
-    if (Complete(d, x)) acc[KernelKey(d, x)].push_back(std::max(0.0, WaitOf(x)));
-  std::unordered_map<uint64_t, double> material;
-  for (auto& [k, v] : acc) material[k] = std::max(o.min_wait_us, 3 * Median(std::move(v)));
+  const std::unordered_map<uint64_t, double> material = MaterialWaits(d, o);
   auto cell = [&](Cells& cells, int proc, int comm, int w) -> Cell& {
     auto& v = cells[Key(static_cast<size_t>(proc), static_cast<size_t>(comm))];
     if (v.empty()) v.resize(static_cast<size_t>(nw));
@@ -127,7 +159,7 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
     const int w = win(x.ts);
     if (Complete(d, x)) {
       const double wait = std::max(0.0, WaitOf(x));
-      if (wait < material[KernelKey(d, x)]) continue;
+      if (wait < material.at(KernelKey(d, x))) continue;
       total[static_cast<size_t>(x.comm)][static_cast<size_t>(w)]++;
       Cell& c = cell(complete, x.pmin, x.comm, w);
       c.last++;

@@ -14,7 +14,13 @@ struct LateOptions {
   int min_instances = 8;        // material instances (or sampled records) over the run of windows
   double min_wait_us = 20;      // a wait below this (or 3x the kernel key's median) is noise
   double min_z = 5;             // last this many standard deviations above chance (1/n)...
-  double min_wait_share = 0.01; // ...costing its peers at least this share of their time
+  double alpha = 0.01;          // ...and as unlikely by chance, over every rank and communicator...
+  // ...costing its peers at least this share of their time in that communicator. Low on purpose:
+  // a slow rank's cost spreads over every communicator and pipeline transfer it holds up, so one
+  // communicator's share understates it (a host 1.8x slower in compute cost its job 4.6% of the
+  // step, and its data-parallel peers 0.6% of theirs); the consistency test above separates a
+  // cause from chance.
+  double min_wait_share = 0.002;
   // Propagated, not a root cause: what it waited on others explains this share of what it made
   // its peers wait.
   double explained_share = 0.5;
@@ -28,6 +34,7 @@ struct LateEvent {
   int instances = 0, last = 0;
   double wait_us = 0;     // its peers' wait summed over the instances it arrived last at
   double z = 0;           // binomial z-score of `last` against chance
+  double log_p = 0;       // log of the exact binomial tail P(last or more | chance)
   double wait_share = 0;  // wait_us over the run's duration
   bool sampled = false;   // from sampled records (each against its peers' median), chance 1/2
 };

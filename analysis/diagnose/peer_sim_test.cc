@@ -97,6 +97,17 @@ TEST(PeerBaseline, HostSlowForTheWholeJobIsItsHostNotItsPipelineNeighbour) {
   EXPECT_EQ(f[0].hosts, std::vector<std::string>({"node-005"})) << FindingsToText(f);
 }
 
+TEST(PeerBaseline, HostSlowWhereTensorParallelFillsTheHostIsFound) {
+  testing::TempDir dir;
+  // TP=8 fills the host, so its tensor-parallel groups show nothing, and the host's lateness
+  // shows once a step in its data-parallel groups, where it costs its peers well under 1% of their
+  // time while the job loses several percent of its step (the 256-GPU suite job, missed).
+  auto f = Diagnose(dir / "job", {16, 8, 8, 4}, {"kind=host_slowdown,host=6,factor=1.8,start_step=0,end_step=40"});
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].kind, Kind::kSlowCompute);
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"node-006"})) << FindingsToText(f);
+}
+
 TEST(PeerBaseline, SlowGpuAndADegradedNicOnAnotherHostAreBothNamed) {
   testing::TempDir dir;
   // Rank 2 (node-000) is slow while node-001's NIC runs at 20%; their data-parallel groups are
