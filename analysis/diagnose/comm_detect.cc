@@ -91,17 +91,34 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
   {
     // Point-to-point: a receive or send waits for its peer, so the transfer time is what the
     // quicker records of a window show: their 25th percentile, against the job's.
+    // An all-to-all (every member sends to every other: PyTorch's all_to_all as one group of
+    // sends and receives) completes as one operation, so each of its pairs waits for the slowest
+    // link of the whole group: the channel is the communicator, not the pair.
+    std::vector<bool> all_to_all(d.comms.size(), false);
+    {
+      std::set<std::tuple<int, int, int>> sends;
+      for (const P2p& x : d.p2p)
+        if (x.send && x.peer >= 0 && x.peer != x.proc) sends.insert({x.comm, x.proc, x.peer});
+      std::vector<size_t> pairs(d.comms.size(), 0);
+      for (const auto& t : sends) pairs[static_cast<size_t>(std::get<0>(t))]++;
+      for (size_t c = 0; c < d.comms.size(); ++c) {
+        const size_t m = d.comms[c].procs.size();
+        all_to_all[c] = m >= 3 && pairs[c] == m * (m - 1);
+      }
+    }
     std::map<std::tuple<int, int, int>, int> pair_chan;
     std::map<int, std::vector<std::pair<int, double>>> samples;  // chan -> (window, exec)
     for (const P2p& x : d.p2p) {
       if (x.peer < 0 || x.bytes < (1 << 20)) continue;
-      const int a = std::min(x.proc, x.peer), b = std::max(x.proc, x.peer);
-      if (d.procs[a].host == d.procs[b].host) continue;
+      const bool group = all_to_all[static_cast<size_t>(x.comm)];
+      const int a = group ? -1 : std::min(x.proc, x.peer), b = group ? -1 : std::max(x.proc, x.peer);
+      if (group ? d.comms[static_cast<size_t>(x.comm)].hosts.size() < 2 : d.procs[a].host == d.procs[b].host) continue;
       auto [it, added] = pair_chan.try_emplace({x.comm, a, b}, static_cast<int>(chans.size()));
       if (added) {
-        std::vector<int> hs = {d.procs[a].host, d.procs[b].host};
+        const Comm& c = d.comms[static_cast<size_t>(x.comm)];
+        std::vector<int> hs = group ? c.hosts : std::vector<int>{d.procs[a].host, d.procs[b].host};
         SortUnique(&hs);
-        chans.push_back({x.comm, hs, {a, b}});
+        chans.push_back({x.comm, hs, group ? c.procs : std::vector<int>{a, b}});
       }
       samples[it->second].push_back({std::min(nw - 1, static_cast<int>(std::max<int64_t>(0, x.ts - d.t0) / W)), x.exec});
     }

@@ -295,15 +295,21 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
   for (size_t i = 0; i < ev.size(); ++i) {
     const LateEvent& e = ev[i];
     const double need = o.explained_share * e.wait_us;
-    double waited = 0;
+    double waited = 0, held_times = 0;
     for (const LateEvent& f : ev) {
       if (f.proc == e.proc || f.w1 < e.w0 || f.w0 > e.w1) continue;
       const auto& mine = comms_of[static_cast<size_t>(e.proc)];
       if (std::find(mine.begin(), mine.end(), f.comm) == mine.end()) continue;
       // e's rank is a member of f's communicator, where f's rank kept it waiting.
       const int a = std::max(e.w0, f.w0), b = std::min(e.w1, f.w1);
-      waited += f.wait_us * (b - a + 1) / (f.w1 - f.w0 + 1);
+      const double overlap = static_cast<double>(b - a + 1) / (f.w1 - f.w0 + 1);
+      waited += f.wait_us * overlap;
+      held_times += f.last * overlap;
     }
+    // One wait makes a rank late once, at its next collective: waits that held it a few times
+    // cannot explain its being last hundreds of times (a straggler's world-allreduce wait for a
+    // slow NIC does not make it a victim), so each holding explains at most one late arrival.
+    waited = std::min(waited, e.wait_us * held_times / std::max(1, e.last));
     // Waiting on pipeline peers, too, explains lateness only by as much more as its peers in
     // this communicator waited (a slow wire under a whole tensor-parallel group delays none of
     // its members against the others).

@@ -15,24 +15,26 @@ namespace collscope::diagnose {
 namespace {
 
 struct Shape {
-  int hosts, gpus, tp, pp, cp = 1;
+  int hosts, gpus, tp, pp, cp = 1, ep = 1;
 };
 
 struct Model {
   int layers = 4, hidden = 4096, seq_len = 2048, micro_batches = 4;
   int64_t dump_interval_us = 200000;
+  uint64_t seed = 3;
 };
 
 std::vector<Finding> Diagnose(const std::string& dir, Shape sh, std::vector<std::string> faults,
                               const std::string& flavor = "2.30", int steps = 40,
                               std::vector<Suppressed>* suppressed = nullptr, Model m = Model{}) {
   sim::SimConfig c;
-  c.seed = 3;
+  c.seed = m.seed;
   c.cluster.hosts = sh.hosts;
   c.cluster.gpus_per_host = c.cluster.nics_per_host = sh.gpus;
   c.parallel.tp = sh.tp;
   c.parallel.pp = sh.pp;
   c.parallel.cp = sh.cp;
+  c.parallel.ep = sh.ep;
   c.workload.layers = m.layers;
   c.workload.hidden = m.hidden;
   c.workload.seq_len = m.seq_len;
@@ -68,6 +70,17 @@ TEST(PeerBaseline, NicDegradedForTheWholeJobNamesItsHostAlone) {
   ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
   EXPECT_EQ(f[0].kind, Kind::kSlowLink);
   EXPECT_EQ(f[0].hosts, std::vector<std::string>({"node-001"})) << FindingsToText(f);
+}
+
+TEST(PeerBaseline, NicDegradedUnderAnExpertAllToAllNamesItsHostNotItsGroup) {
+  testing::TempDir dir;
+  // The 256-GPU job at 32: the expert-parallel all-to-all spans 4 hosts and completes as
+  // one group, so its transfers between the 3 healthy hosts wait for the degraded one too; they
+  // must not make those hosts suspects (they were named with it, "cannot tell apart").
+  auto f = Diagnose(dir / "job", {8, 4, 4, 2, 1, 4}, {"kind=nic_degrade,host=2,factor=0.3,start_step=0,end_step=40"});
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].kind, Kind::kSlowLink);
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"node-002"})) << FindingsToText(f);
 }
 
 TEST(PeerBaseline, GpuSlowFromStepZeroIsNamedAlone) {
@@ -123,6 +136,25 @@ TEST(PeerBaseline, SlowGpuAndADegradedNicOnAnotherHostAreBothNamed) {
     gpu |= x.kind == Kind::kSlowCompute && x.ranks == std::vector<int>({2});
   }
   EXPECT_TRUE(link && gpu) << FindingsToText(f);
+}
+
+TEST(PeerBaseline, ThreeFaultsThatHoldEachOtherAreAllNamed) {
+  testing::TempDir dir;
+  // The 8-GPU suite job: a NIC on host 0 makes its rank late in the world allreduce, where the
+  // straggler (rank 3) and the slowed host (ranks 4, 5) wait for it a few times; those few waits
+  // must not explain away their own hundreds of late arrivals.
+  auto f = Diagnose(dir / "job", {4, 2, 2, 2},
+                    {"kind=nic_degrade,host=0,factor=0.3,start_step=9,end_step=25",
+                     "kind=host_slowdown,host=2,factor=1.72,start_step=5,end_step=23",
+                     "kind=gpu_straggler,rank=3,factor=1.76,start_step=16,end_step=31"},
+                    "2.30", 40, nullptr, Model{.seed = 4});
+  bool straggler = false, host = false;
+  for (const Finding& x : f) {
+    straggler |= x.kind == Kind::kSlowCompute && x.ranks == std::vector<int>({3});
+    host |= x.kind == Kind::kSlowCompute && x.hosts == std::vector<std::string>({"node-002"});
+  }
+  EXPECT_TRUE(straggler) << FindingsToText(f);
+  EXPECT_TRUE(host) << FindingsToText(f);
 }
 
 TEST(PeerBaseline, StragglerSendingThroughADegradedNicIsStillNamed) {
