@@ -118,9 +118,21 @@ Result<CommData> LoadCommData(Store& store, const std::string& run) {
       break;
     }
   }
+  // When records carry only dump times, a record completed between its process's previous dump
+  // pass and its own: the passes (runs of line times less than 1 ms apart) give every record the
+  // start of the previous pass as the earliest time it can have completed.
+  const std::string passes =
+      "WITH lines AS (SELECT DISTINCT process_id, dump_ts_us AS t FROM records WHERE run_id = " + run_filter +
+      " AND dump_ts_us IS NOT NULL), "
+      "breaks AS (SELECT process_id, t, CASE WHEN lag(t) OVER w IS NULL OR t - lag(t) OVER w > 1000 THEN 1 ELSE 0 END "
+      "AS brk FROM lines WINDOW w AS (PARTITION BY process_id ORDER BY t)), "
+      "numbered AS (SELECT process_id, t, sum(brk) OVER (PARTITION BY process_id ORDER BY t) AS pass FROM breaks), "
+      "starts AS (SELECT process_id, pass, min(t) AS start FROM numbered GROUP BY ALL), "
+      "prevs AS (SELECT process_id, pass, lag(start) OVER (PARTITION BY process_id ORDER BY pass) AS prev FROM starts), "
+      "pass_of AS (SELECT n.process_id, n.t, p.prev FROM numbered n JOIN prevs p USING (process_id, pass)) ";
   // Collective instances.
   auto ir = Fetch(conn,
-                  "SELECT CAST(o.comm_id AS BIGINT), CAST(enum_code(o.op) AS BIGINT), "
+                  passes + "SELECT CAST(o.comm_id AS BIGINT), CAST(enum_code(o.op) AS BIGINT), "
                   "CAST(r.sn AS BIGINT), CAST(o.msg_size_bytes AS BIGINT), CAST(count(*) AS BIGINT), "
                   "CAST(min(r.exec_time_us) AS DOUBLE), CAST(median(CAST(r.exec_time_us AS DOUBLE)) AS DOUBLE), "
                   "CAST(max(r.exec_time_us) AS DOUBLE), "
@@ -130,11 +142,13 @@ Result<CommData> LoadCommData(Store& store, const std::string& run) {
                   "CAST(arg_min(r.process_id, CAST(r.exec_time_us AS HUGEINT) * 4294967296 + "
                   "hash(r.rank, r.sn) % 4294967296) AS BIGINT), "
                   "CAST(min(coalesce(r.start_ts_us, r.kernel_start_ts_us, r.dump_ts_us)) AS BIGINT), "
-                  "CAST(count(r.start_ts_us) + count(r.kernel_start_ts_us) AS BIGINT) "
+                  "CAST(count(r.start_ts_us) + count(r.kernel_start_ts_us) AS BIGINT), "
+                  "CAST(max(coalesce(r.start_ts_us, r.kernel_start_ts_us, po.prev, 0)) AS BIGINT) "
                   "FROM records r JOIN operations o USING (run_id, op_id) "
+                  "LEFT JOIN pass_of po ON po.process_id = r.process_id AND po.t = r.dump_ts_us "
                   "WHERE r.run_id = " + run_filter + " AND o.kind = 'coll' GROUP BY o.comm_id, o.op, r.sn, o.msg_size_bytes "
                   "ORDER BY 10",
-                  "iiiiidddiii");
+                  "iiiiidddiiii");
   if (!ir.ok()) return ir.status();
   d.insts.reserve(ir->rows);
   int64_t exact = 0;
@@ -155,6 +169,7 @@ Result<CommData> LoadCommData(Store& store, const std::string& run) {
     x.tmax = ir->d[2][i];
     x.pmin = pi == proc_index.end() ? -1 : pi->second;
     x.ts = ir->i[6][i];
+    x.earliest_ts = std::min(x.ts, ir->i[8][i]);
     exact += ir->i[7][i];
     d.t0 = std::min(d.t0, x.ts);
     d.t1 = std::max(d.t1, x.ts + static_cast<int64_t>(x.tmax));
@@ -162,14 +177,16 @@ Result<CommData> LoadCommData(Store& store, const std::string& run) {
   }
   // Point-to-point records (pipeline sends/receives), peers mapped to processes.
   auto p2 = Fetch(conn,
-                  "SELECT CAST(o.comm_id AS BIGINT), CAST(r.process_id AS BIGINT), "
+                  passes + "SELECT CAST(o.comm_id AS BIGINT), CAST(r.process_id AS BIGINT), "
                   "CAST(coalesce(o.peer, -1) AS BIGINT), CAST(o.op = 'Send' AS BIGINT), "
                   "CAST(o.msg_size_bytes AS BIGINT), CAST(r.exec_time_us AS DOUBLE), "
                   "CAST(coalesce(r.start_ts_us, r.kernel_start_ts_us, r.dump_ts_us) AS BIGINT), "
-                  "CAST(coalesce(r.sn, -1) AS BIGINT) "
-                  "FROM records r JOIN operations o USING (run_id, op_id) WHERE r.run_id = " +
-                      run_filter + " AND o.kind = 'p2p' AND o.op IN ('Send', 'Recv')",
-                  "iiiiidii");
+                  "CAST(coalesce(r.sn, -1) AS BIGINT), "
+                  "CAST(coalesce(r.start_ts_us, r.kernel_start_ts_us, po.prev, 0) AS BIGINT) "
+                  "FROM records r JOIN operations o USING (run_id, op_id) "
+                  "LEFT JOIN pass_of po ON po.process_id = r.process_id AND po.t = r.dump_ts_us "
+                  "WHERE r.run_id = " + run_filter + " AND o.kind = 'p2p' AND o.op IN ('Send', 'Recv')",
+                  "iiiiidiii");
   if (!p2.ok()) return p2.status();
   d.p2p.reserve(p2->rows);
   for (size_t i = 0; i < p2->rows; ++i) {
@@ -188,6 +205,7 @@ Result<CommData> LoadCommData(Store& store, const std::string& run) {
     x.exec = p2->d[0][i];
     x.ts = p2->i[5][i];
     x.sn = p2->i[6][i];
+    x.earliest_ts = std::min(x.ts, p2->i[7][i]);
     d.p2p.push_back(x);
   }
   // One order for every run of a diagnosis: by time, then by what the instance is (the query's

@@ -40,6 +40,9 @@ struct Inst {
   double tmin = 0, tmed = 0, tmax = 0;  // exec time over ranks, microseconds
   int pmin = -1;       // process with the shortest time (arrived last)
   int64_t ts = 0;      // earliest start (or dump) timestamp over ranks, wall-clock us
+  // The earliest it can have completed: ts when start times are known, else the latest over its
+  // ranks of the start of the dump pass before the one that wrote it (0: unknown).
+  int64_t earliest_ts = 0;
 };
 
 // One point-to-point record (pipeline Send/Recv; PyTorch all_to_all as grouped send/recv). The
@@ -52,7 +55,8 @@ struct P2p {
   int64_t bytes = 0;
   double exec = 0;     // microseconds
   int64_t ts = 0;      // start (or dump) timestamp, wall-clock us
-  int64_t sn = -1;     // the transfer's sequence number: a Send and its Recv share it
+  int64_t sn = -1;     // the process's sequence number of the operation on its communicator
+  int64_t earliest_ts = 0;  // as Inst::earliest_ts, for this record
 };
 
 struct CommData {

@@ -27,6 +27,8 @@ namespace {
 constexpr double kCollapse = 4;  // wire time / usual: under a quarter of the bandwidth
 
 struct Transfer {
+  // When it completed: in [earliest, ts] (one instant when start times are known; between the
+  // dump passes of its processes when only dump times are).
   int64_t ts = 0;
   std::vector<int> hosts;  // sorted, distinct, at least two
   std::vector<int> procs;
@@ -34,6 +36,12 @@ struct Transfer {
   double excess_us = 0;    // wire time beyond the usual: about the outage it sat through
   int64_t bytes = 0;
   bool collective = false;
+  int64_t earliest = 0;
+  // The channel it crossed (a communicator's operation, or one direction of a point-to-point
+  // pair) and its place in that channel's order (sequence number, or the pair's ordinal).
+  uint64_t channel = 0;
+  int64_t order = 0;
+  int64_t At() const { return earliest > 0 ? earliest + (ts - earliest) / 2 : ts; }
 };
 
 // Every member recorded it: its shortest time is the transfer's (a member missing may be the one
@@ -60,19 +68,37 @@ std::vector<Transfer> CrossHostTransfers(const CommData& d) {
     if (c.hosts.size() < 2 || !AllMembers(d, x)) continue;
     const double b = base[KernelKey(d, x)];
     if (b <= 0) continue;
-    out.push_back({x.ts, c.hosts, c.procs, x.tmin / b, x.tmin - b, x.bytes, true});
+    out.push_back({x.ts, c.hosts, c.procs, x.tmin / b, x.tmin - b, x.bytes, true, x.earliest_ts,
+                   (static_cast<uint64_t>(x.comm) << 8) | static_cast<uint64_t>(x.op), x.sn});
   }
-  // Point-to-point: a Send and its Recv share (communicator, sender, receiver, sequence number).
-  struct Pair { double send = -1, recv = -1; int64_t ts = INT64_MAX; int64_t bytes = 0; };
-  std::map<std::tuple<int, int, int, int64_t>, Pair> pairs;
+  // Point-to-point: NCCL delivers one peer's messages in order, so the k-th Send from A to B of a
+  // size is the k-th Recv at B from A of that size (each process numbers its own operations on a
+  // communicator, so sequence numbers do not pair them). A log cut short loses its tail: the
+  // pairs up to the shorter side still match.
+  struct Pair { double send = -1, recv = -1; int64_t ts = INT64_MAX, earliest = 0; int64_t bytes = 0; };
+  std::map<std::tuple<int, int, int, int64_t>, std::vector<const P2p*>> sends, recvs;  // (comm, from, to, bytes)
   for (const P2p& x : d.p2p) {
-    if (x.peer < 0 || x.sn < 0) continue;
+    if (x.peer < 0) continue;
     const int from = x.send ? x.proc : x.peer, to = x.send ? x.peer : x.proc;
     if (d.procs[static_cast<size_t>(from)].host == d.procs[static_cast<size_t>(to)].host) continue;
-    Pair& p = pairs[{x.comm, from, to, x.sn}];
-    (x.send ? p.send : p.recv) = x.exec;
-    p.ts = std::min(p.ts, x.ts);
-    p.bytes = x.bytes;
+    (x.send ? sends : recvs)[{x.comm, from, to, x.bytes}].push_back(&x);
+  }
+  std::map<std::tuple<int, int, int, int64_t>, Pair> pairs;  // (comm, from, to, k)
+  for (auto& [k, sv] : sends) {
+    auto it = recvs.find(k);
+    if (it == recvs.end()) continue;
+    auto& rv = it->second;
+    auto by_sn = [](const P2p* a, const P2p* b) { return std::tie(a->sn, a->ts) < std::tie(b->sn, b->ts); };
+    std::sort(sv.begin(), sv.end(), by_sn);
+    std::sort(rv.begin(), rv.end(), by_sn);
+    for (size_t i = 0; i < std::min(sv.size(), rv.size()); ++i) {
+      Pair& p = pairs[{std::get<0>(k), std::get<1>(k), std::get<2>(k), static_cast<int64_t>(i)}];
+      p.send = sv[i]->exec;
+      p.recv = rv[i]->exec;
+      p.ts = std::min(sv[i]->ts, rv[i]->ts);
+      p.earliest = std::max(sv[i]->earliest_ts, rv[i]->earliest_ts);
+      p.bytes = std::get<3>(k);
+    }
   }
   std::map<std::tuple<std::string, int, int64_t>, std::vector<double>> sibling;  // (name, size, bytes)
   for (auto& [k, p] : pairs) {
@@ -95,25 +121,12 @@ std::vector<Transfer> CrossHostTransfers(const CommData& d) {
     std::vector<int> hs = {d.procs[static_cast<size_t>(from)].host, d.procs[static_cast<size_t>(to)].host};
     SortUnique(&hs);
     const double wire = std::min(p.send, p.recv);
-    out.push_back({p.ts, hs, {from, to}, wire / b, wire - b, p.bytes, false});
+    const uint64_t channel = (1ULL << 63) | (static_cast<uint64_t>(std::get<0>(k)) << 42) |
+                             (static_cast<uint64_t>(from) << 21) | static_cast<uint64_t>(to);
+    out.push_back({p.ts, hs, {from, to}, wire / b, wire - b, p.bytes, false, std::min(p.earliest, p.ts), channel,
+                   std::get<3>(k)});
   }
   return out;
-}
-
-// Sampling interval of the collectives' timestamps when they are dump times (the median gap
-// between a process's distinct record times); 0 when the records carry start times.
-double DumpGrain(const CommData& d) {
-  if (d.timestamps_exact) return 0;
-  std::map<int, std::vector<int64_t>> ts;
-  for (const Inst& x : d.insts)
-    if (x.pmin >= 0) ts[x.pmin].push_back(x.ts);
-  std::vector<double> gaps;
-  for (auto& [p, v] : ts) {
-    std::sort(v.begin(), v.end());
-    v.erase(std::unique(v.begin(), v.end()), v.end());
-    for (size_t i = 1; i < v.size(); ++i) gaps.push_back(static_cast<double>(v[i] - v[i - 1]));
-  }
-  return Median(gaps);
 }
 
 }  // namespace
@@ -130,7 +143,6 @@ std::vector<Finding> DetectLinkFlaps(const CommData& d, const CommOptions& o) {
     for (int h : t.hosts) collapsed[static_cast<size_t>(h)]++;
   }
   if (bad.empty()) return out;
-  const double grain = DumpGrain(d);
   // Greedy cover: the host that the most remaining collapses cross, while it explains nearly all
   // of them (o.host_cover of the rest) and its own transfers collapse only now and then.
   std::vector<const Transfer*> left = bad;
@@ -156,28 +168,63 @@ std::vector<Finding> DetectLinkFlaps(const CommData& d, const CommOptions& o) {
     for (const Transfer* t : mine) collectives_collapsed |= t->collective;
     if (runs_collectives && !collectives_collapsed) continue;
     const double share = static_cast<double>(collapsed[static_cast<size_t>(h)]) / std::max(1, total[static_cast<size_t>(h)]);
-    // Collapses less than an outage apart (their median excess time, or one dump interval when
-    // the times are dump times) sat through the same outage: one burst.
-    std::sort(mine.begin(), mine.end(), [](const Transfer* a, const Transfer* b) { return a->ts < b->ts; });
+    // Collapses less than an outage apart (their median excess time), or that may have completed
+    // at the same time (with dump times, their completion intervals overlap), sat through the
+    // same outage: one burst.
+    std::sort(mine.begin(), mine.end(), [](const Transfer* a, const Transfer* b) { return a->At() < b->At(); });
     std::vector<double> excess;
     for (const Transfer* t : mine) excess.push_back(t->excess_us);
     // A new burst also needs the link to have worked in between: a transfer of at least 1 MiB
     // through the host at its usual speed (under the slow-link ratio) since the last collapse
     // (a degraded link's collapses, however sparsely sampled, are one burst; latency-bound
     // messages cross it unharmed).
-    const double gap = std::max(1.5 * Median(excess), 1.01 * grain);
+    const double gap = 1.5 * Median(excess);
     std::vector<int64_t> healthy;
     for (const Transfer& t : all)
       if (t.ratio < o.link_ratio && t.bytes >= (1 << 20) && std::binary_search(t.hosts.begin(), t.hosts.end(), h))
-        healthy.push_back(t.ts);
+        healthy.push_back(t.At());
     std::sort(healthy.begin(), healthy.end());
     std::vector<int64_t> burst_start;
-    int64_t last = INT64_MIN / 2;
+    const Transfer* last = nullptr;
     for (const Transfer* t : mine) {
-      const bool worked = std::upper_bound(healthy.begin(), healthy.end(), last) !=
-                          std::lower_bound(healthy.begin(), healthy.end(), t->ts);
-      if (burst_start.empty() || (static_cast<double>(t->ts - last) > gap && worked)) burst_start.push_back(t->ts);
-      last = t->ts;
+      const bool apart = last == nullptr || (static_cast<double>(t->At() - last->At()) > gap && t->earliest > last->ts);
+      const bool worked = last == nullptr || std::upper_bound(healthy.begin(), healthy.end(), last->At()) !=
+                                                 std::lower_bound(healthy.begin(), healthy.end(), t->At());
+      if (apart && worked) burst_start.push_back(t->At());
+      last = t;
+    }
+    // With dump times the completions of one pass blur together, but each channel's order does
+    // not: on one channel, collapses with a transfer at its usual speed between them sat through
+    // different outages. The channel that saw most such runs counts them.
+    {
+      std::map<uint64_t, std::vector<const Transfer*>> by_channel;
+      for (const Transfer& t : all)
+        if (t.bytes >= (1 << 20) && std::binary_search(t.hosts.begin(), t.hosts.end(), h)) by_channel[t.channel].push_back(&t);
+      size_t most = 0;
+      int64_t first = 0;
+      for (auto& [ch, v] : by_channel) {
+        std::sort(v.begin(), v.end(), [](const Transfer* a, const Transfer* b) { return a->order < b->order; });
+        size_t runs = 0;
+        bool in_run = false, worked = true;
+        int64_t start = 0;
+        for (const Transfer* t : v) {
+          if (t->ratio >= kCollapse) {
+            if (!in_run && worked) { if (runs++ == 0) start = t->At(); }
+            in_run = true;
+            worked = false;
+          } else {
+            in_run = false;
+            worked |= t->ratio < o.link_ratio;
+          }
+        }
+        if (runs > most) { most = runs; first = start; }
+      }
+      if (most > burst_start.size()) {
+        // The count, from the channel's order; the times, from its first collapse on.
+        const int64_t span = mine.back()->At() - first;
+        burst_start.assign(most, first);
+        for (size_t i = 0; i < most; ++i) burst_start[i] = first + static_cast<int64_t>(span * static_cast<double>(i) / std::max<size_t>(1, most - 1));
+      }
     }
     if (burst_start.size() < 3) continue;
     std::vector<double> gaps, ratios;
@@ -197,7 +244,7 @@ std::vector<Finding> DetectLinkFlaps(const CommData& d, const CommOptions& o) {
     SortUnique(&f.ranks);
     SortUnique(&f.victims);
     f.start_us = burst_start.front();
-    f.end_us = mine.back()->ts + static_cast<int64_t>(gap);
+    f.end_us = mine.back()->ts;
     f.confidence = std::min(0.95, 0.5 + 0.05 * static_cast<double>(burst_start.size()));
     f.Add("bursts", static_cast<double>(burst_start.size()));
     f.Add("period_s", period / 1e6);

@@ -198,6 +198,33 @@ TEST(LinkFlap, RecurringCollapsesAreOneFindingOfTheirHost) {
   EXPECT_NEAR(period, 0.6, 0.1) << FindingsToText(f);
 }
 
+TEST(LinkFlap, FlapsFasterThanTheDumpIntervalAreStillBursts) {
+  testing::TempDir dir;
+  // The 64-GPU suite job: 53 ms down every 158 ms, under the 200 ms dump interval, so every dump
+  // pass holds collapses and their dump times run together; each pipeline pair's own order still
+  // shows collapse, recovery, collapse. Its sends and receives pair by their order per peer,
+  // since each process numbers its own operations.
+  auto f = Diagnose(dir / "job", {8, 8, 8, 2},
+                    {"kind=link_flap,host=7,period_us=157857,down_us=52619,start_step=4,end_step=21"});
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].detector, "comm.link_flap");
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"node-007"}));
+}
+
+TEST(LinkFlap, DumpPassesOfAllMembersDateACollapse) {
+  testing::TempDir dir;
+  // The 128-GPU suite job: 69 ms down every 208 ms. A collapse completed after the previous dump
+  // pass of each of its members and before the first of their passes that wrote it; the
+  // intersection dates it well enough to tell outages apart, where one member's dump time alone
+  // runs them together.
+  auto f = Diagnose(dir / "job", {16, 8, 8, 4, 1, 2},
+                    {"kind=link_flap,host=8,period_us=208000,down_us=69333,start_step=8,end_step=24"}, "2.30", 40,
+                    nullptr, Model{.seed = 6});
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].detector, "comm.link_flap");
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"node-008"}));
+}
+
 TEST(LinkFlap, ADegradedNicIsOneSlowLinkFinding) {
   testing::TempDir dir;
   // Every transfer through the host collapses: a degradation (comm.slow_link), not a flap, and
