@@ -58,6 +58,8 @@ RULES = [
      'return ShareRank(a, b) && OverlapInTime(a, b); }},', 'return false; }},'),
     ('merge: one link per host set', D + 'registry.cc',
      'return a.hosts == b.hosts; }},', 'return false; }},'),
+    ('merge: an ambiguous link takes its one late host', D + 'registry.cc',
+     'return Ambiguous(a) && b.hosts.size() == 1', 'return false && b.hosts.size() == 1'),
     ('merge: one compute straggler per host', D + 'registry.cc',
      '(Subset(b.hosts, a.hosts) || Subset(a.hosts, b.hosts)) &&', 'false &&'),
 ]

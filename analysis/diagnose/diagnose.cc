@@ -54,6 +54,23 @@ void Fold(Finding* a, const Finding& b) {
 // Folds every finding that `rule` relates to an earlier (more confident) one into it; after a
 // merge the grown finding is compared again with all later ones.
 void MergeSame(std::vector<Finding>* fs, const MergeRule& rule, std::vector<Suppressed>* suppressed) {
+  if (rule.absorbs != Kind::kCount) {
+    // Cross-kind: only an unambiguous partner is folded in.
+    for (size_t i = 0; i < fs->size(); ++i) {
+      if ((*fs)[i].kind != rule.kind) continue;
+      std::vector<size_t> partners;
+      for (size_t j = 0; j < fs->size(); ++j)
+        if ((*fs)[j].kind == rule.absorbs && rule.same((*fs)[i], (*fs)[j])) partners.push_back(j);
+      if (partners.size() != 1) continue;
+      const size_t j = partners[0];
+      const Finding b = (*fs)[j];
+      if (suppressed) suppressed->push_back({b, "folded into the " + (*fs)[i].detector + " finding: " + rule.relation});
+      (rule.fold ? rule.fold : Fold)(&(*fs)[i], b);
+      fs->erase(fs->begin() + static_cast<std::ptrdiff_t>(j));
+      if (j < i) --i;
+    }
+    return;
+  }
   for (size_t i = 0; i < fs->size(); ++i) {
     if ((*fs)[i].kind != rule.kind) continue;
     for (size_t j = i + 1; j < fs->size();) {

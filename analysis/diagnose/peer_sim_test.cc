@@ -22,6 +22,7 @@ struct Model {
   int layers = 4, hidden = 4096, seq_len = 2048, micro_batches = 4;
   int64_t dump_interval_us = 200000;
   uint64_t seed = 3;
+  bool p2p = true;
 };
 
 std::vector<Finding> Diagnose(const std::string& dir, Shape sh, std::vector<std::string> faults,
@@ -42,6 +43,7 @@ std::vector<Finding> Diagnose(const std::string& dir, Shape sh, std::vector<std:
   c.workload.steps = steps;
   c.inspector.dump_interval_us = m.dump_interval_us;
   c.inspector.flavor = flavor;
+  c.inspector.p2p = m.p2p;
   c.output.dir = dir;
   c.output.kineto_max_ranks = 0;
   for (const std::string& f : faults) {
@@ -81,6 +83,24 @@ TEST(PeerBaseline, NicDegradedUnderAnExpertAllToAllNamesItsHostNotItsGroup) {
   ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
   EXPECT_EQ(f[0].kind, Kind::kSlowLink);
   EXPECT_EQ(f[0].hosts, std::vector<std::string>({"node-002"})) << FindingsToText(f);
+}
+
+TEST(PeerBaseline, WithoutP2pRecordsTheLateHostOfAnAmbiguousLinkIsItsNic) {
+  testing::TempDir dir;
+  // NCCL_INSPECTOR_ENABLE_P2P=0: only the data-parallel collectives cross hosts in the logs, and
+  // all of them span the 4 hosts of a stage, so their slowness cannot tell node-005 from its
+  // partners. Its ranks arrive late in them (its expert and pipeline traffic, unrecorded, crosses
+  // the slow NIC): that names the link's host, instead of a compute straggler on it.
+  std::vector<Suppressed> dropped;
+  auto f = Diagnose(dir / "job", {16, 8, 8, 4, 1, 2}, {"kind=nic_degrade,host=5,factor=0.3,start_step=10,end_step=30"},
+                    "2.30", 40, &dropped, Model{.p2p = false});
+  bool link = false, compute_on_it = false;
+  for (const Finding& x : f) {
+    link |= x.kind == Kind::kSlowLink && x.hosts == std::vector<std::string>({"node-005"});
+    compute_on_it |= x.kind == Kind::kSlowCompute && x.hosts == std::vector<std::string>({"node-005"});
+  }
+  EXPECT_TRUE(link) << FindingsToText(f);
+  EXPECT_FALSE(compute_on_it) << FindingsToText(f);
 }
 
 TEST(PeerBaseline, GpuSlowFromStepZeroIsNamedAlone) {

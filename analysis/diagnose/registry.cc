@@ -1,6 +1,8 @@
 #include "analysis/diagnose/registry.h"
 
 #include <algorithm>
+#include <iterator>
+#include <string>
 
 namespace collscope::diagnose {
 namespace {
@@ -18,6 +20,45 @@ bool ShareRank(const Finding& a, const Finding& b) {
 }
 
 bool OverlapInTime(const Finding& a, const Finding& b) { return b.start_us <= a.end_us && a.start_us <= b.end_us; }
+
+bool Ambiguous(const Finding& f) {
+  for (const Evidence& e : f.evidence)
+    if (e.key == "ambiguous") return e.text.rfind("yes", 0) == 0;
+  return false;
+}
+
+bool ShareComm(const Finding& a, const Finding& b) {
+  for (const std::string& c : b.comms)
+    if (std::find(a.comms.begin(), a.comms.end(), c) != a.comms.end()) return true;
+  return false;
+}
+
+// The link's data could not tell its hosts apart, and one of them is late in the very
+// communicators the link slows: its lateness is its NIC's (its other traffic, unrecorded, crosses
+// it slowly), so the link is that host's.
+void LocalizeLink(Finding* link, const Finding& late) {
+  const size_t suspects = link->hosts.size();
+  link->hosts = late.hosts;
+  link->ranks = late.ranks;
+  link->victims.insert(link->victims.end(), late.victims.begin(), late.victims.end());
+  SortUnique(&link->victims);
+  std::vector<int> v;
+  std::set_difference(link->victims.begin(), link->victims.end(), link->ranks.begin(), link->ranks.end(),
+                      std::back_inserter(v));
+  link->victims = std::move(v);
+  link->confidence = std::min(1.0, std::max(link->confidence * static_cast<double>(suspects), late.confidence));
+  for (Evidence& e : link->evidence)
+    if (e.key == "ambiguous")
+      e.text = "resolved: of the " + std::to_string(suspects) + " hosts the slow communicators span, only " +
+               late.hosts[0] + "'s ranks arrive late in them";
+  const size_t cut = link->summary.find(" (the data cannot tell these hosts apart).");
+  if (cut != std::string::npos) link->summary.resize(cut);
+  const size_t verb = link->summary.find(" is degraded");
+  if (verb != std::string::npos) link->summary.replace(0, verb, "The network link of host " + late.hosts[0]);
+  link->summary += ": of the " + std::to_string(suspects) + " hosts they span only " + late.hosts[0] +
+                   "'s ranks arrive late in them.";
+  link->AddText("also_detected_by", late.detector);
+}
 
 std::vector<Finding> Mismatch(const CommData& d, const CommOptions&) { return DetectMismatch(d); }
 std::vector<Finding> Progress(const CommData& d, const CommOptions&) { return DetectHangFromRecords(d); }
@@ -63,6 +104,14 @@ const std::vector<MergeRule>& MergeRules() {
       {Kind::kSlowLink, "the same hosts' link", [](const Finding& a, const Finding& b) { return a.hosts == b.hosts; }},
       // One compute straggler: one host (or hosts one covers, as a slow stage does), whichever
       // detector saw it.
+      {Kind::kSlowLink,
+       "an ambiguous link's hosts hold exactly one late host, late in the communicators the link "
+       "slows, overlapping windows: the link is that host's",
+       [](const Finding& a, const Finding& b) {
+         return Ambiguous(a) && b.hosts.size() == 1 && Subset(b.hosts, a.hosts) && ShareComm(a, b) &&
+                OverlapInTime(a, b);
+       },
+       false, Kind::kSlowCompute, LocalizeLink},
       {Kind::kSlowCompute, "the same host (or a host set one covers), overlapping windows",
        [](const Finding& a, const Finding& b) {
          return !a.hosts.empty() && !b.hosts.empty() && (Subset(b.hosts, a.hosts) || Subset(a.hosts, b.hosts)) &&
