@@ -112,7 +112,7 @@ void Scan(const CommData& d, const Cells& cells, bool sampled, double W, const L
     e.z = (e.last - n * chance) / std::sqrt(n * chance * (1 - chance));
     e.wait_share = e.wait_us / (static_cast<double>(e.w1 - e.w0 + 1) * W);
     e.log_p = LogBinomialTail(e.instances, e.last, chance);
-    if (e.z < o.min_z || e.log_p > log_alpha || e.wait_share < o.min_wait_share) continue;
+    if (e.z < o.min_z || e.log_p > log_alpha) continue;
     events->push_back(e);
   }
 }
@@ -289,11 +289,31 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
     return s;
   };
 
+  auto suppress = [&](const LateEvent& e, std::string why) {
+    if (!o.suppressed) return;
+    Finding f;
+    f.kind = Kind::kSlowCompute;
+    f.detector = "comm.late_arrival";
+    f.ranks = {d.procs[static_cast<size_t>(e.proc)].global_rank};
+    f.hosts = {d.hosts[static_cast<size_t>(d.procs[static_cast<size_t>(e.proc)].host)]};
+    const Comm& c = d.comms[static_cast<size_t>(e.comm)];
+    f.comms = {c.id};
+    f.start_us = d.t0 + static_cast<int64_t>(e.w0 * W);
+    f.end_us = d.t0 + static_cast<int64_t>((e.w1 + 1) * W);
+    f.Add("last_arrivals", e.last);
+    f.Add("instances", e.instances);
+    f.Add("z_score", e.z);
+    f.summary = "Rank " + std::to_string(f.ranks[0]) + " arrives last at " + std::to_string(e.last) + " of " +
+                std::to_string(e.instances) + " collectives of " + (c.name.empty() ? c.id : c.name);
+    o.suppressed->push_back({std::move(f), std::move(why)});
+  };
   // Roots: late events whose rank waited on nobody as much as it made others wait.
   std::vector<const LateEvent*> roots;
   std::vector<std::string> why(ev.size());
   for (size_t i = 0; i < ev.size(); ++i) {
     const LateEvent& e = ev[i];
+    // Too cheap to act on, though consistent: it still explains others and leads them.
+    if (e.wait_share < o.min_wait_share) continue;
     const double need = o.explained_share * e.wait_us;
     double waited = 0, held_times = 0;
     for (const LateEvent& f : ev) {
@@ -334,32 +354,45 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
       if (q != e.proc) peers_held.push_back(held(q));
     const double xfer = std::max(0.0, held(e.proc) - Median(peers_held));
     if (waited + p2p + xfer >= need) {
-      if (o.suppressed) {
-        Finding f;
-        f.kind = Kind::kSlowCompute;
-        f.detector = "comm.late_arrival";
-        f.ranks = {d.procs[static_cast<size_t>(e.proc)].global_rank};
-        f.hosts = {d.hosts[static_cast<size_t>(d.procs[static_cast<size_t>(e.proc)].host)]};
-        const Comm& c = d.comms[static_cast<size_t>(e.comm)];
-        f.comms = {c.id};
-        f.start_us = d.t0 + static_cast<int64_t>(e.w0 * W);
-        f.end_us = d.t0 + static_cast<int64_t>((e.w1 + 1) * W);
-        f.Add("last_arrivals", e.last);
-        f.Add("instances", e.instances);
-        f.Add("z_score", e.z);
-        f.summary = "Rank " + std::to_string(f.ranks[0]) + " arrives last at " + std::to_string(e.last) + " of " +
-                    std::to_string(e.instances) + " collectives of " + (c.name.empty() ? c.id : c.name);
-        o.suppressed->push_back(
-            {std::move(f), "propagated lateness: it waited " + Fmt("%.0f", (waited + p2p + xfer) / 1e3) +
-                               " ms on others (late members of its other communicators " + Fmt("%.0f", waited / 1e3) +
-                               " ms, pipeline peers " + Fmt("%.0f", p2p / 1e3) + " ms, slow transfers " +
-                               Fmt("%.0f", xfer / 1e3) + " ms, each beyond its peers'), at least half of the " +
-                               Fmt("%.0f", e.wait_us / 1e3) + " ms it made " + (c.name.empty() ? c.id : c.name) +
-                               " wait"});
-      }
+      const Comm& c = d.comms[static_cast<size_t>(e.comm)];
+      suppress(e, "propagated lateness: it waited " + Fmt("%.0f", (waited + p2p + xfer) / 1e3) +
+                      " ms on others (late members of its other communicators " + Fmt("%.0f", waited / 1e3) +
+                      " ms, pipeline peers " + Fmt("%.0f", p2p / 1e3) + " ms, slow transfers " +
+                      Fmt("%.0f", xfer / 1e3) + " ms, each beyond its peers'), at least half of the " +
+                      Fmt("%.0f", e.wait_us / 1e3) + " ms it made " + (c.name.empty() ? c.id : c.name) + " wait");
       continue;
     }
     roots.push_back(&e);
+  }
+  // A root that waits, in a communicator it shares with a stronger root, for that root (late
+  // there, while it is not) follows it: what couples them in between may be unrecorded (expert
+  // all-to-alls and pipeline sends without p2p records), so its own lateness elsewhere is the
+  // other's. Two independent stragglers of one group are each late in it, and stay.
+  {
+    std::map<int, int> lasts;  // proc -> late arrivals over its root events
+    for (const LateEvent* r : roots) lasts[r->proc] += r->last;
+    std::set<std::pair<int, int>> late_in;  // (proc, comm) of every significant event
+    for (const LateEvent& x : ev) late_in.insert({x.proc, x.comm});
+    std::vector<const LateEvent*> kept;
+    for (const LateEvent* r : roots) {
+      const LateEvent* leader = nullptr;
+      for (const LateEvent& yv : ev) {
+        const LateEvent* y = &yv;
+        if (!lasts.count(y->proc)) continue;  // the leader is a root
+        if (y->proc == r->proc || lasts[y->proc] < lasts[r->proc] || y->w1 < r->w0 || y->w0 > r->w1) continue;
+        if (late_in.count({r->proc, y->comm})) continue;
+        const auto& members = d.comms[static_cast<size_t>(y->comm)].procs;
+        if (std::find(members.begin(), members.end(), r->proc) == members.end()) continue;
+        if (!leader || lasts[y->proc] > lasts[leader->proc]) leader = y;
+      }
+      if (!leader) { kept.push_back(r); continue; }
+      const Comm& c = d.comms[static_cast<size_t>(leader->comm)];
+      suppress(*r, "follows rank " + std::to_string(d.procs[static_cast<size_t>(leader->proc)].global_rank) +
+                       ": it waits for that rank in " + (c.name.empty() ? c.id : c.name) + ", where that rank " +
+                       "arrives last at " + std::to_string(leader->last) + " of " +
+                       std::to_string(leader->instances) + " collectives and it does not");
+    }
+    roots = std::move(kept);
   }
   // One finding per host and overlapping run of windows.
   std::map<int, std::vector<const LateEvent*>> by_host;

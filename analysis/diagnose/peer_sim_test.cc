@@ -103,6 +103,22 @@ TEST(PeerBaseline, WithoutP2pRecordsTheLateHostOfAnAmbiguousLinkIsItsNic) {
   EXPECT_FALSE(compute_on_it) << FindingsToText(f);
 }
 
+TEST(PeerBaseline, WithoutP2pRecordsAStragglersExpertPartnersFollowIt) {
+  testing::TempDir dir;
+  // The expert all-to-all (unrecorded without p2p records) holds the straggler's expert partners
+  // on other hosts, which then arrive late in their own tensor-parallel groups with nothing
+  // recorded to explain it; they wait for it in their shared data-parallel group, where it alone
+  // arrives last, and so follow it.
+  std::vector<Suppressed> dropped;
+  auto f = Diagnose(dir / "job", {16, 8, 8, 4, 1, 2}, {"kind=gpu_straggler,rank=77,factor=1.3,start_step=0,end_step=40"},
+                    "2.30", 40, &dropped, Model{.p2p = false});
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].ranks, std::vector<int>({77})) << FindingsToText(f);
+  bool follows = false;
+  for (const Suppressed& x : dropped) follows |= x.reason.rfind("follows rank 77", 0) == 0;
+  EXPECT_TRUE(follows) << SuppressedToText(dropped);
+}
+
 TEST(PeerBaseline, GpuSlowFromStepZeroIsNamedAlone) {
   testing::TempDir dir;
   // Rank 150 of 256 in the issue; here rank 5 of 16 (TP partner 4, pipeline partners on other
