@@ -35,6 +35,8 @@ RULES = [
      'if (groups.empty() || e->w0 > end + 1) groups.emplace_back();', 'groups.emplace_back();'),
     ('slow link: an all-to-all is one channel', D + 'comm_detect.cc',
      'all_to_all[c] = m >= 3 &&', 'all_to_all[c] = false && m >= 3 &&'),
+    ('slow link: a pipeline pair is timed by its wire time, the shorter of Send and Recv', D + 'comm_detect.cc',
+     'std::max(t.from, t.to), t.ts, t.Wire());', 'std::max(t.from, t.to), t.ts, std::max(t.send, t.recv));'),
     ('slow link: a host with fast channels is cleared (host cover)', D + 'comm_detect.cc',
      'if (static_cast<double>(s) / T[h] < o.host_cover) continue;', ''),
     ('slow link: many hosts with no common host are contention', D + 'comm_detect.cc',

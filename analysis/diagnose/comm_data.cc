@@ -22,6 +22,39 @@ uint64_t KernelKey(const CommData& d, const Inst& x) {
          (static_cast<uint64_t>(c.nnodes) << 28) ^ static_cast<uint64_t>(x.bytes) * 0x9E3779B97F4A7C15ULL;
 }
 
+std::vector<P2pTransfer> CrossHostP2pTransfers(const CommData& d) {
+  std::map<std::tuple<int, int, int, int64_t>, std::vector<const P2p*>> sends, recvs;  // (comm, from, to, bytes)
+  for (const P2p& x : d.p2p) {
+    if (x.peer < 0) continue;
+    const int from = x.send ? x.proc : x.peer, to = x.send ? x.peer : x.proc;
+    if (d.procs[static_cast<size_t>(from)].host == d.procs[static_cast<size_t>(to)].host) continue;
+    (x.send ? sends : recvs)[{x.comm, from, to, x.bytes}].push_back(&x);
+  }
+  std::vector<P2pTransfer> out;
+  auto by_sn = [](const P2p* a, const P2p* b) { return std::tie(a->sn, a->ts) < std::tie(b->sn, b->ts); };
+  for (auto& [k, sv] : sends) {
+    auto it = recvs.find(k);
+    if (it == recvs.end()) continue;
+    auto& rv = it->second;
+    std::sort(sv.begin(), sv.end(), by_sn);
+    std::sort(rv.begin(), rv.end(), by_sn);
+    for (size_t i = 0; i < std::min(sv.size(), rv.size()); ++i) {
+      P2pTransfer t;
+      t.comm = std::get<0>(k);
+      t.from = std::get<1>(k);
+      t.to = std::get<2>(k);
+      t.bytes = std::get<3>(k);
+      t.order = static_cast<int64_t>(i);
+      t.send = sv[i]->exec;
+      t.recv = rv[i]->exec;
+      t.ts = std::min(sv[i]->ts, rv[i]->ts);
+      t.earliest = std::min(t.ts, std::max(sv[i]->earliest_ts, rv[i]->earliest_ts));
+      out.push_back(t);
+    }
+  }
+  return out;
+}
+
 bool Complete(const CommData& d, const Inst& x) {
   const int m = static_cast<int>(d.comms[static_cast<size_t>(x.comm)].procs.size());
   return x.n >= 2 && x.pmin >= 0 && (x.n == m || (m >= 3 && x.n == m - 1));

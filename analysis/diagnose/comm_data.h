@@ -59,6 +59,20 @@ struct P2p {
   int64_t earliest_ts = 0;  // as Inst::earliest_ts, for this record
 };
 
+// One point-to-point transfer between processes on different hosts: a Send and its Recv. NCCL
+// delivers one peer's messages in order, so the k-th Send from A to B of a size is the k-th Recv at
+// B from A of that size (each process numbers its own operations on a communicator, so sequence
+// numbers do not pair them); a log cut short loses its tail, and the pairs up to the shorter side
+// still match. The side that posted last waited for nobody: the shorter time is the wire's.
+struct P2pTransfer {
+  int comm = 0, from = -1, to = -1;
+  int64_t bytes = 0;
+  int64_t order = 0;        // k: its place among the pair's transfers of that size
+  double send = 0, recv = 0;
+  int64_t ts = 0, earliest = 0;  // completion in [earliest, ts] (Inst::earliest_ts)
+  double Wire() const { return send < recv ? send : recv; }
+};
+
 struct CommData {
   std::vector<std::string> hosts;
   std::vector<Proc> procs;
@@ -108,6 +122,8 @@ std::map<int, int> PipelineStageOfRank(const CommData& d);
 std::vector<Finding> DetectLinkFlaps(const CommData& d, const CommOptions& o);
 // hang from completion records: a communicator stopped behind its siblings.
 std::vector<Finding> DetectHangFromRecords(const CommData& d);
+
+std::vector<P2pTransfer> CrossHostP2pTransfers(const CommData& d);
 
 double Median(std::vector<double> v);
 // The kernel key of an instance: op, communicator size and node count, message size. Instances

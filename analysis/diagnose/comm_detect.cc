@@ -89,8 +89,8 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
     ratios[{x.comm, w}].push_back(x.tmin / base);
   }
   {
-    // Point-to-point: a receive or send waits for its peer, so the transfer time is what the
-    // quicker records of a window show: their 25th percentile, against the job's.
+    // Point-to-point: the transfer time is what the quicker transfers of a window show: their
+    // 25th percentile, against the job's.
     // An all-to-all (every member sends to every other: PyTorch's all_to_all as one group of
     // sends and receives) completes as one operation, so each of its pairs waits for the slowest
     // link of the whole group: the channel is the communicator, not the pair.
@@ -107,21 +107,28 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
       }
     }
     std::map<std::tuple<int, int, int>, int> pair_chan;
-    std::map<int, std::vector<std::pair<int, double>>> samples;  // chan -> (window, exec)
-    for (const P2p& x : d.p2p) {
-      if (x.peer < 0 || x.bytes < (1 << 20)) continue;
-      const bool group = all_to_all[static_cast<size_t>(x.comm)];
-      const int a = group ? -1 : std::min(x.proc, x.peer), b = group ? -1 : std::max(x.proc, x.peer);
-      if (group ? d.comms[static_cast<size_t>(x.comm)].hosts.size() < 2 : d.procs[a].host == d.procs[b].host) continue;
-      auto [it, added] = pair_chan.try_emplace({x.comm, a, b}, static_cast<int>(chans.size()));
+    std::map<int, std::vector<std::pair<int, double>>> samples;  // chan -> (window, time)
+    auto sample = [&](int comm, int a, int b, int64_t ts, double t) {
+      auto [it, added] = pair_chan.try_emplace({comm, a, b}, static_cast<int>(chans.size()));
       if (added) {
-        const Comm& c = d.comms[static_cast<size_t>(x.comm)];
-        std::vector<int> hs = group ? c.hosts : std::vector<int>{d.procs[a].host, d.procs[b].host};
+        const Comm& c = d.comms[static_cast<size_t>(comm)];
+        std::vector<int> hs = a < 0 ? c.hosts : std::vector<int>{d.procs[a].host, d.procs[b].host};
         SortUnique(&hs);
-        chans.push_back({x.comm, hs, group ? c.procs : std::vector<int>{a, b}});
+        chans.push_back({comm, hs, a < 0 ? c.procs : std::vector<int>{a, b}});
       }
-      samples[it->second].push_back({std::min(nw - 1, static_cast<int>(std::max<int64_t>(0, x.ts - d.t0) / W)), x.exec});
-    }
+      samples[it->second].push_back({std::min(nw - 1, static_cast<int>(std::max<int64_t>(0, ts - d.t0) / W)), t});
+    };
+    // An all-to-all's records, each of which waits for the group.
+    for (const P2p& x : d.p2p)
+      if (x.peer >= 0 && x.bytes >= (1 << 20) && all_to_all[static_cast<size_t>(x.comm)] &&
+          d.comms[static_cast<size_t>(x.comm)].hosts.size() >= 2)
+        sample(x.comm, -1, -1, x.ts, x.exec);
+    // A pair's transfers by their wire time, the shorter of Send and Recv: a pipeline held
+    // upstream (a degraded NIC's expert group stalls its stage) stretches both sides' records
+    // of its healthy pairs, never the later side's.
+    for (const P2pTransfer& t : CrossHostP2pTransfers(d))
+      if (t.bytes >= (1 << 20) && !all_to_all[static_cast<size_t>(t.comm)])
+        sample(t.comm, std::min(t.from, t.to), std::max(t.from, t.to), t.ts, t.Wire());
     auto q25 = [](std::vector<double> v) {
       std::nth_element(v.begin(), v.begin() + v.size() / 4, v.end());
       return v[v.size() / 4];

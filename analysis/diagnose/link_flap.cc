@@ -71,40 +71,11 @@ std::vector<Transfer> CrossHostTransfers(const CommData& d) {
     out.push_back({x.ts, c.hosts, c.procs, x.tmin / b, x.tmin - b, x.bytes, true, x.earliest_ts,
                    (static_cast<uint64_t>(x.comm) << 8) | static_cast<uint64_t>(x.op), x.sn});
   }
-  // Point-to-point: NCCL delivers one peer's messages in order, so the k-th Send from A to B of a
-  // size is the k-th Recv at B from A of that size (each process numbers its own operations on a
-  // communicator, so sequence numbers do not pair them). A log cut short loses its tail: the
-  // pairs up to the shorter side still match.
-  struct Pair { double send = -1, recv = -1; int64_t ts = INT64_MAX, earliest = 0; int64_t bytes = 0; };
-  std::map<std::tuple<int, int, int, int64_t>, std::vector<const P2p*>> sends, recvs;  // (comm, from, to, bytes)
-  for (const P2p& x : d.p2p) {
-    if (x.peer < 0) continue;
-    const int from = x.send ? x.proc : x.peer, to = x.send ? x.peer : x.proc;
-    if (d.procs[static_cast<size_t>(from)].host == d.procs[static_cast<size_t>(to)].host) continue;
-    (x.send ? sends : recvs)[{x.comm, from, to, x.bytes}].push_back(&x);
-  }
-  std::map<std::tuple<int, int, int, int64_t>, Pair> pairs;  // (comm, from, to, k)
-  for (auto& [k, sv] : sends) {
-    auto it = recvs.find(k);
-    if (it == recvs.end()) continue;
-    auto& rv = it->second;
-    auto by_sn = [](const P2p* a, const P2p* b) { return std::tie(a->sn, a->ts) < std::tie(b->sn, b->ts); };
-    std::sort(sv.begin(), sv.end(), by_sn);
-    std::sort(rv.begin(), rv.end(), by_sn);
-    for (size_t i = 0; i < std::min(sv.size(), rv.size()); ++i) {
-      Pair& p = pairs[{std::get<0>(k), std::get<1>(k), std::get<2>(k), static_cast<int64_t>(i)}];
-      p.send = sv[i]->exec;
-      p.recv = rv[i]->exec;
-      p.ts = std::min(sv[i]->ts, rv[i]->ts);
-      p.earliest = std::max(sv[i]->earliest_ts, rv[i]->earliest_ts);
-      p.bytes = std::get<3>(k);
-    }
-  }
+  const std::vector<P2pTransfer> pairs = CrossHostP2pTransfers(d);
   std::map<std::tuple<std::string, int, int64_t>, std::vector<double>> sibling;  // (name, size, bytes)
-  for (auto& [k, p] : pairs) {
-    if (p.send < 0 || p.recv < 0) continue;
-    const Comm& c = d.comms[static_cast<size_t>(std::get<0>(k))];
-    sibling[{c.name, c.n_ranks, p.bytes}].push_back(std::min(p.send, p.recv));
+  for (const P2pTransfer& p : pairs) {
+    const Comm& c = d.comms[static_cast<size_t>(p.comm)];
+    sibling[{c.name, c.n_ranks, p.bytes}].push_back(p.Wire());
   }
   // The siblings' lower quartile: a degraded NIC can slow half of a pipeline's pairs.
   std::map<std::tuple<std::string, int, int64_t>, double> sibling_base;
@@ -112,19 +83,18 @@ std::vector<Transfer> CrossHostTransfers(const CommData& d) {
     std::sort(v.begin(), v.end());
     sibling_base[k] = v[(v.size() - 1) / 4];
   }
-  for (auto& [k, p] : pairs) {
-    if (p.send < 0 || p.recv < 0) continue;
-    const Comm& c = d.comms[static_cast<size_t>(std::get<0>(k))];
+  for (const P2pTransfer& p : pairs) {
+    const Comm& c = d.comms[static_cast<size_t>(p.comm)];
     const double b = sibling_base[{c.name, c.n_ranks, p.bytes}];
     if (b <= 0) continue;
-    const int from = std::get<1>(k), to = std::get<2>(k);
+    const int from = p.from, to = p.to;
     std::vector<int> hs = {d.procs[static_cast<size_t>(from)].host, d.procs[static_cast<size_t>(to)].host};
     SortUnique(&hs);
-    const double wire = std::min(p.send, p.recv);
-    const uint64_t channel = (1ULL << 63) | (static_cast<uint64_t>(std::get<0>(k)) << 42) |
+    const double wire = p.Wire();
+    const uint64_t channel = (1ULL << 63) | (static_cast<uint64_t>(p.comm) << 42) |
                              (static_cast<uint64_t>(from) << 21) | static_cast<uint64_t>(to);
     out.push_back({p.ts, hs, {from, to}, wire / b, wire - b, p.bytes, false, std::min(p.earliest, p.ts), channel,
-                   std::get<3>(k)});
+                   p.order});
   }
   return out;
 }

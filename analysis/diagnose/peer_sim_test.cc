@@ -23,6 +23,7 @@ struct Model {
   int64_t dump_interval_us = 200000;
   uint64_t seed = 3;
   bool p2p = true;
+  double compute_sigma = -1, comm_sigma = -1;  // -1: the simulator's defaults
 };
 
 std::vector<Finding> Diagnose(const std::string& dir, Shape sh, std::vector<std::string> faults,
@@ -44,6 +45,8 @@ std::vector<Finding> Diagnose(const std::string& dir, Shape sh, std::vector<std:
   c.inspector.dump_interval_us = m.dump_interval_us;
   c.inspector.flavor = flavor;
   c.inspector.p2p = m.p2p;
+  c.noise.compute_sigma = m.compute_sigma;
+  c.noise.comm_sigma = m.comm_sigma;
   c.output.dir = dir;
   c.output.kineto_max_ranks = 0;
   for (const std::string& f : faults) {
@@ -117,6 +120,22 @@ TEST(PeerBaseline, WithoutP2pRecordsAStragglersExpertPartnersFollowIt) {
   bool follows = false;
   for (const Suppressed& x : dropped) follows |= x.reason.rfind("follows rank 77", 0) == 0;
   EXPECT_TRUE(follows) << SuppressedToText(dropped);
+}
+
+TEST(PeerBaseline, NicDegradedOnNode13OfA256GpuJobIsNode13) {
+#ifdef COLLSCOPE_SANITIZED
+  GTEST_SKIP() << "256 GPUs take minutes under the sanitizers; the smaller jobs of this file run the same code";
+#endif
+  testing::TempDir dir;
+  // The 256-GPU job (TP8 PP4 EP4): node-013's slow expert all-to-alls stall its stage,
+  // which stretches both records of its group mates' healthy pipeline pairs; by their wire time
+  // (the shorter side) those pairs are fast and clear them.
+  auto f = Diagnose(dir / "job", {32, 8, 8, 4, 1, 4}, {"kind=nic_degrade,host=13,factor=0.25,start_step=5,end_step=25"},
+                    "2.30", 30, nullptr, Model{.layers = 8, .seq_len = 4096, .dump_interval_us = 1000000, .seed = 21, .compute_sigma = 0.03,
+                          .comm_sigma = 0.05});
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].kind, Kind::kSlowLink);
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"node-013"})) << FindingsToText(f);
 }
 
 TEST(PeerBaseline, GpuSlowFromStepZeroIsNamedAlone) {
