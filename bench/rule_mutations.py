@@ -51,8 +51,6 @@ RULES = [
      'if (most > burst_start.size()) {', 'if (false) {'),
     ('link flap: a new burst needs the link to have worked in between', D + 'link_flap.cc',
      'if (apart && worked)', 'if (apart)'),
-    ('link flap: an outage collapses the host\'s collectives too', D + 'link_flap.cc',
-     'if (runs_collectives && !collectives_collapsed) continue;', ''),
     ('link flap: three bursts make a flap', D + 'link_flap.cc', 'if (burst_start.size() < 3) continue;', ''),
     ('merge: a hang naming no root cause is the same hang', D + 'registry.cc',
      'return b.ranks.empty(); }, true},', 'return false; }, true},'),

@@ -129,14 +129,6 @@ std::vector<Finding> DetectLinkFlaps(const CommData& d, const CommOptions& o) {
     for (const Transfer* t : left)
       (std::binary_search(t->hosts.begin(), t->hosts.end(), h) ? mine : rest).push_back(t);
     left = std::move(rest);
-    // An outage stalls whatever crosses the NIC: when the host runs cross-host collectives, some
-    // must have collapsed too. Point-to-point pairs alone can be held by their pipeline (grouped
-    // sends and receives wait for each other: a straggler upstream stretches both sides).
-    bool runs_collectives = false, collectives_collapsed = false;
-    for (const Transfer& t : all)
-      if (t.collective && std::binary_search(t.hosts.begin(), t.hosts.end(), h)) runs_collectives = true;
-    for (const Transfer* t : mine) collectives_collapsed |= t->collective;
-    if (runs_collectives && !collectives_collapsed) continue;
     const double share = static_cast<double>(collapsed[static_cast<size_t>(h)]) / std::max(1, total[static_cast<size_t>(h)]);
     // Collapses less than an outage apart (their median excess time), or that may have completed
     // at the same time (with dump times, their completion intervals overlap), sat through the

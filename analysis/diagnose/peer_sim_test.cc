@@ -280,6 +280,24 @@ TEST(LinkFlap, DumpPassesOfAllMembersDateACollapse) {
   EXPECT_EQ(f[0].hosts, std::vector<std::string>({"node-008"}));
 }
 
+TEST(LinkFlap, FlapsUnderExpertAllToAllsWhoseCollectivesNeverCollapse) {
+#ifdef COLLSCOPE_SANITIZED
+  GTEST_SKIP() << "256 GPUs take minutes under the sanitizers; the smaller jobs of this file run the same code";
+#endif
+  testing::TempDir dir;
+  // EP4: during each outage the host's ranks sit in their expert all-to-alls, so none of its
+  // data-parallel collectives is in flight long enough to collapse; its pipeline pairs' wire times
+  // (the shorter side of each Send and Recv) show the outages, and a pipeline held upstream
+  // cannot stretch the shorter side.
+  auto f = Diagnose(dir / "job", {32, 8, 8, 4, 1, 4},
+                    {"kind=link_flap,host=13,period_us=400000,down_us=60000,start_step=5,end_step=55"}, "2.30", 60, nullptr,
+                    Model{.layers = 8, .seq_len = 4096, .dump_interval_us = 1000000, .seed = 21, .compute_sigma = 0.03,
+                          .comm_sigma = 0.05});
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].detector, "comm.link_flap");
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"node-013"}));
+}
+
 TEST(LinkFlap, ADegradedNicIsOneSlowLinkFinding) {
   testing::TempDir dir;
   // Every transfer through the host collapses: a degradation (comm.slow_link), not a flap, and
