@@ -85,12 +85,14 @@ def main():
         original = open(full).read()
         if original.count(text) != 1:
             results.append((name, 'NOT FOUND: the rule moved; update bench/rule_mutations.py'))
+            print(f'{name}: {results[-1][1]}', flush=True)
             continue
         try:
             open(full, 'w').write(original.replace(text, repl))
             b = run('cmake --build . -j2', build)
             if b.returncode != 0:
                 results.append((name, 'BUILD FAILED'))
+                print(f'{name}: {results[-1][1]}', flush=True)
                 continue
             t = run(f'ctest -j2 -R "{tests}" --output-on-failure', build)
             failed = sorted(set(re.findall(r'\d+ - (\S+) \(Failed\)', t.stdout)))

@@ -84,5 +84,15 @@ TEST(LateArrival, ConsistentLatenessCheapInOneCommunicatorIsAnEvent) {
   EXPECT_TRUE(found);
 }
 
+TEST(LateArrival, ConsistentButNegligibleLatenessIsNoFinding) {
+  // Last at all 8 instances of one window, significant, but each wait 25 us: its peers lose 0.1%
+  // of their time, below the 0.2% floor; at 150 us (0.6%) it is a finding.
+  LateOptions o;
+  EXPECT_TRUE(DetectLateArrivals(Job(200, 3, 8, 25), o).empty());
+  auto f = DetectLateArrivals(Job(200, 3, 8, 150), o);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].ranks, std::vector<int>({3}));
+}
+
 }  // namespace
 }  // namespace collscope::diagnose
