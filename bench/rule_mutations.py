@@ -52,6 +52,8 @@ RULES = [
     ('link flap: a new burst needs the link to have worked in between', D + 'link_flap.cc',
      'if (apart && worked)', 'if (apart)'),
     ('link flap: three bursts make a flap', D + 'link_flap.cc', 'if (burst_start.size() < 3) continue;', ''),
+    ('pipeline bubble: stages downstream of a bubble follow it', D + 'bubble_detect.cc',
+     'if (!upstream) { kept.push_back(f); continue; }', 'kept.push_back(f);\n    continue;'),
     ('mismatch: a mostly sampled run cannot show a missing op', D + 'comm_detect.cc',
      'if (sampled_run || v.size() != 1', 'if ((false && sampled_run) || v.size() != 1'),
     ('merge: a hang naming no root cause is the same hang', D + 'registry.cc',

@@ -153,7 +153,24 @@ std::vector<Finding> DetectPipelineBubble(const CommData& d, const CommOptions& 
       out.push_back(std::move(f));
     }
   }
-  return out;
+  // A stage that received its activations late passes them on late: the next stage idles as if
+  // it too were slow. Over overlapping windows the earliest stage of the chain is the bubble, and
+  // the stages after it (pipeline adjacency: its victims are their senders) follow it.
+  std::vector<Finding> kept;
+  for (const Finding& f : out) {
+    const Finding* upstream = nullptr;
+    for (const Finding& g : out) {
+      if (&g == &f || g.start_us > f.end_us || f.start_us > g.end_us) continue;
+      bool feeds = false;
+      for (int r : f.ranks) feeds |= std::binary_search(g.victims.begin(), g.victims.end(), r);
+      if (feeds) upstream = &g;
+    }
+    if (!upstream) { kept.push_back(f); continue; }
+    if (o.suppressed)
+      o.suppressed->push_back({f, "follows the bubble upstream: its ranks receive their activations late from ranks " +
+                                      RankList(upstream->ranks) + " over the same windows, and pass the delay on"});
+  }
+  return kept;
 }
 
 }  // namespace collscope::diagnose

@@ -298,6 +298,18 @@ TEST(LinkFlap, FlapsUnderExpertAllToAllsWhoseCollectivesNeverCollapse) {
   EXPECT_EQ(f[0].hosts, std::vector<std::string>({"node-013"}));
 }
 
+TEST(PipelineBubble, StagesDownstreamOfTheBubbleFollowIt) {
+  testing::TempDir dir;
+  // The 32-GPU PP4 suite job: stage 0 delays its sends; stage 1 then receives late and passes
+  // the delay on to stage 2, and stage 2 to stage 3. One bubble: stage 0's.
+  std::vector<Suppressed> dropped;
+  auto f = Diagnose(dir / "job", {8, 4, 2, 4}, {"kind=pipeline_bubble,stage=0,delay_us=9328,start_step=27,end_step=37"},
+                    "2.30", 40, &dropped, Model{.seed = 8});
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].kind, Kind::kPipelineBubble);
+  EXPECT_EQ(f[0].ranks, std::vector<int>({0, 1, 2, 3, 4, 5, 6, 7})) << FindingsToText(f);
+}
+
 TEST(LinkFlap, ADegradedNicIsOneSlowLinkFinding) {
   testing::TempDir dir;
   // Every transfer through the host collapses: a degradation (comm.slow_link), not a flap, and
