@@ -43,7 +43,7 @@ RULES = [
      'if (chosen.size() > std::max<size_t>(2, d.hosts.size() / 4) && !ambiguous) continue;', ''),
     ('slow link: one window is transient contention', D + 'comm_detect.cc',
      'if (nwin < 2) continue;', ''),
-    ('link flap: Send and Recv pair by their order per peer', D + 'link_flap.cc',
+    ('Send and Recv pair by their order per peer (flaps, slow links)', D + 'comm_data.cc',
      '[{x.comm, from, to, x.bytes}]', '[{x.comm, from, to, x.bytes * 1000003 + x.sn}]'),
     ('link flap: completion intervals tell outages apart', D + 'link_flap.cc',
      '&& t->earliest > last->ts', ''),
