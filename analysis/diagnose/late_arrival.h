@@ -12,10 +12,12 @@ namespace collscope::diagnose {
 struct LateOptions {
   double window_us = 2e5;       // WindowUs of the data
   int min_instances = 8;        // material instances (or sampled records) over the run of windows
-  double min_wait_us = 20;      // a wait below this (or 3x the kernel key's median) is noise
+  // A wait below this (or 3x the kernel key's median arrival spread) is noise.
+  double min_wait_us = 20;
   double min_z = 5;             // last this many standard deviations above chance (1/n)...
-  double alpha = 0.01;          // ...and as unlikely by chance, over every rank and communicator...
-  // ...costing its peers at least this share of their time in that communicator. Low on purpose:
+  double alpha = 0.01;          // ...and as unlikely by chance, over every communicator membership.
+  // A root cause must cost its peers at least this share of their time in that communicator
+  // (weaker lateness still explains and leads others' lateness). Low on purpose:
   // a slow rank's cost spreads over every communicator and pipeline transfer it holds up, so one
   // communicator's share understates it (a host 1.8x slower in compute cost its job 4.6% of the
   // step, and its data-parallel peers 0.6% of theirs); the consistency test above separates a
