@@ -454,17 +454,31 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
               : std::to_string(f.ranks.size()) + " of the " + std::to_string(hn) + " ranks of host " + f.hosts[0] +
                     " (" + RankList(f.ranks) + ")";
       // Communicators as users name them (comm_name), their ids only when unnamed.
-      std::set<std::string> names;
+      // Communicators as users name them (comm_name, else the id), with the global ranks of a
+      // group so that a user can tell which one it is: "TENSOR_MODEL_PARALLEL_GROUP (ranks
+      // 24-31)", or "DATA_PARALLEL_GROUP (8 groups)" for a host late in one group per rank.
+      std::map<std::string, std::vector<int>> named;  // name -> communicators
       for (int c : comms) {
         const Comm& cm = d.comms[static_cast<size_t>(c)];
-        names.insert(cm.name.empty() ? cm.id : cm.name);
+        named[cm.name.empty() ? cm.id : cm.name].push_back(c);
       }
       std::string where;
-      for (const std::string& n : names) where += (where.empty() ? "" : ", ") + n;
+      for (const auto& [n, cs] : named) {
+        std::string label = n;
+        if (cs.size() > 1) {
+          label += " (" + std::to_string(cs.size()) + " groups)";
+        } else {
+          std::vector<int> members;
+          for (int p : d.comms[static_cast<size_t>(cs[0])].procs) members.push_back(d.procs[static_cast<size_t>(p)].global_rank);
+          SortUnique(&members);
+          label += " (ranks " + RankList(members) + ")";
+        }
+        where += (where.empty() ? "" : ", ") + label;
+      }
       f.AddText("late_in", where);
       f.summary = who + (f.ranks.size() > 1 ? " arrive" : " arrives") + " last at " + std::to_string(last) + " of " +
-                  std::to_string(inst) + " collectives of " + where + " (" + Fmt("%.0f", 100.0 * last / std::max(1, inst)) +
-                  "%; chance would be far lower), and its peers spend " + Fmt("%.1f", 100 * share) +
+                  std::to_string(inst) + " collectives (" + Fmt("%.0f", 100.0 * last / std::max(1, inst)) +
+                  "%; chance would be far lower) of " + where + ", and its peers spend " + Fmt("%.1f", 100 * share) +
                   "% of their time waiting for it: a compute straggler; check the GPU's clocks, temperature "
                   "and ECC errors" + std::string(f.ranks.size() > 1 ? " and the host's CPU load." : ".");
       out.push_back(std::move(f));

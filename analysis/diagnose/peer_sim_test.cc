@@ -148,6 +148,11 @@ TEST(PeerBaseline, GpuSlowFromStepZeroIsNamedAlone) {
   ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
   EXPECT_EQ(f[0].kind, Kind::kSlowCompute);
   EXPECT_EQ(f[0].ranks, std::vector<int>({5})) << FindingsToText(f);
+  // Its groups are named as users name them, with their ranks, not by hash.
+  std::string late_in;
+  for (const Evidence& e : f[0].evidence)
+    if (e.key == "late_in") late_in = e.text;
+  EXPECT_EQ(late_in, "DATA_PARALLEL_GROUP (ranks 1,3,5,7), TENSOR_MODEL_PARALLEL_GROUP (ranks 4,5)");
   // The partner's lateness was dropped, and says why.
   bool partner = false;
   for (const Suppressed& x : dropped)
