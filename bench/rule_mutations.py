@@ -16,7 +16,7 @@ RULES = [
     ('late arrival: noise is the waiting members\' arrival spread', D + 'late_arrival.cc',
      'x.n == 2 ? WaitOf(x) : x.tmax - x.tmed', 'WaitOf(x)'),
     ('late arrival: exact binomial tail against every membership (Bonferroni)', D + 'late_arrival.cc',
-     'e.z < o.min_z || e.log_p > log_alpha)', 'e.z < o.min_z)'),
+     'e.z < o.min_z || e.log_p > log_alpha)', 'e.z < o.min_z || (false && e.log_p > log_alpha))'),
     ('late arrival: z-score bar', D + 'late_arrival.cc', 'e.z < o.min_z ||', 'false ||'),
     ('late arrival: peer-time floor', D + 'late_arrival.cc', 'if (e.wait_share < o.min_wait_share) continue;', ''),
     ('late arrival: a root waiting for a stronger root where only that one is late follows it', D + 'late_arrival.cc',
