@@ -280,21 +280,27 @@ TEST(Mismatch, AnOpRecordedByRanksOneAtATimeIsNoMismatch) {
 }
 
 // ...and records that are sampled everywhere cannot say that the others never issued it.
+// One instance of op `op` of communicator `comm`, sequence number `sn`, recorded by `n` ranks
+// with the shortest time at process `pmin`.
+Inst Record(int comm, int op, int64_t sn, int n, int pmin, int64_t ts) {
+  Inst x;
+  x.comm = comm;
+  x.op = op;
+  x.sn = sn;
+  x.bytes = 1 << 20;
+  x.n = n;
+  x.pmin = pmin;
+  x.tmin = x.tmed = x.tmax = 100;
+  x.ts = ts;
+  return x;
+}
+
 TEST(Mismatch, SampledRecordsCannotShowAMissingOp) {
   CommData d = Job();
   Fill(&d, 20, -1, 0, 0, -1, 0, 0);
   for (Inst& x : d.insts)
     if (x.comm == 4) { x.n = 1; x.pmin = d.comms[4].procs[static_cast<size_t>(x.sn % 4)]; }
-  Inst odd;
-  odd.comm = 4;
-  odd.op = 2;
-  odd.sn = 0;
-  odd.bytes = 1 << 20;
-  odd.n = 1;
-  odd.pmin = 4;
-  odd.tmin = odd.tmed = odd.tmax = 100;
-  odd.ts = d.t0;
-  d.insts.push_back(odd);
+  d.insts.push_back(Record(4, 2, 0, 1, 4, d.t0));
   EXPECT_TRUE(DetectMismatch(d).empty()) << FindingsToText(DetectMismatch(d));
   // The same with complete records is a mismatch.
   for (Inst& x : d.insts)
@@ -309,28 +315,8 @@ TEST(Mismatch, AMostlySampledRunCannotShowAMissingOp) {
   CommData d = Job();
   Fill(&d, 20, -1, 0, 0, -1, 0, 0);
   for (Inst& x : d.insts) { x.n = 1; x.pmin = d.comms[static_cast<size_t>(x.comm)].procs[0]; }
-  for (int k = 0; k < 5; ++k) {
-    Inst pause;
-    pause.comm = 4;
-    pause.op = 1;
-    pause.sn = k;
-    pause.bytes = 1 << 20;
-    pause.n = 4;
-    pause.pmin = 2;
-    pause.tmin = pause.tmed = pause.tmax = 100;
-    pause.ts = d.t0 + k;
-    d.insts.push_back(pause);
-  }
-  Inst odd;
-  odd.comm = 4;
-  odd.op = 2;
-  odd.sn = 0;
-  odd.bytes = 1 << 20;
-  odd.n = 1;
-  odd.pmin = 4;
-  odd.tmin = odd.tmed = odd.tmax = 100;
-  odd.ts = d.t0;
-  d.insts.push_back(odd);
+  for (int k = 0; k < 5; ++k) d.insts.push_back(Record(4, 1, k, 4, 2, d.t0 + k));
+  d.insts.push_back(Record(4, 2, 0, 1, 4, d.t0));
   EXPECT_TRUE(DetectMismatch(d).empty()) << FindingsToText(DetectMismatch(d));
 }
 
