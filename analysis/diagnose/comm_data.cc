@@ -153,19 +153,27 @@ Result<CommData> LoadCommData(Store& store, const std::string& run) {
   }
   // When records carry only dump times, a record completed between its process's previous dump
   // pass and its own: the passes (runs of line times less than 1 ms apart) give every record the
-  // start of the previous pass as the earliest time it can have completed.
-  const std::string passes =
-      "WITH lines AS (SELECT DISTINCT process_id, dump_ts_us AS t FROM records WHERE run_id = " + run_filter +
-      " AND dump_ts_us IS NOT NULL), "
-      "breaks AS (SELECT process_id, t, CASE WHEN lag(t) OVER w IS NULL OR t - lag(t) OVER w > 1000 THEN 1 ELSE 0 END "
-      "AS brk FROM lines WINDOW w AS (PARTITION BY process_id ORDER BY t)), "
-      "numbered AS (SELECT process_id, t, sum(brk) OVER (PARTITION BY process_id ORDER BY t) AS pass FROM breaks), "
-      "starts AS (SELECT process_id, pass, min(t) AS start FROM numbered GROUP BY ALL), "
-      "prevs AS (SELECT process_id, pass, lag(start) OVER (PARTITION BY process_id ORDER BY pass) AS prev FROM starts), "
-      "pass_of AS (SELECT n.process_id, n.t, p.prev FROM numbered n JOIN prevs p USING (process_id, pass)) ";
+  // start of the previous pass as the earliest time it can have completed. Computed once (a
+  // temporary table, even on a read-only store) for the collective and point-to-point queries.
+  {
+    const Status st = store.Exec(
+        "CREATE OR REPLACE TEMP TABLE collscope_pass_of AS "
+        "WITH lines AS (SELECT DISTINCT process_id, dump_ts_us AS t FROM records WHERE run_id = " +
+        run_filter +
+        " AND dump_ts_us IS NOT NULL), "
+        "breaks AS (SELECT process_id, t, CASE WHEN lag(t) OVER w IS NULL OR t - lag(t) OVER w > 1000 "
+        "THEN 1 ELSE 0 END AS brk FROM lines WINDOW w AS (PARTITION BY process_id ORDER BY t)), "
+        "numbered AS (SELECT process_id, t, sum(brk) OVER (PARTITION BY process_id ORDER BY t) AS pass "
+        "FROM breaks), "
+        "starts AS (SELECT process_id, pass, min(t) AS start FROM numbered GROUP BY ALL), "
+        "prevs AS (SELECT process_id, pass, lag(start) OVER (PARTITION BY process_id ORDER BY pass) "
+        "AS prev FROM starts) "
+        "SELECT n.process_id, n.t, p.prev FROM numbered n JOIN prevs p USING (process_id, pass)");
+    if (!st.ok()) return st;
+  }
   // Collective instances.
   auto ir = Fetch(conn,
-                  passes + "SELECT CAST(o.comm_id AS BIGINT), CAST(enum_code(o.op) AS BIGINT), "
+                  "SELECT CAST(o.comm_id AS BIGINT), CAST(enum_code(o.op) AS BIGINT), "
                   "CAST(r.sn AS BIGINT), CAST(o.msg_size_bytes AS BIGINT), CAST(count(*) AS BIGINT), "
                   "CAST(min(r.exec_time_us) AS DOUBLE), CAST(median(CAST(r.exec_time_us AS DOUBLE)) AS DOUBLE), "
                   "CAST(max(r.exec_time_us) AS DOUBLE), "
@@ -178,7 +186,7 @@ Result<CommData> LoadCommData(Store& store, const std::string& run) {
                   "CAST(count(r.start_ts_us) + count(r.kernel_start_ts_us) AS BIGINT), "
                   "CAST(max(coalesce(r.start_ts_us, r.kernel_start_ts_us, po.prev, 0)) AS BIGINT) "
                   "FROM records r JOIN operations o USING (run_id, op_id) "
-                  "LEFT JOIN pass_of po ON po.process_id = r.process_id AND po.t = r.dump_ts_us "
+                  "LEFT JOIN collscope_pass_of po ON po.process_id = r.process_id AND po.t = r.dump_ts_us "
                   "WHERE r.run_id = " + run_filter + " AND o.kind = 'coll' GROUP BY o.comm_id, o.op, r.sn, o.msg_size_bytes "
                   "ORDER BY 10",
                   "iiiiidddiiii");
@@ -210,14 +218,14 @@ Result<CommData> LoadCommData(Store& store, const std::string& run) {
   }
   // Point-to-point records (pipeline sends/receives), peers mapped to processes.
   auto p2 = Fetch(conn,
-                  passes + "SELECT CAST(o.comm_id AS BIGINT), CAST(r.process_id AS BIGINT), "
+                  "SELECT CAST(o.comm_id AS BIGINT), CAST(r.process_id AS BIGINT), "
                   "CAST(coalesce(o.peer, -1) AS BIGINT), CAST(o.op = 'Send' AS BIGINT), "
                   "CAST(o.msg_size_bytes AS BIGINT), CAST(r.exec_time_us AS DOUBLE), "
                   "CAST(coalesce(r.start_ts_us, r.kernel_start_ts_us, r.dump_ts_us) AS BIGINT), "
                   "CAST(coalesce(r.sn, -1) AS BIGINT), "
                   "CAST(coalesce(r.start_ts_us, r.kernel_start_ts_us, po.prev, 0) AS BIGINT) "
                   "FROM records r JOIN operations o USING (run_id, op_id) "
-                  "LEFT JOIN pass_of po ON po.process_id = r.process_id AND po.t = r.dump_ts_us "
+                  "LEFT JOIN collscope_pass_of po ON po.process_id = r.process_id AND po.t = r.dump_ts_us "
                   "WHERE r.run_id = " + run_filter + " AND o.kind = 'p2p' AND o.op IN ('Send', 'Recv')",
                   "iiiiidiii");
   if (!p2.ok()) return p2.status();

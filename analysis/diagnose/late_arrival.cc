@@ -309,7 +309,6 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
   };
   // Roots: late events whose rank waited on nobody as much as it made others wait.
   std::vector<const LateEvent*> roots;
-  std::vector<std::string> why(ev.size());
   for (size_t i = 0; i < ev.size(); ++i) {
     const LateEvent& e = ev[i];
     // Too cheap to act on, though consistent: it still explains others and leads them.

@@ -35,7 +35,6 @@ struct Transfer {
   double ratio = 0;
   double excess_us = 0;    // wire time beyond the usual: about the outage it sat through
   int64_t bytes = 0;
-  bool collective = false;
   int64_t earliest = 0;
   // The channel it crossed (a communicator's operation, or one direction of a point-to-point
   // pair) and its place in that channel's order (sequence number, or the pair's ordinal).
@@ -68,7 +67,7 @@ std::vector<Transfer> CrossHostTransfers(const CommData& d) {
     if (c.hosts.size() < 2 || !AllMembers(d, x)) continue;
     const double b = base[KernelKey(d, x)];
     if (b <= 0) continue;
-    out.push_back({x.ts, c.hosts, c.procs, x.tmin / b, x.tmin - b, x.bytes, true, x.earliest_ts,
+    out.push_back({x.ts, c.hosts, c.procs, x.tmin / b, x.tmin - b, x.bytes, x.earliest_ts,
                    (static_cast<uint64_t>(x.comm) << 8) | static_cast<uint64_t>(x.op), x.sn});
   }
   const std::vector<P2pTransfer> pairs = CrossHostP2pTransfers(d);
@@ -93,7 +92,7 @@ std::vector<Transfer> CrossHostTransfers(const CommData& d) {
     const double wire = p.Wire();
     const uint64_t channel = (1ULL << 63) | (static_cast<uint64_t>(p.comm) << 42) |
                              (static_cast<uint64_t>(from) << 21) | static_cast<uint64_t>(to);
-    out.push_back({p.ts, hs, {from, to}, wire / b, wire - b, p.bytes, false, std::min(p.earliest, p.ts), channel,
+    out.push_back({p.ts, hs, {from, to}, wire / b, wire - b, p.bytes, std::min(p.earliest, p.ts), channel,
                    p.order});
   }
   return out;

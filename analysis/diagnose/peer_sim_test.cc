@@ -26,6 +26,11 @@ struct Model {
   double compute_sigma = -1, comm_sigma = -1;  // -1: the simulator's defaults
 };
 
+// `collscope simulate`'s own defaults (8 layers, 4k sequences, 1 s dumps) at moderate noise: the
+// jobs of the failures, reproduced through the command line.
+const Model kCliJob{.layers = 8, .seq_len = 4096, .dump_interval_us = 1000000, .seed = 21, .compute_sigma = 0.03,
+                    .comm_sigma = 0.05};
+
 std::vector<Finding> Diagnose(const std::string& dir, Shape sh, std::vector<std::string> faults,
                               const std::string& flavor = "2.30", int steps = 40,
                               std::vector<Suppressed>* suppressed = nullptr, Model m = Model{}) {
@@ -131,8 +136,7 @@ TEST(PeerBaseline, NicDegradedOnNode13OfA256GpuJobIsNode13) {
   // which stretches both records of its group mates' healthy pipeline pairs; by their wire time
   // (the shorter side) those pairs are fast and clear them.
   auto f = Diagnose(dir / "job", {32, 8, 8, 4, 1, 4}, {"kind=nic_degrade,host=13,factor=0.25,start_step=5,end_step=25"},
-                    "2.30", 30, nullptr, Model{.layers = 8, .seq_len = 4096, .dump_interval_us = 1000000, .seed = 21, .compute_sigma = 0.03,
-                          .comm_sigma = 0.05});
+                    "2.30", 30, nullptr, kCliJob);
   ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
   EXPECT_EQ(f[0].kind, Kind::kSlowLink);
   EXPECT_EQ(f[0].hosts, std::vector<std::string>({"node-013"})) << FindingsToText(f);
@@ -296,8 +300,7 @@ TEST(LinkFlap, FlapsUnderExpertAllToAllsWhoseCollectivesNeverCollapse) {
   // cannot stretch the shorter side.
   auto f = Diagnose(dir / "job", {32, 8, 8, 4, 1, 4},
                     {"kind=link_flap,host=13,period_us=400000,down_us=60000,start_step=5,end_step=55"}, "2.30", 60, nullptr,
-                    Model{.layers = 8, .seq_len = 4096, .dump_interval_us = 1000000, .seed = 21, .compute_sigma = 0.03,
-                          .comm_sigma = 0.05});
+                    kCliJob);
   ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
   EXPECT_EQ(f[0].detector, "comm.link_flap");
   EXPECT_EQ(f[0].hosts, std::vector<std::string>({"node-013"}));
