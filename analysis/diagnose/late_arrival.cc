@@ -52,7 +52,8 @@ std::unordered_map<uint64_t, double> MaterialWaits(const CommData& d, const Late
   return material;
 }
 
-struct Cell { int total = 0, last = 0; double wait = 0; };
+// `chance`: the sum over the counted instances of each one's chance of showing the rank last.
+struct Cell { int total = 0, last = 0; double chance = 0, wait = 0; };
 
 // log P(X >= k) for X ~ Binomial(n, p): the exact tail, since the normal approximation is far too
 // generous for a handful of instances at a small chance (6 of 8 at 1/8 reads z = 5.3, p = 8e-5).
@@ -73,7 +74,9 @@ double LogBinomialTail(int n, int k, double p) {
 using Cells = std::unordered_map<uint64_t, std::vector<Cell>>;  // (proc, comm) -> per window
 
 // The best-scoring run of windows where `cells` shows the rank last clearly more often than
-// `chance` (maximum-sum segment of last - theta * total), tested against chance.
+// chance (maximum-sum segment of last - theta * total), tested against chance. Instances may
+// differ in their chance; the binomial at their mean chance bounds the tail of their sum from
+// above (Hoeffding 1956), so the test stays conservative.
 void Scan(const CommData& d, const Cells& cells, bool sampled, double W, const LateOptions& o,
           std::vector<LateEvent>* events) {
   // Every member of every communicator could have been last that often by luck: the tail must
@@ -83,12 +86,12 @@ void Scan(const CommData& d, const Cells& cells, bool sampled, double W, const L
   const double log_alpha = std::log(o.alpha / static_cast<double>(std::max<size_t>(1, memberships)));
   for (const auto& [key, v] : cells) {
     const int p = static_cast<int>(key >> 32), c = static_cast<int>(key & 0xFFFFFFFF);
-    const double chance = sampled ? 0.5 : 1.0 / static_cast<double>(d.comms[static_cast<size_t>(c)].procs.size());
-    const double theta = chance + (1 - chance) / 3;
     double best = 0, run = 0;
     int a = 0, best_a = -1, best_b = -1;
     for (int w = 0; w < static_cast<int>(v.size()); ++w) {
-      const double s = v[static_cast<size_t>(w)].last - theta * v[static_cast<size_t>(w)].total;
+      const Cell& x = v[static_cast<size_t>(w)];
+      const double theta_total = x.chance + (x.total - x.chance) / 3;
+      const double s = x.last - theta_total;
       if (run <= 0) { run = 0; a = w; }
       run += s;
       if (run > best) { best = run; best_a = a; best_b = w; }
@@ -100,12 +103,15 @@ void Scan(const CommData& d, const Cells& cells, bool sampled, double W, const L
     e.w0 = best_a;
     e.w1 = best_b;
     e.sampled = sampled;
+    double chance_sum = 0;
     for (int w = best_a; w <= best_b; ++w) {
       e.instances += v[static_cast<size_t>(w)].total;
       e.last += v[static_cast<size_t>(w)].last;
       e.wait_us += v[static_cast<size_t>(w)].wait;
+      chance_sum += v[static_cast<size_t>(w)].chance;
     }
     if (e.instances < o.min_instances) continue;
+    const double chance = chance_sum / e.instances;
     // How far from chance (binomial z-score), and what it cost: the share of its peers' time
     // spent waiting for it over the run.
     const double n = e.instances;
@@ -136,10 +142,10 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
   Cells complete;
   std::vector<std::vector<int>> total(d.comms.size(), std::vector<int>(static_cast<size_t>(nw), 0));
   // Sampled records (a member alone, or some of them): each record against the other members'
-  // records of the same communicator, size and window; shorter than their median means it
-  // arrived later than they usually did (chance 1/2).
-  struct Rec { int proc; double exec; };
-  std::map<std::tuple<int, int, int64_t, int>, std::vector<Rec>> sampled_recs;
+  // records of the same communicator, size and window; shorter than nearly all of them means it
+  // arrived later than they usually did.
+  struct Rec { int64_t ts; int proc; double exec; };
+  std::map<std::tuple<int, int, int64_t>, std::vector<Rec>> sampled_recs;
   // How many collectives one sampled record stands for: the median step of its sequence number
   // between two records of one process (what its peers waited is scaled by it).
   std::map<std::pair<int, int>, double> represents;  // (comm, op)
@@ -165,34 +171,47 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
       c.last++;
       c.wait += wait;
     } else if (x.pmin >= 0) {
-      sampled_recs[{x.comm, x.op, x.bytes, w}].push_back({x.pmin, x.tmin});
+      sampled_recs[{x.comm, x.op, x.bytes}].push_back({x.ts, x.pmin, x.tmin});
     }
   }
   for (auto& [key, v] : complete) {
     const int c = static_cast<int>(key & 0xFFFFFFFF);
-    for (int w = 0; w < nw; ++w) v[static_cast<size_t>(w)].total = total[static_cast<size_t>(c)][static_cast<size_t>(w)];
+    const double n = static_cast<double>(d.comms[static_cast<size_t>(c)].procs.size());
+    for (int w = 0; w < nw; ++w) {
+      Cell& x = v[static_cast<size_t>(w)];
+      x.total = total[static_cast<size_t>(c)][static_cast<size_t>(w)];
+      x.chance = x.total / n;
+    }
   }
   Scan(d, complete, false, W, o, &events);
   Cells sampled;
+  // Each record against the nearest records in time of the other members (n - 1 of them, as
+  // many as a complete instance has): shorter than all of them means it arrived later than they
+  // usually did, which one of n exchangeable records is by chance 1/n. Not within noise of their
+  // median as well is rarer by chance still.
   for (auto& [key, recs] : sampled_recs) {
-    const int c = std::get<0>(key), w = std::get<3>(key);
-    std::map<int, std::vector<double>> by_proc;
-    for (const Rec& r : recs) by_proc[r.proc].push_back(r.exec);
-    if (by_proc.size() < 2) continue;
-    for (auto& [p, mine] : by_proc) {
-      std::vector<double> others;
-      for (auto& [q, t] : by_proc)
-        if (q != p) others.insert(others.end(), t.begin(), t.end());
-      const double med = Median(others);
-      for (double t : mine) {
-        if (std::abs(med - t) < o.min_wait_us) continue;  // within noise: says nothing
-        Cell& ce = cell(sampled, p, c, w);
-        ce.total++;
-        if (t < med) {
-          ce.last++;
-          auto rp = represents.find({c, std::get<1>(key)});
-          ce.wait += (med - t) * (rp == represents.end() ? 1.0 : rp->second);
-        }
+    const int c = std::get<0>(key);
+    const size_t n = d.comms[static_cast<size_t>(c)].procs.size();
+    std::sort(recs.begin(), recs.end(), [](const Rec& x, const Rec& y) { return x.ts < y.ts; });
+    std::vector<double> near;
+    for (size_t i = 0; i < recs.size(); ++i) {
+      near.clear();
+      size_t lo = i, hi = i + 1;  // the next candidates are recs[lo - 1] and recs[hi]
+      while (near.size() + 1 < n && (lo > 0 || hi < recs.size())) {
+        const bool take_lo = hi >= recs.size() || (lo > 0 && recs[i].ts - recs[lo - 1].ts <= recs[hi].ts - recs[i].ts);
+        const Rec& q = take_lo ? recs[--lo] : recs[hi++];
+        if (q.proc != recs[i].proc) near.push_back(q.exec);
+      }
+      if (near.empty()) continue;
+      std::sort(near.begin(), near.end());
+      const double med = Median(near);
+      Cell& ce = cell(sampled, recs[i].proc, c, win(recs[i].ts));
+      ce.total++;
+      ce.chance += 1.0 / static_cast<double>(near.size() + 1);
+      if (recs[i].exec < std::min(near.front(), med - o.min_wait_us)) {
+        ce.last++;
+        auto rp = represents.find({c, std::get<1>(key)});
+        ce.wait += (med - recs[i].exec) * (rp == represents.end() ? 1.0 : rp->second);
       }
     }
   }

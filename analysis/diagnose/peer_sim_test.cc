@@ -367,11 +367,11 @@ TEST(PeerBaseline, SampledRecordsOfAHealthyJobGiveNoFinding) {
 
 TEST(PeerBaseline, SampledRecordsStillShowAStraggler) {
   testing::TempDir dir;
-  // Each sampled record against the other members' records of the window (chance 1/2). A 40-step
-  // job leaves 14 records of the straggler's tensor-parallel group (z = 3.7, below the bar of 5):
-  // this one runs long enough for 40.
-  auto f = Diagnose(dir / "job", {4, 4, 2, 2}, {"kind=gpu_straggler,rank=6,factor=1.8,start_step=0,end_step=120"},
-                    "2.29", 120);
+  // Each sampled record against the nearest records of the other 3 members of its tensor-parallel
+  // group: shorter than all of them is chance 1/4. 60 steps leave 12 records of the straggler
+  // there (z = 6); against chance 1/2 (a record against its peers' median) they read z = 3.5.
+  auto f = Diagnose(dir / "job", {4, 4, 4, 2}, {"kind=gpu_straggler,rank=6,factor=1.8,start_step=0,end_step=60"},
+                    "2.29", 60);
   ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
   EXPECT_EQ(f[0].ranks, std::vector<int>({6})) << FindingsToText(f);
 }
