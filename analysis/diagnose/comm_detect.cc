@@ -185,40 +185,44 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
       for (int h : chans[c].hosts) T[h]++;
     for (int c : slow_by_w[w])
       for (int h : chans[c].hosts) S[h]++;
+    // Greedy cover: the host that the most uncovered slow channels span, with every host that
+    // spans exactly the same ones (the data cannot tell those apart: one ambiguous culprit).
+    // Hosts that cover as many but other channels are other culprits, each found in its turn.
     std::set<int> uncovered(slow_by_w[w].begin(), slow_by_w[w].end());
-    std::vector<int> chosen;
+    struct Culprit { std::vector<int> hosts, comms; };
+    std::vector<Culprit> culprits;
+    std::set<int> chosen;
     bool ambiguous = false;
     while (!uncovered.empty()) {
-      int best = 0;
-      std::vector<int> tied;
+      std::map<int, std::vector<int>> covers;  // host -> the uncovered channels spanning it
       for (auto [h, s] : S) {
         if (static_cast<double>(s) / T[h] < o.host_cover) continue;
-        if (std::find(chosen.begin(), chosen.end(), h) != chosen.end()) continue;
-        int cover = 0;
+        if (chosen.count(h)) continue;
         for (int c : uncovered)
-          if (std::binary_search(chans[c].hosts.begin(), chans[c].hosts.end(), h)) ++cover;
-        if (cover > best) { best = cover; tied = {h}; }
-        else if (cover == best && cover > 0) tied.push_back(h);
+          if (std::binary_search(chans[c].hosts.begin(), chans[c].hosts.end(), h)) covers[h].push_back(c);
       }
-      if (best == 0) break;
-      if (tied.size() > 1) ambiguous = true;
-      for (int h : tied) {
-        chosen.push_back(h);
-        for (auto it = uncovered.begin(); it != uncovered.end();)
-          it = std::binary_search(chans[*it].hosts.begin(), chans[*it].hosts.end(), h)
-                   ? uncovered.erase(it) : std::next(it);
-      }
+      if (covers.empty()) break;
+      auto best = std::max_element(covers.begin(), covers.end(),
+                                   [](const auto& x, const auto& y) { return x.second.size() < y.second.size(); });
+      Culprit u;
+      u.comms = best->second;
+      for (auto& [h, cs] : covers)
+        if (cs == u.comms) u.hosts.push_back(h);
+      ambiguous |= u.hosts.size() > 1;
+      for (int h : u.hosts) chosen.insert(h);
+      for (int c : u.comms) uncovered.erase(c);
+      culprits.push_back(std::move(u));
     }
-    if (chosen.empty()) continue;
-    std::sort(chosen.begin(), chosen.end());
     // Many hosts slow at once with no common host is contention, not a link: skip it.
-    if (chosen.size() > std::max<size_t>(2, d.hosts.size() / 4) && !ambiguous) continue;
-    Acc& a = acc[chosen];
-    a.windows.push_back(w);
-    a.ambiguous |= ambiguous;
-    for (int c : slow_by_w[w]) {
-      a.comms.insert(c);
-      a.ratio.push_back(med[{c, w}]);
+    if (culprits.empty() || (chosen.size() > std::max<size_t>(2, d.hosts.size() / 4) && !ambiguous)) continue;
+    for (const Culprit& u : culprits) {
+      Acc& a = acc[u.hosts];
+      a.windows.push_back(w);
+      a.ambiguous |= u.hosts.size() > 1;
+      for (int c : u.comms) {
+        a.comms.insert(c);
+        a.ratio.push_back(med[{c, w}]);
+      }
     }
   }
   for (auto& [hosts, a] : acc) {

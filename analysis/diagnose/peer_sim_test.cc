@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -200,6 +201,25 @@ TEST(PeerBaseline, SlowGpuAndADegradedNicOnAnotherHostAreBothNamed) {
     gpu |= x.kind == Kind::kSlowCompute && x.ranks == std::vector<int>({2});
   }
   EXPECT_TRUE(link && gpu) << FindingsToText(f);
+}
+
+TEST(PeerBaseline, ThreeDegradedNicsAreThreeFindings) {
+  testing::TempDir dir;
+  // Three hosts of different pipelines degraded at once: each is the one host its slow channels
+  // span, and the three cover as many channels each without being one another's group mates.
+  // Covering as many is no ambiguity: three findings of one host, not one of three hosts.
+  auto f = Diagnose(dir / "job", {16, 8, 8, 4},
+                    {"kind=nic_degrade,host=0,factor=0.3,start_step=10,end_step=30",
+                     "kind=nic_degrade,host=5,factor=0.3,start_step=10,end_step=30",
+                     "kind=nic_degrade,host=10,factor=0.3,start_step=10,end_step=30"}, "2.30", 40, nullptr, kCliJob);
+  ASSERT_EQ(f.size(), 3u) << FindingsToText(f);
+  std::set<std::string> named;
+  for (const Finding& x : f) {
+    EXPECT_EQ(x.kind, Kind::kSlowLink) << FindingsToText(f);
+    ASSERT_EQ(x.hosts.size(), 1u) << FindingsToText(f);
+    named.insert(x.hosts[0]);
+  }
+  EXPECT_EQ(named, std::set<std::string>({"node-000", "node-005", "node-010"})) << FindingsToText(f);
 }
 
 TEST(PeerBaseline, ThreeFaultsThatHoldEachOtherAreAllNamed) {
