@@ -78,12 +78,31 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
   struct Chan { int comm; std::vector<int> hosts, procs; };
   std::vector<Chan> chans;
   for (size_t c = 0; c < d.comms.size(); ++c) chans.push_back({static_cast<int>(c), d.comms[c].hosts, d.comms[c].procs});
+  // A communicator's own usual time is its better quarter of windows (the windows' medians), for
+  // when its key's peers are no baseline: a stage's own message size makes the key of its
+  // data-parallel groups, and they all span the same hosts, so one degraded NIC slows them all.
+  std::map<std::pair<int, uint64_t>, double> own_base;  // (comm, key)
+  {
+    std::map<std::pair<int, uint64_t>, std::map<int, std::vector<double>>> by;
+    for (const Inst& x : d.insts)
+      if (d.comms[x.comm].hosts.size() >= 2 && x.bytes >= (1 << 20))
+        by[{x.comm, KernelKey(d, x)}][static_cast<int>((x.ts - d.t0) / W)].push_back(x.tmin);
+    for (auto& [ck, per_w] : by) {
+      std::vector<double> levels;
+      for (auto& [w, v] : per_w) levels.push_back(Median(std::move(v)));
+      if (levels.size() < 4) continue;
+      std::sort(levels.begin(), levels.end());
+      own_base[ck] = levels[(levels.size() - 1) / 4];
+    }
+  }
   // Per (channel, window): transfer-time ratios.
   std::map<std::pair<int, int>, std::vector<double>> ratios;
   for (const Inst& x : d.insts) {
     const Comm& c = d.comms[x.comm];
     if (c.hosts.size() < 2) continue;
-    const double base = peer_base.at(KernelKey(d, x));
+    const uint64_t key = KernelKey(d, x);
+    double base = peer_base.at(key);
+    if (auto it = own_base.find({x.comm, key}); it != own_base.end()) base = std::min(base, it->second);
     if (base < 20 || x.bytes < (1 << 20)) continue;  // latency-bound: says nothing about bandwidth
     const int w = static_cast<int>((x.ts - d.t0) / W);
     ratios[{x.comm, w}].push_back(x.tmin / base);
