@@ -68,6 +68,12 @@ int Run(const Options& o) {
   }
   std::string out = o.json ? FindingsToJson(*f, suppressed) : FindingsToText(*f);
   if (o.explain && !o.json) out += SuppressedToText(suppressed);
+  else if (!o.json && !suppressed.empty()) {
+    // Silence is no reassurance: what the cross-checks dropped is at least counted.
+    const std::string dropped = std::to_string(suppressed.size()) +
+                                " candidate finding(s) suppressed or merged, each with its reason: see --explain\n";
+    out = f->empty() ? "no findings: " + dropped : out + dropped;
+  }
   std::fwrite(out.data(), 1, out.size(), stdout);
   return f->empty() ? 0 : 1;
 }

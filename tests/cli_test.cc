@@ -221,6 +221,18 @@ TEST(Diagnose, ExitStatusAndWhatWasRead) {
   Output explain = Collscope("diagnose " + dir / "job" + "/nccl-inspector --explain");
   EXPECT_NE(explain.text.find("suppressed or merged"), std::string::npos) << explain.text;
   EXPECT_EQ(Collscope("diagnose").code, 2);
+  // Without --explain, what the cross-checks dropped is still counted: a straggler's partners
+  // arrive late too, and are victims.
+  ASSERT_EQ(Collscope("simulate -o " + dir / "straggler" + " --hosts 2 --gpus-per-host 4 --tp 2 --pp 2 --layers 2 "
+                      "--hidden 1024 --seq-len 1024 --steps 30 --kineto-max-ranks 0 --dump-interval-us 200000 "
+                      "--fault kind=gpu_straggler,rank=1,factor=1.6")
+                .code,
+            0);
+  Output victims = Collscope("diagnose " + dir / "straggler" + "/nccl-inspector");
+  EXPECT_EQ(victims.code, 1) << victims.text;
+  EXPECT_NE(victims.text.find("candidate finding(s) suppressed or merged, each with its reason: see --explain"),
+            std::string::npos)
+      << victims.text;
 }
 
 // One default-run rule for every command, and the run it picked is printed: the run with the

@@ -196,7 +196,7 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
     int healthy_other = 0;
     bool ambiguous = false;
   };
-  std::map<std::vector<int>, Acc> acc;
+  std::map<std::vector<int>, Acc> acc, congested;
   for (int w = 0; w < nw; ++w) {
     if (slow_by_w[w].empty()) continue;
     std::map<int, int> S, T;
@@ -232,19 +232,28 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
       for (int c : u.comms) uncovered.erase(c);
       culprits.push_back(std::move(u));
     }
-    // Many hosts slow at once with no common host is contention, not a link: skip it.
-    if (culprits.empty() || (chosen.size() > std::max<size_t>(2, d.hosts.size() / 4) && !ambiguous)) continue;
+    if (culprits.empty()) continue;
+    // Many hosts slow at once with no common host is contention across the fabric, not a link:
+    // kept apart, as one set, for the suppressed list.
+    const bool contention = chosen.size() > std::max<size_t>(2, d.hosts.size() / 4) && !ambiguous;
+    if (contention) {
+      Culprit all{{chosen.begin(), chosen.end()}, {}};
+      for (const Culprit& u : culprits) all.comms.insert(all.comms.end(), u.comms.begin(), u.comms.end());
+      culprits = {std::move(all)};
+    }
     for (const Culprit& u : culprits) {
-      Acc& a = acc[u.hosts];
+      Acc& a = (contention ? congested : acc)[u.hosts];
       a.windows.push_back(w);
-      a.ambiguous |= u.hosts.size() > 1;
+      a.ambiguous |= !contention && u.hosts.size() > 1;
       for (int c : u.comms) {
         a.comms.insert(c);
         a.ratio.push_back(med[{c, w}]);
       }
     }
   }
-  for (auto& [hosts, a] : acc) {
+  for (auto* group : {&acc, &congested})
+  for (auto& [hosts, a] : *group) {
+    if (group == &congested && o.suppressed == nullptr) break;
     for (auto [w0, w1] : Runs(a.windows)) {
       int nwin = 0;
       for (int w : a.windows) nwin += (w >= w0 && w <= w1);
@@ -294,6 +303,12 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
                   "% of their usual bus bandwidth since " + FormatTimeUs(f.start_us) +
                   "; check its NICs, cables and switch ports" +
                   (a.ambiguous ? " (the data cannot tell these hosts apart)." : ".");
+      if (group == &congested) {
+        o.suppressed->push_back({std::move(f), std::to_string(hosts.size()) +
+                                                   " hosts slow at once with no host in common: contention across the "
+                                                   "fabric, not one link"});
+        continue;
+      }
       out.push_back(std::move(f));
     }
   }

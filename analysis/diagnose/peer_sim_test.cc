@@ -25,6 +25,7 @@ struct Model {
   uint64_t seed = 3;
   bool p2p = true;
   double compute_sigma = -1, comm_sigma = -1;  // -1: the simulator's defaults
+  double contention_prob = -1, contention_min = -1;
 };
 
 // `collscope simulate`'s own defaults (8 layers, 4k sequences, 1 s dumps) at moderate noise: the
@@ -53,6 +54,8 @@ std::vector<Finding> Diagnose(const std::string& dir, Shape sh, std::vector<std:
   c.inspector.p2p = m.p2p;
   c.noise.compute_sigma = m.compute_sigma;
   c.noise.comm_sigma = m.comm_sigma;
+  c.noise.contention_prob = m.contention_prob;
+  c.noise.contention_min = m.contention_min;
   c.output.dir = dir;
   c.output.kineto_max_ranks = 0;
   for (const std::string& f : faults) {
@@ -224,6 +227,45 @@ TEST(PeerBaseline, ThreeDegradedNicsAreThreeFindings) {
   EXPECT_EQ(named, std::set<std::string>({"node-000", "node-005", "node-010"})) << FindingsToText(f);
 }
 
+TEST(PeerBaseline, HeavyContentionOnAHealthyJobIsNoSlowLink) {
+  testing::TempDir dir;
+  // 60% of the collectives overlap compute and lose up to 70% of their bandwidth, at the noise
+  // maxima: now and then most of a window's transfers in a data-parallel group are slow, and all
+  // 4 hosts it spans tie. Each has most of its other channels fast, which clears it.
+  const Model heavy{.layers = 8, .seq_len = 4096, .seed = 1, .compute_sigma = 0.05, .comm_sigma = 0.1,
+                    .contention_prob = 0.6, .contention_min = 0.3};
+  auto f = Diagnose(dir / "job", {16, 8, 8, 4}, {}, "2.30", 60, nullptr, heavy);
+  EXPECT_TRUE(f.empty()) << FindingsToText(f);
+}
+
+TEST(PeerBaseline, FiveHostsSlowAtOnceAreFabricContentionNotFiveLinks) {
+  testing::TempDir dir;
+  // 5 of 16 hosts' links slow in the same steps, none shared: the fabric, not five NICs, is the
+  // likelier cause, and draining five hosts the wrong remedy. No slow_link finding; the
+  // candidate is kept, with why.
+  std::vector<std::string> faults;
+  for (int h : {0, 3, 5, 10, 15})
+    faults.push_back("kind=nic_degrade,host=" + std::to_string(h) + ",factor=0.3,start_step=10,end_step=30");
+  std::vector<Suppressed> dropped;
+  auto f = Diagnose(dir / "job", {16, 8, 8, 4}, faults, "2.30", 40, &dropped);
+  for (const Finding& x : f) EXPECT_NE(x.kind, Kind::kSlowLink) << FindingsToText(f);
+  bool fabric = false;
+  for (const Suppressed& x : dropped) fabric |= x.reason.find("contention across the fabric") != std::string::npos;
+  EXPECT_TRUE(fabric) << SuppressedToText(dropped);
+}
+
+TEST(PeerBaseline, ANicDegradedTwiceIsOneFinding) {
+  testing::TempDir dir;
+  // The same NIC slow in two stretches of the job, healthy in between: two runs of slow windows,
+  // one link and one thing to replace, so one finding.
+  auto f = Diagnose(dir / "job", {4, 4, 2, 2},
+                    {"kind=nic_degrade,host=1,factor=0.25,start_step=4,end_step=12",
+                     "kind=nic_degrade,host=1,factor=0.25,start_step=26,end_step=34"});
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].kind, Kind::kSlowLink);
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"node-001"})) << FindingsToText(f);
+}
+
 TEST(PeerBaseline, ThreeFaultsThatHoldEachOtherAreAllNamed) {
   testing::TempDir dir;
   // The 8-GPU suite job: a NIC on host 0 makes its rank late in the world allreduce, where the
@@ -282,6 +324,23 @@ TEST(LinkFlap, RecurringCollapsesAreOneFindingOfTheirHost) {
   }
   EXPECT_GE(bursts, 3) << FindingsToText(f);
   EXPECT_NEAR(period, 0.6, 0.1) << FindingsToText(f);
+}
+
+TEST(LinkFlap, CollapsesOfOneOutageDumpedInDifferentPassesAreOneBurst) {
+  testing::TempDir dir;
+  // 150 ms down every 2.5 s, 1 s dumps: the transfers that sat through one outage complete
+  // within it, but their dump passes date them up to a second apart, further apart than the
+  // outage. Completion intervals that overlap are one outage, so the period reads 2.5 s, not
+  // the 0.45 s of seven "bursts".
+  const Model m{.layers = 8, .seq_len = 4096, .dump_interval_us = 1000000, .seed = 3};
+  auto f = Diagnose(dir / "job", {4, 4, 2, 2}, {"kind=link_flap,host=1,period_us=2500000,down_us=150000"}, "2.30", 40,
+                    nullptr, m);
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].detector, "comm.link_flap") << FindingsToText(f);
+  double period = 0;
+  for (const Evidence& e : f[0].evidence)
+    if (e.key == "period_s") period = e.value;
+  EXPECT_NEAR(period, 2.5, 0.5) << FindingsToText(f);
 }
 
 TEST(LinkFlap, FlapsFasterThanTheDumpIntervalAreStillBursts) {
