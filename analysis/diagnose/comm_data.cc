@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "analysis/diagnose/comm_data.h"
@@ -53,6 +54,96 @@ std::vector<P2pTransfer> CrossHostP2pTransfers(const CommData& d) {
     }
   }
   return out;
+}
+
+namespace {
+
+// A communicator's members as an arithmetic progression of global ranks, when they are one.
+struct Progression {
+  int first = 0, stride = 0, n = 0;
+};
+bool AsProgression(const CommData& d, const Comm& c, Progression* p) {
+  std::vector<int> r;
+  for (int q : c.procs) r.push_back(d.procs[static_cast<size_t>(q)].global_rank);
+  std::sort(r.begin(), r.end());
+  if (r.size() < 2 || r[0] < 0) return false;
+  p->first = r[0];
+  p->stride = r[1] - r[0];
+  p->n = static_cast<int>(r.size());
+  for (size_t i = 2; i < r.size(); ++i)
+    if (r[i] - r[i - 1] != p->stride) return false;
+  return p->stride > 0;
+}
+
+// The largest group size whose groups cover every rank.
+int Tiling(const std::map<int, std::set<int>>& covered, size_t world) {
+  int best = 0;
+  for (const auto& [n, ranks] : covered)
+    if (ranks.size() == world) best = std::max(best, n);
+  return best;
+}
+
+}  // namespace
+
+void InferLayout(CommData* d) {
+  if (d->rank_source == "ordinal") return;  // ranks guessed from file order say nothing of it
+  const size_t world = d->procs.size();
+  std::set<int> with_p2p;
+  for (const P2p& x : d->p2p) with_p2p.insert(x.comm);
+  std::map<int, std::set<int>> tp_cover, pp_cover;
+  for (size_t c = 0; c < d->comms.size(); ++c) {
+    Progression p;
+    if (!AsProgression(*d, d->comms[c], &p) || static_cast<size_t>(p.n) >= world) continue;
+    if (p.stride == 1 && p.first % p.n == 0)
+      for (int i = 0; i < p.n; ++i) tp_cover[p.n].insert(p.first + i);
+    if (with_p2p.count(static_cast<int>(c)) && static_cast<size_t>(p.stride * p.n) == world)
+      for (int i = 0; i < p.n; ++i) pp_cover[p.n].insert(p.first + i * p.stride);
+  }
+  d->tp = Tiling(tp_cover, world);
+  d->pp = Tiling(pp_cover, world);
+  if (d->pp > 0) return;
+  // No pipeline traffic recorded (2.29): the data-parallel groups, every rank of a block at one
+  // tensor-parallel position, tile the world in blocks of one stage each (pipelines outermost,
+  // as Megatron orders them).
+  const int tp = std::max(d->tp, 1);
+  std::map<int, std::set<int>> dp_cover;
+  for (const Comm& c : d->comms) {
+    Progression p;
+    if (!AsProgression(*d, c, &p) || p.stride != tp) continue;
+    const int block = p.n * tp;
+    if (p.first / block != (p.first + (p.n - 1) * tp) / block) continue;
+    for (int i = 0; i < p.n; ++i) dp_cover[p.n].insert(p.first + i * tp);
+  }
+  const int dp = Tiling(dp_cover, world);
+  if (dp > 0 && world % static_cast<size_t>(dp * tp) == 0) d->pp = static_cast<int>(world) / (dp * tp);
+}
+
+std::string CommLabel(const CommData& d, int comm) {
+  const Comm& c = d.comms[static_cast<size_t>(comm)];
+  if (!c.name.empty() && c.name != "unknown") return c.name;
+  Progression p;
+  if (AsProgression(d, c, &p) && (d.tp > 1 || d.pp > 1)) {
+    // Without pipelines found, the world is one stage.
+    const int world = static_cast<int>(d.procs.size());
+    const int stage_size = d.pp > 1 ? world / d.pp : world;
+    const int stage = p.first / stage_size, last = p.first + (p.n - 1) * p.stride;
+    const bool one_stage = stage == last / stage_size;
+    const std::string of_stage = d.pp > 1 && one_stage ? " of PP stage " + std::to_string(stage) : "";
+    const int tp = std::max(d.tp, 1);
+    if (d.tp > 1 && p.stride == 1 && p.n == d.tp) return "TP group " + std::to_string((p.first % stage_size) / tp) + of_stage;
+    if (d.pp > 1 && p.n == d.pp && p.stride == stage_size) return "PP group " + std::to_string(p.first);
+    // Every rank of a stage at one tensor-parallel position: its data-parallel group.
+    if (one_stage && p.stride == tp && p.n * tp == stage_size)
+      return "DP group " + std::to_string(p.first % stage_size) + of_stage;
+    if (one_stage && !of_stage.empty()) return std::to_string(p.n) + "-rank group" + of_stage;
+  }
+  if (d.rank_source != "ordinal") {
+    std::vector<int> ranks;
+    for (int q : c.procs) ranks.push_back(d.procs[static_cast<size_t>(q)].global_rank);
+    std::sort(ranks.begin(), ranks.end());
+    return "the group of ranks " + RankList(ranks, 6);
+  }
+  return "communicator " + c.id;
 }
 
 bool Complete(const CommData& d, const Inst& x) {
@@ -259,6 +350,7 @@ Result<CommData> LoadCommData(Store& store, const std::string& run) {
   });
   if (d.insts.empty()) d.t0 = d.t1 = 0;
   d.timestamps_exact = exact > 0;
+  InferLayout(&d);
   return d;
 }
 

@@ -82,6 +82,10 @@ struct CommData {
   int64_t t0 = 0, t1 = 0;   // time range of the data
   bool timestamps_exact = false;  // start timestamps (verbose/plugin) rather than dump times
   std::string rank_source;        // "collscope", "world-communicator", "ordinal"
+  // The parallel layout, inferred from which global ranks each communicator holds (0: unknown):
+  // tensor-parallel groups are aligned runs of consecutive ranks that tile the world; pipelines
+  // carry point-to-point traffic at stride world / pp.
+  int tp = 0, pp = 0;
 };
 
 // Loads run `run` (empty: the only/first run) from the store.
@@ -124,6 +128,12 @@ std::vector<Finding> DetectLinkFlaps(const CommData& d, const CommOptions& o);
 std::vector<Finding> DetectHangFromRecords(const CommData& d);
 
 std::vector<P2pTransfer> CrossHostP2pTransfers(const CommData& d);
+
+// Sets CommData::tp and pp from the communicators' members (LoadCommData does).
+void InferLayout(CommData* d);
+// A communicator as users name it: its comm_name; else, where the layout is known, its place
+// in it ("TP group 3 of PP stage 1", "PP group 5", "4-rank group of PP stage 2"); else its id.
+std::string CommLabel(const CommData& d, int comm);
 
 double Median(std::vector<double> v);
 // The kernel key of an instance: op, communicator size and node count, message size. Instances

@@ -290,12 +290,12 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
       std::string hs = f.hosts.size() == 1 ? "host " + f.hosts[0] : std::to_string(f.hosts.size()) + " hosts (" + f.hosts[0] + ", ...)";
       // Which kinds of communicator are slow, as users name them (comm_name).
       std::set<std::string> names;
-      for (int c : comm_list) {
-        const Comm& cm = d.comms[static_cast<size_t>(chans[static_cast<size_t>(c)].comm)];
-        names.insert(cm.name.empty() ? cm.id : cm.name);
-      }
+      for (int c : comm_list) names.insert(CommLabel(d, chans[static_cast<size_t>(c)].comm));
       std::string kinds;
-      for (const std::string& n : names) kinds += (kinds.empty() ? "" : ", ") + n;
+      size_t listed = 0;
+      for (const std::string& n : names)
+        if (listed++ < 4) kinds += (kinds.empty() ? "" : ", ") + n;
+      if (names.size() > 4) kinds += " and " + std::to_string(names.size() - 4) + " more";
       f.AddText("slow_in", kinds);
       f.summary = (a.ambiguous ? "A network link of " : "The network link of ") + hs +
                   " is degraded: the " + std::to_string(f.comms.size()) +
@@ -504,8 +504,9 @@ std::vector<Finding> DetectMismatch(const CommData& d) {
     f.Add("sn", static_cast<double>(odd.sn));
     f.Add("bytes", static_cast<double>(odd.bytes));
     if (expect_bytes >= 0) f.Add("peer_bytes", static_cast<double>(expect_bytes));
+    const std::string label = CommLabel(d, odd.comm);
     f.summary = "Rank " + std::to_string(f.ranks[0]) + " issued " + why + " in communicator " + c.id +
-                (c.name.empty() ? "" : " (" + c.name + ")") + " at sequence number " +
+                (label == "communicator " + c.id ? "" : " (" + label + ")") + " at sequence number " +
                 std::to_string(odd.sn) + " than its " + std::to_string(f.victims.size()) +
                 " peers: a code-path divergence; compare that rank's program order.";
     out.push_back(std::move(f));
@@ -616,7 +617,9 @@ std::vector<Finding> DetectHangFromRecords(const CommData& d) {
     }
     first_stop = std::min(first_stop, stop_ts[c]);
     most = std::max(most, deficit[c]);
-    if (names.size() < 200) names += (names.empty() ? "" : ", ") + cm.id + (cm.name.empty() ? "" : " (" + cm.name + ")");
+    const std::string label = CommLabel(d, c);
+    if (names.size() < 200)
+      names += (names.empty() ? "" : ", ") + cm.id + (label == "communicator " + cm.id ? "" : " (" + label + ")");
   }
   SortUnique(&f.comms);
   f.victims.assign(victims.begin(), victims.end());

@@ -624,3 +624,57 @@ TEST(Findings, JsonRoundTrip) {
 
 }  // namespace
 }  // namespace collscope::diagnose
+
+namespace collscope::diagnose {
+namespace {
+
+// 16 ranks, 4 per host: TP groups of 4 (one per host), 2 pipeline stages of 8 ranks, DP pairs at
+// stride 4 inside a stage, pipeline pairs at stride 8 carrying Send/Recv.
+CommData Layout16(bool p2p) {
+  CommData d;
+  d.rank_source = "world-communicator";
+  for (int h = 0; h < 4; ++h) d.hosts.push_back("node-00" + std::to_string(h));
+  for (int r = 0; r < 16; ++r) d.procs.push_back({r / 4, r});
+  auto add = [&](std::vector<int> ranks, const std::string& name) {
+    Comm c;
+    c.id = "0x" + std::to_string(d.comms.size() + 100);
+    c.name = name;
+    c.n_ranks = static_cast<int>(ranks.size());
+    c.procs = ranks;
+    d.comms.push_back(c);
+    return static_cast<int>(d.comms.size()) - 1;
+  };
+  for (int g = 0; g < 4; ++g) add({4 * g, 4 * g + 1, 4 * g + 2, 4 * g + 3}, "");
+  for (int s = 0; s < 2; ++s)
+    for (int t = 0; t < 4; ++t) add({8 * s + t, 8 * s + t + 4}, "unknown");
+  for (int r = 0; r < 8; ++r) {
+    const int c = add({r, r + 8}, "");
+    if (p2p) d.p2p.push_back({r, c, r + 8, true, 1 << 20, 100, 0, 0, 0});
+  }
+  add({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, "default_pg");
+  return d;
+}
+
+TEST(CommLabel, NamesGroupsByTheirPlaceInTheInferredLayout) {
+  for (bool p2p : {true, false}) {
+    // Pipelines from their Send/Recv traffic, or, without it (2.29), from the data-parallel
+    // groups that tile the world in blocks of one stage.
+    CommData d = Layout16(p2p);
+    InferLayout(&d);
+    EXPECT_EQ(d.tp, 4);
+    EXPECT_EQ(d.pp, 2) << "p2p " << p2p;
+    EXPECT_EQ(CommLabel(d, 3), "TP group 1 of PP stage 1");
+    EXPECT_EQ(CommLabel(d, 4 + 4 + 1), "DP group 1 of PP stage 1");  // ranks 9, 13
+    EXPECT_EQ(CommLabel(d, 12 + 3), "PP group 3");
+    EXPECT_EQ(CommLabel(d, 20), "default_pg");  // a comm_name wins
+  }
+  // Ranks guessed from file order say nothing of the layout: the id.
+  CommData d = Layout16(true);
+  d.rank_source = "ordinal";
+  InferLayout(&d);
+  EXPECT_EQ(d.tp, 0);
+  EXPECT_EQ(CommLabel(d, 3), "communicator 0x103");
+}
+
+}  // namespace
+}  // namespace collscope::diagnose

@@ -323,7 +323,7 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
     f.Add("instances", e.instances);
     f.Add("z_score", e.z);
     f.summary = "Rank " + std::to_string(f.ranks[0]) + " arrives last at " + std::to_string(e.last) + " of " +
-                std::to_string(e.instances) + " collectives of " + (c.name.empty() ? c.id : c.name);
+                std::to_string(e.instances) + " collectives of " + CommLabel(d, e.comm);
     o.suppressed->push_back({std::move(f), std::move(why)});
   };
   // Roots: late events whose rank waited on nobody as much as it made others wait.
@@ -372,12 +372,11 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
       if (q != e.proc) peers_held.push_back(held(q));
     const double xfer = std::max(0.0, held(e.proc) - Median(peers_held));
     if (waited + p2p + xfer >= need) {
-      const Comm& c = d.comms[static_cast<size_t>(e.comm)];
       suppress(e, "propagated lateness: it waited " + Fmt("%.0f", (waited + p2p + xfer) / 1e3) +
                       " ms on others (late members of its other communicators " + Fmt("%.0f", waited / 1e3) +
                       " ms, pipeline peers " + Fmt("%.0f", p2p / 1e3) + " ms, slow transfers " +
                       Fmt("%.0f", xfer / 1e3) + " ms, each beyond its peers'), at least half of the " +
-                      Fmt("%.0f", e.wait_us / 1e3) + " ms it made " + (c.name.empty() ? c.id : c.name) + " wait");
+                      Fmt("%.0f", e.wait_us / 1e3) + " ms it made " + CommLabel(d, e.comm) + " wait");
       continue;
     }
     roots.push_back(&e);
@@ -404,9 +403,8 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
         if (!leader || lasts[y->proc] > lasts[leader->proc]) leader = y;
       }
       if (!leader) { kept.push_back(r); continue; }
-      const Comm& c = d.comms[static_cast<size_t>(leader->comm)];
       suppress(*r, "follows rank " + std::to_string(d.procs[static_cast<size_t>(leader->proc)].global_rank) +
-                       ": it waits for that rank in " + (c.name.empty() ? c.id : c.name) + ", where that rank " +
+                       ": it waits for that rank in " + CommLabel(d, leader->comm) + ", where that rank " +
                        "arrives last at " + std::to_string(leader->last) + " of " +
                        std::to_string(leader->instances) + " collectives and it does not");
     }
@@ -478,14 +476,14 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
       std::map<std::string, std::vector<int>> named;  // name -> communicators
       for (int c : comms) {
         const Comm& cm = d.comms[static_cast<size_t>(c)];
-        named[cm.name.empty() ? cm.id : cm.name].push_back(c);
+        named[cm.name.empty() || cm.name == "unknown" ? CommLabel(d, c) : cm.name].push_back(c);
       }
       std::string where;
       for (const auto& [n, cs] : named) {
         std::string label = n;
         if (cs.size() > 1) {
           label += " (" + std::to_string(cs.size()) + " groups)";
-        } else {
+        } else if (label.find("ranks ") == std::string::npos) {
           std::vector<int> members;
           for (int p : d.comms[static_cast<size_t>(cs[0])].procs) members.push_back(d.procs[static_cast<size_t>(p)].global_rank);
           SortUnique(&members);
