@@ -3,6 +3,7 @@
 #include <charconv>
 #include <utility>
 #include <cstring>
+#include <type_traits>
 
 #include "core/taxonomy.h"
 
@@ -396,7 +397,7 @@ void InspectorLineParser::Remember(const ParsedLine& l) {
   std::string_view v = l.format_version;
   marker_.counts_lines = v != "v4.0" && v != "v4.1" && v != "v4.2";
   CopyContext(l, &marker_.context);
-  static_assert(std::size(decltype(marker_.text){}) == std::size(kContextText));
+  static_assert(std::extent_v<decltype(marker_.text)> == std::size(kContextText));
   for (size_t i = 0; i < std::size(kContextText); ++i) {
     marker_.text[i] = std::string(l.*kContextText[i]);
     marker_.context.*kContextText[i] = marker_.text[i];

@@ -11,3 +11,5 @@ scripts/setup.sh build-asan -DCOLLSCOPE_SANITIZE=ON -DCOLLSCOPE_BENCH=OFF -DCMAK
 cmake -S . -B build-tsan -DCOLLSCOPE_TSAN=ON -DCOLLSCOPE_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug >/dev/null
 cmake --build build-tsan -j"$jobs" --target capture_nccl_plugin_test capture_nccl_format_test
 (cd build-tsan && ctest --output-on-failure -j"$jobs" --timeout 900 -R '^capture_')
+# Every reader under libFuzzer for 30 s each (bench/fuzz.sh runs them for 10 minutes).
+bench/fuzz.sh 30

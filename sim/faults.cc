@@ -143,7 +143,10 @@ bool ResolveFaults(const SimConfig& config, int world, std::vector<Fault>* out,
     }
     int gpu = -1;
     std::string mismatch_op_text, op_text, comm_text;
-    for (const auto& [key, value] : spec.params) {
+    for (const auto& entry : spec.params) {
+      // Plain references, not structured bindings: lambdas below capture them (Clang 14 cannot).
+      const auto& key = entry.first;
+      const auto& value = entry.second;
       double v = 0;
       auto num = [&](double* dst) {
         if (!ToDouble(value, &v)) {

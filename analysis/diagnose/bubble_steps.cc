@@ -110,7 +110,10 @@ std::vector<Finding> DetectStageIdle(const readers::StepSeries& s, const std::ma
   std::map<int, std::vector<int>> all_members;  // stage -> every rank the records place there
   for (const auto& [rank, st] : stage_of) all_members[st].push_back(rank);
 
-  for (const auto& [stage, ranks] : members) {
+  for (const auto& entry : members) {
+    // Plain references, not structured bindings: lambdas below capture them (Clang 14 cannot).
+    const auto& stage = entry.first;
+    const auto& ranks = entry.second;
     // Steps where most of the stage idled beyond its usual.
     std::map<int64_t, std::pair<int, int>> count;  // step -> (ranks with data, ranks idle)
     for (int r : ranks)

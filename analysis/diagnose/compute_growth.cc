@@ -112,7 +112,10 @@ ComputeProfile AnalyzeComputeGrowth(const readers::StepSeries& s, const ComputeO
   for (double e : all) dev.push_back(std::fabs(e - med));
   p.sigma = 1.4826 * Median(dev);
   p.threshold = std::max(o.min_growth, o.noise_sigmas * p.sigma);
-  for (auto& [rank, obs] : by_rank) {
+  for (auto& entry : by_rank) {
+    // Plain references, not structured bindings: the lambda below captures them (Clang 14 cannot).
+    const auto& rank = entry.first;
+    auto& obs = entry.second;
     if (!usual.count(rank) || usual[rank] <= 0) continue;
     std::vector<const Obs*> run;
     int gap = 0;

@@ -311,7 +311,10 @@ std::vector<Finding> DetectKernelAnomalies(const KernelData& d, const KernelOpti
     by_name[s.name].push_back(MakeProfile(s.rank, s.name, s.dur_us, o.kde));
   }
   std::vector<KernelShift> shifts;
-  for (auto& [name, profs] : by_name) {
+  for (auto& named : by_name) {
+    // Plain references, not structured bindings: lambdas below capture them (Clang 14 cannot).
+    const auto& name = named.first;
+    auto& profs = named.second;
     const size_t m = profs.size();
     if (m < o.min_ranks) continue;
     std::vector<const KernelProfile*> ptr;

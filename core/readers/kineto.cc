@@ -77,7 +77,8 @@ bool Int(element e, int64_t* out) {
   int64_t i;
   if (e.get_int64().get(i) == simdjson::SUCCESS) { *out = i; return true; }
   double d;
-  if (Num(e, &d)) { *out = static_cast<int64_t>(d); return true; }
+  // A value outside int64 (or NaN) is no integer: converting it would be undefined.
+  if (Num(e, &d) && d >= -9.2e18 && d <= 9.2e18) { *out = static_cast<int64_t>(d); return true; }
   return false;
 }
 

@@ -93,6 +93,19 @@ TEST(Kineto, RejectsWhatIsNotATrace) {
   EXPECT_FALSE(ReadKinetoTrace("/nonexistent/x.pt.trace.json").ok());
 }
 
+// Found by tests/fuzz/kineto_fuzz: an integer field written as a float beyond int64 was
+// converted anyway (undefined behaviour; UBSan aborts). It is no integer: the field is unread.
+TEST(Kineto, AnIntegerFieldBeyondInt64IsNotRead) {
+  std::string trace = TinyTrace(1);
+  const std::string pid = "\"pid\": 42, \"tid\": 42, \"ts\": 1000";
+  ASSERT_NE(trace.find(pid), std::string::npos);
+  trace.replace(trace.find(pid), pid.size(), "\"pid\": 1.8e19, \"tid\": 42, \"ts\": 1000");
+  auto t = ParseKinetoTrace(trace, "/x/host-a_4242.1700000000000.pt.trace.json");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->pid, 42);  // from the other step's event
+  EXPECT_EQ(t->steps.size(), 2u);
+}
+
 TEST(Kineto, IngestsIntoTheStoreOnceAndFeedsTheStepDetector) {
   TempDir dir;
   WriteFile(dir / "job/host-b_200.1.pt.trace.json", TinyTrace(1));

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (tests/fuzz) with Clang, seeds each from the shared fixtures and a
+# small simulated job, and runs each for SECONDS (default 600). A crash leaves its input under
+# build-fuzz/crashes/<target>/ and makes the script fail; turn each into a regression test.
+# usage: bench/fuzz.sh [SECONDS] [TARGET...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-600}
+shift || true
+targets=("$@")
+((${#targets[@]})) || targets=(inspector_line line_reader kineto pickle nccl_tests inflight_state steps)
+fixtures=${COLLSCOPE_FIXTURES:-../shared/fixtures}
+out=build-fuzz
+
+CC=clang CXX=clang++ cmake -S . -B "$out" -DCOLLSCOPE_FUZZ=ON -DCOLLSCOPE_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$out" -j"$(nproc)" --target collscope $(printf '%s_fuzz ' "${targets[@]}")
+
+# Seeds: small, real inputs of each format (whole files of a few KiB; the first lines of logs).
+seeds=$out/seeds
+rm -rf "$seeds" && mkdir -p "$seeds"
+job=$out/seed-job
+rm -rf "$job"
+"$out/collscope" simulate -o "$job" --hosts 2 --gpus-per-host 2 --tp 2 --pp 2 --layers 2 --hidden 1024 \
+  --seq-len 1024 --steps 4 --kineto-max-ranks 4 --kineto-last-step 0 --no-kineto-gzip --dump-interval-us 200000 >/dev/null
+"$out/collscope" simulate -o "$job-229" --hosts 2 --gpus-per-host 2 --tp 2 --pp 2 --layers 2 --hidden 1024 \
+  --seq-len 1024 --steps 4 --kineto-max-ranks 0 --inspector-flavor 2.29 --inspector-verbose >/dev/null
+seed() { mkdir -p "$seeds/$1"; cp "$2" "$seeds/$1/$(basename "$2")-$RANDOM"; }
+for f in "$job"/nccl-inspector/*.log "$job-229"/nccl-inspector/*.log; do
+  head -n 40 "$f" > "$seeds/tmp"
+  seed inspector_line "$seeds/tmp"
+  { printf '\0'; cat "$seeds/tmp"; } > "$seeds/tmp.plain" && seed line_reader "$seeds/tmp.plain"
+  { printf '\1'; gzip -c "$seeds/tmp"; } > "$seeds/tmp.gz" && seed line_reader "$seeds/tmp.gz"
+done
+for f in "$job"/kineto/*.json; do [ -e "$f" ] && seed kineto "$f"; done
+for f in "$job"/nccl-inspector/*.inflight.json "$job"/*.inflight.json; do [ -e "$f" ] && seed inflight_state "$f"; done
+[ -e "$job/step_summary.csv" ] && seed steps "$job/step_summary.csv"
+if [ -d "$fixtures" ]; then
+  for f in "$fixtures"/flight-recorder/*/_dump_*; do [ -e "$f" ] && seed pickle "$f"; done
+  for f in "$fixtures"/nccl-tests/*/*.log "$fixtures"/nccl-tests/*.log; do [ -e "$f" ] && seed nccl_tests "$f"; done
+  for f in "$fixtures"/megatron/*.log "$fixtures"/megatron/*/*.log; do [ -e "$f" ] && { head -n 60 "$f" > "$seeds/tmp"; seed steps "$seeds/tmp"; }; done
+  for f in "$fixtures"/kineto/*/*.json.gz; do [ -e "$f" ] && { { gzip -dc "$f" 2>/dev/null || true; } | head -c 65536 > "$seeds/tmp" || true; seed kineto "$seeds/tmp"; }; done
+else
+  echo "fuzz: no fixtures at $fixtures; seeding from the simulated job only"
+fi
+rm -f "$seeds"/tmp*
+
+status=0
+for t in "${targets[@]}"; do
+  mkdir -p "$out/corpus/$t" "$out/crashes/$t" "$seeds/$t"
+  log=$out/fuzz-$t.log
+  max_len=65536
+  [ "$t" = kineto ] && max_len=$((1 << 20))  # a one-step trace of one rank
+  # The working corpus grows across runs; the seeds are read, never written.
+  if "$out/tests/fuzz/${t}_fuzz" "$out/corpus/$t" "$seeds/$t" -max_total_time="$seconds" -timeout=20 \
+       -rss_limit_mb=2560 -max_len=$max_len -print_final_stats=1 -artifact_prefix="$out/crashes/$t/" >"$log" 2>&1; then
+    echo "fuzz $t: ${seconds}s, $(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | grep -o '[0-9]*$') runs, no finding"
+  else
+    echo "fuzz $t: FINDING, see $log and $out/crashes/$t/"
+    tail -n 30 "$log"
+    status=1
+  fi
+done
+exit $status
