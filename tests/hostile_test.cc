@@ -342,6 +342,112 @@ void RegisterIngestCases() {
                  }});
   }
 
+  // One bad line beside the good job: each is rejected with its reason (file and line), and
+  // the good lines are stored.
+  struct BadLine {
+    const char* name;
+    std::function<std::string(std::string)> make;  // from one good line of node3's
+    const char* says;
+  };
+  auto sub = [](const char* from, const char* to) {
+    return [from, to](std::string l) {
+      const size_t at = l.find(from);
+      EXPECT_NE(at, std::string::npos) << from;
+      if (at != std::string::npos) l.replace(at, std::strlen(from), to);
+      return l;
+    };
+  };
+  const std::string p2p_perf =
+      R"("p2p_perf":{"p2p":"Send","p2p_sn":1,"p2p_peer":99,"p2p_msg_size_bytes":1048576,"p2p_exec_time_us":100,)"
+      R"("p2p_timing_source":"kernel_gpu","p2p_algobw_gbs":10.4,"p2p_busbw_gbs":10.4})";
+  for (const BadLine& b : std::vector<BadLine>{
+           {"exec_time_nan", sub("\"coll_exec_time_us\":100", "\"coll_exec_time_us\":NaN"), "coll_exec_time_us: bad JSON value"},
+           {"exec_time_null", sub("\"coll_exec_time_us\":100", "\"coll_exec_time_us\":null"), "coll_exec_time_us: expected an unsigned integer"},
+           {"msg_size_negative", sub("\"coll_msg_size_bytes\":1048576", "\"coll_msg_size_bytes\":-1"), "coll_msg_size_bytes: impossible negative value"},
+           {"dump_timestamp_negative", sub("\"dump_timestamp_us\":1760000000000000", "\"dump_timestamp_us\":-1"), "dump_timestamp_us: impossible negative value"},
+           {"op_unknown", sub("\"coll\":\"AllReduce\"", "\"coll\":\"AllGatherExotic\""), "coll: unknown operation \"AllGatherExotic\""},
+           {"op_a_number", sub("\"coll\":\"AllReduce\"", "\"coll\":7"), "coll: expected a string"},
+           {"comm_id_not_hex", sub("\"id\":\"0xdef\"", "\"id\":\"zzz\""), "header.id: not a hex communicator id"},
+           {"comm_id_a_number", sub("\"id\":\"0xdef\"", "\"id\":57005"), "header.id: expected a string"},
+           {"rank_negative", sub("\"rank\":0", "\"rank\":-3"), "header.rank: rank -3 outside 0..1"},
+           {"rank_past_n_ranks", sub("\"rank\":0", "\"rank\":5"), "header.rank: rank 5 outside 0..1"},
+           {"n_ranks_zero", sub("\"n_ranks\":2", "\"n_ranks\":0"), "header.n_ranks: impossible value 0"},
+           {"nnodes_negative", sub("\"nnodes\":2", "\"nnodes\":-1"), "header.nnodes: impossible value -1"},
+           {"format_version_unknown", sub("\"v4.0\"", "\"v9.9\""), "metadata.inspector_output_format_version: unknown format version \"v9.9\""},
+           {"header_missing", sub("\"header\":{\"id\":\"0xdef\",\"rank\":0,\"n_ranks\":2,\"nnodes\":2},", ""), "header.id: missing field"},
+           {"coll_perf_an_array", [](std::string l) { l.insert(l.find("\"coll_perf\":{") + 12, "["); l.insert(l.size() - 2, "]"); return l; },
+            "coll_perf: expected an object"},
+           {"top_level_array", [](std::string l) { l.pop_back(); return "[" + l + "]\n"; }, "line: not a JSON object"},
+           {"top_level_string", [](std::string) { return std::string("\"hello\"\n"); }, "line: not a JSON object"},
+           {"nesting_100000_deep", [](std::string) { return std::string(100000, '[') + std::string(100000, ']') + "\n"; }, "line: not a JSON object"},
+           {"object_nesting_100000_deep",
+            [](std::string) {
+              std::string d;
+              for (int i = 0; i < 100000; ++i) d += "{\"a\":";
+              return d + "1" + std::string(100000, '}') + "\n";
+            },
+            "line: no header or metadata"},
+           {"truncated_line", [](std::string l) { return l.substr(0, l.size() / 2) + "\n"; }, "line: not JSON"},
+           {"byte_order_mark", [](std::string l) { return "\xEF\xBB\xBF" + l; }, "line: not a JSON object"},
+           {"nul_bytes_in_line", [](std::string l) { return l.substr(0, 30) + std::string(2, '\0') + l.substr(30); }, "line: malformed JSON"},
+           {"binary_garbage", [](std::string) { std::string g; for (int i = 0; i < 5000; ++i) g += static_cast<char>(i % 256); return g + "\n"; },
+            "line: not a JSON object"},
+           {"invalid_utf8_hostname", sub("\"hostname\":\"node3\"", "\"hostname\":\"no\xFF" "de\""), "line: not JSON"},
+           {"p2p_peer_past_n_ranks",
+            [p2p_perf](std::string l) { return l.substr(0, l.find("\"coll_perf\"")) + p2p_perf + "}\n"; }, "p2p_perf.p2p_peer: peer 99 outside 0..1"},
+           {"sequence_number_1e400", sub("\"coll_sn\":1,", "\"coll_sn\":1e400,"), "coll_sn: bad number"},
+       }) {
+    c.push_back({std::string("ingest_bad_line_") + b.name,
+                 [b](const Env& e) {
+                   GoodInputs(e);
+                   WriteFile(e.in() + "/node3-pid3.log",
+                             b.make(CollLine("node3", 3, "0xdef", 0, 2, 2, "AllReduce", 1, 1048576, 100, "10.485760", "19.660800")));
+                 },
+                 [](const Env& e) { return Ingest(e); }, std::string("node3-pid3.log:1: ") + b.says, GoodStoredWithWarning});
+  }
+  // Blank lines are rejected lines too (counted, named), and the line after them is stored.
+  for (const char* blank : {"   \t  \n", "\n\n\n"}) {
+    c.push_back({std::string("ingest_blank_lines_") + (blank[0] == ' ' ? "whitespace" : "empty"),
+                 [blank](const Env& e) {
+                   GoodInputs(e);
+                   WriteFile(e.in() + "/node3-pid3.log",
+                             blank + CollLine("node3", 3, "0xdef", 0, 2, 2, "AllReduce", 1, 1048576, 100, "10.485760", "19.660800"));
+                 },
+                 [](const Env& e) { return Ingest(e); }, "node3-pid3.log:1: line: empty line",
+                 [](const Env& e, const Output& o) {
+                   EXPECT_EQ(e.Records(), 9) << o.text;
+                   EXPECT_EQ(o.code, 1) << o.text;
+                 }});
+  }
+  // Odd but readable: stored, and every later command still works on the store.
+  for (const BadLine& b : std::vector<BadLine>{
+           {"crlf_line_ends", [](std::string l) { l.insert(l.size() - 1, "\r"); return l; }, ""},
+           {"duplicate_key", sub("\"coll_sn\":1,", "\"coll_sn\":1,\"coll_sn\":2,"), ""},
+           {"exec_time_as_text", sub("\"coll_exec_time_us\":100", "\"coll_exec_time_us\":\"100\""), ""},
+           {"hostname_of_1_mib", sub("\"hostname\":\"node3\"", "\"hostname\":\"HOST\""), ""},  // HOST: 1 MiB, below
+           {"hostname_with_escaped_nul", sub("\"hostname\":\"node3\"", "\"hostname\":\"no\\u0000de\""), ""},
+           {"timing_source_unknown", sub("\"kernel_gpu\"", "\"quantum\""), ""},
+       }) {
+    c.push_back({std::string("ingest_odd_line_") + b.name,
+                 [b](const Env& e) {
+                   GoodInputs(e);
+                   std::string l = b.make(CollLine("node3", 3, "0xdef", 0, 2, 2, "AllReduce", 1, 1048576, 100, "10.485760", "19.660800"));
+                   if (const size_t at = l.find("\"HOST\""); at != std::string::npos) l.replace(at + 1, 4, std::string(1 << 20, 'h'));
+                   WriteFile(e.in() + "/node3-pid3.log", l);
+                 },
+                 [](const Env& e) {
+                   return Ingest(e) + "; " + Binary() + " summary --db " + Quote(e.db()) + " >/dev/null && " + Binary() +
+                          " report --db " + Quote(e.db()) + " -o " + Quote(e.dir / "r.html") + " && " + Binary() +
+                          " diagnose --db " + Quote(e.db()) + " >/dev/null; echo \"later commands: $?\"";
+                 },
+                 "", [](const Env& e, const Output& o) {
+                   EXPECT_EQ(e.Records(), 9) << o.text;
+                   EXPECT_TRUE(o.text.find("later commands: 0") != std::string::npos ||
+                               o.text.find("later commands: 1") != std::string::npos)
+                       << "summary, report or diagnose failed on the store:\n" << o.text;
+                 }});
+  }
+
   // diagnose walks its paths with the same rules (H1, C2).
   auto diagnose = [](const Env& e) { return "diagnose " + Quote(e.in()); };
   auto terminates = [](const Env&, const Output& o) { EXPECT_LE(o.code, 2) << o.text; };
