@@ -146,6 +146,12 @@ std::string CommLabel(const CommData& d, int comm) {
   return "communicator " + c.id;
 }
 
+std::string CommIdAndLabel(const CommData& d, int comm) {
+  const std::string& id = d.comms[static_cast<size_t>(comm)].id;
+  const std::string label = CommLabel(d, comm);
+  return label == "communicator " + id ? id : id + " (" + label + ")";
+}
+
 bool Complete(const CommData& d, const Inst& x) {
   const int m = static_cast<int>(d.comms[static_cast<size_t>(x.comm)].procs.size());
   return x.n >= 2 && x.pmin >= 0 && (x.n == m || (m >= 3 && x.n == m - 1));

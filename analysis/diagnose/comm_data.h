@@ -134,6 +134,8 @@ void InferLayout(CommData* d);
 // A communicator as users name it: its comm_name; else, where the layout is known, its place
 // in it ("TP group 3 of PP stage 1", "PP group 5", "4-rank group of PP stage 2"); else its id.
 std::string CommLabel(const CommData& d, int comm);
+// "0x5eed (TP group 3 of PP stage 1)", or the id alone when that is all CommLabel knows.
+std::string CommIdAndLabel(const CommData& d, int comm);
 
 double Median(std::vector<double> v);
 // The kernel key of an instance: op, communicator size and node count, message size. Instances

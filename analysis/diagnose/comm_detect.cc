@@ -251,65 +251,66 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
       }
     }
   }
-  for (auto* group : {&acc, &congested})
-  for (auto& [hosts, a] : *group) {
+  for (auto* group : {&acc, &congested}) {
     if (group == &congested && o.suppressed == nullptr) break;
-    for (auto [w0, w1] : Runs(a.windows)) {
-      int nwin = 0;
-      for (int w : a.windows) nwin += (w >= w0 && w <= w1);
-      if (nwin < 2) continue;  // one window: contention, not a lasting degradation
-      Finding f;
-      f.kind = Kind::kSlowLink;
-      f.detector = "comm.slow_link";
-      for (int h : hosts) f.hosts.push_back(d.hosts[h]);
-      std::vector<int> comm_list(a.comms.begin(), a.comms.end());
-      std::set<int> victims;
-      for (int c : comm_list) {
-        f.comms.push_back(d.comms[chans[c].comm].id);
-        for (int p : chans[c].procs) {
-          const int gr = d.procs[p].global_rank;
-          if (std::find(hosts.begin(), hosts.end(), d.procs[p].host) != hosts.end()) f.ranks.push_back(gr);
-          else victims.insert(gr);
+    for (auto& [hosts, a] : *group) {
+      for (auto [w0, w1] : Runs(a.windows)) {
+        int nwin = 0;
+        for (int w : a.windows) nwin += (w >= w0 && w <= w1);
+        if (nwin < 2) continue;  // one window: contention, not a lasting degradation
+        Finding f;
+        f.kind = Kind::kSlowLink;
+        f.detector = "comm.slow_link";
+        for (int h : hosts) f.hosts.push_back(d.hosts[h]);
+        std::vector<int> comm_list(a.comms.begin(), a.comms.end());
+        std::set<int> victims;
+        for (int c : comm_list) {
+          f.comms.push_back(d.comms[chans[c].comm].id);
+          for (int p : chans[c].procs) {
+            const int gr = d.procs[p].global_rank;
+            if (std::find(hosts.begin(), hosts.end(), d.procs[p].host) != hosts.end()) f.ranks.push_back(gr);
+            else victims.insert(gr);
+          }
         }
+        SortUnique(&f.ranks);
+        f.victims.assign(victims.begin(), victims.end());
+        SortUnique(&f.comms);
+        f.start_us = d.t0 + static_cast<int64_t>(w0 * W);
+        f.end_us = d.t0 + static_cast<int64_t>((w1 + 1) * W);
+        const double r = Median(a.ratio);
+        // Sure of a degraded link; when the data cannot tell its hosts apart, the chance that the
+        // hosts named are the culprit is about one in their number.
+        f.confidence = std::min(1.0, 0.5 + 0.1 * nwin) * std::min(1.0, (r - 1) / 1.0) /
+                       (a.ambiguous ? static_cast<double>(hosts.size()) : 1.0);
+        f.Add("transfer_time_ratio", r);
+        f.Add("bandwidth_share", 1.0 / r);
+        f.Add("slow_comms", static_cast<double>(f.comms.size()));
+        f.Add("windows", nwin);
+        f.AddText("ambiguous", a.ambiguous ? "yes: every slow communicator spans all these hosts" : "no");
+        std::string hs = f.hosts.size() == 1 ? "host " + f.hosts[0] : std::to_string(f.hosts.size()) + " hosts (" + f.hosts[0] + ", ...)";
+        // Which kinds of communicator are slow, as users name them (comm_name).
+        std::set<std::string> names;
+        for (int c : comm_list) names.insert(CommLabel(d, chans[static_cast<size_t>(c)].comm));
+        std::string kinds;
+        size_t listed = 0;
+        for (const std::string& n : names)
+          if (listed++ < 4) kinds += (kinds.empty() ? "" : ", ") + n;
+        if (names.size() > 4) kinds += " and " + std::to_string(names.size() - 4) + " more";
+        f.AddText("slow_in", kinds);
+        f.summary = (a.ambiguous ? "A network link of " : "The network link of ") + hs +
+                    " is degraded: the " + std::to_string(f.comms.size()) +
+                    " communicators spanning it (" + kinds + ") run at " + Fmt("%.0f", 100.0 / r) +
+                    "% of their usual bus bandwidth since " + FormatTimeUs(f.start_us) +
+                    "; check its NICs, cables and switch ports" +
+                    (a.ambiguous ? " (the data cannot tell these hosts apart)." : ".");
+        if (group == &congested) {
+          o.suppressed->push_back({std::move(f), std::to_string(hosts.size()) +
+                                                     " hosts slow at once with no host in common: contention across the "
+                                                     "fabric, not one link"});
+          continue;
+        }
+        out.push_back(std::move(f));
       }
-      SortUnique(&f.ranks);
-      f.victims.assign(victims.begin(), victims.end());
-      SortUnique(&f.comms);
-      f.start_us = d.t0 + static_cast<int64_t>(w0 * W);
-      f.end_us = d.t0 + static_cast<int64_t>((w1 + 1) * W);
-      const double r = Median(a.ratio);
-      // Sure of a degraded link; when the data cannot tell its hosts apart, the chance that the
-      // hosts named are the culprit is about one in their number.
-      f.confidence = std::min(1.0, 0.5 + 0.1 * nwin) * std::min(1.0, (r - 1) / 1.0) /
-                     (a.ambiguous ? static_cast<double>(hosts.size()) : 1.0);
-      f.Add("transfer_time_ratio", r);
-      f.Add("bandwidth_share", 1.0 / r);
-      f.Add("slow_comms", static_cast<double>(f.comms.size()));
-      f.Add("windows", nwin);
-      f.AddText("ambiguous", a.ambiguous ? "yes: every slow communicator spans all these hosts" : "no");
-      std::string hs = f.hosts.size() == 1 ? "host " + f.hosts[0] : std::to_string(f.hosts.size()) + " hosts (" + f.hosts[0] + ", ...)";
-      // Which kinds of communicator are slow, as users name them (comm_name).
-      std::set<std::string> names;
-      for (int c : comm_list) names.insert(CommLabel(d, chans[static_cast<size_t>(c)].comm));
-      std::string kinds;
-      size_t listed = 0;
-      for (const std::string& n : names)
-        if (listed++ < 4) kinds += (kinds.empty() ? "" : ", ") + n;
-      if (names.size() > 4) kinds += " and " + std::to_string(names.size() - 4) + " more";
-      f.AddText("slow_in", kinds);
-      f.summary = (a.ambiguous ? "A network link of " : "The network link of ") + hs +
-                  " is degraded: the " + std::to_string(f.comms.size()) +
-                  " communicators spanning it (" + kinds + ") run at " + Fmt("%.0f", 100.0 / r) +
-                  "% of their usual bus bandwidth since " + FormatTimeUs(f.start_us) +
-                  "; check its NICs, cables and switch ports" +
-                  (a.ambiguous ? " (the data cannot tell these hosts apart)." : ".");
-      if (group == &congested) {
-        o.suppressed->push_back({std::move(f), std::to_string(hosts.size()) +
-                                                   " hosts slow at once with no host in common: contention across the "
-                                                   "fabric, not one link"});
-        continue;
-      }
-      out.push_back(std::move(f));
     }
   }
   return out;
@@ -504,9 +505,8 @@ std::vector<Finding> DetectMismatch(const CommData& d) {
     f.Add("sn", static_cast<double>(odd.sn));
     f.Add("bytes", static_cast<double>(odd.bytes));
     if (expect_bytes >= 0) f.Add("peer_bytes", static_cast<double>(expect_bytes));
-    const std::string label = CommLabel(d, odd.comm);
-    f.summary = "Rank " + std::to_string(f.ranks[0]) + " issued " + why + " in communicator " + c.id +
-                (label == "communicator " + c.id ? "" : " (" + label + ")") + " at sequence number " +
+    f.summary = "Rank " + std::to_string(f.ranks[0]) + " issued " + why + " in communicator " +
+                CommIdAndLabel(d, odd.comm) + " at sequence number " +
                 std::to_string(odd.sn) + " than its " + std::to_string(f.victims.size()) +
                 " peers: a code-path divergence; compare that rank's program order.";
     out.push_back(std::move(f));
@@ -617,9 +617,7 @@ std::vector<Finding> DetectHangFromRecords(const CommData& d) {
     }
     first_stop = std::min(first_stop, stop_ts[c]);
     most = std::max(most, deficit[c]);
-    const std::string label = CommLabel(d, c);
-    if (names.size() < 200)
-      names += (names.empty() ? "" : ", ") + cm.id + (label == "communicator " + cm.id ? "" : " (" + label + ")");
+    if (names.size() < 200) names += (names.empty() ? "" : ", ") + CommIdAndLabel(d, c);
   }
   SortUnique(&f.comms);
   f.victims.assign(victims.begin(), victims.end());

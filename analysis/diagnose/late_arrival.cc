@@ -197,7 +197,9 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
     for (size_t i = 0; i < recs.size(); ++i) {
       near.clear();
       size_t lo = i, hi = i + 1;  // the next candidates are recs[lo - 1] and recs[hi]
-      while (near.size() + 1 < n && (lo > 0 || hi < recs.size())) {
+      // A bounded look around: where the others' records are missing (a member's lost log),
+      // scanning on through the process's own records would cost the square of their number.
+      for (size_t looked = 0; near.size() + 1 < n && (lo > 0 || hi < recs.size()) && looked < 8 * n; ++looked) {
         const bool take_lo = hi >= recs.size() || (lo > 0 && recs[i].ts - recs[lo - 1].ts <= recs[hi].ts - recs[i].ts);
         const Rec& q = take_lo ? recs[--lo] : recs[hi++];
         if (q.proc != recs[i].proc) near.push_back(q.exec);

@@ -1,5 +1,6 @@
 // A log file as ingest reads it, plain or gzip (the first input byte chooses), through the line
 // reader's bounds (line length, decompression ratio) and into the Inspector parser.
+#include <cstring>
 #include <string>
 #include "core/inspector_parser.h"
 #include "core/line_reader.h"
@@ -22,7 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const char* p = block.data;
     const char* end = block.data + block.size;
     while (p < end) {
-      const char* nl = static_cast<const char*>(memchr(p, '\n', static_cast<size_t>(end - p)));
+      const char* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
       if (nl == nullptr) __builtin_trap();  // blocks hold complete lines only
       collscope::ParsedLine out;
       std::string reason;
