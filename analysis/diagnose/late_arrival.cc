@@ -142,8 +142,7 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
   Cells complete;
   std::vector<std::vector<int>> total(d.comms.size(), std::vector<int>(static_cast<size_t>(nw), 0));
   // Sampled records (a member alone, or some of them): each record against the other members'
-  // records of the same communicator, size and window; shorter than nearly all of them means it
-  // arrived later than they usually did.
+  // records of the same communicator, op and size nearest to it in time (below).
   struct Rec { int64_t ts; int proc; double exec; };
   std::map<std::tuple<int, int, int64_t>, std::vector<Rec>> sampled_recs;
   // How many collectives one sampled record stands for: the median step of its sequence number
