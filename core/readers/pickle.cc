@@ -118,8 +118,12 @@ class Reader {
  public:
   Reader(std::string_view d, uint64_t max_expanded) : d_(d), max_expanded_(max_expanded) {}
   ~Reader() {
+    // Whatever was built and not returned is unlinked: a value dropped on an error path (popped
+    // off the stack for an APPEND that failed, say) may hold a cycle that no reference reaches.
     for (auto& [k, v] : memo_) stack_.push_back(std::move(v));
     memo_.clear();
+    stack_.insert(stack_.end(), made_.begin(), made_.end());
+    made_.clear();
     Release(stack_);
   }
 
@@ -135,6 +139,7 @@ class Reader {
         if (!shape.ok()) return shape;  // the destructor unlinks what was built
         stack_.clear();
         memo_.clear();
+        made_.clear();
         return root;
       }
     }
@@ -174,13 +179,13 @@ class Reader {
     if (!Need(len_bytes)) return Status::Error("pickle: truncated");
     const uint64_t n = Le(len_bytes);
     if (!Need(n)) return Status::Error("pickle: truncated string");
-    P v = Make(t);
+    P v = New(t);
     v->s.assign(d_.data() + pos_, n);
     pos_ += n;
     return Push(v);
   }
   Status Int(int64_t x) {
-    P v = Make(PyValue::Type::kInt);
+    P v = New(PyValue::Type::kInt);
     v->i = x;
     return Push(v);
   }
@@ -214,13 +219,13 @@ class Reader {
         return Status::Ok();
       case '.': done_ = true; return Status::Ok();
       case '(': marks_.push_back(stack_.size()); return Status::Ok();
-      case '}': return Push(Make(PyValue::Type::kDict));
-      case ']': return Push(Make(PyValue::Type::kList));
-      case ')': return Push(Make(PyValue::Type::kTuple));
-      case 0x8f: return Push(Make(PyValue::Type::kSet));  // EMPTY_SET
-      case 'N': return Push(Make(PyValue::Type::kNone));
+      case '}': return Push(New(PyValue::Type::kDict));
+      case ']': return Push(New(PyValue::Type::kList));
+      case ')': return Push(New(PyValue::Type::kTuple));
+      case 0x8f: return Push(New(PyValue::Type::kSet));  // EMPTY_SET
+      case 'N': return Push(New(PyValue::Type::kNone));
       case 0x88: case 0x89: {  // NEWTRUE / NEWFALSE
-        P v = Make(PyValue::Type::kBool);
+        P v = New(PyValue::Type::kBool);
         v->b = op == 0x88;
         return Push(v);
       }
@@ -243,7 +248,7 @@ class Reader {
         uint64_t bits = 0;
         for (int k = 0; k < 8; ++k) bits = (bits << 8) | static_cast<uint8_t>(d_[pos_ + k]);
         pos_ += 8;
-        P v = Make(PyValue::Type::kFloat);
+        P v = New(PyValue::Type::kFloat);
         std::memcpy(&v->f, &bits, 8);
         return Push(v);
       }
@@ -270,14 +275,14 @@ class Reader {
             items.insert(items.begin(), *v);
           }
         }
-        P t = Make(PyValue::Type::kTuple);
+        P t = New(PyValue::Type::kTuple);
         t->items = std::move(items);
         return Push(t);
       }
       case 'l': case 'd': case 0x91: {  // LIST, DICT, FROZENSET (from MARK)
         auto m = PopMark();
         if (!m.ok()) return m.status();
-        P t = Make(op == 'l' ? PyValue::Type::kList : op == 'd' ? PyValue::Type::kDict : PyValue::Type::kSet);
+        P t = New(op == 'l' ? PyValue::Type::kList : op == 'd' ? PyValue::Type::kDict : PyValue::Type::kSet);
         Status st = AddItems(t, std::move(*m));
         if (!st.ok()) return st;
         return Push(t);
@@ -342,6 +347,13 @@ class Reader {
   std::vector<P> stack_;
   std::vector<size_t> marks_;
   std::unordered_map<uint64_t, P> memo_;
+  std::vector<P> made_;  // every container built, for the destructor to unlink after a failure
+  P New(PyValue::Type t) {
+    P v = Make(t);
+    if (t == PyValue::Type::kList || t == PyValue::Type::kDict || t == PyValue::Type::kTuple || t == PyValue::Type::kSet)
+      made_.push_back(v);
+    return v;
+  }
 };
 
 }  // namespace
