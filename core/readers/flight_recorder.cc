@@ -1,4 +1,5 @@
 #include "core/readers/flight_recorder.h"
+#include "core/readers/kineto.h"
 
 #include <cctype>
 #include <fstream>
@@ -42,24 +43,6 @@ std::string Strs(const PyValue* v) {
 
 }  // namespace
 
-std::vector<int> ParseRankList(const std::string& s) {
-  std::vector<int> out;
-  int cur = 0;
-  bool in = false;
-  for (char c : s) {
-    if (std::isdigit(static_cast<unsigned char>(c))) {
-      cur = cur * 10 + (c - '0');
-      in = true;
-    } else {
-      if (in) out.push_back(cur);
-      cur = 0;
-      in = false;
-    }
-  }
-  if (in) out.push_back(cur);
-  return out;
-}
-
 bool IsFlightRecorderDump(const std::string& path) {
   if (TrailingNumber(path) < 0) return false;
   std::ifstream f(path, std::ios::binary);
@@ -86,7 +69,7 @@ Result<FrDump> ReadFlightRecorderDump(const std::string& path) {
       if (const PyValue* x = v->Get("name")) pg.name = x->AsStr();
       if (const PyValue* x = v->Get("desc")) pg.desc = x->AsStr();
       if (const PyValue* x = v->Get("ranks")) {
-        if (x->type == PyValue::Type::kStr) pg.ranks = ParseRankList(x->s);
+        if (x->type == PyValue::Type::kStr) pg.ranks = RankList(x->s);
         else for (const auto& it : x->items) pg.ranks.push_back(static_cast<int>(it->AsInt()));
       }
       d.pgs[pg.name] = pg;

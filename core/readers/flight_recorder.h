@@ -46,7 +46,5 @@ struct FrDump {
 // True when the file starts like a pickle (protocol 2+) and its name ends in a rank number.
 bool IsFlightRecorderDump(const std::string& path);
 Result<FrDump> ReadFlightRecorderDump(const std::string& path);
-// Parses "[0, 1, 2]".
-std::vector<int> ParseRankList(const std::string& s);
 
 }  // namespace collscope::readers

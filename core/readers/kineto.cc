@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdint>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -215,17 +216,21 @@ std::vector<int> RankList(std::string_view s) {
   std::vector<int> out;
   int64_t v = 0;
   bool in = false;
+  // A number past int is no rank: it is dropped (and not accumulated into an overflow).
+  auto end = [&] {
+    if (in && v <= INT32_MAX) out.push_back(static_cast<int>(v));
+    v = 0;
+    in = false;
+  };
   for (char c : s) {
     if (c >= '0' && c <= '9') {
-      v = v * 10 + (c - '0');
+      v = std::min<int64_t>(int64_t{INT32_MAX} + 1, v * 10 + (c - '0'));
       in = true;
-    } else if (in) {
-      out.push_back(static_cast<int>(v));
-      v = 0;
-      in = false;
+    } else {
+      end();
     }
   }
-  if (in) out.push_back(static_cast<int>(v));
+  end();
   return out;
 }
 

@@ -106,6 +106,14 @@ TEST(Kineto, AnIntegerFieldBeyondInt64IsNotRead) {
   EXPECT_EQ(t->steps.size(), 2u);
 }
 
+// Found by tests/fuzz/kineto_fuzz and pickle_fuzz (Flight Recorder process groups use the same
+// list): digits past int were accumulated into a signed overflow. Such a number is no rank.
+TEST(Kineto, RankListDropsNumbersPastInt) {
+  EXPECT_EQ(RankList("[0, 1, 2]"), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(RankList("0,99999999999999999999999,2"), (std::vector<int>{0, 2}));
+  EXPECT_EQ(RankList("[2147483647, 2147483648]"), (std::vector<int>{2147483647}));
+}
+
 TEST(Kineto, IngestsIntoTheStoreOnceAndFeedsTheStepDetector) {
   TempDir dir;
   WriteFile(dir / "job/host-b_200.1.pt.trace.json", TinyTrace(1));
