@@ -13,16 +13,22 @@ fixtures=${COLLSCOPE_FIXTURES:-../shared/fixtures}
 out=build-fuzz
 
 CC=clang CXX=clang++ cmake -S . -B "$out" -DCOLLSCOPE_FUZZ=ON -DCOLLSCOPE_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$out" -j"$(nproc)" --target collscope $(printf '%s_fuzz ' "${targets[@]}")
+cmake --build "$out" -j"$(nproc)" --target $(printf '%s_fuzz ' "${targets[@]}")
+# The seed job comes from the release build when there is one (the test run made it first).
+sim=build/collscope
+if [ ! -x "$sim" ]; then
+  cmake --build "$out" -j"$(nproc)" --target collscope
+  sim=$out/collscope
+fi
 
 # Seeds: small, real inputs of each format (whole files of a few KiB; the first lines of logs).
 seeds=$out/seeds
 rm -rf "$seeds" && mkdir -p "$seeds"
 job=$out/seed-job
 rm -rf "$job"
-"$out/collscope" simulate -o "$job" --hosts 2 --gpus-per-host 2 --tp 2 --pp 2 --layers 2 --hidden 1024 \
+"$sim" simulate -o "$job" --hosts 2 --gpus-per-host 2 --tp 2 --pp 2 --layers 2 --hidden 1024 \
   --seq-len 1024 --steps 4 --kineto-max-ranks 4 --kineto-last-step 0 --no-kineto-gzip --dump-interval-us 200000 >/dev/null
-"$out/collscope" simulate -o "$job-229" --hosts 2 --gpus-per-host 2 --tp 2 --pp 2 --layers 2 --hidden 1024 \
+"$sim" simulate -o "$job-229" --hosts 2 --gpus-per-host 2 --tp 2 --pp 2 --layers 2 --hidden 1024 \
   --seq-len 1024 --steps 4 --kineto-max-ranks 0 --inspector-flavor 2.29 --inspector-verbose >/dev/null
 seed() { mkdir -p "$seeds/$1"; cp "$2" "$seeds/$1/$(basename "$2")-$RANDOM"; }
 for f in "$job"/nccl-inspector/*.log "$job-229"/nccl-inspector/*.log; do
