@@ -20,7 +20,8 @@ int64_t PyValue::AsInt(int64_t dflt) const {
   switch (type) {
     case Type::kInt: return i;
     case Type::kBool: return b;
-    case Type::kFloat: return static_cast<int64_t>(f);
+    // A float outside int64 (or NaN) is no integer: converting it would be undefined.
+    case Type::kFloat: return f >= -9.2e18 && f <= 9.2e18 ? static_cast<int64_t>(f) : dflt;
     case Type::kStr: {
       char* end = nullptr;
       const long long v = std::strtoll(s.c_str(), &end, 10);

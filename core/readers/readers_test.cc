@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <cmath>
 
 #include <cstdlib>
 #include <filesystem>
@@ -95,6 +96,19 @@ TEST(Pickle, ACycleDroppedOnAnErrorPathIsFreed) {
   auto v = ParsePickle("\x8f\x8f" "2aaa");
   ASSERT_FALSE(v.ok());
   EXPECT_NE(v.status().message().find("empty stack"), std::string::npos) << v.status().message();
+}
+
+TEST(Pickle, AFloatThatIsNoIntegerReadsAsTheDefault) {
+  // Found by tests/fuzz/pickle_fuzz: a NaN (or a float past int64) read as an integer field of a
+  // Flight Recorder entry was converted anyway (undefined behaviour).
+  PyValue v;
+  v.type = PyValue::Type::kFloat;
+  v.f = std::nan("");
+  EXPECT_EQ(v.AsInt(-1), -1);
+  v.f = 1e300;
+  EXPECT_EQ(v.AsInt(-1), -1);
+  v.f = 42.9;
+  EXPECT_EQ(v.AsInt(-1), 42);
 }
 
 TEST(FlightRecorder, ReadsRealDump) {
