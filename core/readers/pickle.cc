@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iterator>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace collscope::readers {
 
@@ -140,7 +141,7 @@ class Reader {
         if (!shape.ok()) return shape;  // the destructor unlinks what was built
         stack_.clear();
         memo_.clear();
-        made_.clear();
+        DropUnreachable(root);
         return root;
       }
     }
@@ -349,6 +350,30 @@ class Reader {
   std::vector<size_t> marks_;
   std::unordered_map<uint64_t, P> memo_;
   std::vector<P> made_;  // every container built, for the destructor to unlink after a failure
+  // After a success: a container built but dropped on the way (POP, a replaced memo entry) may
+  // hold a cycle that nothing reaches; its own links are cut. Reachable ones stay whole.
+  void DropUnreachable(const P& root) {
+    std::unordered_set<const PyValue*> reached{root.get()};
+    std::vector<const PyValue*> work{root.get()};
+    while (!work.empty()) {
+      const PyValue* v = work.back();
+      work.pop_back();
+      auto visit = [&](const P& c) {
+        if (c && reached.insert(c.get()).second) work.push_back(c.get());
+      };
+      for (const P& c : v->items) visit(c);
+      for (const auto& [k, x] : v->dict) {
+        visit(k);
+        visit(x);
+      }
+    }
+    for (P& v : made_)
+      if (!reached.count(v.get())) {
+        v->items.clear();
+        v->dict.clear();
+      }
+    made_.clear();
+  }
   P New(PyValue::Type t) {
     P v = Make(t);
     if (t == PyValue::Type::kList || t == PyValue::Type::kDict || t == PyValue::Type::kTuple || t == PyValue::Type::kSet)
