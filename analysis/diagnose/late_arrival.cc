@@ -77,7 +77,7 @@ using Cells = std::unordered_map<uint64_t, std::vector<Cell>>;  // (proc, comm) 
 // chance (maximum-sum segment of last - theta * total), tested against chance. Instances may
 // differ in their chance; the binomial at their mean chance bounds the tail of their sum from
 // above (Hoeffding 1956), so the test stays conservative.
-void Scan(const CommData& d, const Cells& cells, bool sampled, double W, const LateOptions& o,
+void Scan(const CommData& d, const Cells& cells, double W, const LateOptions& o,
           std::vector<LateEvent>* events) {
   // Every member of every communicator could have been last that often by luck: the tail must
   // be small against their number (Bonferroni), not just against one test.
@@ -102,7 +102,6 @@ void Scan(const CommData& d, const Cells& cells, bool sampled, double W, const L
     e.comm = c;
     e.w0 = best_a;
     e.w1 = best_b;
-    e.sampled = sampled;
     double chance_sum = 0;
     for (int w = best_a; w <= best_b; ++w) {
       e.instances += v[static_cast<size_t>(w)].total;
@@ -182,7 +181,7 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
       x.chance = x.total / n;
     }
   }
-  Scan(d, complete, false, W, o, &events);
+  Scan(d, complete, W, o, &events);
   Cells sampled;
   // Each record against the nearest records in time of the other members (n - 1 of them, as
   // many as a complete instance has): shorter than all of them means it arrived later than they
@@ -216,7 +215,7 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
       }
     }
   }
-  Scan(d, sampled, true, W, o, &events);
+  Scan(d, sampled, W, o, &events);
   // One event per (proc, comm): the stronger source.
   std::sort(events.begin(), events.end(), [](const LateEvent& x, const LateEvent& y) {
     return std::tie(x.proc, x.comm, y.z) < std::tie(y.proc, y.comm, x.z);

@@ -38,7 +38,6 @@ struct LateEvent {
   double z = 0;           // binomial z-score of `last` against chance
   double log_p = 0;       // log of the exact binomial tail P(last or more | chance)
   double wait_share = 0;  // wait_us over the run's duration
-  bool sampled = false;   // from sampled records (each against the others' nearest, chance 1/n)
 };
 
 std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o);
