@@ -56,7 +56,7 @@ TEST(DegradedHost, SpatialPrimitivesSingleOutTheHost) {
   c.inspector.dump_interval_us = 200000;
   c.output.dir = dir / "job";
   c.output.kineto_max_ranks = 0;
-  c.output.summary = false;
+  c.output.steps = false;
   sim::FaultSpec f;
   std::string err;
   ASSERT_TRUE(sim::ParseFaultSpec("kind=nic_degrade,host=1,factor=0.25", &f, &err)) << err;

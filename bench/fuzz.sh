@@ -39,7 +39,7 @@ for f in "$job"/nccl-inspector/*.log "$job-229"/nccl-inspector/*.log; do
 done
 for f in "$job"/kineto/*.json; do [ -e "$f" ] && seed kineto "$f"; done
 for f in "$job"/nccl-inspector/*.inflight.json "$job"/*.inflight.json; do [ -e "$f" ] && seed inflight_state "$f"; done
-[ -e "$job/step_summary.csv" ] && seed steps "$job/step_summary.csv"
+for f in "$job"/steps/*.steps.jsonl; do [ -e "$f" ] && { head -n 20 "$f" > "$seeds/tmp"; seed steps "$seeds/tmp"; }; done
 if [ -d "$fixtures" ]; then
   for f in "$fixtures"/flight-recorder/*/_dump_*; do [ -e "$f" ] && seed pickle "$f"; done
   for f in "$fixtures"/nccl-tests/*/*.log "$fixtures"/nccl-tests/*.log; do [ -e "$f" ] && seed nccl_tests "$f"; done

@@ -9,6 +9,7 @@
 #include "analysis/views.h"
 #include "core/ingest.h"
 #include "core/readers/kineto.h"
+#include "core/readers/step_file.h"
 
 namespace collscope::cli {
 namespace {
@@ -69,6 +70,13 @@ int Run(const Options& o) {
     return 2;
   }
   const readers::KinetoIngestReport& kin = *kineto;
+  // Step/phase series (the annotation API's format, found by content) go to their own tables.
+  Result<readers::StepIngestReport> stepr = readers::IngestStepFiles(**store, o.paths, opts.run);
+  if (!stepr.ok()) {
+    std::fprintf(stderr, "collscope ingest: %s\n", stepr.status().message().c_str());
+    return 2;
+  }
+  const readers::StepIngestReport& steps = *stepr;
   // Persist the analysis views, so stock DuckDB clients see them too, and pre-aggregate the
   // runs whose records changed (docs/analysis.md, "Aggregates"): RefreshAggregates does both.
   Result<AggregateReport> agg = RefreshAggregates(**store);
@@ -77,6 +85,7 @@ int Run(const Options& o) {
   // What could not be read is said whatever the output mode.
   for (const std::string& s : rep.skipped) std::fprintf(stderr, "collscope ingest: skipped %s\n", s.c_str());
   for (const std::string& s : kin.failed) std::fprintf(stderr, "collscope ingest: not stored: %s\n", s.c_str());
+  for (const std::string& s : steps.failed) std::fprintf(stderr, "collscope ingest: not stored: %s\n", s.c_str());
   if (o.json) {
     std::printf(
         "{\"run\": %s, \"run_id\": %d, \"ingest_id\": %d, \"files_seen\": %lu, \"files_read\": "
@@ -85,11 +94,13 @@ int Run(const Options& o) {
         "\"lines_rejected\": %lu, \"incomplete_tail_bytes\": %lu, \"records_missing\": %lu, "
         "\"proxy_records_skipped\": %lu, \"records_without_timing_source\": %lu, \"seconds\": %.3f, "
         "\"kineto_traces_seen\": %lu, \"kineto_traces_read\": %lu, \"kineto_steps\": %lu, "
-        "\"kineto_kernels\": %lu}\n",
+        "\"kineto_kernels\": %lu, \"step_files_seen\": %lu, \"step_files_read\": %lu, \"steps\": %lu, "
+        "\"step_phases\": %lu, \"step_lines_rejected\": %lu, \"step_events_dropped\": %lu}\n",
         JsonString(opts.run).c_str(), rep.run_id, rep.ingest_id, rep.files_seen, rep.files_read,
         rep.files_unchanged, rep.files_rewritten, rep.bytes_read, rep.lines_read,
         rep.records_stored, rep.dump_stats_stored, rep.lines_rejected, rep.incomplete_tail_bytes,
-        rep.records_missing, rep.proxy_records_skipped, rep.records_without_timing_source, rep.seconds, kin.files_seen, kin.files_read, kin.steps, kin.kernels);
+        rep.records_missing, rep.proxy_records_skipped, rep.records_without_timing_source, rep.seconds, kin.files_seen, kin.files_read, kin.steps, kin.kernels,
+        steps.files_seen, steps.files_read, steps.steps, steps.phases, steps.lines_rejected, steps.dropped_events);
   } else if (!o.quiet) {
     std::printf("run %s: %lu files (%lu read, %lu unchanged, %lu rewritten)\n", opts.run.c_str(),
                 rep.files_seen, rep.files_read, rep.files_unchanged, rep.files_rewritten);
@@ -113,19 +124,27 @@ int Run(const Options& o) {
     if (kin.files_seen)
       std::printf("kineto: %lu traces (%lu read): %lu steps, %lu kernels (%lu NCCL)\n",
                   kin.files_seen, kin.files_read, kin.steps, kin.kernels, kin.nccl_kernels);
+    if (steps.files_seen)
+      std::printf("step/phase series: %lu files (%lu read): %lu steps, %lu phase rows, %lu lines rejected%s\n",
+                  steps.files_seen, steps.files_read, steps.steps, steps.phases, steps.lines_rejected,
+                  steps.dropped_events ? (", " + std::to_string(steps.dropped_events) +
+                                          " annotation events dropped by the writer").c_str() : "");
+    for (const std::string& s : steps.first_rejections) std::printf("  rejected %s\n", s.c_str());
     for (const std::string& s : rep.first_rejections) std::printf("  rejected %s\n", s.c_str());
     if (rep.lines_rejected > rep.first_rejections.size())
       std::printf("  ... see: collscope sql --db %s \"SELECT * FROM ingest_log\"\n", o.db.c_str());
   }
-  if (rep.files_seen == 0 && kin.files_seen == 0) {
-    std::fprintf(stderr, "collscope ingest: no input files (*.log, *.jsonl, their .gz, or "
-                         "Kineto *.pt.trace.json[.gz]) found\n");
+  if (rep.files_seen == 0 && kin.files_seen == 0 && steps.files_seen == 0) {
+    std::fprintf(stderr, "collscope ingest: no input files (*.log, *.jsonl, their .gz, "
+                         "Kineto *.pt.trace.json[.gz], or step/phase series) found\n");
     return 2;
   }
-  const bool nothing_stored = rep.records_stored + rep.dump_stats_stored + kin.files_read == 0 &&
+  const bool nothing_stored = rep.records_stored + rep.dump_stats_stored + kin.files_read + steps.files_read == 0 &&
                              rep.files_unchanged + kin.files_unchanged == 0;
   if (failed || nothing_stored) return 2;
-  if (rep.lines_rejected || rep.records_missing || !rep.skipped.empty() || !kin.failed.empty()) return 1;
+  if (rep.lines_rejected || rep.records_missing || !rep.skipped.empty() || !kin.failed.empty() ||
+      steps.lines_rejected || !steps.failed.empty())
+    return 1;
   return 0;
 }
 

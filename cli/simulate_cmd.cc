@@ -16,7 +16,7 @@ struct SimulateOptions {
   std::vector<std::string> faults;
   std::string scenario;
   std::string nt_ops = "allreduce,allgather,reducescatter";
-  bool no_p2p = false, no_kineto_gzip = false, no_summary = false, no_inflight_state = false,
+  bool no_p2p = false, no_kineto_gzip = false, no_steps = false, no_inflight_state = false,
        quiet = false;
 };
 
@@ -140,7 +140,7 @@ void Register(CLI::App& app) {
                   "Last profiled step (-1: last)")
       ->capture_default_str();
   cmd->add_flag("--no-kineto-gzip", opts->no_kineto_gzip, "Write .json instead of .json.gz");
-  cmd->add_flag("--no-summary", opts->no_summary, "Do not write step_summary.csv");
+  cmd->add_flag("--no-steps", opts->no_steps, "Do not write the step/phase series (steps/)");
   cmd->add_flag("--no-inflight-state", opts->no_inflight_state,
                 "Do not write the plugin's in-flight state files (*.inflight.json)");
   cmd->add_option("--buffer-mb", c.output.buffer_mb, "Inspector output buffered before flush")
@@ -164,7 +164,7 @@ void Register(CLI::App& app) {
     cfg.workload.sharding = opts->sharding == "ddp" ? sim::Sharding::kDdp : sim::Sharding::kZero;
     cfg.inspector.p2p = !opts->no_p2p;
     cfg.output.kineto_gzip = !opts->no_kineto_gzip;
-    cfg.output.summary = !opts->no_summary;
+    cfg.output.steps = !opts->no_steps;
     cfg.output.inflight_state = !opts->no_inflight_state;
     std::string error;
     cfg.nccl_tests.ops.clear();

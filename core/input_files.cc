@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <utility>
 
@@ -126,6 +127,14 @@ std::string StorablePath(const std::string& path) {
     }
   }
   return out;
+}
+
+bool IsStepSeriesFile(const std::string& path) {
+  static constexpr std::string_view kMagic = "{\"collscope_steps_version\":";
+  std::ifstream in(path, std::ios::binary);
+  char buf[kMagic.size()];
+  if (!in.read(buf, sizeof(buf))) return false;
+  return std::string_view(buf, sizeof(buf)) == kMagic;
 }
 
 }  // namespace collscope

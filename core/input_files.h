@@ -27,6 +27,10 @@ using WantedFile = std::function<bool(const std::string& path, bool named)>;
 
 Result<InputFiles> FindInputFiles(const std::vector<std::string>& paths, const WantedFile& wanted);
 
+// True when the file opens with a step/phase series header (core/readers/step_file.h): such files
+// are found by content, whatever their name, and are no Inspector log.
+bool IsStepSeriesFile(const std::string& path);
+
 // A file's path as stored (a DuckDB VARCHAR must be UTF-8): valid UTF-8 as it is, a backslash
 // doubled, every byte of an invalid sequence as \xHH. Distinct paths stay distinct.
 std::string StorablePath(const std::string& path);

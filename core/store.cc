@@ -10,7 +10,7 @@
 namespace collscope {
 
 namespace {
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;  // 2: step/phase series tables
 
 std::string ResultError(duckdb_result* r, const std::string& context) {
   const char* e = duckdb_result_error(r);

@@ -109,8 +109,8 @@ struct Channel {
 class Engine {
  public:
   Engine(const SimConfig& config, Layout& layout, std::vector<Fault>& faults,
-         InspectorWriter& insp, KinetoWriter& kineto, FILE* summary)
-      : cfg_(config), L_(layout), faults_(faults), insp_(insp), kin_(kineto), summary_(summary) {
+         InspectorWriter& insp, KinetoWriter& kineto, StepWriter& steps)
+      : cfg_(config), L_(layout), faults_(faults), insp_(insp), kin_(kineto), steps_(steps) {
     const bool nt = config.mode == Mode::kNcclTests;
     compute_sigma_ = config.noise.compute_sigma >= 0 ? config.noise.compute_sigma : 0.01;
     comm_sigma_ = config.noise.comm_sigma >= 0 ? config.noise.comm_sigma : (nt ? 0.015 : 0.025);
@@ -185,7 +185,7 @@ class Engine {
   std::vector<Fault>& faults_;
   InspectorWriter& insp_;
   KinetoWriter& kin_;
-  FILE* summary_;
+  StepWriter& steps_;
   double compute_sigma_, comm_sigma_, cont_prob_, cont_min_;
   std::vector<std::vector<ProgOp>> programs_;  // per pipeline stage
   std::vector<RankState> rs_;
@@ -947,24 +947,10 @@ void Engine::RunStep(int step) {
                           st.t - st.step_start, false);
         }
       }
-      if (summary_) {
-        std::string line;
-        auto emit = [&](const char* name, double s, double d) {
-          line += std::to_string(r);
-          line += ',';
-          line += std::to_string(step);
-          line += ',';
-          line += name;
-          line += ',';
-          AppendI64(&line, static_cast<int64_t>(cfg_.start_time_us + std::llround(s)));
-          line += ',';
-          AppendI64(&line, std::llround(d));
-          line += '\n';
-        };
-        if (std::isfinite(st.t)) emit("step", st.step_start, st.t - st.step_start);
-        for (int p = 0; p < kPhCount; ++p)
-          if (std::isfinite(st.phase[p].start)) emit(kPhaseNames[p], st.phase[p].start, st.phase[p].dur);
-        std::fwrite(line.data(), 1, line.size(), summary_);
+      if (steps_.enabled() && std::isfinite(st.t)) {
+        std::vector<StepWriter::Phase> phases;
+        for (int p = 0; p < kPhCount; ++p) phases.push_back({kPhaseNames[p], st.phase[p].start, st.phase[p].dur});
+        steps_.Step(r, step, st.step_start, st.t - st.step_start, phases);
       }
     }
     insp_.Advance(r, st.t);
@@ -1127,9 +1113,9 @@ void Engine::RunNcclTests() {
 
 // Runs the engine; defined here so the Engine type stays internal.
 int RunEngine(const SimConfig& config, Layout& layout, std::vector<Fault>& faults,
-              InspectorWriter& insp, KinetoWriter& kineto, FILE* summary, double* job_end,
+              InspectorWriter& insp, KinetoWriter& kineto, StepWriter& steps, double* job_end,
               std::vector<double>* step_start, std::vector<double>* step_end, int* completed) {
-  auto engine = std::make_unique<Engine>(config, layout, faults, insp, kineto, summary);
+  auto engine = std::make_unique<Engine>(config, layout, faults, insp, kineto, steps);
   engine->Run();
   *job_end = engine->job_end();
   *step_start = engine->step_start();

@@ -86,7 +86,7 @@ struct OutputConfig {
   int kineto_first_step = 0;
   int kineto_last_step = -1;          // -1: through the last step
   bool kineto_gzip = true;
-  bool summary = true;                // step_summary.csv
+  bool steps = true;                  // steps/<host>-pid<pid>.steps.jsonl (step/phase series)
   int64_t buffer_mb = 256;            // Inspector bytes buffered before appending to files
   // collscope plugin in-flight state files (<host>-pid<pid>.inflight.json in nccl-inspector/),
   // as the plugin leaves them at the end of the job; training mode only.

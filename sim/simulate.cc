@@ -14,7 +14,7 @@
 namespace collscope::sim {
 
 int RunEngine(const SimConfig& config, Layout& layout, std::vector<Fault>& faults,
-              InspectorWriter& insp, KinetoWriter& kineto, FILE* summary, double* job_end,
+              InspectorWriter& insp, KinetoWriter& kineto, StepWriter& steps, double* job_end,
               std::vector<double>* step_start, std::vector<double>* step_end, int* completed);
 
 namespace {
@@ -114,28 +114,15 @@ int Simulate(const SimConfig& config, SimStats* stats, std::string* error) {
   InspectorWriter insp(config, layout, insp_dir);
   KinetoWriter kineto(config, layout, kin_dir);
   if (kineto.enabled() && !MakeDirs(kin_dir, error)) return 1;
-  FILE* summary = nullptr;
-  std::vector<char> summary_buf;
-  if (config.output.summary && config.mode == Mode::kTraining) {
-    const std::string path = dir + "/step_summary.csv";
-    summary = std::fopen(path.c_str(), "wb");
-    if (!summary) {
-      *error = "cannot open " + path + ": " + std::strerror(errno);
-      return 1;
-    }
-    summary_buf.resize(8 << 20);
-    std::setvbuf(summary, summary_buf.data(), _IOFBF, summary_buf.size());
-    std::fputs("rank,step,phase,start_us,dur_us\n", summary);
-  }
+  const std::string steps_dir = dir + "/steps";
+  StepWriter steps(config, layout, steps_dir);
+  if (steps.enabled() && !MakeDirs(steps_dir, error)) return 1;
   double job_end = 0;
   std::vector<double> step_start, step_end;
   int completed = 0;
-  RunEngine(config, layout, faults, insp, kineto, summary, &job_end, &step_start, &step_end,
+  RunEngine(config, layout, faults, insp, kineto, steps, &job_end, &step_start, &step_end,
             &completed);
-  if (summary && std::fclose(summary) != 0) {
-    *error = "cannot write step_summary.csv";
-    return 1;
-  }
+  if (!steps.Finish(error)) return 1;
   if (!insp.Finish(job_end, error)) return 1;
   const bool state_files = config.output.inflight_state && config.mode == Mode::kTraining;
   if (state_files && !insp.WriteStateFiles(job_end, error)) return 1;
@@ -181,8 +168,7 @@ int Simulate(const SimConfig& config, SimStats* stats, std::string* error) {
        ",\"dropped_records\":" + std::to_string(insp.dropped()) +
        ",\"filtered_small_records\":" + std::to_string(insp.filtered()) + "},\n";
   o += "\"outputs\":{\"kineto_dir\":" + std::string(kineto.enabled() ? "\"kineto\"" : "null") +
-       ",\"step_summary\":" +
-       (summary_buf.empty() ? std::string("null") : std::string("\"step_summary.csv\"")) +
+       ",\"steps_dir\":" + std::string(steps.enabled() ? "\"steps\"" : "null") +
        ",\"nccl_tests_out\":" +
        (config.mode == Mode::kNcclTests ? std::string("\"nccl-tests.out\"") : std::string("null")) +
        ",\"inflight_state\":" + (state_files ? "true" : "false") + "},\n";

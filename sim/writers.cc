@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 namespace collscope::sim {
@@ -750,6 +752,87 @@ bool KinetoWriter::Finish(std::string* error) {
       std::fclose(f);
     }
   }
+  return true;
+}
+
+StepWriter::StepWriter(const SimConfig& config, const Layout& layout, const std::string& dir)
+    : config_(config), layout_(layout), dir_(dir) {
+  enabled_ = config.output.steps && config.mode == Mode::kTraining;
+  if (!enabled_) return;
+  pending_.resize(layout.world);
+  started_.assign(layout.world, false);
+  for (int r = 0; r < layout.world; ++r) {
+    const RankInfo& ri = layout.ranks[r];
+    std::string& s = pending_[r];
+    s = "{\"collscope_steps_version\":1,\"type\":\"process\",\"hostname\":\"" + layout.hostnames[ri.host] +
+        "\",\"pid\":" + std::to_string(ri.pid) + ",\"rank\":" + std::to_string(r) +
+        ",\"world_size\":" + std::to_string(layout.world) + ",\"local_rank\":" + std::to_string(ri.local) +
+        ",\"parallel\":{";
+    const std::pair<int, int> dims[] = {{ri.dp, layout.dp}, {ri.tp, layout.tp}, {ri.pp, layout.pp},
+                                        {ri.ep, layout.ep}, {ri.cp, layout.cp}};
+    const char* const names[] = {"dp", "tp", "pp", "ep", "cp"};
+    for (int d = 0; d < 5; ++d)
+      s += std::string(d ? "," : "") + "\"" + names[d] + "\":[" + std::to_string(dims[d].first) + "," +
+           std::to_string(dims[d].second) + "]";
+    s += "}}\n";
+  }
+}
+
+void StepWriter::Step(int rank, int64_t step, double start_us, double dur_us, const std::vector<Phase>& phases) {
+  if (!enabled_) return;
+  const double wall0 = static_cast<double>(config_.start_time_us) + layout_.clock_offset_us[layout_.ranks[rank].host];
+  std::string& s = pending_[rank];
+  s += "{\"type\":\"step\",\"rank\":" + std::to_string(rank) + ",\"step\":" + std::to_string(step) + ",\"start_us\":";
+  AppendI64(&s, std::llround(wall0 + start_us));
+  s += ",\"wall_us\":";
+  AppendI64(&s, std::llround(dur_us));
+  s += ",\"phases\":[";
+  bool first = true;
+  for (const Phase& p : phases) {
+    if (!std::isfinite(p.start_us)) continue;
+    s += first ? "{\"name\":\"" : ",{\"name\":\"";
+    first = false;
+    s += p.name;
+    s += "\",\"start_us\":";
+    AppendI64(&s, std::llround(wall0 + p.start_us));
+    s += ",\"wall_us\":";
+    AppendI64(&s, std::llround(p.dur_us));
+    s += ",\"count\":1}";
+  }
+  s += "]}\n";
+  // Bounded memory on long jobs: a rank's lines go to its file every 32 KB.
+  if (s.size() > (32u << 10)) {
+    std::string err;
+    if (!Flush(rank, &err)) enabled_ = false;  // Finish reports it
+  }
+}
+
+bool StepWriter::Flush(int rank, std::string* error) {
+  const RankInfo& ri = layout_.ranks[rank];
+  const std::string path = dir_ + "/" + layout_.hostnames[ri.host] + "-pid" + std::to_string(ri.pid) + ".steps.jsonl";
+  FILE* f = std::fopen(path.c_str(), started_[rank] ? "ab" : "wb");
+  if (!f) {
+    *error = "cannot open " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  const bool ok = std::fwrite(pending_[rank].data(), 1, pending_[rank].size(), f) == pending_[rank].size();
+  if (std::fclose(f) != 0 || !ok) {
+    *error = "cannot write " + path;
+    return false;
+  }
+  started_[rank] = true;
+  pending_[rank].clear();
+  return true;
+}
+
+bool StepWriter::Finish(std::string* error) {
+  if (!config_.output.steps || config_.mode != Mode::kTraining) return true;
+  if (!enabled_) {
+    *error = "cannot write the step/phase series under " + dir_;
+    return false;
+  }
+  for (int r = 0; r < layout_.world; ++r)
+    if (!pending_[r].empty() && !Flush(r, error)) return false;
   return true;
 }
 

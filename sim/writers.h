@@ -164,4 +164,29 @@ class KinetoWriter {
   std::vector<uint64_t> correlation_;
 };
 
+// Per-process step/phase series in the annotation API's format (core/readers/step_file.h), one
+// <host>-pid<pid>.steps.jsonl per rank, as collscope's annotation library leaves them: host wall
+// clock (with the host's clock offset), every phase by its host wall time.
+class StepWriter {
+ public:
+  StepWriter(const SimConfig& config, const Layout& layout, const std::string& dir);
+  bool enabled() const { return enabled_; }
+  // A phase's first start (true time, us from job start) and summed duration; NaN start: absent.
+  struct Phase {
+    const char* name;
+    double start_us, dur_us;
+  };
+  void Step(int rank, int64_t step, double start_us, double dur_us, const std::vector<Phase>& phases);
+  bool Finish(std::string* error);
+
+ private:
+  bool Flush(int rank, std::string* error);
+  const SimConfig& config_;
+  const Layout& layout_;
+  std::string dir_;
+  bool enabled_ = false;
+  std::vector<std::string> pending_;  // per rank: lines not yet appended to its file
+  std::vector<bool> started_;         // per rank: its file exists (and starts with its process line)
+};
+
 }  // namespace collscope::sim

@@ -18,7 +18,7 @@ constexpr int64_t kStepUs = 60'000;
 // `tweak(rank, step, row)` applies a fault; extra time must also be added to dur_us.
 readers::StepSeries Job(int steps, const std::function<void(int, int, readers::StepRow*)>& tweak) {
   readers::StepSeries s;
-  s.source = "step_summary";
+  s.source = "annotation";
   uint64_t seed = 7;
   auto noise = [&]() {
     seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;

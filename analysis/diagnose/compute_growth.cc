@@ -24,6 +24,17 @@ double Phase(const readers::StepRow& r, const char* name) {
   return it == r.phases.end() ? 0 : it->second;
 }
 
+// A compute phase's time: its GPU time where the process measured it, else its host wall time,
+// which may include waiting and communication that overlaps the phase.
+double ComputePhase(const readers::StepRow& r, const char* name, bool* gpu) {
+  auto it = r.gpu_phases.find(name);
+  if (it != r.gpu_phases.end()) {
+    *gpu = true;
+    return it->second;
+  }
+  return Phase(r, name);
+}
+
 struct Obs {
   int64_t step = 0, start = 0, end = 0;
   double c = 0, fwd = 0, bwd = 0, e = 0;
@@ -48,8 +59,10 @@ ComputeProfile AnalyzeComputeGrowth(const readers::StepSeries& s, const ComputeO
   std::vector<double> durs;
   for (const readers::StepRow& r : s.rows) {
     if (r.rank < 0) continue;
-    const double fwd = Phase(r, "forward"), bwd = Phase(r, "backward");
+    bool gpu = false;
+    const double fwd = ComputePhase(r, "forward", &gpu), bwd = ComputePhase(r, "backward", &gpu);
     if (fwd + bwd <= 0) continue;
+    if (!gpu) p.wall_timed = true;
     Obs x;
     x.step = r.step;
     x.start = r.start_us;
@@ -214,6 +227,10 @@ std::vector<Finding> DetectComputeGrowth(const ComputeProfile& p, const std::map
     const double gr = Median(growth), fg = Median(fwd), bg = Median(bwd);
     // Sure when the rank computes much longer for many steps; a 10% growth over 3 steps is weak.
     f.confidence = std::min(0.95, 0.5 + gr) * std::min(1.0, 0.4 + slow_steps / 10.0);
+    // Host wall time cannot tell a slow kernel from a phase that waited: less sure.
+    if (p.wall_timed) f.confidence *= 0.85;
+    f.AddText("phase_timing", p.wall_timed ? "host wall clock (no GPU time measured; a phase may include waiting)"
+                                           : "GPU time (CUDA events)");
     f.Add("compute_growth", gr);
     f.Add("forward_growth", fg);
     f.Add("backward_growth", bg);

@@ -1,6 +1,6 @@
 // L2 compute-phase growth: which ranks' own compute (forward + backward, the per-micro-batch
 // kernels; never a wait) grew against their own history and against the rest of the job in the
-// same steps. Input: per-rank step phases (step_summary.csv, Megatron-style per-rank timers).
+// same steps. Input: per-rank step phases (step/phase series in the annotation API's format, through the store).
 //
 // Why this is needed beside the communication detectors: a rank that is late by X per
 // micro-batch looks the same in NCCL records whether X is compute or a host-side gap (a slow
@@ -63,6 +63,7 @@ struct ComputeProfile {
   double sigma = 0;          // robust sigma of the excess over all (rank, step)
   double threshold = 0;      // the excess that made a step slow
   double step_us = 0;        // median step duration (for time slack)
+  bool wall_timed = false;   // some compute phase had only host wall time (no GPU time)
 };
 
 ComputeProfile AnalyzeComputeGrowth(const readers::StepSeries& s, const ComputeOptions& o);

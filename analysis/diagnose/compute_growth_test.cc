@@ -17,7 +17,7 @@ constexpr int64_t kStepUs = 40'000;
 // amount of compute (the last stage carries the LM head). `tweak(rank, step, row)` applies a fault.
 readers::StepSeries Job(int steps, const std::function<void(int, int, readers::StepRow*)>& tweak) {
   readers::StepSeries s;
-  s.source = "step_summary";
+  s.source = "annotation";
   uint64_t seed = 11;
   auto noise = [&]() {  // +-1% per phase, like per-kernel jitter summed over a step
     seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;

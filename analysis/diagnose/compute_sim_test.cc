@@ -1,6 +1,7 @@
 // Per-rank compute phases end to end on simulated jobs: a slowed pipeline stage on its own host
 // (which the communication records alone cannot tell from a bubble) against a real bubble of the
-// same stage, through DiagnosePaths (Inspector logs + step_summary.csv) and through L3 (Kineto).
+// same stage, through DiagnosePaths (Inspector logs + step/phase series), through a store that holds both
+// (`ingest` then `diagnose --db`), and through L3 (Kineto).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -9,6 +10,7 @@
 #include "analysis/diagnose/diagnose.h"
 #include "analysis/diagnose/kernel_detect.h"
 #include "core/ingest.h"
+#include "core/readers/step_file.h"
 #include "sim/sim.h"
 #include "tests/test_util.h"
 
@@ -56,7 +58,7 @@ TEST(ComputeGrowthSim, SlowStageIsSlowComputeOfItsHostAndNoBubble) {
   sim::SimStats stats;
   std::string err;
   ASSERT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
-  auto f = DiagnosePaths({job + "/nccl-inspector", job + "/step_summary.csv"}, DiagnoseOptions{});
+  auto f = DiagnosePaths({job + "/nccl-inspector", job + "/steps"}, DiagnoseOptions{});
   ASSERT_TRUE(f.ok()) << f.status().message();
   auto slow = Of(*f, Kind::kSlowCompute);
   ASSERT_EQ(slow.size(), 1u);
@@ -66,18 +68,36 @@ TEST(ComputeGrowthSim, SlowStageIsSlowComputeOfItsHostAndNoBubble) {
   EXPECT_EQ(Ev(slow[0], "last_step"), 29);
   EXPECT_NEAR(Ev(slow[0], "compute_growth"), 0.5, 0.05);
   EXPECT_TRUE(Of(*f, Kind::kPipelineBubble).empty());
-  // The same with the records already in a store (`diagnose --db job.duckdb step_summary.csv`):
+  // The same with the records already in a store (`diagnose --db job.duckdb steps/`):
   // the step series is mapped to the store's hosts and checked against its findings.
   auto store = Store::Open(":memory:");
   ASSERT_TRUE(store.ok());
   auto files = DiscoverInputs({job + "/nccl-inspector"});
   ASSERT_TRUE(files.ok());
   ASSERT_TRUE(Ingest(**store, files->files, IngestOptions{}).ok());
-  auto g = DiagnosePaths({job + "/step_summary.csv"}, DiagnoseOptions{}, nullptr, store->get());
+  auto g = DiagnosePaths({job + "/steps"}, DiagnoseOptions{}, nullptr, store->get());
   ASSERT_TRUE(g.ok()) << g.status().message();
   auto slow2 = Of(*g, Kind::kSlowCompute);
   ASSERT_EQ(slow2.size(), 1u);
   EXPECT_EQ(slow2[0].hosts, (std::vector<std::string>{"node-001"}));  // hosts from the store
+  // And with the step series stored beside the records (`collscope ingest` of the whole job
+  // directory, then `diagnose --db`): the same finding, from the store alone.
+  auto both = Store::Open(":memory:");
+  ASSERT_TRUE(both.ok());
+  ASSERT_TRUE(Ingest(**both, files->files, IngestOptions{}).ok());
+  auto sr = readers::IngestStepFiles(**both, {job}, "default");
+  ASSERT_TRUE(sr.ok()) << sr.status().message();
+  EXPECT_GT(sr->steps, 0u);
+  DiagnoseOptions dflt;
+  dflt.run = "default";
+  InputSummary read;
+  auto h = DiagnoseStore(**both, dflt, nullptr, &read);
+  ASSERT_TRUE(h.ok()) << h.status().message();
+  EXPECT_GT(read.step_series, 0);
+  auto slow3 = Of(*h, Kind::kSlowCompute);
+  ASSERT_EQ(slow3.size(), 1u);
+  EXPECT_EQ(slow3[0].hosts, slow2[0].hosts);
+  EXPECT_EQ(slow3[0].ranks, slow2[0].ranks);
   EXPECT_EQ(slow2[0].ranks, (std::vector<int>{4, 5, 6, 7}));
   EXPECT_TRUE(Of(*g, Kind::kPipelineBubble).empty());
   EXPECT_FALSE(DiagnosePaths({job + "/nccl-inspector"}, DiagnoseOptions{}, nullptr, store->get()).ok());
@@ -102,7 +122,7 @@ TEST(ComputeGrowthSim, BubbleOfTheSameStageIsNoSlowCompute) {
   sim::SimStats stats;
   std::string err;
   ASSERT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
-  auto f = DiagnosePaths({job + "/nccl-inspector", job + "/step_summary.csv"}, DiagnoseOptions{});
+  auto f = DiagnosePaths({job + "/nccl-inspector", job + "/steps"}, DiagnoseOptions{});
   ASSERT_TRUE(f.ok()) << f.status().message();
   EXPECT_TRUE(Of(*f, Kind::kSlowCompute).empty());
   auto b = Of(*f, Kind::kPipelineBubble);
@@ -128,7 +148,7 @@ TEST(ComputeGrowthSim, BubbleShorterThanTwoDumpWindowsFromTheStepPhases) {
   sim::SimStats stats;
   std::string err;
   ASSERT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
-  auto f = DiagnosePaths({job + "/nccl-inspector", job + "/step_summary.csv"}, DiagnoseOptions{});
+  auto f = DiagnosePaths({job + "/nccl-inspector", job + "/steps"}, DiagnoseOptions{});
   ASSERT_TRUE(f.ok()) << f.status().message();
   auto b = Of(*f, Kind::kPipelineBubble);
   ASSERT_EQ(b.size(), 1u) << FindingsToText(*f);

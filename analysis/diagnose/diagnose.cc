@@ -6,6 +6,7 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "analysis/diagnose/bubble_steps.h"
 #include "analysis/diagnose/compute_growth.h"
@@ -15,6 +16,7 @@
 #include "analysis/diagnose/steps.h"
 #include "core/ingest.h"
 #include "core/readers/kineto.h"
+#include "core/readers/step_file.h"
 
 namespace collscope::diagnose {
 namespace {
@@ -175,16 +177,75 @@ std::string InputSummary::ToText() const {
   return o;
 }
 
-Result<std::vector<Finding>> DiagnoseStore(Store& store, const DiagnoseOptions& o,
-                                           DiagnoseTiming* timing, InputSummary* read) {
+namespace {
+
+// L1/L2 over the run's step/phase series (when it has any), checked against the communication
+// findings in *out: step-level anomalies, per-rank compute growth, stage idling, and the
+// demotions of bubbles, stalls and late arrivals that the ranks' own compute explains.
+Status DetectFromSteps(Store& store, const std::string& run, const CommData* data, const CommOptions& comm,
+                       std::vector<Finding>* out, InputSummary* read) {
+  std::map<int, std::string> host_of;
+  auto series = readers::LoadStepSeries(store, run, &host_of);
+  if (!series.ok()) return series.status();
+  if (read) {
+    auto rid = store.RunId(run, false);
+    auto n = rid.ok() ? store.QueryInt("SELECT count(*) FROM step_files WHERE run_id = " + std::to_string(*rid))
+                      : Result<int64_t>(int64_t{0});
+    if (n.ok()) read->step_series += static_cast<int>(*n);
+  }
+  if (series->rows.empty()) return Status::Ok();
+  // The records know the hosts of their ranks best (a step file may name a container's host).
+  std::map<int, int> stage_of;
+  int64_t window_us = 0;
+  if (data) {
+    for (const Proc& p : data->procs)
+      if (p.global_rank >= 0 && p.host >= 0) host_of[p.global_rank] = data->hosts[static_cast<size_t>(p.host)];
+    window_us = static_cast<int64_t>(WindowUs(*data, comm));
+    stage_of = PipelineStageOfRank(*data);
+  }
+  auto f = DetectStepAnomalies(*series, StepOptions{});
+  out->insert(out->end(), f.begin(), f.end());
+  // L2 per-rank compute phases: names slow GPUs and hosts that communication records cannot
+  // tell from waiting (a slow pipeline stage vs a bubble), and refutes late arrivals whose own
+  // compute did not grow (propagated lateness).
+  const ComputeProfile prof = AnalyzeComputeGrowth(*series, ComputeOptions{});
+  auto c = DetectComputeGrowth(prof, host_of);
+  out->insert(out->end(), c.begin(), c.end());
+  // Bubbles shorter than the records' windows show in the stage's own step phases.
+  auto b = DetectStageIdle(*series, stage_of, host_of, StageIdleOptions{});
+  out->insert(out->end(), b.begin(), b.end());
+  const int64_t slack = std::max<int64_t>(window_us, static_cast<int64_t>(2 * prof.step_us));
+  DemoteBubbles(prof, slack, out);
+  DemotePropagatedStalls(prof, slack, out);
+  DemoteFlatLateArrivals(prof, slack, out);
+  return Status::Ok();
+}
+
+// The run's records (when it has any) through every communication detector.
+Status DetectFromRecords(Store& store, const std::string& run, const DiagnoseOptions& o, DiagnoseTiming* timing,
+                         InputSummary* read, std::vector<Finding>* out, std::optional<CommData>* loaded) {
   double t = Now();
-  auto data = LoadCommData(store, o.run);
+  auto data = LoadCommData(store, run);
   if (!data.ok()) return data.status();
-  SummarizeRecords(*data, o.run, read);
+  SummarizeRecords(*data, run, read);
   if (timing) timing->load_s = Now() - t;
   t = Now();
-  std::vector<Finding> out = DetectAll(*data, o);
+  auto f = DetectAll(*data, o);
+  out->insert(out->end(), f.begin(), f.end());
   if (timing) timing->detect_s = Now() - t;
+  *loaded = std::move(*data);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::vector<Finding>> DiagnoseStore(Store& store, const DiagnoseOptions& o,
+                                           DiagnoseTiming* timing, InputSummary* read) {
+  std::vector<Finding> out;
+  std::optional<CommData> data;
+  COLLSCOPE_RETURN_IF_ERROR(DetectFromRecords(store, o.run, o, timing, read, &out, &data));
+  COLLSCOPE_RETURN_IF_ERROR(DetectFromSteps(store, o.run, data->procs.empty() ? nullptr : &*data, o.comm, &out, read));
+  Consolidate(&out, o.suppressed);
   return out;
 }
 
@@ -192,7 +253,7 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
                                            const DiagnoseOptions& o, DiagnoseTiming* timing,
                                            Store* records, InputSummary* read) {
   namespace fs = std::filesystem;
-  std::vector<std::string> logs, fr, inflight, summaries;
+  std::vector<std::string> logs, step_files, fr, inflight;
   // Every regular file under the paths, once (core/input_files.h: links followed once, FIFOs
   // and devices skipped with a reason, never opened).
   auto found = FindInputFiles(paths, [](const std::string&, bool) { return true; });
@@ -201,59 +262,66 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
     for (const std::string& s : found->skipped) read->unusable.push_back(s);
   for (const std::string& f : found->files) {
     const std::string name = fs::path(f).filename().string();
-    if (IsInspectorLogName(name)) logs.push_back(f);
+    if (IsStepSeriesFile(f)) step_files.push_back(f);
+    else if (IsInspectorLogName(name)) logs.push_back(f);
     else if (name.ends_with(".inflight.json")) inflight.push_back(f);
-    else if (name == "step_summary.csv") summaries.push_back(f);
     else if (IsFlightRecorderDump(f)) fr.push_back(f);
     else if (!readers::IsKinetoTraceName(f) && read)
       read->unusable.push_back(f + ": not a format collscope diagnose reads");
   }
   std::vector<Finding> out;
-  // From the records, for the step series: which host each global rank runs on, and the
-  // detectors' window (how far apart two findings' windows may be and still coincide).
-  std::map<int, std::string> host_of;
-  std::map<int, int> stage_of;  // global rank -> pipeline stage
-  int64_t window_us = 0;
+  // Logs and step series go into a temporary store first, so that `diagnose PATHS` and
+  // `diagnose --db` read the same tables the same way. With a store, step series among the paths
+  // go to a temporary one of their own and are checked against the store's records.
   std::unique_ptr<Store> temp;
   std::string run = o.run;
-  if (!logs.empty()) {
-    if (records)
+  Store* steps_store = records;
+  std::string steps_run = run;
+  if (!logs.empty() || !step_files.empty()) {
+    if (records && !logs.empty())
       return Status::Error(logs[0] + ": Inspector logs among the paths and a store: ingest them into the store first");
     auto store = Store::Open(":memory:");
     if (!store.ok()) return store.status();
     temp = std::move(*store);
-    IngestOptions io;
-    io.run = "diagnose";
-    io.threads = o.threads;
     const double t = Now();
-    auto rep = Ingest(*temp, logs, io);
-    if (!rep.ok()) return rep.status();
-    if (read) {
-      read->lines_rejected += rep->lines_rejected;
-      for (const std::string& r : rep->first_rejections) read->unusable.push_back(r);
+    if (!logs.empty()) {
+      IngestOptions io;
+      io.run = "diagnose";
+      io.threads = o.threads;
+      auto rep = Ingest(*temp, logs, io);
+      if (!rep.ok()) return rep.status();
+      if (read) {
+        read->lines_rejected += rep->lines_rejected;
+        for (const std::string& r : rep->first_rejections) read->unusable.push_back(r);
+      }
+    }
+    if (!step_files.empty()) {
+      auto rep = readers::IngestStepFiles(*temp, step_files, "diagnose");
+      if (!rep.ok()) return rep.status();
+      if (read) {
+        read->lines_rejected += rep->lines_rejected;
+        for (const std::string& r : rep->first_rejections) read->unusable.push_back(r);
+        for (const std::string& r : rep->failed) read->unusable.push_back(r);
+      }
+      steps_store = temp.get();
+      steps_run = "diagnose";
     }
     if (timing) timing->ingest_s = Now() - t;
-    records = temp.get();
-    run = "diagnose";
+    if (!records) {
+      records = temp.get();
+      run = "diagnose";
+      steps_store = temp.get();
+      steps_run = "diagnose";
+    }
   }
-  if (records) {
-    double t0 = Now();
-    auto data = LoadCommData(*records, run);
-    if (!data.ok()) return data.status();
-    SummarizeRecords(*data, run, read);
-    if (timing) timing->load_s = Now() - t0;
-    t0 = Now();
-    out = DetectAll(*data, o);
-    if (timing) timing->detect_s = Now() - t0;
-    for (const Proc& p : data->procs)
-      if (p.global_rank >= 0 && p.host >= 0) host_of[p.global_rank] = data->hosts[static_cast<size_t>(p.host)];
-    window_us = static_cast<int64_t>(WindowUs(*data, o.comm));
-    stage_of = PipelineStageOfRank(*data);
-  }
+  std::optional<CommData> data;
+  if (records) COLLSCOPE_RETURN_IF_ERROR(DetectFromRecords(*records, run, o, timing, read, &out, &data));
+  if (steps_store)
+    COLLSCOPE_RETURN_IF_ERROR(DetectFromSteps(*steps_store, steps_run, data && !data->procs.empty() ? &*data : nullptr,
+                                              o.comm, &out, read));
   if (read) {
     read->flight_recorder_dumps += static_cast<int>(fr.size());
     read->state_files += static_cast<int>(inflight.size());
-    read->step_series += static_cast<int>(summaries.size());
   }
   // The Kineto traces among the paths, found once (walking the folders again for L3 would read
   // every directory twice).
@@ -271,32 +339,9 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
     if (!f.ok()) return f.status();
     out.insert(out.end(), f->begin(), f->end());
   }
-  for (const std::string& s : summaries) {
-    auto series = ReadStepSummary(s);
-    if (!series.ok() && read) {
-      read->unusable.push_back(series.status().message());
-      continue;
-    }
-    if (!series.ok()) return series.status();
-    auto f = DetectStepAnomalies(*series, StepOptions{});
-    out.insert(out.end(), f.begin(), f.end());
-    // L2 per-rank compute phases: names slow GPUs and hosts that communication records cannot
-    // tell from waiting (a slow pipeline stage vs a bubble), and refutes late arrivals whose own
-    // compute did not grow (propagated lateness).
-    const ComputeProfile prof = AnalyzeComputeGrowth(*series, ComputeOptions{});
-    auto c = DetectComputeGrowth(prof, host_of);
-    out.insert(out.end(), c.begin(), c.end());
-    // Bubbles shorter than the records' windows show in the stage's own step phases.
-    auto b = DetectStageIdle(*series, stage_of, host_of, StageIdleOptions{});
-    out.insert(out.end(), b.begin(), b.end());
-    const int64_t slack = std::max<int64_t>(window_us, static_cast<int64_t>(2 * prof.step_us));
-    DemoteBubbles(prof, slack, &out);
-    DemotePropagatedStalls(prof, slack, &out);
-    DemoteFlatLateArrivals(prof, slack, &out);
-  }
   // PyTorch profiler (Kineto) traces among the paths: L3 kernel modes, and L1 on their
-  // ProfilerStep times unless a step_summary.csv already gave the step series.
-  auto k = DiagnoseKinetoPaths(*traces, summaries.empty());
+  // ProfilerStep times unless step/phase series already gave the steps.
+  auto k = DiagnoseKinetoPaths(*traces, step_files.empty());
   if (!k.ok()) return k.status();
   out.insert(out.end(), k->begin(), k->end());
   Consolidate(&out, o.suppressed);

@@ -50,7 +50,7 @@ Result<std::vector<Finding>> DiagnoseStore(Store& store, const DiagnoseOptions& 
                                            DiagnoseTiming* timing = nullptr, InputSummary* read = nullptr);
 
 // Inputs given as paths: NCCL Inspector / collscope logs (ingested into a temporary store),
-// Flight Recorder dumps, collscope in-flight state files, step summaries (step_summary.csv),
+// Flight Recorder dumps, collscope in-flight state files, step/phase series (found by content),
 // PyTorch profiler (Kineto) traces.
 // `records`: a store whose run `o.run` holds the records instead (`--db`); the step series are
 // then checked against its findings and mapped to its hosts. Logs among the paths with a store

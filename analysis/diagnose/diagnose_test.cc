@@ -382,7 +382,7 @@ TEST(Steps, PeltFindsAShiftAndSpikesFindTransients) {
 
 TEST(Steps, RegressionWithPhaseAttribution) {
   StepSeries s;
-  s.source = "step_summary";
+  s.source = "annotation";
   for (int r = 0; r < 2; ++r)
     for (int i = 0; i < 40; ++i) {
       readers::StepRow row;
@@ -549,7 +549,7 @@ TEST(Share, CclDAlphaBetaBoundaries) {
   // Rank 1 computes 30 ms more; ranks 0 and 2 wait for it (their communication grows): the
   // synchronisation trap in step phases. The rank with the lowest P is the straggler.
   StepSeries s;
-  s.source = "step_summary";
+  s.source = "annotation";
   std::vector<int64_t> before, after;
   for (int i = 0; i < 20; ++i) (i < 10 ? before : after).push_back(i);
   for (int r = 0; r < 3; ++r)

@@ -29,7 +29,7 @@ TEST(KernelDetector, SimulatedGpuStragglerThroughKineto) {
   c.workload.steps = 16;
   c.workload.layers = 4;
   c.output.dir = dir / "job";
-  c.output.summary = false;
+  c.output.steps = false;
   c.faults.push_back({"gpu_straggler", {{"rank", "5"}, {"factor", "1.3"}, {"start_step", "6"},
                                         {"end_step", "10"}}});
   sim::SimStats stats;
@@ -76,7 +76,7 @@ TEST(Perfetto, SimulatedStragglerWithCollectives) {
   c.workload.layers = 4;
   c.inspector.verbose = true;  // start/stop times per collective
   c.output.dir = dir / "job";
-  c.output.summary = false;
+  c.output.steps = false;
   c.faults.push_back({"gpu_straggler", {{"rank", "3"}, {"factor", "1.4"}, {"start_step", "5"},
                                         {"end_step", "8"}}});
   sim::SimStats stats;

@@ -276,7 +276,7 @@ Result<PerfettoReport> ExportPerfetto(Store& store, const std::vector<Finding>& 
     auto s = Fetch(conn,
                    "SELECT CAST(rank AS BIGINT), CAST(step AS BIGINT), CAST(start_us AS DOUBLE), "
                    "CAST(dur_us AS DOUBLE), CAST(compute_us AS DOUBLE), CAST(nccl_us AS DOUBLE) "
-                   "FROM steps WHERE run_id = " + rid + " AND rank IN (" + in_ranks + ") AND " +
+                   "FROM steps WHERE run_id = " + rid + " AND source = 'kineto' AND rank IN (" + in_ranks + ") AND " +
                        WindowSql(merged, "start_us", "start_us + dur_us") + " ORDER BY 1, 3",
                    "iidddd");
     if (!s.ok()) return s.status();

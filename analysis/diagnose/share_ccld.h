@@ -21,7 +21,7 @@ inline constexpr double kShareBeta = 0.6;
 double ShareP(double d_comm, double d_compute);
 // "compute", "communication" or "mixed" (P < 0: "none").
 const char* ShareClass(double p);
-// Whether a step_summary phase is communication (tp_comm, cp_comm, ep_comm, pp_p2p, dp_comm,
+// Whether a step/phase series phase is communication (tp_comm, cp_comm, ep_comm, pp_p2p, dp_comm,
 // world_comm) rather than compute (forward, backward, optimizer, host_stall).
 bool IsCommPhase(const std::string& phase);
 

@@ -127,7 +127,7 @@ std::vector<Finding> DetectStepAnomalies(const StepSeries& s, const StepOptions&
     f.Add("steps", static_cast<double>(c - b));
     if (!phase.empty()) { f.AddText("phase_grew", phase); f.Add("phase_growth_us", inc); }
     // CCL-D share P (alpha 0.4 / beta 0.6): compute or communication slowdown, per rank.
-    if (s.source == "step_summary") {
+    if (s.source == "annotation") {
       std::vector<int64_t> sa, sb;
       for (size_t i = b; i < c; ++i) sa.push_back(steps[i]);
       for (size_t i = a; i < b; ++i) sb.push_back(steps[i]);
@@ -159,7 +159,7 @@ std::vector<Finding> DetectStepAnomalies(const StepSeries& s, const StepOptions&
     double worst = 0;
     size_t wi = spikes[0];
     for (size_t i : spikes) if (x[i] > worst) { worst = x[i]; wi = i; }
-    if (s.source == "step_summary") f.ranks = {slowest[steps[wi]]};
+    if (s.source == "annotation") f.ranks = {slowest[steps[wi]]};
     std::vector<size_t> base;
     for (size_t i = 0; i < x.size(); ++i) if (!in_regression[i]) base.push_back(i);
     auto [phase, inc] = grew(wi, wi + 1, base);

@@ -9,7 +9,6 @@
 namespace collscope::diagnose {
 
 using readers::ReadMegatronLog;
-using readers::ReadStepSummary;
 using readers::StepSeries;
 
 struct StepOptions {

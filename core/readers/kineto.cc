@@ -557,6 +557,7 @@ class TraceWriter {
         a.Column<double>(8)[i] = s.compute_us;
         a.Column<double>(9)[i] = s.nccl_us;
         if (s.gpu_end_us > 0) a.Column<double>(10)[i] = s.gpu_end_us; else a.SetNull(10, i);
+        a.SetNull(11, i);  // file_id: not from a step file
       }
       COLLSCOPE_RETURN_IF_ERROR(a.Append(n));
     }
@@ -714,13 +715,13 @@ Result<StepSeries> LoadKinetoSteps(Store& store, const std::string& run) {
   if (!HasKinetoTables(store)) return s;
   std::string filter;
   if (run.empty()) {
-    filter = "run_id = (SELECT min(run_id) FROM steps)";
+    filter = "run_id = (SELECT min(run_id) FROM steps WHERE source = 'kineto')";
   } else {
     filter = "run_id = (SELECT run_id FROM runs WHERE name = " + SqlString(run) + ")";
   }
   auto r = store.Query(
       "SELECT rank, step, CAST(round(min(start_us)) AS BIGINT), max(dur_us), sum(compute_us), "
-      "sum(nccl_us) FROM steps WHERE " + filter + " GROUP BY rank, step ORDER BY rank, step");
+      "sum(nccl_us) FROM steps WHERE source = 'kineto' AND " + filter + " GROUP BY rank, step ORDER BY rank, step");
   if (!r.ok()) return r.status();
   for (const auto& row : r->rows) {
     if (!row[0] || !row[1]) continue;

@@ -528,8 +528,14 @@ Result<EvalReport> RunEval(const std::vector<Scenario>& suite, const EvalOptions
     };
     Status st = score("A", {}, &sr.analysis_s);
     if (st.ok()) st = score("B", state_files, nullptr);
+    // Tier C: the per-rank step/phase series, in the format the annotation API writes.
+    std::vector<std::string> c = state_files;
+    if (fs::exists(cfg.output.dir + "/steps", ec)) {
+      c.push_back(cfg.output.dir + "/steps");
+      if (st.ok()) st = score("C", c, nullptr);
+    }
     if (st.ok() && fs::exists(cfg.output.dir + "/kineto", ec)) {
-      std::vector<std::string> d = state_files;
+      std::vector<std::string> d = c;
       d.push_back(cfg.output.dir + "/kineto");
       st = score("D", d, nullptr);
     }
@@ -544,7 +550,8 @@ Result<EvalReport> RunEval(const std::vector<Scenario>& suite, const EvalOptions
 namespace {
 
 const char* kTierText[] = {"A", "stock NCCL Inspector logs only", "B", "A + collscope in-flight state files",
-                           "D", "B + Kineto kernel traces (tier C, step phases, has no producer yet)"};
+                           "C", "B + per-rank step/phase series (the annotation API's format)",
+                           "D", "C + Kineto kernel traces"};
 
 std::string TierTitle(const std::string& t) {
   for (size_t i = 0; i + 1 < std::size(kTierText); i += 2)
@@ -574,8 +581,6 @@ std::string EvalReport::ToText() const {
     std::snprintf(b, sizeof b, " %6.2f %8.2f %10.2f\n", s.sim_s, s.ingest_s, s.analysis_s);
     o << b;
   }
-  o << "\nTier C (B + step/phase series in the annotation API's format): not scored; no producer of "
-       "that format exists yet, and the simulator's step_summary.csv is never scored.\n";
   for (const auto& [t, ts] : tiers) {
     o << "\n== tier " << TierTitle(t) << " (strict: the finding must name the culprit rank, or host for "
          "host-level faults)\n";

@@ -6,14 +6,13 @@
 // fault's. It is exact when the two sets are equal. Each further finding about a fault already
 // credited is a false duplicate; victims and shared communicators never earn credit.
 //
-// Evidence tiers: what a real user has decides the tier, and a simulator-only input (the
-// simulator's step_summary.csv) never goes into a score.
+// Evidence tiers: what a real user has decides the tier, and a simulator-only input never goes
+// into a score (every file the simulator writes is in a format a real producer writes).
 //   A: stock NCCL Inspector logs only.
 //   B: A plus the collscope plugin's in-flight state files.
-//   C: B plus per-rank step/phase series in the annotation API's format. Not scored yet: no
-//      producer of that format exists (the capture issue defines it).
-//   D: C plus kernel data (Kineto traces); scored as B plus Kineto while C is missing, only when
-//      asked (EvalOptions::kineto_max_ranks).
+//   C: B plus per-rank step/phase series in the annotation API's format (capture/annotate/ writes
+//      it in training processes; the simulator writes the same files).
+//   D: C plus kernel data (Kineto traces), only when asked (EvalOptions::kineto_max_ranks).
 #pragma once
 
 #include <array>
