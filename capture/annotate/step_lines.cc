@@ -59,6 +59,12 @@ void AppendUs(int64_t ns, std::string* out) {
 
 std::string NameOf(const Event& e) { return std::string(e.name, strnlen(e.name, kNameBytes)); }
 
+// A phase begun without a name still has a row (the format requires a name).
+std::string PhaseName(const Event& e) {
+  std::string n = NameOf(e);
+  return n.empty() ? "(unnamed)" : n;
+}
+
 }  // namespace
 
 StepLines::StepLines(ProcessInfo p) : proc_(std::move(p)) {
@@ -161,7 +167,7 @@ void StepLines::Add(const Event& e, std::string* out) {
       break;
     case EventType::kPhaseBegin:
       if (!in_step_) break;  // a phase outside every step has no step to belong to
-      open_.push_back({PhaseIndex(NameOf(e), e.t_ns), e.t_ns});
+      open_.push_back({PhaseIndex(PhaseName(e), e.t_ns), e.t_ns});
       break;
     case EventType::kPhaseEnd: {
       if (!in_step_) break;
@@ -193,8 +199,7 @@ void StepLines::Add(const Event& e, std::string* out) {
       out->append(",\"step\":");
       AppendInt(e.value, out);
       out->append(",\"phase\":");
-      const std::string name = NameOf(e);
-      AppendJsonString(name, out);
+      AppendJsonString(PhaseName(e), out);
       char buf[48];
       std::snprintf(buf, sizeof(buf), ",\"gpu_us\":%.3f}\n", e.gpu_us);
       out->append(buf);

@@ -87,6 +87,15 @@ TEST(StepLines, NamesStayValidJsonWhateverTheirBytes) {
   EXPECT_NE(out.find("\"name\":\"a\\\"b\\\\c\\u000a?\xc3\xa4\""), std::string::npos) << out;
 }
 
+TEST(StepLines, APhaseWithoutANameIsStillAPhase) {
+  StepLines l(Proc());
+  std::string out;
+  l.Add(Ev(EventType::kStepBegin, 0, 1), &out);
+  l.Add(Ev(EventType::kPhaseBegin, 0, 0, ""), &out);
+  l.Add(Ev(EventType::kStepEnd, 1000), &out);
+  EXPECT_NE(out.find("{\"name\":\"(unnamed)\",\"start_us\":0,\"wall_us\":1,\"count\":1}"), std::string::npos) << out;
+}
+
 TEST(StepLines, DroppedEventsAreStatedOnceEachTimeTheyGrow) {
   StepLines l(Proc());
   std::string out;
