@@ -103,9 +103,11 @@ void MergeSame(std::vector<Finding>* fs, const MergeRule& rule, std::vector<Supp
 }  // namespace
 
 void Consolidate(std::vector<Finding>* fs, std::vector<Suppressed>* suppressed) {
-  std::stable_sort(fs->begin(), fs->end(), [](const Finding& a, const Finding& b) {
-    const bool ha = a.kind == Kind::kHang, hb = b.kind == Kind::kHang;
-    if (ha != hb) return ha;
+  // Hangs first, step-level symptoms (which name no culprit) last: an on-call engineer reads
+  // the cause before the symptom, however sure the symptom is.
+  auto order = [](Kind k) { return k == Kind::kHang ? 0 : k == Kind::kStepRegression || k == Kind::kStepJitter ? 2 : 1; };
+  std::stable_sort(fs->begin(), fs->end(), [&](const Finding& a, const Finding& b) {
+    if (order(a.kind) != order(b.kind)) return order(a.kind) < order(b.kind);
     return a.confidence > b.confidence;
   });
   for (const MergeRule& rule : MergeRules()) MergeSame(fs, rule, suppressed);

@@ -60,7 +60,7 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
                                            DiagnoseTiming* timing = nullptr,
                                            Store* records = nullptr, InputSummary* read = nullptr);
 
-// Orders findings (hangs first, then by confidence) and merges duplicates of one kind that
+// Orders findings (hangs first, step-level symptoms last, each by confidence) and merges duplicates of one kind that
 // overlap in location and time; each folded finding goes to *suppressed (when given) with the
 // rule that merged it.
 void Consolidate(std::vector<Finding>* findings, std::vector<Suppressed>* suppressed = nullptr);

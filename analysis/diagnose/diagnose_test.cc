@@ -189,6 +189,21 @@ TEST(SlowCompute, SameHostRanksAtDifferentTimesStaySeparate) {
   EXPECT_EQ(ranks, std::vector<int>({2, 3}));
 }
 
+TEST(Consolidate, TheCauseComesBeforeASurerStepSymptom) {
+  Finding symptom;
+  symptom.kind = Kind::kStepRegression;
+  symptom.confidence = 1.0;
+  Finding cause;
+  cause.kind = Kind::kSlowLink;
+  cause.confidence = 0.8;
+  cause.hosts = {"node-001"};
+  std::vector<Finding> fs = {symptom, cause};
+  Consolidate(&fs);
+  ASSERT_EQ(fs.size(), 2u);
+  EXPECT_EQ(fs[0].kind, Kind::kSlowLink);
+  EXPECT_EQ(fs[1].kind, Kind::kStepRegression);
+}
+
 TEST(Consolidate, SlowComputeOfOneHostMergesAcrossDetectors) {
   auto mk = [](std::string det, std::vector<std::string> hosts, std::vector<int> ranks, int64_t a, int64_t b,
                double conf) {
