@@ -485,6 +485,39 @@ void RegisterIngestCases() {
                  EXPECT_LE(o.code, 1) << "the records and the good state file are still diagnosed:\n" << o.text;
                  EXPECT_NE(o.text.find("node1-pid1.inflight.json: "), std::string::npos) << o.text;
                }});
+  // Step/phase series (the annotation API's format): found by content, each bad line or file named.
+  const std::string step_head =
+      R"({"collscope_steps_version":1,"type":"process","hostname":"node1","pid":1,"rank":0,"world_size":2})" "\n";
+  c.push_back({"ingest_step_file_of_a_future_version",
+               [](const Env& e) {
+                 GoodInputs(e);
+                 WriteFile(e.in() + "/node1-pid1.steps.jsonl",
+                           R"({"collscope_steps_version":9,"type":"process","hostname":"node1","pid":1,"rank":0,"world_size":2})" "\n");
+               },
+               [](const Env& e) { return "ingest " + Quote(e.in()) + " --db " + Quote(e.db()); },
+               "format version 9; this collscope reads version 1", [](const Env& e, const Output& o) {
+                 EXPECT_EQ(o.code, 1) << o.text;
+                 GoodStored(e, o);
+               }});
+  c.push_back({"ingest_step_file_with_bad_lines",
+               [step_head](const Env& e) {
+                 GoodInputs(e);
+                 WriteFile(e.in() + "/any-name",
+                           step_head + R"({"type":"step","rank":0,"step":1,"start_us":5,"wall_us":1e99,"phases":[]})" "\n" +
+                               R"({"type":"step","rank":0,"step":2,"start_us":5,"wall_us":7,"phases":[]})" "\n");
+               },
+               [](const Env& e) { return "ingest " + Quote(e.in()) + " --db " + Quote(e.db()); },
+               "any-name:2: \"wall_us\" out of range", [](const Env& e, const Output& o) {
+                 EXPECT_EQ(o.code, 1) << o.text;
+                 GoodStored(e, o);
+                 EXPECT_NE(o.text.find("1 steps"), std::string::npos) << o.text;
+               }});
+  c.push_back({"diagnose_step_file_cut_mid_line",
+               [step_head](const Env& e) {
+                 GoodInputs(e);
+                 WriteFile(e.in() + "/node1-pid1.steps.jsonl", step_head + R"({"type":"step","rank":0,"st)");
+               },
+               diagnose, "node1-pid1.steps.jsonl:2: incomplete last line", terminates});
   c.push_back({"diagnose_truncated_flight_recorder_dump",
                [](const Env& e) {
                  GoodInputs(e);

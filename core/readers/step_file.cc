@@ -184,7 +184,11 @@ Result<StepFile> ReadStepFile(const std::string& path) {
     std::string why;
     object o;
     std::string_view type;
-    if (parser.parse(line).get_object().get(o) != simdjson::SUCCESS) {
+    if (in.eof() && !first) {
+      // The writer writes whole lines: a last line without its newline is still being written
+      // (a live job) or was cut (a crash). A later ingest reads the file again whole.
+      why = "incomplete last line (no newline: still being written, or cut)";
+    } else if (parser.parse(line).get_object().get(o) != simdjson::SUCCESS) {
       why = "not a JSON object";
     } else if (o["type"].get_string().get(type) != simdjson::SUCCESS) {
       why = "no \"type\"";
