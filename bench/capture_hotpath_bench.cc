@@ -5,8 +5,16 @@
 //   the op and pushes its record). Target: < 1 us per collective.
 // BM_CaptureWriterThroughput: records/s the writer formats and writes (finalize drains a full
 //   ring of completed records into the dump file).
+// BM_DefaultsAtRate: the plugin at its default settings (4,096-record rings, 1 s dumps) with 8
+//   communicators each completing 10,000 collectives a second for 2 s: records written, records
+//   dropped (target 0) and the writer's share of a core (target < 5%).
 #include <dlfcn.h>
+#include <sys/resource.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
 
 #include <cstdlib>
 #include <filesystem>
@@ -164,6 +172,67 @@ BENCHMARK(BM_CaptureWriterThroughput)
     ->Arg(1)
     ->ArgName("verbose")
     ->Unit(benchmark::kMillisecond);
+
+double CpuSeconds(int who) {
+  rusage u{};
+  getrusage(who, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+void BM_DefaultsAtRate(benchmark::State& state) {
+  const int kComms = 8, kPerSecond = static_cast<int>(state.range(0)), kSeconds = 2;
+  const std::string dir = BenchDir();
+  setenv("NCCL_INSPECTOR_DUMP_DIR", dir.c_str(), 1);
+  unsetenv("NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS");  // the defaults
+  unsetenv("NCCL_INSPECTOR_DUMP_COLL_RING_SIZE");
+  unsetenv("NCCL_INSPECTOR_DUMP_VERBOSE");
+  Plugin p;
+  if (p.t == nullptr) {
+    state.SkipWithError("cannot load plugin");
+    return;
+  }
+  Descrs d;
+  uint64_t issued = 0, written = 0;
+  double writer_share = 0;
+  for (auto _ : state) {
+    void* ctx[kComms];
+    for (int c = 0; c < kComms; ++c) {
+      int mask = 0;
+      p.t->init(&ctx[c], 0x9000 + static_cast<uint64_t>(c), &mask, "bench", 2, 16, 3, nullptr);
+    }
+    const double cpu0 = CpuSeconds(RUSAGE_SELF), me0 = CpuSeconds(RUSAGE_THREAD);
+    const auto t0 = std::chrono::steady_clock::now();
+    // Paced in 1 ms ticks: each communicator completes kPerSecond / 1000 collectives per tick.
+    for (int tick = 0; tick < kSeconds * 1000; ++tick) {
+      for (int c = 0; c < kComms; ++c)
+        for (int i = 0; i < kPerSecond / 1000; ++i) OneCollective(p.t, ctx[c], d, issued++);
+      std::this_thread::sleep_until(t0 + std::chrono::milliseconds(tick + 1));
+    }
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    writer_share = ((CpuSeconds(RUSAGE_SELF) - cpu0) - (CpuSeconds(RUSAGE_THREAD) - me0)) / wall;
+    for (int c = 0; c < kComms; ++c) p.t->finalize(ctx[c]);
+    for (const auto& e : fs::directory_iterator(dir)) {
+      if (e.path().extension() == ".log") {
+        std::ifstream f(e.path());
+        std::string line;
+        while (std::getline(f, line)) written += line.find("\"coll_perf\"") != std::string::npos;
+      }
+      fs::remove(e.path());
+    }
+  }
+  state.counters["issued"] = static_cast<double>(issued);
+  state.counters["written"] = static_cast<double>(written);
+  state.counters["dropped"] = static_cast<double>(issued - written);
+  state.counters["writer_core_share"] = writer_share;
+  std::printf("defaults at %d collectives/s x %d communicators for %d s: %llu issued, %llu written, %llu "
+              "dropped (target 0); writer %.1f%% of a core (target < 5%%)\n",
+              kPerSecond, kComms, kSeconds, static_cast<unsigned long long>(issued),
+              static_cast<unsigned long long>(written), static_cast<unsigned long long>(issued - written),
+              100 * writer_share);
+  fs::remove_all(dir);
+}
+BENCHMARK(BM_DefaultsAtRate)->Arg(10000)->ArgName("per_comm_per_s")->Iterations(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

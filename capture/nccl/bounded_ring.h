@@ -29,6 +29,12 @@ class BoundedRing {
 
   uint32_t capacity() const { return mask_ + 1; }
 
+  // Cells claimed and not yet consumed (a moment's view: producers and the consumer move on).
+  uint64_t SizeApprox() const noexcept {
+    const uint64_t t = tail_.load(std::memory_order_relaxed), h = head_.load(std::memory_order_relaxed);
+    return t > h ? t - h : 0;
+  }
+
   // fill(T&, uint32_t cell_index) runs while the cell is exclusively ours.
   template <typename Fill>
   bool TryPush(Fill&& fill) noexcept {

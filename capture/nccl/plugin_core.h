@@ -196,6 +196,7 @@ class Runtime {
   void StopWriter();
   void WriterLoop();
   // The *Locked functions require mu_.
+  bool AnyRingHalfFullLocked() const;
   size_t DumpPassLocked();
   size_t DrainCommLocked(CommCtx* c, std::string* out);
   // status: "running", "finalized" (last communicator gone) or "exiting" (process exit).
@@ -211,6 +212,7 @@ class Runtime {
   int refs_ = 0;  // guarded by the global mutex
 
   std::mutex mu_;
+  std::string records_buf_;  // the writer's formatting buffer, reused across passes (under mu_)
   std::condition_variable cv_;
   bool stop_ = false;
   bool writer_running_ = false;

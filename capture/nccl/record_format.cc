@@ -297,10 +297,22 @@ void AppendKV(const char* key, uint64_t v, std::string* out) {
 
 }  // namespace
 
+std::string RecordHead(const CommIdentity& comm, const ProcessIdentity& proc, uint64_t dump_ts_us) {
+  std::string head;
+  AppendHeaderAndMetadata(comm, proc, "v4.0", dump_ts_us, &head);
+  return head;
+}
+
 void FormatRecord(const CommIdentity& comm, const ProcessIdentity& proc, const CompletedRecord& r,
                   std::span<const ChannelTrace> traces, bool verbose, uint64_t dump_ts_us,
                   std::string* out) {
-  AppendHeaderAndMetadata(comm, proc, "v4.0", dump_ts_us, out);
+  FormatRecord(RecordHead(comm, proc, dump_ts_us), comm, proc, r, traces, verbose, out);
+}
+
+void FormatRecord(std::string_view head, const CommIdentity& comm, const ProcessIdentity& proc,
+                  const CompletedRecord& r, std::span<const ChannelTrace> traces, bool verbose,
+                  std::string* out) {
+  out->append(head);
   const Bandwidth bw = ComputeBandwidth(r.func, r.is_p2p, r.msg_bytes, r.exec_us, comm.nranks);
   const char* p = r.is_p2p ? "p2p" : "coll";  // key prefix
   const std::string_view name = FuncName(r.func);

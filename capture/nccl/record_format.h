@@ -143,6 +143,12 @@ struct ProcessIdentity {
 void FormatRecord(const CommIdentity& comm, const ProcessIdentity& proc, const CompletedRecord& r,
                   std::span<const ChannelTrace> traces, bool verbose, uint64_t dump_ts_us,
                   std::string* out);
+// The same with the header and metadata formatted once per communicator and dump pass
+// (RecordHead): the writer's cost per record is then the record's own fields.
+std::string RecordHead(const CommIdentity& comm, const ProcessIdentity& proc, uint64_t dump_ts_us);
+void FormatRecord(std::string_view head, const CommIdentity& comm, const ProcessIdentity& proc,
+                  const CompletedRecord& r, std::span<const ChannelTrace> traces, bool verbose,
+                  std::string* out);
 
 struct DumpStats {
   uint64_t coll_records = 0, coll_dropped_total = 0, coll_dropped_since_last = 0;
