@@ -1220,6 +1220,33 @@ TEST(CapturePlugin, VerboseSamplingMinSizeAndP2pSwitch) {
   fs::remove_all(dir);
 }
 
+// At the defaults (1 s dumps, 4,096-record rings), a communicator completing 16,000 operations
+// in about 0.8 s overflows its ring before its first dump unless the writer drains rings that
+// pass half full.
+TEST(CapturePlugin, AFastCommunicatorLosesNothingAtTheDefaults) {
+  const std::string dir = MakeTempDir();
+  ScopedEnv env;
+  env.Set("NCCL_INSPECTOR_DUMP_DIR", dir);
+  env.Unset("NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS");
+  env.Unset("NCCL_INSPECTOR_DUMP_COLL_RING_SIZE");
+  Plugin plugin(6);
+  int mask = 0;
+  void* ctx = plugin.Init(0x9, &mask, "fast", 1, 2, 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (uint64_t sn = 0; sn < 16000; ++sn) {
+    void* h = plugin.StartColl(ctx, sn, "AllReduce", 4096, "ncclFloat32", 1);
+    plugin.Stop(h);
+    plugin.RunChannel(ctx, h, 0, 10, 2010);
+    if (sn % 20 == 19) std::this_thread::sleep_until(t0 + std::chrono::microseconds(1000 * (sn + 1) / 20));
+  }
+  plugin.Finalize(ctx);
+  Output out;
+  ParseOutput(LogPath(dir), &out);
+  EXPECT_EQ(out.record_count["0x9"], 16000);
+  EXPECT_EQ(out.coll_dropped["0x9"], 0u);
+  fs::remove_all(dir);
+}
+
 TEST(CapturePlugin, PeriodicDumpsAppearWhileRunning) {
   const std::string dir = MakeTempDir();
   ScopedEnv env;
