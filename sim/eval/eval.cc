@@ -150,7 +150,12 @@ Status ScoreFindings(const std::string& gt_path, const std::vector<Finding>& fin
         credit_exact = exact;
       }
     }
-    CalibrationBin& cb = tier->calibration[std::clamp(static_cast<size_t>(f.confidence * 5), size_t{0}, size_t{4})];
+    // Step-level symptoms (step_regression, step_jitter) name no culprit by design: their
+    // confidence is that the step time moved, so they stay out of the culprit calibration.
+    const bool symptom = f.kind == Kind::kStepRegression || f.kind == Kind::kStepJitter;
+    CalibrationBin unused;
+    CalibrationBin& cb = symptom ? unused
+                                 : tier->calibration[std::clamp(static_cast<size_t>(f.confidence * 5), size_t{0}, size_t{4})];
     cb.findings++;
     cb.confidence_sum += f.confidence;
     if (credit) {
@@ -586,6 +591,11 @@ std::string EvalReport::ToText() const {
          "host-level faults)\n";
     o << "kind                  findings  true exact dupl  faults found  precision recall  exact     F1  localize_s\n";
     for (const auto& [k, v] : ts.kinds) {
+      if (v.faults == 0 && (k == "step_regression" || k == "step_jitter")) {
+        std::snprintf(b, sizeof b, "%-20s %9d  (a step-level symptom: names no culprit, not scored)\n", k.c_str(), v.findings);
+        o << b;
+        continue;
+      }
       std::snprintf(b, sizeof b, "%-20s %9d %5d %5d %4d %7d %5d %10.3f %6.3f %6.3f %6.3f %11.2f\n", k.c_str(),
                     v.findings, v.true_findings, v.exact_findings, v.duplicates, v.faults, v.found_faults,
                     v.precision(), v.recall(), v.exact_rate(), v.f1(), v.time_to_localize_s());
@@ -609,7 +619,7 @@ std::string EvalReport::ToText() const {
       }
       o << "  limit50 " << Limit(ts.DetectionLimit(fk, 0.5)) << " limit95 " << Limit(ts.DetectionLimit(fk, 0.95)) << "\n";
     }
-    o << "\ncalibration (confidence bin: findings, mean confidence, measured precision)\n";
+    o << "\ncalibration of culprit findings (confidence bin: findings, mean confidence, measured precision)\n";
     for (size_t i = 0; i < ts.calibration.size(); ++i) {
       const CalibrationBin& c = ts.calibration[i];
       if (!c.findings) continue;
