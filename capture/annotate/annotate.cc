@@ -61,33 +61,39 @@ class Current {
   static constexpr int kDepth = 8;
   static constexpr int kWords = static_cast<int>(kNameBytes / 8);
 
-  void SetStep(int64_t step) { Update([&] { step_.store(step, std::memory_order_relaxed); depth_.store(0, std::memory_order_relaxed); }); }
-  void SetMicroBatch(int32_t mb) { Update([&] { mb_.store(mb, std::memory_order_relaxed); }); }
+  void SetStep(int64_t step) {
+    Update([&] {
+      step_.store(step, std::memory_order_release);
+      depth_.store(0, std::memory_order_release);
+    });
+  }
+  void SetMicroBatch(int32_t mb) { Update([&] { mb_.store(mb, std::memory_order_release); }); }
   void Push(const char* name) {
     Update([&] {
       const int d = depth_.load(std::memory_order_relaxed);
       if (d < kDepth) Store(d, name);
-      depth_.store(d + 1, std::memory_order_relaxed);
+      depth_.store(d + 1, std::memory_order_release);
     });
   }
   void Pop() {
     Update([&] {
       const int d = depth_.load(std::memory_order_relaxed);
-      if (d > 0) depth_.store(d - 1, std::memory_order_relaxed);
+      if (d > 0) depth_.store(d - 1, std::memory_order_release);
     });
   }
 
   int Read(int64_t* step, char* buf, int32_t size, int32_t* mb) const {
+    // Acquire loads throughout (no fences, which ThreadSanitizer cannot follow): a value stored
+    // after the writer made the sequence odd is seen only with that odd sequence or a later one.
     const uint32_t s0 = seq_.load(std::memory_order_acquire);
     if (s0 & 1) return -1;
-    const int64_t st = step_.load(std::memory_order_relaxed);
-    const int32_t m = mb_.load(std::memory_order_relaxed);
-    const int d = std::min(depth_.load(std::memory_order_relaxed), kDepth);
+    const int64_t st = step_.load(std::memory_order_acquire);
+    const int32_t m = mb_.load(std::memory_order_acquire);
+    const int d = std::min(depth_.load(std::memory_order_acquire), kDepth);
     uint64_t words[kWords] = {};
     if (d > 0)
-      for (int w = 0; w < kWords; ++w) words[w] = names_[d - 1][w].load(std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (seq_.load(std::memory_order_relaxed) != s0) return -1;
+      for (int w = 0; w < kWords; ++w) words[w] = names_[d - 1][w].load(std::memory_order_acquire);
+    if (seq_.load(std::memory_order_acquire) != s0) return -1;
     if (step) *step = st;
     if (mb) *mb = m;
     if (buf && size > 0) {
@@ -103,15 +109,14 @@ class Current {
   template <typename F>
   void Update(F f) {
     uint32_t s = seq_.load(std::memory_order_relaxed);
-    if ((s & 1) || !seq_.compare_exchange_strong(s, s + 1, std::memory_order_acquire)) return;
-    std::atomic_thread_fence(std::memory_order_release);
-    f();
+    if ((s & 1) || !seq_.compare_exchange_strong(s, s + 1, std::memory_order_acq_rel)) return;
+    f();  // release stores: whoever sees one also sees the odd sequence before it
     seq_.store(s + 2, std::memory_order_release);
   }
   void Store(int d, const char* name) {
     uint64_t words[kWords] = {};
     CopyName(name, reinterpret_cast<char*>(words));
-    for (int w = 0; w < kWords; ++w) names_[d][w].store(words[w], std::memory_order_relaxed);
+    for (int w = 0; w < kWords; ++w) names_[d][w].store(words[w], std::memory_order_release);
   }
 
   std::atomic<uint32_t> seq_{0};

@@ -1220,9 +1220,9 @@ TEST(CapturePlugin, VerboseSamplingMinSizeAndP2pSwitch) {
   fs::remove_all(dir);
 }
 
-// At the defaults (1 s dumps, 4,096-record rings), a communicator completing 16,000 operations
-// in about 0.8 s overflows its ring before its first dump unless the writer drains rings that
-// pass half full.
+// At the defaults (1 s dumps, 4,096-record rings), a communicator completing 10,000 operations
+// a second (8,000 in 0.8 s) overflows its ring before its first dump unless the writer drains
+// rings that pass half full.
 TEST(CapturePlugin, AFastCommunicatorLosesNothingAtTheDefaults) {
   const std::string dir = MakeTempDir();
   ScopedEnv env;
@@ -1233,16 +1233,16 @@ TEST(CapturePlugin, AFastCommunicatorLosesNothingAtTheDefaults) {
   int mask = 0;
   void* ctx = plugin.Init(0x9, &mask, "fast", 1, 2, 0);
   const auto t0 = std::chrono::steady_clock::now();
-  for (uint64_t sn = 0; sn < 16000; ++sn) {
+  for (uint64_t sn = 0; sn < 8000; ++sn) {
     void* h = plugin.StartColl(ctx, sn, "AllReduce", 4096, "ncclFloat32", 1);
     plugin.Stop(h);
     plugin.RunChannel(ctx, h, 0, 10, 2010);
-    if (sn % 20 == 19) std::this_thread::sleep_until(t0 + std::chrono::microseconds(1000 * (sn + 1) / 20));
+    if (sn % 10 == 9) std::this_thread::sleep_until(t0 + std::chrono::microseconds(1000 * (sn + 1) / 10));
   }
   plugin.Finalize(ctx);
   Output out;
   ParseOutput(LogPath(dir), &out);
-  EXPECT_EQ(out.record_count["0x9"], 16000);
+  EXPECT_EQ(out.record_count["0x9"], 8000);
   EXPECT_EQ(out.coll_dropped["0x9"], 0u);
   fs::remove_all(dir);
 }
