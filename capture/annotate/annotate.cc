@@ -53,6 +53,10 @@ int32_t EnvInt(std::initializer_list<const char*> names, int32_t def) {
   return def;
 }
 
+// The launcher's view of the process (torchrun, Open MPI, Slurm, PMI), -1 when it says nothing.
+int32_t LauncherRank() { return EnvInt({"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK"}, -1); }
+int32_t LauncherWorldSize() { return EnvInt({"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "PMI_SIZE"}, -1); }
+
 // The current step, micro-batch and stack of open phases, for collscope_annotate_current. A
 // seqlock whose writers never wait: an update that finds another in progress is skipped (the
 // event still reaches the ring), so readers may briefly see an older phase.
@@ -203,8 +207,8 @@ class Runtime {
     if (gethostname(host, sizeof(host) - 1) != 0) std::snprintf(host, sizeof(host), "unknown");
     p.hostname = host;
     p.pid = getpid();
-    p.rank = EnvInt({"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK"}, -1);
-    p.world_size = EnvInt({"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "PMI_SIZE"}, -1);
+    p.rank = LauncherRank();
+    p.world_size = LauncherWorldSize();
     p.local_rank = EnvInt({"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"}, -1);
     StepLines lines(p);
     std::string out;
@@ -348,8 +352,8 @@ int collscope_set_parallel(int32_t rank, int32_t world_size, int32_t dp_rank, in
   const int32_t v[12] = {rank, world_size, dp_rank, dp_size, tp_rank, tp_size,
                          pp_rank, pp_size, ep_rank, ep_size, cp_rank, cp_size};
   for (int i = 0; i < 12; ++i) e.parallel[i] = v[i] < 0 ? -1 : v[i];
-  if (e.parallel[0] < 0) e.parallel[0] = collscope::annotate::EnvInt({"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK"}, -1);
-  if (e.parallel[1] < 0) e.parallel[1] = collscope::annotate::EnvInt({"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "PMI_SIZE"}, -1);
+  if (e.parallel[0] < 0) e.parallel[0] = collscope::annotate::LauncherRank();
+  if (e.parallel[1] < 0) e.parallel[1] = collscope::annotate::LauncherWorldSize();
   return collscope::annotate::Record(e);
 }
 
