@@ -1,5 +1,7 @@
 #include "capture/annotate/step_lines.h"
 
+#include "capture/common/json_escape.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -7,44 +9,7 @@
 namespace collscope::annotate {
 namespace {
 
-// Bytes that are not valid UTF-8 become '?': a line must stay valid JSON whatever a caller named
-// its phase.
-void AppendJsonString(const char* s, size_t n, std::string* out) {
-  out->push_back('"');
-  const auto* u = reinterpret_cast<const unsigned char*>(s);
-  for (size_t i = 0; i < n;) {
-    const unsigned char c = u[i];
-    if (c == '"' || c == '\\') {
-      out->push_back('\\');
-      out->push_back(static_cast<char>(c));
-      ++i;
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out->append(buf);
-      ++i;
-    } else if (c < 0x80) {
-      out->push_back(static_cast<char>(c));
-      ++i;
-    } else {
-      const size_t len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
-      bool ok = len > 0 && i + len <= n;
-      for (size_t k = 1; ok && k < len; ++k) ok = (u[i + k] & 0xC0) == 0x80;
-      if (ok && len == 3) ok = !(c == 0xE0 && u[i + 1] < 0xA0) && !(c == 0xED && u[i + 1] >= 0xA0);
-      if (ok && len == 4) ok = !(c == 0xF0 && u[i + 1] < 0x90) && !(c == 0xF4 && u[i + 1] >= 0x90);
-      if (ok) {
-        out->append(s + i, len);
-        i += len;
-      } else {
-        out->push_back('?');
-        ++i;
-      }
-    }
-  }
-  out->push_back('"');
-}
-
-void AppendJsonString(const std::string& s, std::string* out) { AppendJsonString(s.data(), s.size(), out); }
+void AppendJsonString(const std::string& s, std::string* out) { capture::AppendEscapedJsonString(s, out); }
 
 void AppendInt(int64_t v, std::string* out) { out->append(std::to_string(v)); }
 

@@ -119,6 +119,18 @@ TEST(CaptureFormat, HexIdAndStrings) {
   EXPECT_EQ(s, "\"a\\\"b\\\\c\\n\\u0001\"");
 }
 
+// A communicator named with bytes that are no UTF-8 (issue 10, D6): its records used to be
+// rejected at ingest and its state file unreadable. Invalid bytes become the text \xHH; valid
+// UTF-8 stays as it is.
+TEST(CaptureFormat, NamesThatAreNoUtf8StayValidJson) {
+  std::string s;
+  AppendJsonString("dp\xff\xfe-\xc3\xa4-\xe2\x82", &s);
+  EXPECT_EQ(s, "\"dp\\\\xff\\\\xfe-\xc3\xa4-\\\\xe2\\\\x82\"");
+  s.clear();
+  AppendJsonString("\xed\xa0\x80", &s);  // a UTF-16 surrogate written as UTF-8: not valid
+  EXPECT_EQ(s, "\"\\\\xed\\\\xa0\\\\x80\"");
+}
+
 TEST(CaptureFormat, PackedNames) {
   char buf[16];
   EXPECT_EQ(UnpackName(PackName("RING"), buf), "RING");

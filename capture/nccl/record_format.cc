@@ -1,5 +1,7 @@
 #include "capture/nccl/record_format.h"
 
+#include "capture/common/json_escape.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -193,39 +195,7 @@ ExecTiming ComputeExecTiming(std::span<const ChannelTiming> channels, uint64_t o
 // ---------------------------------------------------------------------------------------------
 // JSON helpers
 
-void AppendJsonString(std::string_view s, std::string* out) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out->push_back('"');
-  for (char ch : s) {
-    auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"':
-        out->append("\\\"");
-        break;
-      case '\\':
-        out->append("\\\\");
-        break;
-      case '\n':
-        out->append("\\n");
-        break;
-      case '\r':
-        out->append("\\r");
-        break;
-      case '\t':
-        out->append("\\t");
-        break;
-      default:
-        if (c < 0x20) {
-          out->append("\\u00");
-          out->push_back(kHex[c >> 4]);
-          out->push_back(kHex[c & 0xf]);
-        } else {
-          out->push_back(ch);
-        }
-    }
-  }
-  out->push_back('"');
-}
+void AppendJsonString(std::string_view s, std::string* out) { AppendEscapedJsonString(s, out); }
 
 void AppendUint(uint64_t v, std::string* out) {
   char buf[24];

@@ -1,0 +1,71 @@
+// JSON string escaping for everything capture writes (plugin records and state files, annotation
+// series). Header-only: the capture libraries link nothing but the C++ runtime.
+//
+// Contract: the output is always a valid JSON string, whatever the input bytes. Quotes,
+// backslashes and control characters are escaped; valid UTF-8 is kept as it is; each byte of an
+// invalid sequence is written as the text \xHH (the JSON "\\xHH"), the same convention the store
+// uses for file names, so distinct names stay distinct and the record is never rejected.
+#ifndef COLLSCOPE_CAPTURE_COMMON_JSON_ESCAPE_H_
+#define COLLSCOPE_CAPTURE_COMMON_JSON_ESCAPE_H_
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace collscope::capture {
+
+// Length of the valid UTF-8 sequence starting at s[i], or 0 when the bytes there are none.
+inline size_t Utf8SequenceLength(std::string_view s, size_t i) {
+  const auto* u = reinterpret_cast<const unsigned char*>(s.data());
+  const unsigned char c = u[i];
+  const size_t len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
+  if (len == 0 || i + len > s.size()) return 0;
+  for (size_t k = 1; k < len; ++k)
+    if ((u[i + k] & 0xC0) != 0x80) return 0;
+  if (len == 3 && ((c == 0xE0 && u[i + 1] < 0xA0) || (c == 0xED && u[i + 1] >= 0xA0))) return 0;  // overlong, surrogate
+  if (len == 4 && ((c == 0xF0 && u[i + 1] < 0x90) || (c == 0xF4 && u[i + 1] >= 0x90))) return 0;  // overlong, > U+10FFFF
+  return len;
+}
+
+inline void AppendEscapedJsonString(std::string_view s, std::string* out) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out->push_back('"');
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == '"' || c == '\\') {
+      out->push_back('\\');
+      out->push_back(static_cast<char>(c));
+      ++i;
+    } else if (c == '\n') {
+      out->append("\\n");
+      ++i;
+    } else if (c == '\r') {
+      out->append("\\r");
+      ++i;
+    } else if (c == '\t') {
+      out->append("\\t");
+      ++i;
+    } else if (c < 0x20) {
+      out->append("\\u00");
+      out->push_back(kHex[c >> 4]);
+      out->push_back(kHex[c & 0xf]);
+      ++i;
+    } else if (c < 0x80) {
+      out->push_back(static_cast<char>(c));
+      ++i;
+    } else if (const size_t len = Utf8SequenceLength(s, i); len > 0) {
+      out->append(s.data() + i, len);
+      i += len;
+    } else {
+      out->append("\\\\x");
+      out->push_back(kHex[c >> 4]);
+      out->push_back(kHex[c & 0xf]);
+      ++i;
+    }
+  }
+  out->push_back('"');
+}
+
+}  // namespace collscope::capture
+
+#endif  // COLLSCOPE_CAPTURE_COMMON_JSON_ESCAPE_H_
