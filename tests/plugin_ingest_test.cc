@@ -29,7 +29,8 @@ TEST(PluginToStore, RecordsAndExtrasLandInColumns) {
 
   void* ctx = nullptr;
   int mask = 0;
-  ASSERT_EQ(plugin->init(&ctx, 0xabcdef12ull, &mask, "tp_group", 1, 2, 0, QuietLogger),
+  // The name ends in a byte that is no UTF-8 (issue 10, D6): every record must still be stored.
+  ASSERT_EQ(plugin->init(&ctx, 0xabcdef12ull, &mask, "tp_group\xff", 1, 2, 0, QuietLogger),
             collscope_ncclSuccess);
   ASSERT_NE(mask & collscope_ncclProfileKernelCh, 0);
   for (uint64_t sn = 0; sn < 3; ++sn) {
@@ -78,7 +79,7 @@ TEST(PluginToStore, RecordsAndExtrasLandInColumns) {
   ASSERT_TRUE(q.ok()) << q.status().message();
   const auto& row = q->rows[0];
   EXPECT_EQ(*row[0], "3");
-  EXPECT_EQ(*row[1], "tp_group");
+  EXPECT_EQ(*row[1], "tp_group\\xff");  // the invalid byte as the text \xff
   EXPECT_EQ(*row[2], "5");
   EXPECT_EQ(*row[3], "1");
   EXPECT_EQ(*row[4], "RING");
