@@ -26,8 +26,13 @@ except Exception:  # pragma: no cover
     GpuPhaseTimer = None
 
 
-def work(seconds):
-    """Busy work standing in for a phase's kernels (sleep would hide a slow CPU)."""
+def work(seconds, gpu=False):
+    """Busy work standing in for a phase's kernels (sleep would hide a slow CPU). With --gpu it is
+    a GPU kernel that spins for about that long (torch.cuda._sleep), queued without waiting."""
+    if gpu:
+        import torch
+        torch.cuda._sleep(int(seconds * 1.4e9))  # cycles, at about 1.4 GHz
+        return 0
     end = time.perf_counter() + seconds
     x = 0
     while time.perf_counter() < end:
@@ -37,6 +42,9 @@ def work(seconds):
 
 def train(args):
     rank = int(os.environ.get("RANK", "0"))
+    if args.gpu:
+        import torch
+        torch.cuda.set_device(0)
     world = int(os.environ.get("WORLD_SIZE", "1"))
     collscope.set_parallel(rank=rank, world_size=world, dp=(rank, world))
     timer = GpuPhaseTimer() if GpuPhaseTimer else None
@@ -51,9 +59,9 @@ def train(args):
                     if rank == args.slow_rank and name == args.slow_phase and n >= args.slow_from:
                         t *= args.slow_factor
                     with phase(name):
-                        work(t)
+                        work(t, args.gpu and name != "data")
             with phase("optimizer"):
-                work(base["optimizer"])
+                work(base["optimizer"], args.gpu)
         if timer:
             timer.step_done(n)
     collscope.flush()
@@ -69,6 +77,8 @@ def main():
     p.add_argument("--slow-from", type=int, default=0, help="first slowed step")
     p.add_argument("--slow-factor", type=float, default=2.0)
     p.add_argument("--dump-dir", default=None, help="COLLSCOPE_DUMP_DIR for the ranks")
+    p.add_argument("--gpu", action="store_true", help="phases run GPU kernels (needs torch with CUDA); "
+                   "GPU time per phase is measured with CUDA events")
     p.add_argument("--as-rank", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.as_rank:
