@@ -26,12 +26,15 @@ except Exception:  # pragma: no cover
     GpuPhaseTimer = None
 
 
-def work(seconds, gpu=False):
+def work(seconds, gpu=False, sleep=False):
     """Busy work standing in for a phase's kernels (sleep would hide a slow CPU). With --gpu it is
     a GPU kernel that spins for about that long (torch.cuda._sleep), queued without waiting."""
     if gpu:
         import torch
         torch.cuda._sleep(int(seconds * 1.4e9))  # cycles, at about 1.4 GHz
+        return 0
+    if sleep:
+        time.sleep(seconds)
         return 0
     end = time.perf_counter() + seconds
     x = 0
@@ -59,9 +62,9 @@ def train(args):
                     if rank == args.slow_rank and name == args.slow_phase and n >= args.slow_from:
                         t *= args.slow_factor
                     with phase(name):
-                        work(t, args.gpu and name != "data")
+                        work(t, args.gpu and name != "data", args.sleep)
             with phase("optimizer"):
-                work(base["optimizer"], args.gpu)
+                work(base["optimizer"], args.gpu, args.sleep)
         if timer:
             timer.step_done(n)
     collscope.flush()
@@ -79,6 +82,10 @@ def main():
     p.add_argument("--dump-dir", default=None, help="COLLSCOPE_DUMP_DIR for the ranks")
     p.add_argument("--gpu", action="store_true", help="phases run GPU kernels (needs torch with CUDA); "
                    "GPU time per phase is measured with CUDA events")
+    p.add_argument("--sleep", action="store_true",
+                   help="phases sleep instead of busy-waiting (steady timings on a loaded machine)")
+    p.add_argument("--sequential", action="store_true",
+                   help="run the ranks one after another (they do not communicate)")
     p.add_argument("--as-rank", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.as_rank:
@@ -87,11 +94,13 @@ def main():
     env = dict(os.environ)
     if args.dump_dir:
         env["COLLSCOPE_DUMP_DIR"] = args.dump_dir
-    procs = []
+    procs, rc = [], 0
     for r in range(args.ranks):
         e = dict(env, RANK=str(r), WORLD_SIZE=str(args.ranks), LOCAL_RANK=str(r))
         procs.append(subprocess.Popen([sys.executable, os.path.abspath(__file__), "--as-rank"] + sys.argv[1:], env=e))
-    return max(p.wait() for p in procs)
+        if args.sequential:
+            rc = max(rc, procs.pop().wait())
+    return max([rc] + [p.wait() for p in procs])
 
 
 if __name__ == "__main__":
