@@ -802,8 +802,7 @@ void StepWriter::Step(int rank, int64_t step, double start_us, double dur_us, co
   s += "]}\n";
   // Bounded memory on long jobs: a rank's lines go to its file every 32 KB.
   if (s.size() > (32u << 10)) {
-    std::string err;
-    if (!Flush(rank, &err)) enabled_ = false;  // Finish reports it
+    if (!Flush(rank, &error_)) enabled_ = false;  // Finish reports it
   }
 }
 
@@ -828,7 +827,7 @@ bool StepWriter::Flush(int rank, std::string* error) {
 bool StepWriter::Finish(std::string* error) {
   if (!config_.output.steps || config_.mode != Mode::kTraining) return true;
   if (!enabled_) {
-    *error = "cannot write the step/phase series under " + dir_;
+    *error = error_;
     return false;
   }
   for (int r = 0; r < layout_.world; ++r)

@@ -187,6 +187,7 @@ class StepWriter {
   bool enabled_ = false;
   std::vector<std::string> pending_;  // per rank: lines not yet appended to its file
   std::vector<bool> started_;         // per rank: its file exists (and starts with its process line)
+  std::string error_;                 // why a flush failed (Finish reports it)
 };
 
 }  // namespace collscope::sim

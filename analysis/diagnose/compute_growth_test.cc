@@ -121,6 +121,37 @@ TEST(ComputeGrowth, BackwardOnlyStragglerIsARankFinding) {
   EXPECT_NE(f[0].summary.find("Rank 9 on h2"), std::string::npos) << f[0].summary;
 }
 
+// Host wall time may hide waiting inside a phase: where GPU time was measured it decides, and a
+// finding from wall time alone says so and is less sure.
+TEST(ComputeGrowth, GpuTimeDecidesWhereMeasuredAndWallTimeIsSaidAndDiscounted) {
+  auto wall = Detect(Job(50, [](int r, int st, readers::StepRow* row) {
+    if (r == 9 && st >= 5 && st < 21) row->phases["backward"] *= 2.5;
+  }));
+  ASSERT_EQ(wall.size(), 1u);
+  // The wall clock shows rank 9's backward growing; its GPU time did not: it waited, and the
+  // GPU time clears it.
+  auto gpu_flat = Detect(Job(50, [](int r, int st, readers::StepRow* row) {
+    row->gpu_phases["forward"] = row->phases["forward"];
+    row->gpu_phases["backward"] = row->phases["backward"];
+    if (r == 9 && st >= 5 && st < 21) row->phases["backward"] *= 2.5;
+  }));
+  EXPECT_TRUE(gpu_flat.empty());
+  auto gpu_slow = Detect(Job(50, [](int r, int st, readers::StepRow* row) {
+    if (r == 9 && st >= 5 && st < 21) row->phases["backward"] *= 2.5;
+    row->gpu_phases["forward"] = row->phases["forward"];
+    row->gpu_phases["backward"] = row->phases["backward"];
+  }));
+  ASSERT_EQ(gpu_slow.size(), 1u);
+  auto timing = [](const Finding& f) {
+    for (const Evidence& e : f.evidence)
+      if (e.key == "phase_timing") return e.text;
+    return std::string();
+  };
+  EXPECT_NE(timing(wall[0]).find("host wall clock"), std::string::npos);
+  EXPECT_NE(timing(gpu_slow[0]).find("GPU time"), std::string::npos);
+  EXPECT_NEAR(wall[0].confidence, 0.85 * gpu_slow[0].confidence, 1e-9);
+}
+
 TEST(ComputeGrowth, OverlappingFaultsStaySeparate) {
   // Rank 2 straggles in steps 10-30 while host h3 slows down in steps 20-35.
   auto s = Job(50, [](int r, int st, readers::StepRow* row) {
