@@ -183,13 +183,16 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
   }
   Scan(d, complete, W, o, &events);
   Cells sampled;
-  // Each record against the nearest records in time of the other members (n - 1 of them, as
-  // many as a complete instance has): shorter than all of them means it arrived later than they
-  // usually did, which one of n exchangeable records is by chance 1/n. Not within noise of their
-  // median as well is rarer by chance still.
+  // Each record against the nearest records in time of the other members: shorter than all k of
+  // them means it arrived later than they usually did, which one of k + 1 exchangeable records is
+  // by chance 1 / (k + 1). Not within noise of their median as well is rarer by chance still.
+  // k is at least kMinNeighbours even in small communicators: with its one partner's nearest
+  // record only, a tensor-parallel pair's straggler would be last by chance 1/2 in every record,
+  // and the few records a sampled dump leaves could never tell it from chance.
+  constexpr size_t kMinNeighbours = 8;
   for (auto& [key, recs] : sampled_recs) {
     const int c = std::get<0>(key);
-    const size_t n = d.comms[static_cast<size_t>(c)].procs.size();
+    const size_t n = std::max(d.comms[static_cast<size_t>(c)].procs.size(), kMinNeighbours + 1);
     std::sort(recs.begin(), recs.end(), [](const Rec& x, const Rec& y) { return x.ts < y.ts; });
     std::vector<double> near;
     for (size_t i = 0; i < recs.size(); ++i) {

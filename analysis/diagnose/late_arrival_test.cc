@@ -94,5 +94,57 @@ TEST(LateArrival, ConsistentButNegligibleLatenessIsNoFinding) {
   EXPECT_EQ(f[0].ranks, std::vector<int>({3}));
 }
 
+// Sampled records (the 2.29 Inspector's latest-snapshot dumps): each process of 16 pair
+// communicators (tensor-parallel pairs) leaves one record per window, never of the same instance
+// as its partner's. In pair 0, process 1 arrives late at all of them: its records are the
+// shortest. The others are late in turn, by chance.
+CommData SampledPairs(double late_exec_us) {
+  CommData d;
+  for (int c = 0; c < 16; ++c) {
+    Comm cm;
+    cm.id = "0x" + std::to_string(c + 1);
+    cm.n_ranks = 2;
+    cm.nnodes = 2;
+    for (int k = 0; k < 2; ++k) {
+      const int p = static_cast<int>(d.procs.size());
+      d.hosts.push_back("h" + std::to_string(p));
+      d.procs.push_back({p, p});
+      cm.procs.push_back(p);
+      cm.hosts.push_back(p);
+    }
+    d.comms.push_back(cm);
+  }
+  const int64_t W = 200000;
+  for (int c = 0; c < 16; ++c)
+    for (int w = 0; w < 10; ++w)
+      for (int k = 0; k < 2; ++k) {
+        Inst x;
+        x.comm = c;
+        x.sn = w * 100 + k * 50;
+        x.bytes = 1 << 24;
+        x.n = 1;
+        x.pmin = d.comms[static_cast<size_t>(c)].procs[static_cast<size_t>(k)];
+        const bool late_in_turn = (w + k + c) % 2 == 0;
+        x.tmin = x.tmed = x.tmax = c == 0 ? (k == 1 ? late_exec_us : 300) : (late_in_turn ? 60 : 300);
+        x.ts = w * W + k * (W / 2) + c * 100;
+        d.insts.push_back(x);
+      }
+  d.t0 = 0;
+  d.t1 = 10 * W - 1;
+  return d;
+}
+
+TEST(LateArrival, ASampledPairsStragglerIsAnEventThoughItsPartnerIsItsOnlyPeer) {
+  // Shorter than its partner's nearest record has chance 1/2 per record: 10 of 10 reads z = 3.2.
+  // Against the partner's 8 nearest records, chance is 1/9 each and 10 of 10 is beyond luck.
+  LateOptions o;
+  std::vector<LateEvent> ev = FindLateEvents(SampledPairs(60), o);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].proc, 1);
+  EXPECT_EQ(ev[0].last, 10);
+  // As short as its partner at times: no event.
+  EXPECT_TRUE(FindLateEvents(SampledPairs(300), o).empty());
+}
+
 }  // namespace
 }  // namespace collscope::diagnose
