@@ -125,7 +125,7 @@ int Run(const Options& o) {
       std::printf("kineto: %lu traces (%lu read): %lu steps, %lu kernels (%lu NCCL)\n",
                   kin.files_seen, kin.files_read, kin.steps, kin.kernels, kin.nccl_kernels);
     if (steps.files_seen)
-      std::printf("step/phase series: %lu files (%lu read): %lu steps, %lu phase rows, %lu lines rejected%s\n",
+      std::printf("step series (step/phase files, framework iteration logs): %lu files (%lu read): %lu steps, %lu phase rows, %lu lines rejected%s\n",
                   steps.files_seen, steps.files_read, steps.steps, steps.phases, steps.lines_rejected,
                   steps.dropped_events ? (", " + std::to_string(steps.dropped_events) +
                                           " annotation events dropped by the writer").c_str() : "");
@@ -136,7 +136,7 @@ int Run(const Options& o) {
   }
   if (rep.files_seen == 0 && kin.files_seen == 0 && steps.files_seen == 0) {
     std::fprintf(stderr, "collscope ingest: no input files (*.log, *.jsonl, their .gz, "
-                         "Kineto *.pt.trace.json[.gz], or step/phase series) found\n");
+                         "Kineto *.pt.trace.json[.gz], step/phase series, or Megatron/NeMo iteration logs) found\n");
     return 2;
   }
   const bool nothing_stored = rep.records_stored + rep.dump_stats_stored + kin.files_read + steps.files_read == 0 &&

@@ -137,4 +137,50 @@ bool IsStepSeriesFile(const std::string& path) {
   return std::string_view(buf, sizeof(buf)) == kMagic;
 }
 
+bool IsIterationLogLine(std::string_view line) {
+  if (line.find("train_step_timing in s=") != std::string_view::npos) return true;
+  return line.find("elapsed time per iteration (ms):") != std::string_view::npos &&
+         line.find(" iteration ") != std::string_view::npos;
+}
+
+bool IsIterationLog(const std::string& path) {
+  constexpr size_t kLookAhead = size_t{16} << 20;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::string chunk(size_t{1} << 16, '\0');
+  std::string carry;  // the unfinished line of the previous chunk
+  size_t seen = 0;
+  bool first = true;
+  while (seen < kLookAhead) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    const size_t n = static_cast<size_t>(in.gcount());
+    if (n == 0) break;
+    if (first) {
+      first = false;
+      size_t i = 0;
+      while (i < n && (chunk[i] == ' ' || chunk[i] == '\n' || chunk[i] == '\r' || chunk[i] == '\t')) ++i;
+      // JSON lines or documents (Inspector logs, traces, state files) and gzip are other formats.
+      // A log line may open with a "[date]" stamp; a JSON array opens with "[{".
+      if (i < n && chunk[i] == '{') return false;
+      if (i < n && chunk[i] == '[') {
+        size_t j = i + 1;
+        while (j < n && (chunk[j] == ' ' || chunk[j] == '\n' || chunk[j] == '\r' || chunk[j] == '\t')) ++j;
+        if (j < n && (chunk[j] == '{' || chunk[j] == ']')) return false;
+      }
+      if (n >= 2 && static_cast<unsigned char>(chunk[0]) == 0x1f && static_cast<unsigned char>(chunk[1]) == 0x8b) return false;
+    }
+    seen += n;
+    carry.append(chunk, 0, n);
+    size_t start = 0;
+    for (size_t i = 0; i < carry.size(); ++i)
+      if (carry[i] == '\n' || carry[i] == '\r') {
+        if (IsIterationLogLine(std::string_view(carry).substr(start, i - start))) return true;
+        start = i + 1;
+      }
+    carry.erase(0, start);
+    if (carry.size() > (size_t{1} << 20)) carry.clear();  // no iteration line is that long
+  }
+  return IsIterationLogLine(carry);
+}
+
 }  // namespace collscope

@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -30,6 +31,15 @@ Result<InputFiles> FindInputFiles(const std::vector<std::string>& paths, const W
 // True when the file opens with a step/phase series header (core/readers/step_file.h): such files
 // are found by content, whatever their name, and are no Inspector log.
 bool IsStepSeriesFile(const std::string& path);
+
+// True for a training framework's iteration line (core/readers/iteration_log.h): Megatron's
+// "iteration N/ M | ... elapsed time per iteration (ms): X" or NeMo's "train_step_timing in s=X".
+bool IsIterationLogLine(std::string_view line);
+
+// True when the file is a training framework's iteration log: no JSON document or gzip, and an
+// iteration line within its first 16 MiB (a launcher's preamble and argument dump come first).
+// Such files are found by content, whatever their name, and are no Inspector log.
+bool IsIterationLog(const std::string& path);
 
 // A file's path as stored (a DuckDB VARCHAR must be UTF-8): valid UTF-8 as it is, a backslash
 // doubled, every byte of an invalid sequence as \xHH. Distinct paths stay distinct.

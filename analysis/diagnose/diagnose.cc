@@ -166,6 +166,9 @@ std::string InputSummary::ToText() const {
   if (state_files) add(std::to_string(state_files) + " in-flight state files");
   if (flight_recorder_dumps) add(std::to_string(flight_recorder_dumps) + " Flight Recorder dumps");
   if (step_series) add(std::to_string(step_series) + " step series");
+  if (iteration_logs)
+    add(std::to_string(iteration_logs) + " framework iteration log" + (iteration_logs > 1 ? "s" : "") +
+        " (job-level step times: they name no rank)");
   if (kineto_traces) add(std::to_string(kineto_traces) + " Kineto traces");
   if (stored_kernels) add("the store's Kineto kernels");
   if (!usable()) add("nothing usable");
@@ -191,9 +194,15 @@ Status DetectFromSteps(Store& store, const std::string& run, const CommData* dat
   if (!series.ok()) return series.status();
   if (read) {
     auto rid = store.RunId(run, false);
-    auto n = rid.ok() ? store.QueryInt("SELECT count(*) FROM step_files WHERE run_id = " + std::to_string(*rid))
-                      : Result<int64_t>(int64_t{0});
-    if (n.ok()) read->step_series += static_cast<int>(*n);
+    const std::string r = rid.ok() ? std::to_string(*rid) : "NULL";
+    auto n = store.QueryInt("SELECT count(*) FROM step_files WHERE run_id = " + r);
+    // Frameworks' iteration logs are job-level: the rest is per-rank series (tier C).
+    auto logs = store.QueryInt("SELECT count(DISTINCT file_id) FROM steps WHERE run_id = " + r +
+                               " AND source IN ('megatron', 'nemo')");
+    if (n.ok() && logs.ok()) {
+      read->iteration_logs += static_cast<int>(*logs);
+      read->step_series += static_cast<int>(*n - *logs);
+    }
   }
   if (series->rows.empty()) return Status::Ok();
   // The records know the hosts of their ranks best (a step file may name a container's host).
@@ -264,7 +273,7 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
     for (const std::string& s : found->skipped) read->unusable.push_back(s);
   for (const std::string& f : found->files) {
     const std::string name = fs::path(f).filename().string();
-    if (IsStepSeriesFile(f)) step_files.push_back(f);
+    if (IsStepSeriesFile(f) || IsIterationLog(f)) step_files.push_back(f);
     else if (IsInspectorLogName(name)) logs.push_back(f);
     else if (name.ends_with(".inflight.json")) inflight.push_back(f);
     else if (IsFlightRecorderDump(f)) fr.push_back(f);

@@ -33,14 +33,16 @@ struct InputSummary {
   int ranks = 0, hosts = 0;
   int64_t t0 = 0, t1 = 0;       // time span of the records, wall-clock us
   std::string rank_source;      // how global ranks were known (comm_data.h)
-  int state_files = 0, flight_recorder_dumps = 0, step_series = 0, kineto_traces = 0;
+  int state_files = 0, flight_recorder_dumps = 0, kineto_traces = 0;
+  int step_series = 0;     // per-rank step/phase series files (the annotation API's format)
+  int iteration_logs = 0;  // frameworks' job-level iteration logs (Megatron, NeMo)
   bool stored_kernels = false;  // the store holds Kineto kernels (collscope ingest)
   uint64_t lines_rejected = 0;
   std::vector<std::string> unusable;  // "path: why", for inputs that were not used
   std::string Tier() const;     // "A".."D", or "" when nothing usable was read
   bool usable() const {
-    return records > 0 || state_files > 0 || flight_recorder_dumps > 0 || step_series > 0 || kineto_traces > 0 ||
-           stored_kernels;
+    return records > 0 || state_files > 0 || flight_recorder_dumps > 0 || step_series > 0 || iteration_logs > 0 ||
+           kineto_traces > 0 || stored_kernels;
   }
   std::string ToText() const;   // "read: ..." and "could not use: ..." lines
 };

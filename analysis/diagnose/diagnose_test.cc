@@ -1,9 +1,11 @@
 // Detectors on hand-built inputs with known answers.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "analysis/diagnose/comm_data.h"
 #include "analysis/diagnose/diagnose.h"
@@ -415,6 +417,35 @@ TEST(Steps, RegressionWithPhaseAttribution) {
   bool phase = false;
   for (auto& e : f[0].evidence) phase |= e.key == "phase_grew" && e.text == "dp_comm";
   EXPECT_TRUE(phase);
+}
+
+// A framework's own iteration log is a job-level step series: `diagnose PATHS` stores it with the
+// step series and the L1 detectors read it from there. No rank is named: the log has none.
+TEST(Steps, AMegatronIterationLogUnderAnyNameGivesItsRegression) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("collscope-megatron-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "slurm-4711.out").string();
+  {
+    std::ofstream out(path);
+    out << "using world size: 16, data-parallel-size: 16\n";
+    for (int i = 1; i <= 60; ++i)
+      out << "node-7:  iteration " << i << "/ 60 | consumed samples: " << 64 * i
+          << " | elapsed time per iteration (ms): " << (i <= 30 ? 1000.0 : 1400.0) + (i % 3) << " | TFLOPs: 150.0 |\n";
+  }
+  InputSummary read;
+  auto f = DiagnosePaths({path}, DiagnoseOptions{}, nullptr, nullptr, &read);
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ(read.iteration_logs, 1);
+  EXPECT_EQ(read.step_series, 0);  // no per-rank series: not tier C
+  EXPECT_NE(read.ToText().find("1 framework iteration log"), std::string::npos) << read.ToText();
+  ASSERT_EQ(f->size(), 1u) << read.ToText();
+  EXPECT_EQ((*f)[0].kind, Kind::kStepRegression);
+  EXPECT_TRUE((*f)[0].ranks.empty());
+  double first = 0;
+  for (auto& e : (*f)[0].evidence)
+    if (e.key == "first_step") first = e.value;
+  EXPECT_EQ(first, 31);
 }
 
 TEST(FlightRecorder, WaitGraphRootCause) {

@@ -155,7 +155,7 @@ Result<PerfettoReport> ExportPerfetto(Store& store, const std::vector<Finding>& 
     auto s = Fetch(conn,
                    "SELECT CAST(step AS BIGINT), CAST(min(start_us) AS DOUBLE), "
                    "CAST(max(coalesce(greatest(start_us + dur_us, gpu_end_us), start_us + dur_us)) AS DOUBLE) "
-                   "FROM steps WHERE run_id = " + rid + " GROUP BY step ORDER BY 2",
+                   "FROM steps WHERE run_id = " + rid + " AND start_us IS NOT NULL GROUP BY step ORDER BY 2",
                    "idd");
     if (!s.ok()) return s.status();
     for (size_t i = 0; i < s->rows; ++i) steps.push_back({s->i[0][i], s->d[0][i], s->d[1][i]});

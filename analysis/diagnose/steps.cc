@@ -71,12 +71,16 @@ std::vector<size_t> Spikes(const std::vector<double>& x, int window, double rati
 
 std::vector<Finding> DetectStepAnomalies(const StepSeries& s, const StepOptions& o) {
   std::vector<Finding> out;
-  // Job-level series: slowest rank per step, and per-step phase maxima.
+  // Job-level series: slowest rank per step, and per-step phase maxima. Per-rank series, where
+  // there are any, decide: a framework's job-level iteration times (rank -1) may number their
+  // steps otherwise.
+  const bool per_rank = std::any_of(s.rows.begin(), s.rows.end(), [](const auto& r) { return r.rank >= 0; });
   std::map<int64_t, double> job;
   std::map<int64_t, int64_t> start;
   std::map<int64_t, std::map<std::string, double>> phases;
   std::map<int64_t, int> slowest;
   for (const auto& r : s.rows) {
+    if (per_rank && r.rank < 0) continue;
     if (r.dur_us > job[r.step]) { job[r.step] = r.dur_us; slowest[r.step] = r.rank; }
     if (r.start_us && (!start.count(r.step) || r.start_us < start[r.step])) start[r.step] = r.start_us;
     for (const auto& [p, v] : r.phases) phases[r.step][p] = std::max(phases[r.step][p], v);
@@ -159,7 +163,7 @@ std::vector<Finding> DetectStepAnomalies(const StepSeries& s, const StepOptions&
     double worst = 0;
     size_t wi = spikes[0];
     for (size_t i : spikes) if (x[i] > worst) { worst = x[i]; wi = i; }
-    if (s.source == "annotation") f.ranks = {slowest[steps[wi]]};
+    if (s.source == "annotation" && slowest[steps[wi]] >= 0) f.ranks = {slowest[steps[wi]]};
     std::vector<size_t> base;
     for (size_t i = 0; i < x.size(); ++i) if (!in_regression[i]) base.push_back(i);
     auto [phase, inc] = grew(wi, wi + 1, base);

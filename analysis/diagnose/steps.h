@@ -8,7 +8,6 @@
 
 namespace collscope::diagnose {
 
-using readers::ReadMegatronLog;
 using readers::StepSeries;
 
 struct StepOptions {

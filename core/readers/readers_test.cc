@@ -6,7 +6,6 @@
 
 #include "core/readers/flight_recorder.h"
 #include "core/readers/pickle.h"
-#include "core/readers/steps.h"
 
 namespace collscope::readers {
 namespace {
@@ -140,17 +139,6 @@ TEST(FlightRecorder, ReadsRealDump) {
       EXPECT_EQ(e.profiling_name, "nccl:all_to_all");
     }
   EXPECT_TRUE(found);
-}
-
-TEST(Megatron, IterationTimes) {
-  const std::string path = Fixtures() + "/megatron/megatron_deepspeed.log";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "fixture absent: " << path;
-  auto s = ReadMegatronLog(path);
-  ASSERT_TRUE(s.ok()) << s.status().message();
-  ASSERT_EQ(s->rows.size(), 5u);
-  EXPECT_EQ(s->rows[0].step, 1);
-  EXPECT_NEAR(s->rows[0].dur_us, 76015300, 1);
-  EXPECT_EQ(s->host, "vm-07-14");
 }
 
 }  // namespace

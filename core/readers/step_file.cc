@@ -1,5 +1,7 @@
 #include "core/readers/step_file.h"
 
+#include "core/readers/iteration_log.h"
+
 #include <simdjson.h>
 
 #include <cmath>
@@ -166,7 +168,7 @@ struct Reader {
 }  // namespace
 
 Result<InputFiles> FindStepFiles(const std::vector<std::string>& paths) {
-  return FindInputFiles(paths, [](const std::string& p, bool) { return IsStepSeriesFile(p); });
+  return FindInputFiles(paths, [](const std::string& p, bool) { return IsStepSeriesFile(p) || IsIterationLog(p); });
 }
 
 Result<StepFile> ReadStepFile(const std::string& path) {
@@ -262,7 +264,7 @@ Status StoreFiles(Store& store, int32_t run_id, const std::vector<StepFile>& fil
                   ", " + std::to_string(f.dropped_events) + ")";
     for (const StepFileProcess& p : f.procs) {
       rows_ranks += std::string(rows_ranks.empty() ? "" : ", ") + "(" + rid + ", " + fid + ", " + std::to_string(p.rank) +
-                    ", " + SqlString(p.hostname) + ", " + std::to_string(p.pid) + ", " + std::to_string(p.world_size) +
+                    ", " + (p.hostname.empty() ? "NULL" : SqlString(p.hostname)) + ", " + (p.pid < 0 ? "NULL" : std::to_string(p.pid)) + ", " + std::to_string(p.world_size) +
                     ", " + Opt(p.local_rank);
       for (int32_t v : p.parallel) rows_ranks += ", " + Opt(v);
       rows_ranks += ")";
@@ -274,8 +276,7 @@ Status StoreFiles(Store& store, int32_t run_id, const std::vector<StepFile>& fil
   std::string sql = "BEGIN TRANSACTION;\n";
   if (!replaced.empty()) {
     for (const char* t : {"step_files", "step_ranks", "steps", "step_phases"})
-      sql += std::string("DELETE FROM ") + t + " WHERE run_id = " + rid + " AND file_id IN (" + replaced + ")" +
-             (std::string_view(t) == "steps" ? " AND source = 'annotation'" : "") + ";\n";
+      sql += std::string("DELETE FROM ") + t + " WHERE run_id = " + rid + " AND file_id IN (" + replaced + ");\n";
     sql += "DELETE FROM ingest_log WHERE run_id = " + rid + " AND path IN (" + replaced_paths + ");\n";
   }
   if (!rows_files.empty()) sql += "INSERT INTO step_files VALUES " + rows_files + ";\n";
@@ -289,7 +290,6 @@ Status StoreFiles(Store& store, int32_t run_id, const std::vector<StepFile>& fil
   ChunkAppender sa, pa;
   if (Status st = sa.Open(store.connection(), "steps"); !st.ok()) return fail(st);
   if (Status st = pa.Open(store.connection(), "step_phases"); !st.ok()) return fail(st);
-  const std::string source = "annotation";
   size_t sn = 0, pn = 0;
   for (size_t k = 0; k < files.size(); ++k) {
     const int32_t id = static_cast<int32_t>(ids[k]);
@@ -298,9 +298,10 @@ Status StoreFiles(Store& store, int32_t run_id, const std::vector<StepFile>& fil
       sa.SetNull(1, sn);
       sa.Column<int32_t>(2)[sn] = s.rank;
       sa.Column<int64_t>(3)[sn] = s.step;
-      sa.Column<double>(4)[sn] = s.start_us;
+      if (s.start_us < 0) sa.SetNull(4, sn);
+      else sa.Column<double>(4)[sn] = s.start_us;
       sa.Column<double>(5)[sn] = s.wall_us;
-      sa.SetString(6, sn, source);
+      sa.SetString(6, sn, files[k].source);
       for (size_t c = 7; c <= 10; ++c) sa.SetNull(c, sn);
       sa.Column<int32_t>(11)[sn] = id;
       if (++sn == sa.capacity()) {
@@ -348,7 +349,7 @@ Result<StepIngestReport> IngestStepFiles(Store& store, const std::vector<std::st
   if (!run_id.ok()) return run_id.status();
   std::vector<StepFile> files;
   for (const std::string& path : found->files) {
-    auto f = ReadStepFile(path);
+    auto f = IsStepSeriesFile(path) ? ReadStepFile(path) : ReadIterationLog(path);
     if (!f.ok()) {
       rep.failed.push_back(f.status().message());
       continue;
@@ -381,14 +382,14 @@ Result<StepSeries> LoadStepSeries(Store& store, const std::string& run, std::map
   }
   // A step seen in two files (a process that wrote twice) keeps its longest record.
   auto st = store.Query("SELECT rank, step, min(start_us), max(dur_us) FROM steps WHERE run_id = " + rid +
-                        " AND source = 'annotation' GROUP BY rank, step ORDER BY rank, step");
+                        " AND source <> 'kineto' GROUP BY rank, step ORDER BY rank, step");
   if (!st.ok()) return st.status();
   std::map<std::pair<int, int64_t>, size_t> at;
   for (const auto& row : st->rows) {
     StepRow r;
     r.rank = std::stoi(*row[0]);
     r.step = std::stoll(*row[1]);
-    r.start_us = static_cast<int64_t>(std::llround(std::stod(*row[2])));
+    r.start_us = row[2] ? static_cast<int64_t>(std::llround(std::stod(*row[2]))) : 0;  // 0: unknown
     r.dur_us = std::stod(*row[3]);
     at[{r.rank, r.step}] = s.rows.size();
     s.rows.push_back(std::move(r));

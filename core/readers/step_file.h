@@ -44,11 +44,12 @@ struct StepFilePhase {
 struct StepFileStep {
   int32_t rank = -1;
   int64_t step = 0;
-  double start_us = 0, wall_us = 0;
+  double start_us = 0, wall_us = 0;  // start_us < 0: unknown (stored as NULL)
 };
 
 struct StepFile {
   std::string path;
+  std::string source = "annotation";  // steps.source: "annotation", "megatron", "nemo"
   uint64_t bytes = 0, lines = 0, dropped_events = 0;
   std::vector<StepFileProcess> procs;
   std::vector<StepFileStep> steps;
@@ -60,7 +61,8 @@ struct StepFile {
   std::vector<Rejection> rejected;
 };
 
-// The step/phase series files under `paths` (content-detected) and what could not be looked at.
+// The step/phase series files under `paths` (content-detected: this format, and the frameworks'
+// iteration logs of core/readers/iteration_log.h) and what could not be looked at.
 Result<InputFiles> FindStepFiles(const std::vector<std::string>& paths);
 
 Result<StepFile> ReadStepFile(const std::string& path);
@@ -72,11 +74,13 @@ struct StepIngestReport {
 };
 
 // Stores the step files among `paths` into run `run` (created when new): step_files, step_ranks,
-// steps (source 'annotation') and step_phases. A file stored before is replaced.
+// steps (source 'annotation', or the framework of an iteration log) and step_phases. A file
+// stored before is replaced.
 Result<StepIngestReport> IngestStepFiles(Store& store, const std::vector<std::string>& paths, const std::string& run);
 
-// The run's annotation steps as detector input: one row per (rank, step), phases by their wall
-// time, GPU times where measured; `host_of` (when given) gets each rank's host.
+// The run's step series as detector input (every source but Kineto's): one row per (rank, step),
+// rank -1 for a framework's job-level iteration times, phases by their wall time, GPU times where
+// measured; `host_of` (when given) gets each rank's host.
 Result<StepSeries> LoadStepSeries(Store& store, const std::string& run, std::map<int, std::string>* host_of = nullptr);
 
 }  // namespace collscope::readers

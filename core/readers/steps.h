@@ -1,7 +1,6 @@
 // Step (iteration) time series, the input of the step-level detectors: from step/phase series
-// files (core/readers/step_file.h, through the store), Kineto ProfilerStep ranges, and
-// Megatron-style iteration logs ("iteration N/ M | ... | elapsed time
-// per iteration (ms): X |").
+// files and frameworks' iteration logs (core/readers/step_file.h and iteration_log.h, through the
+// store), and Kineto ProfilerStep ranges.
 #pragma once
 
 #include <cstdint>
@@ -23,11 +22,8 @@ struct StepRow {
 };
 
 struct StepSeries {
-  std::string source;  // "annotation", "megatron", "kineto"
+  std::string source;  // "annotation" (the store's step series, whatever wrote them), "kineto"
   std::vector<StepRow> rows;  // sorted by (rank, step)
-  std::string host;    // megatron: host prefix of the iteration lines
 };
-
-Result<StepSeries> ReadMegatronLog(const std::string& path);
 
 }  // namespace collscope::readers

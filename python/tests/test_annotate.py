@@ -55,7 +55,7 @@ class AnnotatedLoop(unittest.TestCase):
         self.assertTrue(files[0].endswith(".steps.jsonl"), files)
         ing = run([BIN, "ingest", "--db", self.db, self.dump])
         self.assertEqual(ing.returncode, 0, ing.stdout + ing.stderr)
-        self.assertIn("step/phase series: 1 files (1 read): 5 steps", ing.stdout)
+        self.assertIn("step series (step/phase files, framework iteration logs): 1 files (1 read): 5 steps", ing.stdout)
         rows = sql(self.db, "SELECT step, phase, wall_us FROM step_phases WHERE phase = 'backward' ORDER BY step")
         self.assertEqual([r["step"] for r in rows], [0, 1, 2, 3, 4])
         slowest = max(rows, key=lambda r: r["wall_us"])
