@@ -277,6 +277,9 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
     else if (IsInspectorLogName(name)) logs.push_back(f);
     else if (name.ends_with(".inflight.json")) inflight.push_back(f);
     else if (IsFlightRecorderDump(f)) fr.push_back(f);
+    else if (readers::IsEmptyFlightRecorderDump(f) && read)
+      read->unusable.push_back(f + ": an empty Flight Recorder dump (0 bytes): its rank wrote nothing, and the hang "
+                                   "analysis treats it as a rank without a dump");
     else if (!readers::IsKinetoTraceName(f) && read)
       read->unusable.push_back(f + ": not a format collscope diagnose reads");
   }

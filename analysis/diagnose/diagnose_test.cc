@@ -494,6 +494,40 @@ TEST(FlightRecorder, RealDumpsNameRank12InGroup74) {
   EXPECT_NE((*f)[0].summary.find("4027x5120"), std::string::npos) << (*f)[0].summary;
 }
 
+// A rank that died before writing its dump: the others' dumps still show their group waiting in
+// an op it never joined, so the hang does not vanish. A missing dump of a rank that did join
+// blames nobody new: rank 12's own dump shows it behind.
+TEST(FlightRecorder, ARankWithoutADumpIsNamedFromItsPeersDumps) {
+  const std::string dir = Fixtures() + "/flight-recorder/gpu_error_1st";
+  if (!std::filesystem::exists(dir)) GTEST_SKIP() << "fixture absent: " << dir;
+  const std::filesystem::path tmp = std::filesystem::temp_directory_path() / ("collscope-fr-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(tmp);
+  std::filesystem::create_directories(tmp);
+  for (int r = 0; r < 16; ++r)
+    if (r != 12) std::filesystem::copy_file(dir + "/_dump_" + std::to_string(r), tmp / ("_dump_" + std::to_string(r)));
+  std::ofstream(tmp / "_dump_12").flush();  // empty: rank 12 died while dumping
+  InputSummary read;
+  auto f = DiagnosePaths({tmp.string()}, DiagnoseOptions{}, nullptr, nullptr, &read);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  ASSERT_EQ(f->size(), 1u) << FindingsToText(*f);
+  EXPECT_EQ((*f)[0].kind, Kind::kHang);
+  EXPECT_EQ((*f)[0].ranks, std::vector<int>({12})) << FindingsToText(*f);
+  EXPECT_EQ((*f)[0].comms, std::vector<std::string>({"74"}));
+  EXPECT_NE((*f)[0].summary.find("left no Flight Recorder dump"), std::string::npos) << (*f)[0].summary;
+  EXPECT_LT((*f)[0].confidence, 0.95);  // inferred, not shown
+  EXPECT_NE(read.ToText().find("_dump_12: an empty Flight Recorder dump"), std::string::npos) << read.ToText();
+
+  std::vector<std::string> without13;
+  for (int r = 0; r < 16; ++r)
+    if (r != 13) without13.push_back(dir + "/_dump_" + std::to_string(r));
+  auto g = DiagnoseFlightRecorder(without13);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  ASSERT_EQ(g->size(), 1u) << FindingsToText(*g);
+  EXPECT_EQ((*g)[0].ranks, std::vector<int>({12})) << FindingsToText(*g);
+  EXPECT_DOUBLE_EQ((*g)[0].confidence, 0.95);
+  std::filesystem::remove_all(tmp);
+}
+
 TEST(HostStall, PropagatedStallBlamesOnlyTheRoot) {
   // Rank 3 stalls 3 s; its tensor-parallel partner 2 waits for it, then arrives 3 s late in its
   // own data-parallel group: 2 is a victim, not a second stall.

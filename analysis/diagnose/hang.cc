@@ -39,8 +39,12 @@ std::vector<Finding> AnalyzeFlightRecorder(const std::vector<FrDump>& dumps) {
       s.done = std::max(s.done, ps.last_completed);
     }
   }
-  // Each rank's blocking op: its oldest pending (enqueued, not completed) collective.
-  struct Block { const FrEntry* e = nullptr; std::vector<int> missing; };
+  // Each rank's blocking op: its oldest pending (enqueued, not completed) collective, and the
+  // members of its group that the dumps do not show joining it. A member without a dump (it died
+  // before writing one, or its file is empty or unreadable) cannot show it: such members are
+  // named only when the dumps show no rank behind anywhere, since then nothing else explains the
+  // waits (a rank that is behind may itself wait in an op that the undumped joined).
+  struct Block { const FrEntry* e = nullptr; std::vector<int> missing, undumped; };
   std::map<int, Block> block;
   for (const FrDump& d : dumps) {
     const FrEntry* oldest = nullptr;
@@ -56,15 +60,27 @@ std::vector<Finding> AnalyzeFlightRecorder(const std::vector<FrDump>& dumps) {
     Block b;
     b.e = oldest;
     auto pg = pgs.find(oldest->pg_name);
+    std::vector<int> undumped;
     if (pg != pgs.end())
       for (int m : pg->second.ranks) {
-        if (m == d.rank || !by_rank.count(m)) continue;
+        if (m == d.rank) continue;
+        if (!by_rank.count(m)) {
+          undumped.push_back(m);
+          continue;
+        }
         auto it = st[m].find(oldest->pg_name);
         const int64_t enq = it == st[m].end() ? -1 : it->second.enq;
         if (enq < oldest->collective_seq_id) b.missing.push_back(m);
       }
+    b.undumped = std::move(undumped);
     block[d.rank] = b;
   }
+  std::set<int> without_dump;
+  if (std::all_of(block.begin(), block.end(), [](const auto& kv) { return kv.second.missing.empty(); }))
+    for (auto& [r, b] : block) {
+      b.missing = b.undumped;
+      without_dump.insert(b.undumped.begin(), b.undumped.end());
+    }
   // Roots: waited-on ranks that wait on nobody.
   std::map<int, std::set<int>> waiters;  // root candidate -> ranks waiting on it directly
   for (auto& [r, b] : block)
@@ -106,7 +122,11 @@ std::vector<Finding> AnalyzeFlightRecorder(const std::vector<FrDump>& dumps) {
     f.ranks.assign(g.first.begin(), g.first.end());
     f.victims.assign(victims.begin(), victims.end());
     f.comms = {key.first};
-    f.confidence = 0.95;
+    // The dumps show a rank behind; a rank without a dump is inferred, and one of several such
+    // ranks may be the only culprit.
+    size_t inferred = 0;
+    for (int r : f.ranks) inferred += without_dump.count(r);
+    f.confidence = inferred == 0 ? 0.95 : 0.8 / static_cast<double>(inferred);
     f.start_us = e->time_created_ns / 1000;
     f.end_us = f.start_us;
     for (const FrDump& d : dumps)
@@ -123,7 +143,17 @@ std::vector<Finding> AnalyzeFlightRecorder(const std::vector<FrDump>& dumps) {
       auto it = st[r].find(key.first);
       if (it != st[r].end()) f.Add("last_enqueued_rank_" + std::to_string(r), static_cast<double>(it->second.enq));
     }
-    f.summary = std::string(f.ranks.size() > 1 ? "Ranks " : "Rank ") + RankList(f.ranks) +
+    std::vector<int> undumped_roots;
+    for (int r : f.ranks)
+      if (without_dump.count(r)) undumped_roots.push_back(r);
+    if (!undumped_roots.empty()) f.AddText("no_dump_ranks", RankList(undumped_roots));
+    const std::string no_dump =
+        undumped_roots.empty() ? ""
+        : undumped_roots.size() == f.ranks.size()
+            ? std::string(f.ranks.size() > 1 ? " (they left no Flight Recorder dump: died or hung before writing one?)"
+                                             : " (it left no Flight Recorder dump: died or hung before writing one?)")
+            : " (" + RankList(undumped_roots) + " left no Flight Recorder dump)";
+    f.summary = std::string(f.ranks.size() > 1 ? "Ranks " : "Rank ") + RankList(f.ranks) + no_dump +
                 " never joined " + e->profiling_name + " (" + e->input_sizes + " " + e->input_dtypes +
                 ") #" + std::to_string(key.second) + " of process group " + key.first + " (" +
                 e->pg_desc + "); " + std::to_string(direct.size()) + " peer(s) wait in it and " +

@@ -2,6 +2,7 @@
 #include "core/readers/kineto.h"
 
 #include <cctype>
+#include <filesystem>
 #include <fstream>
 
 #include "core/readers/pickle.h"
@@ -49,6 +50,13 @@ bool IsFlightRecorderDump(const std::string& path) {
   char b[2] = {0, 0};
   if (!f.read(b, 2)) return false;
   return static_cast<unsigned char>(b[0]) == 0x80 && b[1] >= 2 && b[1] <= 5;
+}
+
+bool IsEmptyFlightRecorderDump(const std::string& path) {
+  const std::string name = path.substr(path.find_last_of('/') + 1);
+  std::error_code ec;
+  return TrailingNumber(path) >= 0 && name.find("dump") != std::string::npos &&
+         std::filesystem::is_regular_file(path, ec) && std::filesystem::file_size(path, ec) == 0 && !ec;
 }
 
 Result<FrDump> ReadFlightRecorderDump(const std::string& path) {

@@ -46,5 +46,8 @@ struct FrDump {
 // True when the file starts like a pickle (protocol 2+) and its name ends in a rank number.
 bool IsFlightRecorderDump(const std::string& path);
 Result<FrDump> ReadFlightRecorderDump(const std::string& path);
+// True for an empty file named like a dump ("..dump..<rank>"): a rank that died while or before
+// writing its dump leaves one.
+bool IsEmptyFlightRecorderDump(const std::string& path);
 
 }  // namespace collscope::readers
