@@ -528,6 +528,39 @@ TEST(FlightRecorder, ARankWithoutADumpIsNamedFromItsPeersDumps) {
   std::filesystem::remove_all(tmp);
 }
 
+// PyTorch's JSON dumps (`_dump_nccl_trace_json`) hold the pickle's dict: 4 ranks of one group,
+// rank 2 never enqueued all_reduce #5 that the others wait in.
+TEST(FlightRecorder, JsonDumpsAreReadLikeThePickles) {
+  const std::filesystem::path tmp = std::filesystem::temp_directory_path() / ("collscope-frjson-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(tmp);
+  std::filesystem::create_directories(tmp);
+  for (int r = 0; r < 4; ++r) {
+    const int last = r == 2 ? 4 : 5;
+    std::ofstream out(tmp / ("nccl_trace_rank_" + std::to_string(r) + ".json"));
+    out << "{\"version\": \"2.9\", \"pg_config\": {\"0\": {\"name\": \"0\", \"desc\": \"default_pg\", \"ranks\": "
+        << (r == 0 ? "[0, 1, 2, 3]" : "\"[0, 1, 2, 3]\"") << "}}, \"pg_status\": {\"0\": {\"last_enqueued_collective\": "
+        << last << ", \"last_started_collective\": -1, \"last_completed_collective\": 4}}, \"entries\": [";
+    for (int seq = 4; seq <= last; ++seq)
+      out << (seq > 4 ? ", " : "") << "{\"record_id\": " << seq << ", \"pg_id\": 0, \"process_group\": [\"0\", \"default_pg\"], "
+          << "\"collective_seq_id\": " << seq << ", \"p2p_seq_id\": 0, \"op_id\": " << seq
+          << ", \"profiling_name\": \"nccl:all_reduce\", \"time_created_ns\": " << 1700000000000000000LL + seq * 1000000LL
+          << ", \"input_sizes\": [[1024, 1024]], \"input_dtypes\": [\"Float\"], \"output_sizes\": [[1024, 1024]], "
+          << "\"output_dtypes\": [\"Float\"], \"state\": \"" << (seq == 4 ? "completed" : "scheduled")
+          << "\", \"time_discovered_started_ns\": null, \"time_discovered_completed_ns\": null, \"retired\": false, "
+          << "\"timeout_ms\": 600000, \"is_p2p\": false}";
+    out << "]}\n";
+  }
+  InputSummary read;
+  auto f = DiagnosePaths({tmp.string()}, DiagnoseOptions{}, nullptr, nullptr, &read);
+  std::filesystem::remove_all(tmp);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ(read.flight_recorder_dumps, 4) << read.ToText();
+  ASSERT_EQ(f->size(), 1u) << FindingsToText(*f) << read.ToText();
+  EXPECT_EQ((*f)[0].kind, Kind::kHang);
+  EXPECT_EQ((*f)[0].ranks, std::vector<int>({2}));
+  EXPECT_NE((*f)[0].summary.find("nccl:all_reduce (1024x1024 Float) #5"), std::string::npos) << (*f)[0].summary;
+}
+
 TEST(HostStall, PropagatedStallBlamesOnlyTheRoot) {
   // Rank 3 stalls 3 s; its tensor-parallel partner 2 waits for it, then arrives 3 s late in its
   // own data-parallel group: 2 is a victim, not a second stall.

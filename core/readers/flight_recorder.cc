@@ -1,6 +1,8 @@
 #include "core/readers/flight_recorder.h"
 #include "core/readers/kineto.h"
 
+#include <simdjson.h>
+
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -10,9 +12,11 @@
 namespace collscope::readers {
 namespace {
 
+// The rank at the end of a dump's name: "_dump_12", "nccl_trace_rank_3", "rank_3.json".
 int TrailingNumber(const std::string& path) {
   size_t slash = path.find_last_of('/');
   std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (name.ends_with(".json")) name.resize(name.size() - 5);
   size_t e = name.size();
   size_t b = e;
   while (b > 0 && std::isdigit(static_cast<unsigned char>(name[b - 1]))) --b;
@@ -42,6 +46,71 @@ std::string Strs(const PyValue* v) {
   return o;
 }
 
+// PyTorch's JSON dump (`_dump_nccl_trace_json`, torchcomms' FlightRecorderHook) holds the same
+// dict as the pickle: converted to the same values, it is read by the same code.
+std::shared_ptr<PyValue> FromJson(simdjson::dom::element e) {
+  auto v = std::make_shared<PyValue>();
+  switch (e.type()) {
+    case simdjson::dom::element_type::OBJECT:
+      v->type = PyValue::Type::kDict;
+      for (auto [k, x] : simdjson::dom::object(e)) {
+        auto key = std::make_shared<PyValue>();
+        key->type = PyValue::Type::kStr;
+        key->s = std::string(k);
+        v->dict.emplace_back(std::move(key), FromJson(x));
+      }
+      break;
+    case simdjson::dom::element_type::ARRAY:
+      v->type = PyValue::Type::kList;
+      for (simdjson::dom::element x : simdjson::dom::array(e)) v->items.push_back(FromJson(x));
+      break;
+    case simdjson::dom::element_type::STRING:
+      v->type = PyValue::Type::kStr;
+      v->s = std::string(std::string_view(e));
+      break;
+    case simdjson::dom::element_type::INT64:
+      v->type = PyValue::Type::kInt;
+      v->i = int64_t(e);
+      break;
+    case simdjson::dom::element_type::UINT64:  // past int64: kept as a number, never wrapped
+    case simdjson::dom::element_type::DOUBLE:
+      v->type = PyValue::Type::kFloat;
+      v->f = double(e);
+      break;
+    case simdjson::dom::element_type::BOOL:
+      v->type = PyValue::Type::kBool;
+      v->b = bool(e);
+      break;
+    case simdjson::dom::element_type::NULL_VALUE:
+      break;
+  }
+  return v;
+}
+
+constexpr uint64_t kMaxJsonDumpBytes = uint64_t{1} << 30;
+
+Result<std::shared_ptr<PyValue>> ReadJsonDump(const std::string& path) {
+  std::error_code ec;
+  const uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec) return Status::Error("cannot open " + path + ": " + ec.message());
+  if (size > kMaxJsonDumpBytes) return Status::Error(path + ": a JSON Flight Recorder dump over 1 GiB is refused");
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  if (auto err = parser.load(path).get(root); err != simdjson::SUCCESS)
+    return Status::Error(path + ": not a readable JSON Flight Recorder dump: " + simdjson::error_message(err));
+  return FromJson(root);
+}
+
+bool LooksLikeJsonDump(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::string head(size_t{1} << 16, '\0');
+  f.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(f.gcount()));
+  const size_t b = head.find_first_not_of(" \t\r\n");
+  return b != std::string::npos && head[b] == '{' && head.find("\"pg_config\"") != std::string::npos &&
+         head.find("\"version\"") != std::string::npos;
+}
+
 }  // namespace
 
 bool IsFlightRecorderDump(const std::string& path) {
@@ -49,7 +118,7 @@ bool IsFlightRecorderDump(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   char b[2] = {0, 0};
   if (!f.read(b, 2)) return false;
-  return static_cast<unsigned char>(b[0]) == 0x80 && b[1] >= 2 && b[1] <= 5;
+  return (static_cast<unsigned char>(b[0]) == 0x80 && b[1] >= 2 && b[1] <= 5) || LooksLikeJsonDump(path);
 }
 
 bool IsEmptyFlightRecorderDump(const std::string& path) {
@@ -60,7 +129,7 @@ bool IsEmptyFlightRecorderDump(const std::string& path) {
 }
 
 Result<FrDump> ReadFlightRecorderDump(const std::string& path) {
-  auto root = ReadPickleFile(path);
+  auto root = LooksLikeJsonDump(path) ? ReadJsonDump(path) : ReadPickleFile(path);
   if (!root.ok()) return root.status();
   const PyValue& r = **root;
   if (r.type != PyValue::Type::kDict) return Status::Error(path + ": not a Flight Recorder dump (top level is not a dict)");

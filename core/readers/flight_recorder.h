@@ -43,7 +43,9 @@ struct FrDump {
   std::vector<FrEntry> entries;
 };
 
-// True when the file starts like a pickle (protocol 2+) and its name ends in a rank number.
+// True when the file starts like a pickle (protocol 2+), or is PyTorch's JSON dump (a JSON object
+// with "version" and "pg_config" in its first 64 KiB), and its name ends in a rank number
+// (before a ".json").
 bool IsFlightRecorderDump(const std::string& path);
 Result<FrDump> ReadFlightRecorderDump(const std::string& path);
 // True for an empty file named like a dump ("..dump..<rank>"): a rank that died while or before
