@@ -42,6 +42,7 @@ Status LineReader::Open(const std::string& path, uint64_t start) {
   pending_ = carry_ = tail_start_ = tail_size_ = 0;
   decompressed_ = start;
   eof_ = false;
+  deferred_ = Status::Ok();
   if (IsGzipPath(path)) {
     struct stat st;
     compressed_size_ = ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
@@ -62,11 +63,22 @@ Status LineReader::Open(const std::string& path, uint64_t start) {
 
 Result<size_t> LineReader::ReadSome(char* dst, size_t n) {
   if (gz_) {
-    int got = gzread(gz_, dst, static_cast<unsigned>(n));
+    // gzread loses the count of what it decompressed before an error: 4 KiB reads bound that
+    // loss to 4 KiB of the text before a corrupt block (its own 1 MiB buffer keeps reads cheap).
+    int got = gzread(gz_, dst, static_cast<unsigned>(std::min<size_t>(n, size_t{4} << 10)));
     if (got < 0) {
       int err = 0;
       const char* msg = gzerror(gz_, &err);
-      return Status::Error(path_ + ": gzip error: " + (msg ? msg : "unknown"));
+      // Where the damage is, and what it costs: the compressed bytes from there on are lost.
+      const z_off_t at = gzoffset(gz_);
+      std::string where;
+      if (at >= 0 && compressed_size_ > 0) {
+        const uint64_t a = std::min<uint64_t>(static_cast<uint64_t>(at), compressed_size_);
+        where = " at compressed byte " + std::to_string(a) + " of " + std::to_string(compressed_size_) + " (" +
+                std::to_string(compressed_size_ - a) + " compressed bytes after it are lost)";
+      }
+      return Status::Error(path_ + ": gzip error" + where + ": " + (msg ? msg : "unknown") +
+                           "; the complete lines decompressed before it are read");
     }
     // A gzip file cut short (still being written) reads as a clean end: keep what we have.
     decompressed_ += static_cast<uint64_t>(got);
@@ -96,6 +108,11 @@ Result<bool> LineReader::Next(LineBlock* block) {
   for (;;) {
     if (eof_) {
       pending_ = carry_;
+      if (!deferred_.ok()) {
+        Status st = deferred_;
+        deferred_ = Status::Ok();
+        return st;
+      }
       return false;
     }
     // One line longer than the buffer: grow rather than split it.
@@ -104,7 +121,12 @@ Result<bool> LineReader::Next(LineBlock* block) {
     size_t filled = carry_;
     while (filled < capacity) {
       Result<size_t> got = ReadSome(buf_.get() + filled, capacity - filled);
-      if (!got.ok()) return got.status();
+      if (!got.ok()) {
+        // A corrupt gzip block: the complete lines before it are returned first, the error after.
+        deferred_ = got.status();
+        eof_ = true;
+        break;
+      }
       if (*got == 0) {
         eof_ = true;
         break;

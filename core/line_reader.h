@@ -73,6 +73,7 @@ class LineReader {
   uint64_t compressed_size_ = 0;  // of a gzip file, for the expansion bound
   uint64_t decompressed_ = 0;
   bool eof_ = false;
+  Status deferred_;  // a read error met after data: reported once the lines before it are out
 };
 
 bool IsGzipPath(const std::string& path);

@@ -121,5 +121,35 @@ TEST(LineReader, StopsAGzipThatExpandsLikeABomb) {
   EXPECT_EQ(ReadAll(r, dir / "ok.log.gz", 0, &consumed, &pending), lines);
 }
 
+// A corrupt member after a good one (two gzip members, as `cat a.gz b.gz` makes): the good
+// member's lines are read, then the error says where the damage is and what was lost.
+TEST(LineReader, ACorruptGzipBlockKeepsTheLinesBeforeItAndSaysWhatIsLost) {
+  TempDir dir;
+  std::string good, bad_text;
+  for (int i = 0; i < 2000; ++i) good += "{\"good\": " + std::to_string(i) + "}\n";
+  for (int i = 0; i < 2000; ++i) bad_text += "{\"bad\": " + std::to_string(i * 7919 % 100003) + "}\n";
+  WriteGzip(dir / "a.gz", good);
+  WriteGzip(dir / "b.gz", bad_text);
+  std::string a = testing::ReadFile(dir / "a.gz"), b = testing::ReadFile(dir / "b.gz");
+  for (size_t i = 20; i < 60; ++i) b[i] = static_cast<char>(b[i] ^ 0xff);  // inside its first deflate block
+  WriteFile(dir / "c.log.gz", a + b);
+  LineReader r;
+  ASSERT_TRUE(r.Open(dir / "c.log.gz", 0).ok());
+  std::string read;
+  LineBlock blk;
+  Result<bool> more = true;
+  while (more.ok() && *more) {
+    more = r.Next(&blk);
+    if (more.ok() && *more) read.append(blk.data, blk.size);
+  }
+  ASSERT_FALSE(more.ok());
+  const std::string msg = more.status().message();
+  EXPECT_NE(msg.find("c.log.gz: gzip error at compressed byte"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("compressed bytes after it are lost"), std::string::npos) << msg;
+  // All but at most one 4 KiB read of the good member's lines, and none of the damaged one's.
+  EXPECT_GE(read.size() + 4096, good.size());
+  EXPECT_EQ(read, good.substr(0, read.size()));
+}
+
 }  // namespace
 }  // namespace collscope

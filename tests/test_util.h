@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 namespace collscope::testing {
@@ -32,6 +33,11 @@ inline void WriteFile(const std::string& path, const std::string& content, bool 
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
   std::ofstream f(path, append ? std::ios::app | std::ios::binary : std::ios::binary);
   f << content;
+}
+
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
 }
 
 inline void WriteGzip(const std::string& path, const std::string& content) {
