@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (tests/fuzz) with Clang, seeds each from the shared fixtures and a
-# small simulated job, and runs each for SECONDS (default 600). A crash leaves its input under
-# build-fuzz/crashes/<target>/ and makes the script fail; turn each into a regression test.
+# small simulated job, and runs each for SECONDS (default 600), as many at once as there are cores.
+# A crash leaves its input under <build>/crashes/<target>/ and makes the script fail; turn each
+# into a regression test.
 # usage: bench/fuzz.sh [SECONDS] [TARGET...]
+# COLLSCOPE_FUZZ_BUILD=DIR uses a build already configured with COLLSCOPE_FUZZ=ON (CI's sanitizer
+# build, unoptimised: fewer runs per second) instead of its own optimised build-fuzz/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-600}
@@ -10,9 +13,11 @@ shift || true
 targets=("$@")
 ((${#targets[@]})) || targets=(inspector_line line_reader kineto pickle nccl_tests inflight_state steps)
 fixtures=${COLLSCOPE_FIXTURES:-../shared/fixtures}
-out=build-fuzz
+out=${COLLSCOPE_FUZZ_BUILD:-build-fuzz}
 
-CC=clang CXX=clang++ cmake -S . -B "$out" -DCOLLSCOPE_FUZZ=ON -DCOLLSCOPE_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+if [ -z "${COLLSCOPE_FUZZ_BUILD:-}" ]; then
+  CC=clang CXX=clang++ cmake -S . -B "$out" -DCOLLSCOPE_FUZZ=ON -DCOLLSCOPE_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+fi
 cmake --build "$out" -j"$(nproc)" --target $(printf '%s_fuzz ' "${targets[@]}")
 # The seed job comes from the release build when there is one (the test run made it first).
 sim=build/collscope
@@ -50,11 +55,9 @@ else
 fi
 rm -f "$seeds"/tmp*
 
-status=0
-for t in "${targets[@]}"; do
+fuzz_one() {
+  local t=$1 log=$out/fuzz-$1.log max_len=65536
   mkdir -p "$out/corpus/$t" "$out/crashes/$t" "$seeds/$t"
-  log=$out/fuzz-$t.log
-  max_len=65536
   [ "$t" = kineto ] && max_len=$((1 << 20))  # a one-step trace of one rank
   # The working corpus grows across runs; the seeds are read, never written.
   if "$out/tests/fuzz/${t}_fuzz" "$out/corpus/$t" "$seeds/$t" -max_total_time="$seconds" -timeout=20 \
@@ -63,7 +66,19 @@ for t in "${targets[@]}"; do
   else
     echo "fuzz $t: FINDING, see $log and $out/crashes/$t/"
     tail -n 30 "$log"
-    status=1
+    return 1
+  fi
+}
+
+# One target per core at a time; every target's verdict counts.
+status=0
+pids=()
+for t in "${targets[@]}"; do
+  fuzz_one "$t" & pids+=($!)
+  if ((${#pids[@]} >= $(nproc))); then
+    wait "${pids[0]}" || status=1
+    pids=("${pids[@]:1}")
   fi
 done
+for p in "${pids[@]}"; do wait "$p" || status=1; done
 exit $status

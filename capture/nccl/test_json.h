@@ -17,12 +17,14 @@ struct JVal {
   bool b = false;
   std::string text;  // raw number text, or decoded string
   std::vector<JVal> arr;
-  std::vector<std::pair<std::string, JVal>> obj;
+  // Members as two parallel vectors: a pair holding JVal inside JVal is an incomplete type to
+  // Clang's libstdc++ checks.
+  std::vector<std::string> keys;
+  std::vector<JVal> values;
 
   const JVal* Find(std::string_view key) const {
-    for (const auto& kv : obj) {
-      if (kv.first == key) return &kv.second;
-    }
+    for (size_t i = 0; i < keys.size(); ++i)
+      if (keys[i] == key) return &values[i];
     return nullptr;
   }
   bool Has(std::string_view key) const { return Find(key) != nullptr; }
@@ -31,11 +33,7 @@ struct JVal {
     const JVal* v = Find(key);
     return v != nullptr ? *v : kMissing;
   }
-  std::vector<std::string> Keys() const {
-    std::vector<std::string> k;
-    for (const auto& kv : obj) k.push_back(kv.first);
-    return k;
-  }
+  std::vector<std::string> Keys() const { return keys; }
   unsigned long long U() const { return std::strtoull(text.c_str(), nullptr, 10); }
   long long I() const { return std::strtoll(text.c_str(), nullptr, 10); }
   double D() const { return std::strtod(text.c_str(), nullptr); }
@@ -142,7 +140,8 @@ class JParser {
           if (p_ >= e_ || *p_++ != ':') return false;
           JVal child;
           if (!Value(&child, depth + 1)) return false;
-          v->obj.emplace_back(std::move(k), std::move(child));
+          v->keys.push_back(std::move(k));
+          v->values.push_back(std::move(child));
           Ws();
           if (p_ < e_ && *p_ == ',') {
             ++p_;
