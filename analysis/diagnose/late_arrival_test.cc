@@ -14,9 +14,9 @@ namespace {
 // instances each. Most instances end within noise (10 us); two per window, and all 8 of window 4
 // of communicator 0, make the others wait `wait_us` for their last member: process `late` at
 // `late_count` of window 4's, and otherwise the members in turn.
-CommData Job(int comms, int late, int late_count, double wait_us) {
+// `comms` communicators of `n` processes each, one host per process.
+CommData Comms(int comms, int n) {
   CommData d;
-  const int n = 8;
   for (int c = 0; c < comms; ++c) {
     Comm cm;
     cm.id = "0x" + std::to_string(c + 1);
@@ -31,6 +31,12 @@ CommData Job(int comms, int late, int late_count, double wait_us) {
     }
     d.comms.push_back(cm);
   }
+  return d;
+}
+
+CommData Job(int comms, int late, int late_count, double wait_us) {
+  const int n = 8;
+  CommData d = Comms(comms, n);
   const int64_t W = 200000;
   for (int c = 0; c < comms; ++c)
     for (int w = 0; w < 10; ++w)
@@ -99,21 +105,7 @@ TEST(LateArrival, ConsistentButNegligibleLatenessIsNoFinding) {
 // as its partner's. In pair 0, process 1 arrives late at all of them: its records are the
 // shortest. The others are late in turn, by chance.
 CommData SampledPairs(double late_exec_us) {
-  CommData d;
-  for (int c = 0; c < 16; ++c) {
-    Comm cm;
-    cm.id = "0x" + std::to_string(c + 1);
-    cm.n_ranks = 2;
-    cm.nnodes = 2;
-    for (int k = 0; k < 2; ++k) {
-      const int p = static_cast<int>(d.procs.size());
-      d.hosts.push_back("h" + std::to_string(p));
-      d.procs.push_back({p, p});
-      cm.procs.push_back(p);
-      cm.hosts.push_back(p);
-    }
-    d.comms.push_back(cm);
-  }
+  CommData d = Comms(16, 2);
   const int64_t W = 200000;
   for (int c = 0; c < 16; ++c)
     for (int w = 0; w < 10; ++w)

@@ -46,7 +46,23 @@ using testing::ParseJson;
 
 constexpr collscope_ncclResult_t kOk = collscope_ncclSuccess;
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+// GCC says which sanitizer is on with __SANITIZE_*__, Clang 14 only through __has_feature.
+#if defined(__SANITIZE_ADDRESS__)
+#define COLLSCOPE_UNDER_ASAN 1
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define COLLSCOPE_UNDER_TSAN 1
+#endif
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define COLLSCOPE_UNDER_ASAN 1
+#endif
+#if __has_feature(thread_sanitizer)
+#define COLLSCOPE_UNDER_TSAN 1
+#endif
+#endif
+
+#if defined(COLLSCOPE_UNDER_TSAN) || defined(COLLSCOPE_UNDER_ASAN)
 constexpr int kSlow = 4;
 #else
 constexpr int kSlow = 1;
@@ -1325,10 +1341,10 @@ TEST(CapturePlugin, ExitWithoutFinalizeFlushes) {
 // fork() with a live runtime (DataLoader workers): the child must neither join the parent's
 // writer thread nor write the parent's files, and can start its own runtime.
 TEST(CapturePlugin, ForkedChildAbandonsInheritedRuntime) {
-#if defined(__SANITIZE_THREAD__)
+#if defined(COLLSCOPE_UNDER_TSAN)
   GTEST_SKIP() << "TSan kills a child of a multi-threaded fork that starts threads";
 #endif
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(COLLSCOPE_UNDER_ASAN)
   // ASan's allocator is not fork-safe: the child can inherit its lock held by the parent's
   // writer thread and hang in its first allocation (glibc's malloc resets it at fork).
   GTEST_SKIP() << "ASan's allocator can deadlock in the child of a multi-threaded fork";

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "core/ingest.h"
+#include "tests/test_util.h"
 
 namespace collscope::readers {
 namespace {
@@ -22,20 +23,11 @@ std::string Fixtures() {
 
 class IterationLogTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("collscope-iterlog-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   std::string Write(const std::string& name, const std::string& text) {
-    const fs::path p = dir_ / name;
-    std::ofstream(p, std::ios::binary) << text;
-    return p.string();
+    collscope::testing::WriteFile(dir_ / name, text);
+    return dir_ / name;
   }
-  fs::path dir_;
+  collscope::testing::TempDir dir_;
 };
 
 TEST_F(IterationLogTest, MegatronDeepSpeedLogIsAJobLevelSeriesStoredUnderAnyName) {
@@ -57,17 +49,17 @@ TEST_F(IterationLogTest, MegatronDeepSpeedLogIsAJobLevelSeriesStoredUnderAnyName
 
   // Stored by ingest through the step-series path under a name Inspector discovery would take,
   // and not read as an Inspector log (every line of it would be rejected as no JSON).
-  const fs::path copy = dir_ / "job" / "train.log";
+  const fs::path copy = dir_ / "job/train.log";
   fs::create_directories(copy.parent_path());
   fs::copy_file(src, copy);
-  auto store = Store::Open((dir_ / "s.duckdb").string());
+  auto store = Store::Open(dir_ / "s.duckdb");
   ASSERT_TRUE(store.ok());
-  auto inspector = Ingest(**store, {(dir_ / "job").string()}, IngestOptions{});
+  auto inspector = Ingest(**store, {dir_ / "job"}, IngestOptions{});
   ASSERT_TRUE(inspector.ok()) << inspector.status().message();
   EXPECT_EQ(inspector->files_seen, 0u);
   EXPECT_EQ(inspector->lines_rejected, 0u);
   for (int pass = 0; pass < 2; ++pass) {  // read again: replaced, not doubled
-    auto rep = IngestStepFiles(**store, {(dir_ / "job").string()}, "job");
+    auto rep = IngestStepFiles(**store, {dir_ / "job"}, "job");
     ASSERT_TRUE(rep.ok()) << rep.status().message();
     EXPECT_EQ(rep->files_read, 1u);
     EXPECT_EQ(rep->steps, 5u);
