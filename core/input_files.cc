@@ -147,11 +147,13 @@ bool IsIterationLog(const std::string& path) {
   constexpr size_t kLookAhead = size_t{16} << 20;
   std::ifstream in(path, std::ios::binary);
   if (!in) return false;
-  std::string chunk(size_t{1} << 16, '\0');
+  // The first read is small: every Inspector log of a folder is sniffed, and its first byte says.
+  std::string chunk(size_t{4} << 10, '\0');
   std::string carry;  // the unfinished line of the previous chunk
   size_t seen = 0;
   bool first = true;
   while (seen < kLookAhead) {
+    if (!first) chunk.resize(size_t{1} << 16);
     in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
     const size_t n = static_cast<size_t>(in.gcount());
     if (n == 0) break;

@@ -1,7 +1,5 @@
 #include "core/readers/step_file.h"
 
-#include "core/readers/iteration_log.h"
-
 #include <simdjson.h>
 
 #include <cmath>
@@ -10,6 +8,8 @@
 #include <fstream>
 #include <map>
 #include <tuple>
+
+#include "core/readers/iteration_log.h"
 
 namespace collscope::readers {
 namespace {
