@@ -83,7 +83,8 @@ void Register(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "diagnose",
       "Find faulty ranks, hosts, links and hangs (NCCL Inspector logs, Flight Recorder dumps, "
-      "collscope in-flight state, step summaries, PyTorch profiler (Kineto) traces, or a store).\n"
+      "collscope in-flight state, step/phase series, Megatron/NeMo iteration logs, PyTorch profiler (Kineto) traces, or a "
+      "store).\n"
       "Says on stderr what it read, the evidence tier, and what it could not use.\n"
       "Exit status (as diff's): 0 inputs read and no finding, 1 findings, 2 a usage error or nothing usable read.");
   cmd->add_option("paths", o->paths, "Input files or directories");

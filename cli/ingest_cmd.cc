@@ -151,8 +151,9 @@ int Run(const Options& o) {
 void Register(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
-      "ingest", "Ingest NCCL Inspector / collscope logs and PyTorch-profiler (Kineto) traces "
-                "(files or directories, recursively) into a store. Incremental: files that grew "
+      "ingest", "Ingest NCCL Inspector / collscope logs, PyTorch-profiler (Kineto) traces, "
+                "step/phase series and Megatron/NeMo iteration logs (files or directories, "
+                "recursively) into a store. Incremental: files that grew "
                 "are read from where the last ingest stopped; unchanged ones are skipped. Exit "
                 "status: 0 everything stored; 1 stored, but some lines were rejected or inputs "
                 "skipped (each is named); 2 failed: nothing stored, or an error.");

@@ -26,7 +26,7 @@ void Register(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "simulate",
       "Simulate a training job (or an nccl-tests sweep) with labelled faults and write NCCL "
-      "Inspector logs, Kineto traces, a per-step summary and ground_truth.json");
+      "Inspector logs, Kineto traces, step/phase series (the annotation API's format) and ground_truth.json");
   cmd->footer(
       "Fault specs (--fault, repeatable; or --scenario FILE with {\"faults\":[{...}]}):\n"
       "  kind=gpu_straggler,rank=R|host=H,gpu=G[,factor=2.0]       slower compute on one GPU\n"
