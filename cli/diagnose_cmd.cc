@@ -2,11 +2,9 @@
 #include <memory>
 
 #include "analysis/diagnose/diagnose.h"
-#include "analysis/diagnose/kernel_detect.h"
 #include "analysis/diagnose/registry.h"
 #include "cli/command.h"
 #include "cli/output.h"
-#include "core/readers/kineto.h"
 
 namespace collscope::cli {
 namespace {
@@ -40,18 +38,11 @@ int Run(const Options& o) {
       return 2;
     }
     if (!PickRun(**store, "diagnose", &d.run)) return 2;
-    // The store's records, with the paths' step series, dumps and state files checked against
-    // them (a step series maps its ranks to the store's hosts and refutes propagated lateness).
+    // Everything the store's run holds, with the paths' step series, dumps and state files
+    // checked against its records (a step series maps its ranks to the store's hosts and refutes
+    // propagated lateness).
     f = o.paths.empty() ? DiagnoseStore(**store, d, nullptr, &read)
                         : DiagnosePaths(o.paths, d, nullptr, store->get(), &read);
-    // Kineto kernels and steps stored by `collscope ingest` (L3 kernel modes, L1 steps).
-    if (f.ok() && readers::HasKinetoTables(**store)) {
-      auto kernels = (*store)->QueryInt("SELECT count(*) FROM kernels");
-      read.stored_kernels = kernels.ok() && *kernels > 0;
-      auto k = DiagnoseKineto(**store, d.run, true);
-      if (!k.ok()) f = k.status();
-      else { f->insert(f->end(), k->begin(), k->end()); Consolidate(&*f, &suppressed); }
-    }
   } else if (!o.paths.empty()) {
     f = DiagnosePaths(o.paths, d, nullptr, nullptr, &read);
   }

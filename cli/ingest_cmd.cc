@@ -8,6 +8,7 @@
 #include "cli/output.h"
 #include "analysis/views.h"
 #include "core/ingest.h"
+#include "core/readers/hang_evidence.h"
 #include "core/readers/kineto.h"
 #include "core/readers/step_file.h"
 
@@ -77,6 +78,13 @@ int Run(const Options& o) {
     return 2;
   }
   const readers::StepIngestReport& steps = *stepr;
+  // Hang evidence (Flight Recorder dumps, collscope in-flight state files) goes to its own tables.
+  Result<readers::HangIngestReport> hangr = readers::IngestHangEvidence(**store, o.paths, opts.run);
+  if (!hangr.ok()) {
+    std::fprintf(stderr, "collscope ingest: %s\n", hangr.status().message().c_str());
+    return 2;
+  }
+  const readers::HangIngestReport& hang = *hangr;
   // Persist the analysis views, so stock DuckDB clients see them too, and pre-aggregate the
   // runs whose records changed (docs/analysis.md, "Aggregates"): RefreshAggregates does both.
   Result<AggregateReport> agg = RefreshAggregates(**store);
@@ -86,6 +94,7 @@ int Run(const Options& o) {
   for (const std::string& s : rep.skipped) std::fprintf(stderr, "collscope ingest: skipped %s\n", s.c_str());
   for (const std::string& s : kin.failed) std::fprintf(stderr, "collscope ingest: not stored: %s\n", s.c_str());
   for (const std::string& s : steps.failed) std::fprintf(stderr, "collscope ingest: not stored: %s\n", s.c_str());
+  for (const std::string& s : hang.failed) std::fprintf(stderr, "collscope ingest: not stored: %s\n", s.c_str());
   if (o.json) {
     std::printf(
         "{\"run\": %s, \"run_id\": %d, \"ingest_id\": %d, \"files_seen\": %lu, \"files_read\": "
@@ -95,12 +104,15 @@ int Run(const Options& o) {
         "\"proxy_records_skipped\": %lu, \"records_without_timing_source\": %lu, \"seconds\": %.3f, "
         "\"kineto_traces_seen\": %lu, \"kineto_traces_read\": %lu, \"kineto_steps\": %lu, "
         "\"kineto_kernels\": %lu, \"step_files_seen\": %lu, \"step_files_read\": %lu, \"steps\": %lu, "
-        "\"step_phases\": %lu, \"step_lines_rejected\": %lu, \"step_events_dropped\": %lu}\n",
+        "\"step_phases\": %lu, \"step_lines_rejected\": %lu, \"step_events_dropped\": %lu, "
+        "\"flight_recorder_dumps_seen\": %lu, \"flight_recorder_dumps_read\": %lu, \"state_files_seen\": %lu, "
+        "\"state_files_read\": %lu}\n",
         JsonString(opts.run).c_str(), rep.run_id, rep.ingest_id, rep.files_seen, rep.files_read,
         rep.files_unchanged, rep.files_rewritten, rep.bytes_read, rep.lines_read,
         rep.records_stored, rep.dump_stats_stored, rep.lines_rejected, rep.incomplete_tail_bytes,
         rep.records_missing, rep.proxy_records_skipped, rep.records_without_timing_source, rep.seconds, kin.files_seen, kin.files_read, kin.steps, kin.kernels,
-        steps.files_seen, steps.files_read, steps.steps, steps.phases, steps.lines_rejected, steps.dropped_events);
+        steps.files_seen, steps.files_read, steps.steps, steps.phases, steps.lines_rejected, steps.dropped_events,
+        hang.dumps_seen, hang.dumps_read, hang.states_seen, hang.states_read);
   } else if (!o.quiet) {
     std::printf("run %s: %lu files (%lu read, %lu unchanged, %lu rewritten)\n", opts.run.c_str(),
                 rep.files_seen, rep.files_read, rep.files_unchanged, rep.files_rewritten);
@@ -129,21 +141,26 @@ int Run(const Options& o) {
                   steps.files_seen, steps.files_read, steps.steps, steps.phases, steps.lines_rejected,
                   steps.dropped_events ? (", " + std::to_string(steps.dropped_events) +
                                           " annotation events dropped by the writer").c_str() : "");
+    if (hang.dumps_seen || hang.states_seen)
+      std::printf("hang evidence: %lu Flight Recorder dumps (%lu read), %lu in-flight state files (%lu read)\n",
+                  hang.dumps_seen, hang.dumps_read, hang.states_seen, hang.states_read);
     for (const std::string& s : steps.first_rejections) std::printf("  rejected %s\n", s.c_str());
     for (const std::string& s : rep.first_rejections) std::printf("  rejected %s\n", s.c_str());
     if (rep.lines_rejected > rep.first_rejections.size())
       std::printf("  ... see: collscope sql --db %s \"SELECT * FROM ingest_log\"\n", o.db.c_str());
   }
-  if (rep.files_seen == 0 && kin.files_seen == 0 && steps.files_seen == 0) {
+  if (rep.files_seen == 0 && kin.files_seen == 0 && steps.files_seen == 0 && hang.dumps_seen + hang.states_seen == 0) {
     std::fprintf(stderr, "collscope ingest: no input files (*.log, *.jsonl, their .gz, "
-                         "Kineto *.pt.trace.json[.gz], step/phase series, or Megatron/NeMo iteration logs) found\n");
+                         "Kineto *.pt.trace.json[.gz], step/phase series, Megatron/NeMo iteration logs, Flight "
+                         "Recorder dumps or *.inflight.json state files) found\n");
     return 2;
   }
-  const bool nothing_stored = rep.records_stored + rep.dump_stats_stored + kin.files_read + steps.files_read == 0 &&
+  const bool nothing_stored = rep.records_stored + rep.dump_stats_stored + kin.files_read + steps.files_read +
+                                 hang.dumps_read + hang.states_read == 0 &&
                              rep.files_unchanged + kin.files_unchanged == 0;
   if (failed || nothing_stored) return 2;
   if (rep.lines_rejected || rep.records_missing || !rep.skipped.empty() || !kin.failed.empty() ||
-      steps.lines_rejected || !steps.failed.empty())
+      steps.lines_rejected || !steps.failed.empty() || !hang.failed.empty())
     return 1;
   return 0;
 }
@@ -152,7 +169,8 @@ void Register(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
       "ingest", "Ingest NCCL Inspector / collscope logs, PyTorch-profiler (Kineto) traces, "
-                "step/phase series and Megatron/NeMo iteration logs (files or directories, "
+                "step/phase series, Megatron/NeMo iteration logs, PyTorch Flight Recorder dumps and "
+                "collscope in-flight state files (files or directories, "
                 "recursively) into a store. Incremental: files that grew "
                 "are read from where the last ingest stopped; unchanged ones are skipped. Exit "
                 "status: 0 everything stored; 1 stored, but some lines were rejected or inputs "

@@ -312,19 +312,6 @@ Result<NcclTestsLog> ReadNcclTestsFile(const std::string& path, std::string_view
 
 namespace {
 
-// CREATE TABLE IF NOT EXISTS for one taxonomy table: stores created before the nccl-tests tables
-// existed get them on first use.
-std::string TableDdl(std::string_view table) {
-  std::string ddl = "CREATE TABLE IF NOT EXISTS " + std::string(table) + " (";
-  bool first = true;
-  for (const FieldSpec& f : Fields()) {
-    if (f.table != table) continue;
-    ddl += (first ? "" : ", ") + std::string(f.name) + " " + std::string(f.sql_type);
-    first = false;
-  }
-  return ddl + ")";
-}
-
 std::string Num(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.17g", v);
@@ -334,8 +321,8 @@ std::string Num(double v) {
 }  // namespace
 
 Status EnsureNcclTestsTables(Store& store) {
-  COLLSCOPE_RETURN_IF_ERROR(store.Exec(TableDdl("nccl_tests_files")));
-  return store.Exec(TableDdl("nccl_tests_results"));
+  // Stores made before the nccl-tests tables existed get them on first use.
+  return store.Exec(TableDdl("nccl_tests_files") + TableDdl("nccl_tests_results"));
 }
 
 Result<int64_t> StoreNcclTestsLog(Store& store, const std::string& run_name,

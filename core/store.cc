@@ -1,6 +1,7 @@
 #include "core/store.h"
 
 #include <filesystem>
+#include <set>
 
 #include "core/bandwidth.h"
 #include "core/render.h"
@@ -74,6 +75,23 @@ Store::~Store() {
   if (db_) duckdb_close(&db_);
 }
 
+namespace {
+
+// The taxonomy rows of `table` (every table when empty), as INSERT INTO taxonomy.
+std::string TaxonomyInsert(std::string_view table) {
+  std::string rows;
+  for (const FieldSpec& f : Fields()) {
+    if (!table.empty() && f.table != table) continue;
+    rows += std::string(rows.empty() ? "" : ", ") + "(" + SqlString(std::string(f.table)) + ", " +
+            SqlString(std::string(f.name)) + ", " + SqlString(std::string(f.sql_type)) + ", " +
+            SqlString(std::string(RoleName(f.role))) + ", " + SqlString(std::string(f.source)) + ", " +
+            SqlString(std::string(f.description)) + ")";
+  }
+  return rows.empty() ? "" : "INSERT INTO taxonomy VALUES " + rows + ";\n";
+}
+
+}  // namespace
+
 Status Store::EnsureSchema() {
   Result<int64_t> n = QueryInt(
       "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND "
@@ -86,6 +104,16 @@ Status Store::EnsureSchema() {
     if (*v != kSchemaVersion)
       return Status::Error(path_ + ": store schema version " + std::to_string(*v) +
                            ", this collscope reads version " + std::to_string(kSchemaVersion));
+    // Tables added to the taxonomy since the store was made (new input formats) are added.
+    auto present = Query("SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()");
+    if (!present.ok()) return present.status();
+    std::set<std::string> have;
+    for (const auto& row : present->rows)
+      if (row[0]) have.insert(*row[0]);
+    std::string added;
+    for (const TableSpec& t : Tables())
+      if (!have.contains(std::string(t.name))) added += TableDdl(t.name) + TaxonomyInsert(t.name);
+    if (!added.empty()) COLLSCOPE_RETURN_IF_ERROR(Exec("BEGIN TRANSACTION;\n" + added + "COMMIT;\n"));
     return Exec(std::string(kBandwidthMacrosSql) + kStoreViewsSql);
   }
   std::string ddl = "BEGIN TRANSACTION;\n" + SchemaDdl();
@@ -95,16 +123,7 @@ Status Store::EnsureSchema() {
   ddl += "CREATE TABLE taxonomy (table_name VARCHAR, column_name VARCHAR, sql_type VARCHAR, "
          "role VARCHAR, source VARCHAR, description VARCHAR);\n";
   ddl += "COMMENT ON TABLE taxonomy IS 'The role and meaning of every stored column';\n";
-  ddl += "INSERT INTO taxonomy VALUES ";
-  bool first = true;
-  for (const FieldSpec& f : Fields()) {
-    ddl += std::string(first ? "" : ", ") + "(" + SqlString(std::string(f.table)) + ", " +
-           SqlString(std::string(f.name)) + ", " + SqlString(std::string(f.sql_type)) + ", " +
-           SqlString(std::string(RoleName(f.role))) + ", " + SqlString(std::string(f.source)) +
-           ", " + SqlString(std::string(f.description)) + ")";
-    first = false;
-  }
-  ddl += ";\n";
+  ddl += TaxonomyInsert("");
   ddl += kBandwidthMacrosSql;
   ddl += kStoreViewsSql;
   ddl += "COMMIT;\n";

@@ -59,6 +59,17 @@ constexpr TableSpec kTables[] = {
     {"kernels", "",
      "One row per GPU activity (kernel, memcpy, memset) of a Kineto trace, with its step and, for "
      "NCCL kernels, PyTorch's collective metadata."},
+    {"fr_dumps", "run_id, file_id",
+     "One row per PyTorch NCCL Flight Recorder dump (pickle or JSON) of a run: the rank that wrote "
+     "it. Hang evidence: what each rank had enqueued, started and completed."},
+    {"fr_process_groups", "", "One row per process group a Flight Recorder dump lists (pg_config)."},
+    {"fr_pg_status", "", "One row per process group of a Flight Recorder dump's pg_status."},
+    {"fr_entries", "", "One row per collective or point-to-point entry of a Flight Recorder dump."},
+    {"inflight_files", "run_id, file_id",
+     "One row per collscope in-flight state file of a run (docs/capture.md): the process, its "
+     "status and heartbeat. Hang evidence: what each process had in flight."},
+    {"inflight_comms", "", "One row per communicator of an in-flight state file."},
+    {"inflight_ops", "", "One row per operation in flight in a communicator of a state file."},
 };
 
 constexpr FieldSpec kFields[] = {
@@ -413,6 +424,82 @@ constexpr FieldSpec kFields[] = {
      "Process group description (default_pg, DATA_PARALLEL_GROUP, ...), NULL when absent."},
     {"kernels", "pg_ranks", "VARCHAR", R::kConfiguration, "args.Process Group Ranks",
      "Global ranks of the process group as printed ([0, 1, ...]), NULL when absent."},
+    // fr_dumps
+    {"fr_dumps", "run_id", "INTEGER", R::kIdentifier, "derived", "Run."},
+    {"fr_dumps", "file_id", "INTEGER", R::kIdentifier, "derived", "Dump number within the run's dumps."},
+    {"fr_dumps", "path", "VARCHAR", R::kProvenance, "file system", "Path of the dump."},
+    {"fr_dumps", "bytes", "UBIGINT", R::kProvenance, "file system", "Size of the dump when read."},
+    {"fr_dumps", "rank", "INTEGER", R::kIdentifier, "rank (else the name's suffix)", "Global rank that wrote the dump."},
+    {"fr_dumps", "version", "VARCHAR", R::kProvenance, "version", "Flight Recorder format version."},
+    {"fr_dumps", "nccl_version", "VARCHAR", R::kConfiguration, "nccl_version", "NCCL version of the process."},
+    // fr_process_groups
+    {"fr_process_groups", "run_id", "INTEGER", R::kIdentifier, "derived", "Run."},
+    {"fr_process_groups", "file_id", "INTEGER", R::kIdentifier, "derived", "Dump (fr_dumps)."},
+    {"fr_process_groups", "pg_name", "VARCHAR", R::kIdentifier, "pg_config.name", "Process group name."},
+    {"fr_process_groups", "pg_desc", "VARCHAR", R::kConfiguration, "pg_config.desc", "Process group description."},
+    {"fr_process_groups", "ranks", "INTEGER[]", R::kConfiguration, "pg_config.ranks", "Global ranks of the group's members."},
+    // fr_pg_status
+    {"fr_pg_status", "run_id", "INTEGER", R::kIdentifier, "derived", "Run."},
+    {"fr_pg_status", "file_id", "INTEGER", R::kIdentifier, "derived", "Dump (fr_dumps)."},
+    {"fr_pg_status", "pg_id", "BIGINT", R::kIdentifier, "pg_status key", "The dumping rank's local process-group id."},
+    {"fr_pg_status", "last_enqueued", "BIGINT", R::kCounter, "last_enqueued_collective", "Last collective enqueued (-1: none)."},
+    {"fr_pg_status", "last_started", "BIGINT", R::kCounter, "last_started_collective", "Last collective started (-1: none)."},
+    {"fr_pg_status", "last_completed", "BIGINT", R::kCounter, "last_completed_collective", "Last collective completed (-1: none)."},
+    // fr_entries
+    {"fr_entries", "run_id", "INTEGER", R::kIdentifier, "derived", "Run."},
+    {"fr_entries", "file_id", "INTEGER", R::kIdentifier, "derived", "Dump (fr_dumps)."},
+    {"fr_entries", "record_id", "BIGINT", R::kIdentifier, "record_id", "Entry number in the rank's ring."},
+    {"fr_entries", "pg_id", "BIGINT", R::kIdentifier, "pg_id", "The dumping rank's local process-group id."},
+    {"fr_entries", "pg_name", "VARCHAR", R::kIdentifier, "process_group[0]", "Process group name."},
+    {"fr_entries", "pg_desc", "VARCHAR", R::kConfiguration, "process_group[1]", "Process group description."},
+    {"fr_entries", "collective_seq_id", "BIGINT", R::kIdentifier, "collective_seq_id", "Collective sequence number in the group (-1: none)."},
+    {"fr_entries", "p2p_seq_id", "BIGINT", R::kIdentifier, "p2p_seq_id", "Point-to-point sequence number (-1: none)."},
+    {"fr_entries", "op_id", "BIGINT", R::kIdentifier, "op_id", "Operation number (-1: none)."},
+    {"fr_entries", "profiling_name", "VARCHAR", R::kWorkload, "profiling_name", "Operation, e.g. nccl:all_reduce."},
+    {"fr_entries", "is_p2p", "BOOLEAN", R::kWorkload, "is_p2p", "A point-to-point operation."},
+    {"fr_entries", "state", "VARCHAR", R::kMeasurement, "state", "scheduled, started or completed."},
+    {"fr_entries", "retired", "BOOLEAN", R::kMeasurement, "retired", "The entry's work was retired."},
+    {"fr_entries", "time_created_ns", "BIGINT", R::kMeasurement, "time_created_ns", "When the entry was created (ns since the epoch)."},
+    {"fr_entries", "timeout_ms", "BIGINT", R::kConfiguration, "timeout_ms", "The operation's timeout."},
+    {"fr_entries", "input_sizes", "VARCHAR", R::kWorkload, "input_sizes", "Input tensor shapes, e.g. 4027x5120 (tensors joined by ;)."},
+    {"fr_entries", "output_sizes", "VARCHAR", R::kWorkload, "output_sizes", "Output tensor shapes."},
+    {"fr_entries", "input_dtypes", "VARCHAR", R::kWorkload, "input_dtypes", "Input tensor types."},
+    {"fr_entries", "output_dtypes", "VARCHAR", R::kWorkload, "output_dtypes", "Output tensor types."},
+    // inflight_files
+    {"inflight_files", "run_id", "INTEGER", R::kIdentifier, "derived", "Run."},
+    {"inflight_files", "file_id", "INTEGER", R::kIdentifier, "derived", "State file number within the run's state files."},
+    {"inflight_files", "path", "VARCHAR", R::kProvenance, "file system", "Path of the state file."},
+    {"inflight_files", "bytes", "UBIGINT", R::kProvenance, "file system", "Size of the file when read."},
+    {"inflight_files", "hostname", "VARCHAR", R::kIdentifier, "hostname", "Host of the process."},
+    {"inflight_files", "pid", "BIGINT", R::kIdentifier, "pid", "Process id."},
+    {"inflight_files", "global_rank", "INTEGER", R::kIdentifier, "global_rank", "Global rank (-1: the launcher set none)."},
+    {"inflight_files", "status", "VARCHAR", R::kMeasurement, "status", "running, or how the process ended."},
+    {"inflight_files", "heartbeat_ts_us", "BIGINT", R::kMeasurement, "heartbeat_ts_us", "When the process last wrote the file (us since the epoch)."},
+    // inflight_comms
+    {"inflight_comms", "run_id", "INTEGER", R::kIdentifier, "derived", "Run."},
+    {"inflight_comms", "file_id", "INTEGER", R::kIdentifier, "derived", "State file (inflight_files)."},
+    {"inflight_comms", "comm_index", "INTEGER", R::kIdentifier, "derived", "Position of the communicator in its file."},
+    {"inflight_comms", "comm_id", "VARCHAR", R::kIdentifier, "comms[].id", "Communicator id (the plugin's hash)."},
+    {"inflight_comms", "comm_name", "VARCHAR", R::kIdentifier, "comms[].comm_name", "Communicator name, empty when unnamed."},
+    {"inflight_comms", "rank", "INTEGER", R::kIdentifier, "comms[].rank", "The process's rank in the communicator."},
+    {"inflight_comms", "n_ranks", "INTEGER", R::kConfiguration, "comms[].n_ranks", "Ranks in the communicator."},
+    {"inflight_comms", "ops_started", "UBIGINT", R::kCounter, "comms[].ops_started", "Operations started."},
+    {"inflight_comms", "ops_completed", "UBIGINT", R::kCounter, "comms[].ops_completed", "Operations completed."},
+    {"inflight_comms", "finalized", "BOOLEAN", R::kMeasurement, "finalized_comms", "Finalized (aborted) with operations in flight."},
+    // inflight_ops
+    {"inflight_ops", "run_id", "INTEGER", R::kIdentifier, "derived", "Run."},
+    {"inflight_ops", "file_id", "INTEGER", R::kIdentifier, "derived", "State file (inflight_files)."},
+    {"inflight_ops", "comm_index", "INTEGER", R::kIdentifier, "derived", "Communicator (inflight_comms)."},
+    {"inflight_ops", "kind", "VARCHAR", R::kWorkload, "inflight[].kind", "coll or p2p."},
+    {"inflight_ops", "op", "VARCHAR", R::kWorkload, "inflight[].op", "NCCL function."},
+    {"inflight_ops", "sn", "BIGINT", R::kIdentifier, "inflight[].sn", "coll_sn (per function) or p2p_sn."},
+    {"inflight_ops", "peer", "INTEGER", R::kWorkload, "inflight[].peer", "Point-to-point peer's communicator rank (-1: none)."},
+    {"inflight_ops", "msg_size_bytes", "BIGINT", R::kWorkload, "inflight[].msg_size_bytes", "Message size."},
+    {"inflight_ops", "n_channels", "INTEGER", R::kConfiguration, "inflight[].n_channels", "Channels of the operation."},
+    {"inflight_ops", "channels_started", "INTEGER", R::kMeasurement, "inflight[].channels_started", "Channels whose kernel started."},
+    {"inflight_ops", "channels_stopped", "INTEGER", R::kMeasurement, "inflight[].channels_stopped", "Channels whose kernel stopped."},
+    {"inflight_ops", "start_ts_us", "BIGINT", R::kMeasurement, "inflight[].start_ts_us", "When the operation started (us since the epoch; 0: not yet)."},
+    {"inflight_ops", "enqueue_ts_us", "BIGINT", R::kMeasurement, "inflight[].enqueue_ts_us", "When the operation was enqueued (us since the epoch)."},
 };
 
 }  // namespace
@@ -454,6 +541,28 @@ std::string Quote(std::string_view s) {
 }
 }  // namespace
 
+std::string TableDdl(std::string_view table) {
+  const TableSpec* spec = nullptr;
+  for (const TableSpec& t : kTables)
+    if (t.name == table) spec = &t;
+  if (!spec) return {};
+  std::string ddl = "CREATE TABLE IF NOT EXISTS " + std::string(table) + " (";
+  bool first = true;
+  for (const FieldSpec& f : kFields) {
+    if (f.table != table) continue;
+    ddl += (first ? "" : ", ") + std::string(f.name) + " " + std::string(f.sql_type);
+    first = false;
+  }
+  if (!spec->primary_key.empty()) ddl += ", PRIMARY KEY (" + std::string(spec->primary_key) + ")";
+  ddl += ");\n";
+  ddl += "COMMENT ON TABLE " + std::string(table) + " IS " + Quote(spec->description) + ";\n";
+  for (const FieldSpec& f : kFields)
+    if (f.table == table)
+      ddl += "COMMENT ON COLUMN " + std::string(f.table) + "." + std::string(f.name) + " IS " +
+             Quote(std::string(RoleName(f.role)) + ": " + std::string(f.description)) + ";\n";
+  return ddl;
+}
+
 std::string SchemaDdl() {
   std::string ddl;
   for (const EnumSpec& e : kEnums) {
@@ -461,22 +570,7 @@ std::string SchemaDdl() {
     for (size_t i = 0; i < e.values.size(); ++i) ddl += (i ? ", " : "") + Quote(e.values[i]);
     ddl += ");\n";
   }
-  for (const TableSpec& t : kTables) {
-    ddl += "CREATE TABLE " + std::string(t.name) + " (";
-    bool first = true;
-    for (const FieldSpec& f : kFields) {
-      if (f.table != t.name) continue;
-      ddl += (first ? "" : ", ") + std::string(f.name) + " " + std::string(f.sql_type);
-      first = false;
-    }
-    if (!t.primary_key.empty()) ddl += ", PRIMARY KEY (" + std::string(t.primary_key) + ")";
-    ddl += ");\n";
-    ddl += "COMMENT ON TABLE " + std::string(t.name) + " IS " + Quote(t.description) + ";\n";
-  }
-  for (const FieldSpec& f : kFields) {
-    ddl += "COMMENT ON COLUMN " + std::string(f.table) + "." + std::string(f.name) + " IS " +
-           Quote(std::string(RoleName(f.role)) + ": " + std::string(f.description)) + ";\n";
-  }
+  for (const TableSpec& t : kTables) ddl += TableDdl(t.name);
   return ddl;
 }
 

@@ -44,5 +44,8 @@ int ColumnIndex(std::string_view table, std::string_view column);
 
 // CREATE TYPE / CREATE TABLE / COMMENT ON statements for the whole store, in dependency order.
 std::string SchemaDdl();
+// CREATE TABLE IF NOT EXISTS and COMMENT ON statements for one table ("" for no such table):
+// a store made by an older collscope gets the tables added since.
+std::string TableDdl(std::string_view table);
 
 }  // namespace collscope

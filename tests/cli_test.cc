@@ -235,6 +235,55 @@ TEST(Diagnose, ExitStatusAndWhatWasRead) {
       << victims.text;
 }
 
+// Hang evidence goes into the store first: `diagnose --db` after `ingest` sees the in-flight state
+// files and Flight Recorder dumps that `diagnose PATHS` sees, and names the same culprit.
+TEST(Diagnose, TheStoreHoldsTheHangEvidenceThatPathsGive) {
+  if (Collscope("simulate --help").code != 0) GTEST_SKIP() << "collscope built without sim/";
+  testing::TempDir dir;
+  ASSERT_EQ(Collscope("simulate -o " + dir / "hang" + " --hosts 2 --gpus-per-host 2 --tp 2 --pp 2 --layers 2 "
+                      "--hidden 1024 --seq-len 1024 --steps 20 --kineto-max-ranks 0 --dump-interval-us 200000 "
+                      "--fault kind=hang,rank=1,comm=tp,start_step=8")
+                .code,
+            0);
+  const std::string logs = dir / "hang" + "/nccl-inspector";
+  Output paths = Collscope("diagnose " + logs + " --json");
+  EXPECT_NE(paths.text.find("4 in-flight state files; evidence tier B"), std::string::npos) << paths.text;
+  const std::string db = dir / "s.duckdb";
+  Output ingest = Collscope("ingest " + logs + " --db " + db + " --run hang");
+  ASSERT_EQ(ingest.code, 0) << ingest.text;
+  EXPECT_NE(ingest.text.find("4 in-flight state files (4 read)"), std::string::npos) << ingest.text;
+  Output stored = Collscope("diagnose --db " + db + " --json");
+  EXPECT_EQ(stored.code, 1) << stored.text;
+  EXPECT_NE(stored.text.find("4 in-flight state files; evidence tier B"), std::string::npos) << stored.text;
+  // The same findings, the root cause among them: rank 1 never joined its collective.
+  auto findings = [](const std::string& text) { return text.substr(text.find("{\"schema\"")); };
+  EXPECT_EQ(findings(stored.text), findings(paths.text));
+  EXPECT_NE(stored.text.find("\"ranks\": [1]"), std::string::npos) << stored.text;
+  // Ingested again (the plugin rewrites its state files in place), each file is stored once.
+  ASSERT_EQ(Collscope("ingest " + logs + " --db " + db + " --run hang").code, 0);
+  Output count = Collscope("sql --db " + db + " \"SELECT count(*) AS n FROM inflight_files\"");
+  EXPECT_NE(count.text.find("4"), std::string::npos) << count.text;
+  EXPECT_EQ(count.text.find("8"), std::string::npos) << count.text;
+
+  // A real job's Flight Recorder dumps (16 ranks), one of them removed and one truncated: the
+  // truncated one is named and not stored, and the store still names the rank that never joined.
+  const std::string fr = testing::FixturesDir() + "/flight-recorder/gpu_error_1st";
+  if (!std::filesystem::exists(fr)) GTEST_SKIP() << "fixture absent: " << fr;
+  std::filesystem::create_directories(dir / "fr");
+  for (int r = 0; r < 16; ++r)
+    if (r != 3) std::filesystem::copy_file(fr + "/_dump_" + std::to_string(r), (dir / "fr") + "/_dump_" + std::to_string(r));
+  std::filesystem::resize_file((dir / "fr") + "/_dump_5", 100);
+  const std::string frdb = dir / "fr.duckdb";
+  Output fri = Collscope("ingest " + dir / "fr" + " --db " + frdb);
+  EXPECT_EQ(fri.code, 1) << fri.text;  // stored, but one input could not be
+  EXPECT_NE(fri.text.find("15 Flight Recorder dumps (14 read)"), std::string::npos) << fri.text;
+  EXPECT_NE(fri.text.find("not stored: " + (dir / "fr") + "/_dump_5"), std::string::npos) << fri.text;
+  Output frd = Collscope("diagnose --db " + frdb + " --json");
+  EXPECT_EQ(frd.code, 1) << frd.text;
+  EXPECT_NE(frd.text.find("14 Flight Recorder dumps"), std::string::npos) << frd.text;
+  EXPECT_NE(frd.text.find("\"ranks\": [12]"), std::string::npos) << frd.text;
+}
+
 // One default-run rule for every command, and the run it picked is printed: the run with the
 // most records, not the first ingested (here a small job stored before the example).
 TEST(Diagnose, DefaultRunIsTheOneWithMostRecordsAndIsPrinted) {

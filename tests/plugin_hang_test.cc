@@ -118,7 +118,7 @@ bool WaitForInflight(const std::string& dir, size_t want) {
     std::error_code ec;
     for (auto& e : fs::directory_iterator(dir, ec)) {
       if (!e.path().string().ends_with(".inflight.json") || e.path().filename().string()[0] == '.') continue;
-      auto st = diagnose::ReadInflightState(e.path().string());
+      auto st = readers::ReadInflightState(e.path().string());
       if (!st.ok()) continue;
       size_t n = 0;
       for (const auto& c : st->comms) n += c.ops.size();
@@ -144,7 +144,7 @@ std::vector<diagnose::InflightState> ReadStates(const std::string& dir) {
   for (auto& e : fs::recursive_directory_iterator(dir)) {
     const std::string name = e.path().filename().string();
     if (!name.ends_with(".inflight.json") || name[0] == '.') continue;
-    auto st = diagnose::ReadInflightState(e.path().string());
+    auto st = readers::ReadInflightState(e.path().string());
     EXPECT_TRUE(st.ok()) << st.status().message();
     if (st.ok()) out.push_back(std::move(*st));
   }
@@ -260,7 +260,7 @@ TEST(PluginHang, SimulatorWritesThePluginsSchema) {
   std::string sim_file;
   for (auto& e : fs::directory_iterator(c.output.dir + "/nccl-inspector")) {
     if (!e.path().string().ends_with(".inflight.json")) continue;
-    auto st = diagnose::ReadInflightState(e.path().string());
+    auto st = readers::ReadInflightState(e.path().string());
     ASSERT_TRUE(st.ok()) << st.status().message();
     if (st->global_rank == 0) sim_file = e.path().string();
   }

@@ -15,6 +15,7 @@
 #include "analysis/diagnose/registry.h"
 #include "analysis/diagnose/steps.h"
 #include "core/ingest.h"
+#include "core/readers/hang_evidence.h"
 #include "core/readers/kineto.h"
 #include "core/readers/step_file.h"
 
@@ -250,12 +251,59 @@ Status DetectFromRecords(Store& store, const std::string& run, const DiagnoseOpt
 
 }  // namespace
 
+namespace {
+
+// The run's stored hang evidence (Flight Recorder dumps, in-flight state files) through the
+// wait-graph analyses.
+Status DetectFromHangEvidence(Store& store, const std::string& run, std::vector<Finding>* out, InputSummary* read) {
+  auto dumps = readers::LoadFlightRecorderDumps(store, run);
+  if (!dumps.ok()) return dumps.status();
+  auto states = readers::LoadInflightStates(store, run);
+  if (!states.ok()) return states.status();
+  if (read) {
+    read->flight_recorder_dumps += static_cast<int>(dumps->size());
+    read->state_files += static_cast<int>(states->size());
+  }
+  // Consolidate folds the records' hang guess into a hang finding that names the root cause.
+  if (!dumps->empty()) {
+    auto f = AnalyzeFlightRecorder(*dumps);
+    out->insert(out->end(), f.begin(), f.end());
+  }
+  if (!states->empty()) {
+    auto f = AnalyzeInflight(*states);
+    out->insert(out->end(), f.begin(), f.end());
+  }
+  return Status::Ok();
+}
+
+// The run's stored Kineto kernels and steps (L3 kernel modes, L1 steps).
+Status DetectFromStoredKernels(Store& store, const std::string& run, std::vector<Finding>* out, InputSummary* read) {
+  if (!readers::HasKinetoTables(store)) return Status::Ok();
+  auto kernels = store.QueryInt("SELECT count(*) FROM kernels");
+  if (read) read->stored_kernels = kernels.ok() && *kernels > 0;
+  auto k = DiagnoseKineto(store, run, true);
+  if (!k.ok()) return k.status();
+  out->insert(out->end(), k->begin(), k->end());
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<std::vector<Finding>> DiagnoseStore(Store& store, const DiagnoseOptions& o,
                                            DiagnoseTiming* timing, InputSummary* read) {
+  DiagnoseOptions with_run = o;
+  if (with_run.run.empty()) {
+    auto r = store.DefaultRun();
+    if (!r.ok()) return r.status();
+    with_run.run = *r;
+  }
+  const std::string& run = with_run.run;
   std::vector<Finding> out;
   std::optional<CommData> data;
-  COLLSCOPE_RETURN_IF_ERROR(DetectFromRecords(store, o.run, o, timing, read, &out, &data));
-  COLLSCOPE_RETURN_IF_ERROR(DetectFromSteps(store, o.run, data->procs.empty() ? nullptr : &*data, o.comm, &out, read));
+  COLLSCOPE_RETURN_IF_ERROR(DetectFromRecords(store, run, with_run, timing, read, &out, &data));
+  COLLSCOPE_RETURN_IF_ERROR(DetectFromSteps(store, run, data->procs.empty() ? nullptr : &*data, o.comm, &out, read));
+  COLLSCOPE_RETURN_IF_ERROR(DetectFromHangEvidence(store, run, &out, read));
+  COLLSCOPE_RETURN_IF_ERROR(DetectFromStoredKernels(store, run, &out, read));
   Consolidate(&out, o.suppressed);
   return out;
 }
@@ -264,7 +312,7 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
                                            const DiagnoseOptions& o, DiagnoseTiming* timing,
                                            Store* records, InputSummary* read) {
   namespace fs = std::filesystem;
-  std::vector<std::string> logs, step_files, fr, inflight;
+  std::vector<std::string> logs, step_files, hang_files;
   // Every regular file under the paths, once (core/input_files.h: links followed once, FIFOs
   // and devices skipped with a reason, never opened).
   auto found = FindInputFiles(paths, [](const std::string&, bool) { return true; });
@@ -275,84 +323,69 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
     const std::string name = fs::path(f).filename().string();
     if (IsStepSeriesFile(f) || IsIterationLog(f)) step_files.push_back(f);
     else if (IsInspectorLogName(name)) logs.push_back(f);
-    else if (name.ends_with(".inflight.json")) inflight.push_back(f);
-    else if (IsFlightRecorderDump(f)) fr.push_back(f);
-    else if (readers::IsEmptyFlightRecorderDump(f) && read)
-      read->unusable.push_back(f + ": an empty Flight Recorder dump (0 bytes): its rank wrote nothing, and the hang "
-                                   "analysis treats it as a rank without a dump");
+    else if (readers::IsHangEvidenceFile(f)) hang_files.push_back(f);
     else if (!readers::IsKinetoTraceName(f) && read)
       read->unusable.push_back(f + ": not a format collscope diagnose reads");
   }
+  if (records && !logs.empty())
+    return Status::Error(logs[0] + ": Inspector logs among the paths and a store: ingest them into the store first");
+  // Every input goes into a temporary store first, so that `diagnose PATHS` and `diagnose --db`
+  // read the same tables the same way. With a store (`--db`), its run holds the records, and the
+  // paths' step series, dumps and state files are checked against them.
   std::vector<Finding> out;
-  // Logs and step series go into a temporary store first, so that `diagnose PATHS` and
-  // `diagnose --db` read the same tables the same way. With a store, step series among the paths
-  // go to a temporary one of their own and are checked against the store's records.
+  const std::string temp_run = "diagnose";
   std::unique_ptr<Store> temp;
-  std::string run = o.run;
-  Store* steps_store = records;
-  std::string steps_run = run;
-  if (!logs.empty() || !step_files.empty()) {
-    if (records && !logs.empty())
-      return Status::Error(logs[0] + ": Inspector logs among the paths and a store: ingest them into the store first");
+  if (!logs.empty() || !step_files.empty() || !hang_files.empty()) {
     auto store = Store::Open(":memory:");
     if (!store.ok()) return store.status();
     temp = std::move(*store);
+    auto note = [&](uint64_t rejected, const std::vector<std::string>& first, const std::vector<std::string>& failed) {
+      if (!read) return;
+      read->lines_rejected += rejected;
+      for (const std::string& r : first) read->unusable.push_back(r);
+      for (const std::string& r : failed) read->unusable.push_back(r);
+    };
     const double t = Now();
     if (!logs.empty()) {
       IngestOptions io;
-      io.run = "diagnose";
+      io.run = temp_run;
       io.threads = o.threads;
       auto rep = Ingest(*temp, logs, io);
       if (!rep.ok()) return rep.status();
-      if (read) {
-        read->lines_rejected += rep->lines_rejected;
-        for (const std::string& r : rep->first_rejections) read->unusable.push_back(r);
-      }
+      note(rep->lines_rejected, rep->first_rejections, {});
     }
     if (!step_files.empty()) {
-      auto rep = readers::IngestStepFiles(*temp, step_files, "diagnose");
+      auto rep = readers::IngestStepFiles(*temp, step_files, temp_run);
       if (!rep.ok()) return rep.status();
-      if (read) {
-        read->lines_rejected += rep->lines_rejected;
-        for (const std::string& r : rep->first_rejections) read->unusable.push_back(r);
-        for (const std::string& r : rep->failed) read->unusable.push_back(r);
-      }
-      steps_store = temp.get();
-      steps_run = "diagnose";
+      note(rep->lines_rejected, rep->first_rejections, rep->failed);
+    }
+    if (!hang_files.empty()) {
+      auto rep = readers::IngestHangEvidence(*temp, hang_files, temp_run);
+      if (!rep.ok()) return rep.status();
+      note(0, {}, rep->failed);
     }
     if (timing) timing->ingest_s = Now() - t;
-    if (!records) {
-      records = temp.get();
-      run = "diagnose";
-      steps_store = temp.get();
-      steps_run = "diagnose";
-    }
   }
+  Store* records_store = records ? records : !logs.empty() ? temp.get() : nullptr;
+  const std::string run = records ? o.run : temp_run;
   std::optional<CommData> data;
-  if (records) COLLSCOPE_RETURN_IF_ERROR(DetectFromRecords(*records, run, o, timing, read, &out, &data));
-  if (steps_store)
-    COLLSCOPE_RETURN_IF_ERROR(DetectFromSteps(*steps_store, steps_run, data && !data->procs.empty() ? &*data : nullptr,
-                                              o.comm, &out, read));
-  if (read) {
-    read->flight_recorder_dumps += static_cast<int>(fr.size());
-    read->state_files += static_cast<int>(inflight.size());
+  if (records_store) COLLSCOPE_RETURN_IF_ERROR(DetectFromRecords(*records_store, run, o, timing, read, &out, &data));
+  const CommData* comm = data && !data->procs.empty() ? &*data : nullptr;
+  // Step series among the paths are checked against the records wherever those are; without
+  // any among the paths, a store's own.
+  Store* steps_store = !step_files.empty() ? temp.get() : records;
+  const std::string steps_run = !step_files.empty() ? temp_run : run;
+  if (steps_store) COLLSCOPE_RETURN_IF_ERROR(DetectFromSteps(*steps_store, steps_run, comm, o.comm, &out, read));
+  if (temp) COLLSCOPE_RETURN_IF_ERROR(DetectFromHangEvidence(*temp, temp_run, &out, read));
+  if (records) {
+    COLLSCOPE_RETURN_IF_ERROR(DetectFromHangEvidence(*records, run, &out, read));
+    COLLSCOPE_RETURN_IF_ERROR(DetectFromStoredKernels(*records, run, &out, read));
   }
   // The Kineto traces among the paths, found once (walking the folders again for L3 would read
   // every directory twice).
   auto traces = readers::FindKinetoTraces(paths);
   if (!traces.ok()) return traces.status();
   if (read) read->kineto_traces += static_cast<int>(traces->size());
-  if (!fr.empty()) {
-    auto f = DiagnoseFlightRecorder(fr, read ? &read->unusable : nullptr);
-    if (!f.ok()) return f.status();
-    // Consolidate folds the records' hang guess into a hang finding that names the root cause.
-    out.insert(out.end(), f->begin(), f->end());
-  }
-  if (!inflight.empty()) {
-    auto f = DiagnoseInflight(inflight, read ? &read->unusable : nullptr);
-    if (!f.ok()) return f.status();
-    out.insert(out.end(), f->begin(), f->end());
-  }
   // PyTorch profiler (Kineto) traces among the paths: L3 kernel modes, and L1 on their
   // ProfilerStep times unless step/phase series already gave the steps.
   auto k = DiagnoseKinetoPaths(*traces, step_files.empty());

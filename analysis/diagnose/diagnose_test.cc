@@ -485,7 +485,7 @@ TEST(FlightRecorder, RealDumpsNameRank12InGroup74) {
   if (!std::filesystem::exists(dir)) GTEST_SKIP() << "fixture absent: " << dir;
   std::vector<std::string> paths;
   for (int r = 0; r < 16; ++r) paths.push_back(dir + "/_dump_" + std::to_string(r));
-  auto f = DiagnoseFlightRecorder(paths);
+  auto f = DiagnosePaths(paths, DiagnoseOptions{});
   ASSERT_TRUE(f.ok()) << f.status().message();
   ASSERT_EQ(f->size(), 1u) << FindingsToText(*f);
   EXPECT_EQ((*f)[0].ranks, std::vector<int>({12})) << FindingsToText(*f);
@@ -520,7 +520,7 @@ TEST(FlightRecorder, ARankWithoutADumpIsNamedFromItsPeersDumps) {
   std::vector<std::string> without13;
   for (int r = 0; r < 16; ++r)
     if (r != 13) without13.push_back(dir + "/_dump_" + std::to_string(r));
-  auto g = DiagnoseFlightRecorder(without13);
+  auto g = DiagnosePaths(without13, DiagnoseOptions{});
   ASSERT_TRUE(g.ok()) << g.status().message();
   ASSERT_EQ(g->size(), 1u) << FindingsToText(*g);
   EXPECT_EQ((*g)[0].ranks, std::vector<int>({12})) << FindingsToText(*g);

@@ -285,7 +285,7 @@ TEST(Inflight, ReaderFollowsThePluginSchema) {
     "finalized_comms":[{"id":"0xabc","comm_name":"tp","rank":0,"n_ranks":2,"nnodes":1,"ops_started":1,
     "ops_completed":0,"last_activity_ts_us":1,"coll_dropped_total":0,"p2p_dropped_total":0,
     "untracked_total":0,"inflight":[],"finalize_ts_us":5}]})";
-  auto s = ReadInflightState(path);
+  auto s = readers::ReadInflightState(path);
   ASSERT_TRUE(s.ok()) << s.status().message();
   EXPECT_EQ(s->hostname, "node-17");
   EXPECT_EQ(s->pid, 4242);
@@ -305,7 +305,7 @@ TEST(Inflight, ReaderFollowsThePluginSchema) {
   EXPECT_EQ(o.enqueue_ts_us, 1795938158270004);
   // Other JSON documents are refused, not misread.
   std::ofstream(dir + "/x.inflight.json") << R"({"traceEvents":[]})";
-  EXPECT_FALSE(ReadInflightState(dir + "/x.inflight.json").ok());
+  EXPECT_FALSE(readers::ReadInflightState(dir + "/x.inflight.json").ok());
   std::filesystem::remove_all(dir);
 }
 

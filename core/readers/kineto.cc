@@ -470,20 +470,6 @@ namespace {
 
 constexpr const char* kKinetoTables[] = {"kineto_traces", "steps", "kernels"};
 
-std::string TableDdl(std::string_view table) {
-  std::string ddl = "CREATE TABLE IF NOT EXISTS " + std::string(table) + " (";
-  bool first = true;
-  for (const FieldSpec& f : Fields()) {
-    if (f.table != table) continue;
-    ddl += (first ? "" : ", ") + std::string(f.name) + " " + std::string(f.sql_type);
-    first = false;
-  }
-  for (const TableSpec& t : Tables())
-    if (t.name == table && !t.primary_key.empty())
-      ddl += ", PRIMARY KEY (" + std::string(t.primary_key) + ")";
-  return ddl + ");\n";
-}
-
 int64_t CountTables(Store& store) {
   std::string q =
       "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND "

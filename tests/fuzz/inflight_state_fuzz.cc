@@ -3,7 +3,7 @@
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  auto state = collscope::diagnose::ReadInflightState(collscope::fuzz::AsFile(data, size, "node0-pid1.inflight.json"));
+  auto state = collscope::readers::ReadInflightState(collscope::fuzz::AsFile(data, size, "node0-pid1.inflight.json"));
   if (state.ok()) (void)collscope::diagnose::AnalyzeInflight({*state});
   return 0;
 }

@@ -1,0 +1,363 @@
+#include "core/readers/hang_evidence.h"
+
+#include <filesystem>
+#include <map>
+#include <optional>
+
+#include "core/input_files.h"
+
+namespace collscope::readers {
+namespace {
+
+// Rows appended one value at a time through DuckDB's appender, into the connection's open
+// transaction (a rollback discards them).
+class Rows {
+ public:
+  ~Rows() {
+    if (a_) duckdb_appender_destroy(&a_);
+  }
+  Status Open(Store& store, const char* table) {
+    table_ = table;
+    if (duckdb_appender_create(store.connection(), nullptr, table, &a_) != DuckDBSuccess)
+      return Status::Error(std::string(table) + ": cannot append");
+    return Status::Ok();
+  }
+  Rows& I32(int32_t v) { return Check(duckdb_append_int32(a_, v)); }
+  Rows& I64(int64_t v) { return Check(duckdb_append_int64(a_, v)); }
+  Rows& U64(uint64_t v) { return Check(duckdb_append_uint64(a_, v)); }
+  Rows& Bool(bool v) { return Check(duckdb_append_bool(a_, v)); }
+  // VARCHAR holds UTF-8 only: a pickle's text is stored as StorablePath writes a path (valid
+  // UTF-8 as it is, other bytes as \xHH), the same for every dump, so names still match.
+  Rows& Str(const std::string& v) {
+    const std::string s = StorablePath(v);
+    return Check(duckdb_append_varchar_length(a_, s.data(), s.size()));
+  }
+  Status EndRow() {
+    Check(duckdb_appender_end_row(a_));
+    return Error();
+  }
+  Status Close() {
+    if (ok_ && duckdb_appender_close(a_) != DuckDBSuccess) ok_ = false;
+    return Error();
+  }
+
+ private:
+  Rows& Check(duckdb_state st) {
+    if (st != DuckDBSuccess && ok_) {
+      ok_ = false;
+      const char* e = duckdb_appender_error(a_);
+      error_ = table_ + ": " + (e ? e : "append failed");
+    }
+    return *this;
+  }
+  Status Error() const { return ok_ ? Status::Ok() : Status::Error(error_); }
+  duckdb_appender a_ = nullptr;
+  std::string table_, error_;
+  bool ok_ = true;
+};
+
+uint64_t FileBytes(const std::string& path) {
+  std::error_code ec;
+  const auto n = std::filesystem::file_size(path, ec);
+  return ec ? 0 : n;
+}
+
+// The file ids of `table` by stored path, for replacing a file read again.
+Result<std::map<std::string, int32_t>> KnownFiles(Store& store, const char* table, int32_t run_id,
+                                                  int32_t* next_id) {
+  auto r = store.Query(std::string("SELECT path, file_id FROM ") + table + " WHERE run_id = " + std::to_string(run_id));
+  if (!r.ok()) return r.status();
+  std::map<std::string, int32_t> known;
+  *next_id = 0;
+  for (const auto& row : r->rows) {
+    const int32_t id = std::stoi(*row[1]);
+    known[*row[0]] = id;
+    *next_id = std::max(*next_id, id + 1);
+  }
+  return known;
+}
+
+// The id `path` gets, and the statements that delete what it stored before.
+int32_t FileId(const std::map<std::string, int32_t>& known, const std::string& path, int32_t* next_id,
+               int32_t run_id, std::initializer_list<const char*> tables, std::string* deletes) {
+  auto it = known.find(path);
+  if (it == known.end()) return (*next_id)++;
+  for (const char* t : tables)
+    *deletes += std::string("DELETE FROM ") + t + " WHERE run_id = " + std::to_string(run_id) +
+                " AND file_id = " + std::to_string(it->second) + ";\n";
+  return it->second;
+}
+
+Status StoreDumps(Store& store, int32_t run_id, const std::vector<FrDump>& dumps) {
+  int32_t next = 0;
+  auto known = KnownFiles(store, "fr_dumps", run_id, &next);
+  if (!known.ok()) return known.status();
+  std::string sql, pgs;
+  std::vector<int32_t> ids;
+  const std::string rid = std::to_string(run_id);
+  for (const FrDump& d : dumps) {
+    const std::string path = StorablePath(d.path);
+    const int32_t id = FileId(*known, path, &next, run_id,
+                              {"fr_dumps", "fr_process_groups", "fr_pg_status", "fr_entries"}, &sql);
+    ids.push_back(id);
+    for (const auto& [name, pg] : d.pgs) {
+      std::string ranks;
+      for (int r : pg.ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+      pgs += std::string(pgs.empty() ? "" : ", ") + "(" + rid + ", " + std::to_string(id) + ", " +
+             SqlString(StorablePath(name)) + ", " + SqlString(StorablePath(pg.desc)) + ", [" + ranks + "])";
+    }
+  }
+  if (!pgs.empty()) sql += "INSERT INTO fr_process_groups VALUES " + pgs + ";\n";
+  if (!sql.empty()) COLLSCOPE_RETURN_IF_ERROR(store.Exec(sql));
+  Rows files, status, entries;
+  COLLSCOPE_RETURN_IF_ERROR(files.Open(store, "fr_dumps"));
+  COLLSCOPE_RETURN_IF_ERROR(status.Open(store, "fr_pg_status"));
+  COLLSCOPE_RETURN_IF_ERROR(entries.Open(store, "fr_entries"));
+  for (size_t k = 0; k < dumps.size(); ++k) {
+    const FrDump& d = dumps[k];
+    files.I32(run_id).I32(ids[k]).Str(d.path).U64(FileBytes(d.path)).I32(d.rank).Str(d.version).Str(d.nccl_version);
+    COLLSCOPE_RETURN_IF_ERROR(files.EndRow());
+    for (const auto& [pg_id, s] : d.status) {
+      status.I32(run_id).I32(ids[k]).I64(pg_id).I64(s.last_enqueued).I64(s.last_started).I64(s.last_completed);
+      COLLSCOPE_RETURN_IF_ERROR(status.EndRow());
+    }
+    for (const FrEntry& e : d.entries) {
+      entries.I32(run_id).I32(ids[k]).I64(e.record_id).I64(e.pg_id).Str(e.pg_name).Str(e.pg_desc)
+          .I64(e.collective_seq_id).I64(e.p2p_seq_id).I64(e.op_id).Str(e.profiling_name).Bool(e.is_p2p)
+          .Str(e.state).Bool(e.retired).I64(e.time_created_ns).I64(e.timeout_ms).Str(e.input_sizes)
+          .Str(e.output_sizes).Str(e.input_dtypes).Str(e.output_dtypes);
+      COLLSCOPE_RETURN_IF_ERROR(entries.EndRow());
+    }
+  }
+  COLLSCOPE_RETURN_IF_ERROR(files.Close());
+  COLLSCOPE_RETURN_IF_ERROR(status.Close());
+  return entries.Close();
+}
+
+Status StoreStates(Store& store, int32_t run_id, const std::vector<InflightState>& states) {
+  int32_t next = 0;
+  auto known = KnownFiles(store, "inflight_files", run_id, &next);
+  if (!known.ok()) return known.status();
+  std::string sql;
+  std::vector<int32_t> ids;
+  for (const InflightState& s : states)
+    ids.push_back(FileId(*known, StorablePath(s.path), &next, run_id,
+                         {"inflight_files", "inflight_comms", "inflight_ops"}, &sql));
+  if (!sql.empty()) COLLSCOPE_RETURN_IF_ERROR(store.Exec(sql));
+  Rows files, comms, ops;
+  COLLSCOPE_RETURN_IF_ERROR(files.Open(store, "inflight_files"));
+  COLLSCOPE_RETURN_IF_ERROR(comms.Open(store, "inflight_comms"));
+  COLLSCOPE_RETURN_IF_ERROR(ops.Open(store, "inflight_ops"));
+  for (size_t k = 0; k < states.size(); ++k) {
+    const InflightState& s = states[k];
+    files.I32(run_id).I32(ids[k]).Str(s.path).U64(FileBytes(s.path)).Str(s.hostname).I64(s.pid)
+        .I32(s.global_rank).Str(s.status).I64(s.heartbeat_ts_us);
+    COLLSCOPE_RETURN_IF_ERROR(files.EndRow());
+    for (size_t c = 0; c < s.comms.size(); ++c) {
+      const InflightComm& cm = s.comms[c];
+      comms.I32(run_id).I32(ids[k]).I32(static_cast<int32_t>(c)).Str(cm.id).Str(cm.name).I32(cm.rank)
+          .I32(cm.n_ranks).U64(cm.ops_started).U64(cm.ops_completed).Bool(cm.finalized);
+      COLLSCOPE_RETURN_IF_ERROR(comms.EndRow());
+      for (const InflightOp& o : cm.ops) {
+        ops.I32(run_id).I32(ids[k]).I32(static_cast<int32_t>(c)).Str(o.coll ? "coll" : "p2p").Str(o.op).I64(o.sn)
+            .I32(o.peer).I64(o.bytes).I32(o.n_channels).I32(o.channels_started).I32(o.channels_stopped)
+            .I64(o.start_ts_us).I64(o.enqueue_ts_us);
+        COLLSCOPE_RETURN_IF_ERROR(ops.EndRow());
+      }
+    }
+  }
+  COLLSCOPE_RETURN_IF_ERROR(files.Close());
+  COLLSCOPE_RETURN_IF_ERROR(comms.Close());
+  return ops.Close();
+}
+
+// The run's id, or -1 when the store has no such run or (an older store opened read-only) not
+// the tables.
+Result<int32_t> StoredRun(Store& store, const std::string& run, const char* table) {
+  auto has = store.QueryInt(std::string("SELECT count(*) FROM duckdb_tables() WHERE database_name = "
+                                        "current_database() AND table_name = '") + table + "'");
+  if (!has.ok()) return has.status();
+  if (*has == 0) return -1;
+  auto id = store.RunId(run, false);
+  return id.ok() ? *id : -1;
+}
+
+int64_t Int(const std::optional<std::string>& v) { return v ? std::stoll(*v) : -1; }
+
+// "0,1,-2" as array_to_string writes a stored INTEGER[].
+std::vector<int> Ints(const std::string& s) {
+  std::vector<int> out;
+  for (size_t b = 0; b < s.size();) {
+    size_t e = s.find(',', b);
+    if (e == std::string::npos) e = s.size();
+    out.push_back(std::stoi(s.substr(b, e - b)));
+    b = e + 1;
+  }
+  return out;
+}
+std::string Text(const std::optional<std::string>& v) { return v ? *v : std::string(); }
+
+}  // namespace
+
+bool IsHangEvidenceFile(const std::string& path) {
+  return IsInflightStateName(path) || IsFlightRecorderDump(path) || IsEmptyFlightRecorderDump(path);
+}
+
+Result<HangIngestReport> IngestHangEvidence(Store& store, const std::vector<std::string>& paths,
+                                            const std::string& run) {
+  HangIngestReport rep;
+  auto found = FindInputFiles(paths, [](const std::string& p, bool) { return IsHangEvidenceFile(p); });
+  if (!found.ok()) return found.status();
+  rep.skipped = found->skipped;
+  std::vector<FrDump> dumps;
+  std::vector<InflightState> states;
+  for (const std::string& f : found->files) {
+    if (IsInflightStateName(f)) {
+      ++rep.states_seen;
+      auto s = ReadInflightState(f);
+      if (s.ok()) states.push_back(std::move(*s));
+      else rep.failed.push_back(s.status().message());
+    } else if (IsEmptyFlightRecorderDump(f)) {
+      ++rep.dumps_seen;
+      rep.failed.push_back(f + ": an empty Flight Recorder dump (0 bytes): its rank wrote nothing, and the hang "
+                               "analysis treats it as a rank without a dump");
+    } else {
+      ++rep.dumps_seen;
+      // A truncated or corrupt dump is named; the other ranks' dumps are still stored.
+      auto d = ReadFlightRecorderDump(f);
+      if (d.ok()) dumps.push_back(std::move(*d));
+      else rep.failed.push_back(d.status().message());
+    }
+  }
+  if (dumps.empty() && states.empty()) return rep;
+  auto run_id = store.RunId(run, true);
+  if (!run_id.ok()) return run_id.status();
+  COLLSCOPE_RETURN_IF_ERROR(store.Exec("BEGIN TRANSACTION"));
+  Status st = StoreDumps(store, *run_id, dumps);
+  if (st.ok()) st = StoreStates(store, *run_id, states);
+  if (st.ok()) st = store.Exec("COMMIT");
+  if (!st.ok()) {
+    store.Exec("ROLLBACK");
+    return st;
+  }
+  rep.dumps_read = dumps.size();
+  rep.states_read = states.size();
+  return rep;
+}
+
+Result<std::vector<FrDump>> LoadFlightRecorderDumps(Store& store, const std::string& run) {
+  std::vector<FrDump> out;
+  auto run_id = StoredRun(store, run, "fr_dumps");
+  if (!run_id.ok()) return run_id.status();
+  if (*run_id < 0) return out;
+  const std::string where = " WHERE run_id = " + std::to_string(*run_id);
+  auto files = store.Query("SELECT file_id, path, rank, version, nccl_version FROM fr_dumps" + where + " ORDER BY path");
+  if (!files.ok()) return files.status();
+  std::map<int64_t, size_t> at;
+  for (const auto& row : files->rows) {
+    at[Int(row[0])] = out.size();
+    FrDump& d = out.emplace_back();
+    d.path = Text(row[1]);
+    d.rank = static_cast<int>(Int(row[2]));
+    d.version = Text(row[3]);
+    d.nccl_version = Text(row[4]);
+  }
+  auto pgs = store.Query("SELECT file_id, pg_name, pg_desc, array_to_string(ranks, ',') FROM fr_process_groups" + where);
+  if (!pgs.ok()) return pgs.status();
+  for (const auto& row : pgs->rows) {
+    FrPg pg;
+    pg.name = Text(row[1]);
+    pg.desc = Text(row[2]);
+    pg.ranks = Ints(Text(row[3]));
+    out[at.at(Int(row[0]))].pgs[pg.name] = std::move(pg);
+  }
+  auto status = store.Query("SELECT file_id, pg_id, last_enqueued, last_started, last_completed FROM fr_pg_status" + where);
+  if (!status.ok()) return status.status();
+  for (const auto& row : status->rows)
+    out[at.at(Int(row[0]))].status[Int(row[1])] = FrPgStatus{Int(row[2]), Int(row[3]), Int(row[4])};
+  auto entries = store.Query(
+      "SELECT file_id, record_id, pg_id, pg_name, pg_desc, collective_seq_id, p2p_seq_id, op_id, profiling_name, "
+      "CAST(is_p2p AS INTEGER), state, CAST(retired AS INTEGER), time_created_ns, timeout_ms, input_sizes, "
+      "output_sizes, input_dtypes, output_dtypes FROM fr_entries" + where + " ORDER BY file_id, record_id");
+  if (!entries.ok()) return entries.status();
+  for (const auto& row : entries->rows) {
+    FrEntry e;
+    e.record_id = Int(row[1]);
+    e.pg_id = Int(row[2]);
+    e.pg_name = Text(row[3]);
+    e.pg_desc = Text(row[4]);
+    e.collective_seq_id = Int(row[5]);
+    e.p2p_seq_id = Int(row[6]);
+    e.op_id = Int(row[7]);
+    e.profiling_name = Text(row[8]);
+    e.is_p2p = Int(row[9]) != 0;
+    e.state = Text(row[10]);
+    e.retired = Int(row[11]) != 0;
+    e.time_created_ns = Int(row[12]);
+    e.timeout_ms = Int(row[13]);
+    e.input_sizes = Text(row[14]);
+    e.output_sizes = Text(row[15]);
+    e.input_dtypes = Text(row[16]);
+    e.output_dtypes = Text(row[17]);
+    out[at.at(Int(row[0]))].entries.push_back(std::move(e));
+  }
+  return out;
+}
+
+Result<std::vector<InflightState>> LoadInflightStates(Store& store, const std::string& run) {
+  std::vector<InflightState> out;
+  auto run_id = StoredRun(store, run, "inflight_files");
+  if (!run_id.ok()) return run_id.status();
+  if (*run_id < 0) return out;
+  const std::string where = " WHERE run_id = " + std::to_string(*run_id);
+  auto files = store.Query("SELECT file_id, path, hostname, pid, global_rank, status, heartbeat_ts_us FROM "
+                           "inflight_files" + where + " ORDER BY path");
+  if (!files.ok()) return files.status();
+  std::map<int64_t, size_t> at;
+  for (const auto& row : files->rows) {
+    at[Int(row[0])] = out.size();
+    InflightState& s = out.emplace_back();
+    s.path = Text(row[1]);
+    s.hostname = Text(row[2]);
+    s.pid = Int(row[3]);
+    s.global_rank = static_cast<int>(Int(row[4]));
+    s.status = Text(row[5]);
+    s.heartbeat_ts_us = Int(row[6]);
+  }
+  auto comms = store.Query("SELECT file_id, comm_id, comm_name, rank, n_ranks, CAST(ops_started AS VARCHAR), "
+                           "CAST(ops_completed AS VARCHAR), CAST(finalized AS INTEGER) FROM inflight_comms" + where +
+                           " ORDER BY file_id, comm_index");
+  if (!comms.ok()) return comms.status();
+  for (const auto& row : comms->rows) {
+    InflightComm c;
+    c.id = Text(row[1]);
+    c.name = Text(row[2]);
+    c.rank = static_cast<int>(Int(row[3]));
+    c.n_ranks = static_cast<int>(Int(row[4]));
+    c.ops_started = std::stoull(Text(row[5]));
+    c.ops_completed = std::stoull(Text(row[6]));
+    c.finalized = Int(row[7]) != 0;
+    out[at.at(Int(row[0]))].comms.push_back(std::move(c));
+  }
+  auto ops = store.Query("SELECT file_id, comm_index, kind, op, sn, peer, msg_size_bytes, n_channels, "
+                         "channels_started, channels_stopped, start_ts_us, enqueue_ts_us FROM inflight_ops" + where +
+                         " ORDER BY file_id, comm_index, rowid");
+  if (!ops.ok()) return ops.status();
+  for (const auto& row : ops->rows) {
+    InflightOp o;
+    o.coll = Text(row[2]) != "p2p";
+    o.op = Text(row[3]);
+    o.sn = Int(row[4]);
+    o.peer = static_cast<int>(Int(row[5]));
+    o.bytes = Int(row[6]);
+    o.n_channels = static_cast<int>(Int(row[7]));
+    o.channels_started = static_cast<int>(Int(row[8]));
+    o.channels_stopped = static_cast<int>(Int(row[9]));
+    o.start_ts_us = Int(row[10]);
+    o.enqueue_ts_us = Int(row[11]);
+    out[at.at(Int(row[0]))].comms[static_cast<size_t>(Int(row[1]))].ops.push_back(std::move(o));
+  }
+  return out;
+}
+
+}  // namespace collscope::readers
