@@ -74,7 +74,8 @@ double LogBinomialTail(int n, int k, double p) {
 using Cells = std::unordered_map<uint64_t, std::vector<Cell>>;  // (proc, comm) -> per window
 
 // The best-scoring run of windows where `cells` shows the rank last clearly more often than
-// chance (maximum-sum segment of last - theta * total), tested against chance. Instances may
+// chance (maximum-sum segment of last - theta * total), tested against chance, for every member
+// of every communicator and every run of windows it could have been picked from. Instances may
 // differ in their chance; the binomial at their mean chance bounds the tail of their sum from
 // above (Hoeffding 1956), so the test stays conservative.
 void Scan(const CommData& d, const Cells& cells, double W, const LateOptions& o,
@@ -117,7 +118,12 @@ void Scan(const CommData& d, const Cells& cells, double W, const LateOptions& o,
     e.z = (e.last - n * chance) / std::sqrt(n * chance * (1 - chance));
     e.wait_share = e.wait_us / (static_cast<double>(e.w1 - e.w0 + 1) * W);
     e.log_p = LogBinomialTail(e.instances, e.last, chance);
-    if (e.z < o.min_z || e.log_p > log_alpha) continue;
+    // The run was picked as the best of every run of windows: its tail is charged for that search
+    // (Bonferroni over the nw (nw + 1) / 2 runs) as well. Unpicked, one transient (a CPU hiccup,
+    // a queue draining after a slow link) makes a handful of consecutive late arrivals that look
+    // impossible as independent trials (7 of 8 in a healthy 128-GPU job from another generator).
+    const double runs = 0.5 * static_cast<double>(v.size()) * static_cast<double>(v.size() + 1);
+    if (e.z < o.min_z || e.log_p + std::log(runs) > log_alpha) continue;
     events->push_back(e);
   }
 }
@@ -304,6 +310,37 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
       }
     }
   }
+  // Per process and window: the cross-host point-to-point transfers (pipeline Send/Recv, grouped
+  // all-to-alls) that held it beyond 1.2x their sibling pairs' usual wire time (same
+  // communicator name and size, same bytes; their lower quartile, as the slow-link detector's).
+  // Timed by the wire, the shorter side (the side that posted last waited for nobody), so a
+  // straggler's own late sends never count, while both ends of a degraded NIC's transfers do:
+  // the NIC's host and its pipeline partners arrive late in their data-parallel groups with
+  // nothing else to show for it (a 128-GPU job from another generator named three of them).
+  std::vector<std::vector<double>> slow_wire(d.procs.size());
+  {
+    const std::vector<P2pTransfer> pairs = CrossHostP2pTransfers(d);
+    std::map<std::tuple<std::string, int, int64_t>, std::vector<double>> siblings;
+    for (const P2pTransfer& t : pairs) {
+      const Comm& c = d.comms[static_cast<size_t>(t.comm)];
+      siblings[{c.name, c.n_ranks, t.bytes}].push_back(t.Wire());
+    }
+    std::map<std::tuple<std::string, int, int64_t>, double> usual;
+    for (auto& [k, v] : siblings) {
+      std::sort(v.begin(), v.end());
+      usual[k] = v[(v.size() - 1) / 4];
+    }
+    for (const P2pTransfer& t : pairs) {
+      const Comm& c = d.comms[static_cast<size_t>(t.comm)];
+      const double extra = t.Wire() - 1.2 * usual[{c.name, c.n_ranks, t.bytes}];
+      if (extra <= 0) continue;
+      for (int p : {t.from, t.to}) {
+        auto& v = slow_wire[static_cast<size_t>(p)];
+        if (v.empty()) v.assign(static_cast<size_t>(nw), 0);
+        v[static_cast<size_t>(win(t.ts))] += extra;
+      }
+    }
+  }
   auto sum = [](const std::vector<double>& v, int a, int b) {
     double s = 0;
     if (!v.empty())
@@ -358,11 +395,12 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
     for (int q : d.comms[static_cast<size_t>(e.comm)].procs)
       if (q != e.proc) peers_p2p.push_back(sum(p2p_wait[static_cast<size_t>(q)], e.w0, e.w1));
     const double p2p = std::max(0.0, sum(p2p_wait[static_cast<size_t>(e.proc)], e.w0, e.w1) - Median(peers_p2p));
-    // A slow transfer in one communicator makes its members late in the others, never in
-    // itself, and only by as much more as it held them than it held their peers there (a slow
-    // link under every member of a tensor-parallel group makes none of them late in it).
+    // A slow transfer in one communicator (or a slow pipeline wire) makes its members late in
+    // the others, never in itself, and only by as much more as it held them than it held their
+    // peers there (a slow link under every member of a tensor-parallel group makes none of them
+    // late in it).
     auto held = [&](int proc) {
-      double x = 0;
+      double x = sum(slow_wire[static_cast<size_t>(proc)], e.w0, e.w1);
       for (int c : comms_of[static_cast<size_t>(proc)]) {
         if (c == e.comm) continue;
         auto it = slow_transfer.find(Key(static_cast<size_t>(proc), static_cast<size_t>(c)));
