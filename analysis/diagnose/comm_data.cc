@@ -56,6 +56,25 @@ std::vector<P2pTransfer> CrossHostP2pTransfers(const CommData& d) {
   return out;
 }
 
+std::vector<double> UsualWireOfSiblings(const CommData& d, const std::vector<P2pTransfer>& pairs) {
+  using Key = std::tuple<std::string, int, int64_t>;  // (comm name, comm size, bytes)
+  auto key = [&](const P2pTransfer& t) {
+    const Comm& c = d.comms[static_cast<size_t>(t.comm)];
+    return Key{c.name, c.n_ranks, t.bytes};
+  };
+  std::map<Key, std::vector<double>> siblings;
+  for (const P2pTransfer& t : pairs) siblings[key(t)].push_back(t.Wire());
+  std::map<Key, double> usual;
+  for (auto& [k, v] : siblings) {
+    std::sort(v.begin(), v.end());
+    usual[k] = v[(v.size() - 1) / 4];
+  }
+  std::vector<double> out;
+  out.reserve(pairs.size());
+  for (const P2pTransfer& t : pairs) out.push_back(usual[key(t)]);
+  return out;
+}
+
 namespace {
 
 // A communicator's members as an arithmetic progression of global ranks, when they are one.

@@ -128,6 +128,10 @@ std::vector<Finding> DetectLinkFlaps(const CommData& d, const CommOptions& o);
 std::vector<Finding> DetectHangFromRecords(const CommData& d);
 
 std::vector<P2pTransfer> CrossHostP2pTransfers(const CommData& d);
+// Each transfer's usual wire time: the lower quartile of the wire times of its sibling pairs
+// (same communicator name and size, same bytes). A degraded NIC can slow half of a pipeline's
+// pairs, so not their median.
+std::vector<double> UsualWireOfSiblings(const CommData& d, const std::vector<P2pTransfer>& pairs);
 
 // Sets CommData::tp and pp from the communicators' members (LoadCommData does).
 void InferLayout(CommData* d);

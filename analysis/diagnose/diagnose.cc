@@ -276,10 +276,12 @@ Status DetectFromHangEvidence(Store& store, const std::string& run, std::vector<
   return Status::Ok();
 }
 
-// The run's stored Kineto kernels and steps (L3 kernel modes, L1 steps).
+// The run's stored Kineto kernels and steps (L3 kernel modes, L1 steps); only a run that holds
+// kernels is tier D.
 Status DetectFromStoredKernels(Store& store, const std::string& run, std::vector<Finding>* out, InputSummary* read) {
   if (!readers::HasKinetoTables(store)) return Status::Ok();
-  auto kernels = store.QueryInt("SELECT count(*) FROM kernels");
+  auto kernels = store.QueryInt("SELECT count(*) FROM kernels WHERE run_id = (SELECT run_id FROM runs WHERE name = " +
+                                 SqlString(run) + ")");
   if (read) read->stored_kernels = kernels.ok() && *kernels > 0;
   auto k = DiagnoseKineto(store, run, true);
   if (!k.ok()) return k.status();

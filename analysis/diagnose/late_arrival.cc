@@ -311,8 +311,8 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
     }
   }
   // Per process and window: the cross-host point-to-point transfers (pipeline Send/Recv, grouped
-  // all-to-alls) that held it beyond 1.2x their sibling pairs' usual wire time (same
-  // communicator name and size, same bytes; their lower quartile, as the slow-link detector's).
+  // all-to-alls) that held it beyond 1.2x their sibling pairs' usual wire time
+  // (UsualWireOfSiblings, as the link-flap detector's).
   // Timed by the wire, the shorter side (the side that posted last waited for nobody), so a
   // straggler's own late sends never count, while both ends of a degraded NIC's transfers do:
   // the NIC's host and its pipeline partners arrive late in their data-parallel groups with
@@ -320,19 +320,10 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
   std::vector<std::vector<double>> slow_wire(d.procs.size());
   {
     const std::vector<P2pTransfer> pairs = CrossHostP2pTransfers(d);
-    std::map<std::tuple<std::string, int, int64_t>, std::vector<double>> siblings;
-    for (const P2pTransfer& t : pairs) {
-      const Comm& c = d.comms[static_cast<size_t>(t.comm)];
-      siblings[{c.name, c.n_ranks, t.bytes}].push_back(t.Wire());
-    }
-    std::map<std::tuple<std::string, int, int64_t>, double> usual;
-    for (auto& [k, v] : siblings) {
-      std::sort(v.begin(), v.end());
-      usual[k] = v[(v.size() - 1) / 4];
-    }
-    for (const P2pTransfer& t : pairs) {
-      const Comm& c = d.comms[static_cast<size_t>(t.comm)];
-      const double extra = t.Wire() - 1.2 * usual[{c.name, c.n_ranks, t.bytes}];
+    const std::vector<double> usual = UsualWireOfSiblings(d, pairs);
+    for (size_t k = 0; k < pairs.size(); ++k) {
+      const P2pTransfer& t = pairs[k];
+      const double extra = t.Wire() - 1.2 * usual[k];
       if (extra <= 0) continue;
       for (int p : {t.from, t.to}) {
         auto& v = slow_wire[static_cast<size_t>(p)];

@@ -71,20 +71,10 @@ std::vector<Transfer> CrossHostTransfers(const CommData& d) {
                    (static_cast<uint64_t>(x.comm) << 8) | static_cast<uint64_t>(x.op), x.sn});
   }
   const std::vector<P2pTransfer> pairs = CrossHostP2pTransfers(d);
-  std::map<std::tuple<std::string, int, int64_t>, std::vector<double>> sibling;  // (name, size, bytes)
-  for (const P2pTransfer& p : pairs) {
-    const Comm& c = d.comms[static_cast<size_t>(p.comm)];
-    sibling[{c.name, c.n_ranks, p.bytes}].push_back(p.Wire());
-  }
-  // The siblings' lower quartile: a degraded NIC can slow half of a pipeline's pairs.
-  std::map<std::tuple<std::string, int, int64_t>, double> sibling_base;
-  for (auto& [k, v] : sibling) {
-    std::sort(v.begin(), v.end());
-    sibling_base[k] = v[(v.size() - 1) / 4];
-  }
-  for (const P2pTransfer& p : pairs) {
-    const Comm& c = d.comms[static_cast<size_t>(p.comm)];
-    const double b = sibling_base[{c.name, c.n_ranks, p.bytes}];
+  const std::vector<double> usual = UsualWireOfSiblings(d, pairs);
+  for (size_t k = 0; k < pairs.size(); ++k) {
+    const P2pTransfer& p = pairs[k];
+    const double b = usual[k];
     if (b <= 0) continue;
     const int from = p.from, to = p.to;
     std::vector<int> hs = {d.procs[static_cast<size_t>(from)].host, d.procs[static_cast<size_t>(to)].host};
