@@ -1,5 +1,6 @@
 #include "core/store.h"
 
+#include <cstdio>
 #include <filesystem>
 #include <set>
 
@@ -114,7 +115,13 @@ Status Store::EnsureSchema() {
     for (const TableSpec& t : Tables())
       if (!have.contains(std::string(t.name))) added += TableDdl(t.name) + TaxonomyInsert(t.name);
     if (!added.empty()) COLLSCOPE_RETURN_IF_ERROR(Exec("BEGIN TRANSACTION;\n" + added + "COMMIT;\n"));
-    return Exec(std::string(kBandwidthMacrosSql) + kStoreViewsSql);
+    const std::string definitions = std::string(kBandwidthMacrosSql) + kStoreViewsSql;
+    const std::string fingerprint = DefinitionsFingerprint(definitions);
+    Result<std::string> held = MetaValue("store_views");
+    if (!held.ok()) return held.status();
+    if (*held == fingerprint) return Status::Ok();
+    COLLSCOPE_RETURN_IF_ERROR(Exec(definitions));
+    return SetMetaValue("store_views", fingerprint);
   }
   std::string ddl = "BEGIN TRANSACTION;\n" + SchemaDdl();
   ddl += "CREATE TABLE collscope_meta (key VARCHAR PRIMARY KEY, value VARCHAR);\n";
@@ -126,10 +133,33 @@ Status Store::EnsureSchema() {
   ddl += TaxonomyInsert("");
   ddl += kBandwidthMacrosSql;
   ddl += kStoreViewsSql;
+  ddl += "INSERT INTO collscope_meta VALUES ('store_views', " +
+         SqlString(DefinitionsFingerprint(std::string(kBandwidthMacrosSql) + kStoreViewsSql)) + ");\n";
   ddl += "COMMIT;\n";
   Status st = Exec(ddl);
   if (!st.ok()) Exec("ROLLBACK");
   return st;
+}
+
+Result<std::string> Store::MetaValue(const std::string& key) {
+  Result<QueryResult> r = Query("SELECT value FROM collscope_meta WHERE key = " + SqlString(key));
+  if (!r.ok()) return r.status();
+  if (r->rows.empty() || !r->rows[0][0]) return std::string();
+  return *r->rows[0][0];
+}
+
+Status Store::SetMetaValue(const std::string& key, const std::string& value) {
+  return Exec("INSERT OR REPLACE INTO collscope_meta VALUES (" + SqlString(key) + ", " +
+              SqlString(value) + ")");
+}
+
+std::string DefinitionsFingerprint(std::string_view definitions) {
+  // FNV-1a, 64 bits: stable across builds and platforms, unlike std::hash.
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : definitions) h = (h ^ c) * 1099511628211ull;
+  char out[17];
+  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
+  return out;
 }
 
 Status Store::Exec(const std::string& sql) {

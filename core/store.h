@@ -55,6 +55,10 @@ class Store {
 
   // The id of run `name`, creating it unless `create` is false.
   Result<int32_t> RunId(const std::string& name, bool create);
+  // A value of collscope_meta (empty when the key is absent), and setting one (writable stores).
+  Result<std::string> MetaValue(const std::string& key);
+  Status SetMetaValue(const std::string& key, const std::string& value);
+
   // The run every command uses when none is named: the one with the most NCCL records (the
   // production job, not a benchmark sweep stored beside it), the first ingested on a tie.
   Result<std::string> DefaultRun();
@@ -73,6 +77,11 @@ class Store {
 
 // Quotes a string as an SQL literal.
 std::string SqlString(const std::string& s);
+
+// A fingerprint of definitions (view and macro SQL): a store that records the fingerprint of what
+// it holds lets later opens skip re-creating identical definitions, which costs DuckDB a parse
+// and bind of each (about 0.6 s for the analysis library, several seconds under the sanitizers).
+std::string DefinitionsFingerprint(std::string_view definitions);
 
 // Appends rows to one table through DuckDB's data-chunk API: the caller writes column arrays
 // of up to capacity() rows directly, then calls Append(rows).

@@ -13,7 +13,7 @@ CC=clang CXX=clang++ scripts/setup.sh build-asan -DCOLLSCOPE_SANITIZE=ON -DCOLLS
 # Capture code runs on NCCL's and the training loop's threads: its tests also run under ThreadSanitizer.
 cmake -S . -B build-tsan -DCOLLSCOPE_TSAN=ON -DCOLLSCOPE_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug >/dev/null
 cmake --build build-tsan -j"$jobs" --target capture_nccl_plugin_test capture_nccl_format_test \
-  capture_annotate_test capture_annotate_lines_test
+  capture_annotate_test capture_annotate_lines_test capture_cupti_test
 (cd build-tsan && ctest --output-on-failure -j"$jobs" --timeout 900 -R '^capture_')
 # Every reader under libFuzzer for 30 s each, from the sanitizer build (bench/fuzz.sh alone
 # builds its own optimised targets and runs them for 10 minutes).

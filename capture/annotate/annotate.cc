@@ -57,6 +57,81 @@ int32_t EnvInt(std::initializer_list<const char*> names, int32_t def) {
 int32_t LauncherRank() { return EnvInt({"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK"}, -1); }
 int32_t LauncherWorldSize() { return EnvInt({"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "PMI_SIZE"}, -1); }
 
+// The begin times of the last kSteps steps, for collscope_annotate_step_at: in-process readers
+// whose events arrive late (the CUPTI library gets kernel records seconds after they ran) place
+// them in the step that was current when they happened. Writers never wait; a reader retries a
+// slot that is being written (a per-slot sequence count).
+class StepHistory {
+ public:
+  static constexpr uint64_t kSteps = 1024;
+
+  void Begin(int64_t step, int64_t t_ns) {
+    const uint64_t n = next_.fetch_add(1, std::memory_order_relaxed);
+    Slot& s = slots_[n % kSteps];
+    s.seq.fetch_add(1, std::memory_order_acq_rel);
+    s.index.store(n, std::memory_order_relaxed);
+    s.step.store(step, std::memory_order_relaxed);
+    s.t_ns.store(t_ns, std::memory_order_relaxed);
+    s.seq.fetch_add(1, std::memory_order_release);
+    uint64_t done = done_.load(std::memory_order_relaxed);
+    while (done < n + 1 && !done_.compare_exchange_weak(done, n + 1, std::memory_order_release)) {
+    }
+  }
+
+  // The step whose begin came last at or before t_ns; false before the first step or when t_ns
+  // is older than the history.
+  bool At(int64_t t_ns, int64_t* step) const {
+    // A search that meets a slot overwritten under it (the writer wrapped around) starts again.
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      const uint64_t n = done_.load(std::memory_order_acquire);
+      if (n == 0) return false;
+      uint64_t lo = n > kSteps ? n - kSteps : 0, hi = n;  // the answer is in [lo, hi)
+      int64_t found_step = 0;
+      bool found = false, overwritten = false;
+      while (lo < hi && !overwritten) {
+        const uint64_t mid = lo + (hi - lo) / 2;
+        int64_t s_step, s_t;
+        if (!Read(mid, &s_step, &s_t)) {
+          overwritten = true;
+        } else if (s_t <= t_ns) {
+          found = true, found_step = s_step;
+          lo = mid + 1;
+        } else {
+          hi = mid;
+        }
+      }
+      if (overwritten) continue;
+      // The oldest slot kept began after t_ns: t_ns is older than the history.
+      if (!found) return false;
+      *step = found_step;
+      return true;
+    }
+    return false;
+  }
+
+ private:
+  struct Slot {
+    std::atomic<uint64_t> seq{0}, index{0};
+    std::atomic<int64_t> step{0}, t_ns{0};
+  };
+
+  // Slot `i` (a count of steps begun), or false when it has been overwritten by a later step.
+  bool Read(uint64_t i, int64_t* step, int64_t* t_ns) const {
+    const Slot& s = slots_[i % kSteps];
+    for (;;) {
+      const uint64_t before = s.seq.load(std::memory_order_acquire);
+      const uint64_t index = s.index.load(std::memory_order_relaxed);
+      *step = s.step.load(std::memory_order_relaxed);
+      *t_ns = s.t_ns.load(std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if ((before & 1) == 0 && s.seq.load(std::memory_order_relaxed) == before) return index == i;
+    }
+  }
+
+  std::atomic<uint64_t> next_{0}, done_{0};
+  Slot slots_[kSteps];
+};
+
 // The current step, micro-batch and stack of open phases, for collscope_annotate_current. A
 // seqlock whose writers never wait: an update that finds another in progress is skipped (the
 // event still reaches the ring), so readers may briefly see an older phase.
@@ -199,6 +274,7 @@ class Runtime {
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
   bool disabled() const { return disabled_.load(std::memory_order_relaxed); }
   Current& current() { return current_; }
+  StepHistory& steps() { return steps_; }
 
  private:
   void Loop() {
@@ -268,6 +344,7 @@ class Runtime {
 
   EventRing<kRingEvents> ring_;
   Current current_;
+  StepHistory steps_;
   std::atomic<uint64_t> dropped_{0};
   std::atomic<bool> disabled_{false};
   bool forked_child_ = false;
@@ -308,6 +385,7 @@ extern "C" {
 
 int collscope_step_begin(int64_t step) {
   Rt().current().SetStep(step);
+  Rt().steps().Begin(step, collscope::annotate::NowNs());
   Event e;
   e.type = EventType::kStepBegin;
   e.value = step;
@@ -369,6 +447,11 @@ int collscope_phase_gpu_time(int64_t step, const char* phase, double gpu_us) {
 
 int collscope_annotate_current(int64_t* step, char* phase_buf, int32_t phase_buf_size, int32_t* micro_batch) {
   return Rt().current().Read(step, phase_buf, phase_buf_size, micro_batch);
+}
+
+int collscope_annotate_step_at(int64_t unix_ns, int64_t* step) {
+  if (step == nullptr) return -2;
+  return Rt().steps().At(unix_ns, step) ? 0 : -1;
 }
 
 int collscope_flush(void) { return Rt().Flush(); }

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -32,6 +33,7 @@ struct Api {
                       int32_t, int32_t);
   int (*gpu_time)(int64_t, const char*, double);
   int (*current)(int64_t*, char*, int32_t, int32_t*);
+  int (*step_at)(int64_t, int64_t*);
   int (*flush)();
   uint64_t (*dropped)();
 };
@@ -60,6 +62,7 @@ Api Load() {
   Sym(a.lib, "collscope_set_parallel", &a.set_parallel);
   Sym(a.lib, "collscope_phase_gpu_time", &a.gpu_time);
   Sym(a.lib, "collscope_annotate_current", &a.current);
+  Sym(a.lib, "collscope_annotate_step_at", &a.step_at);
   Sym(a.lib, "collscope_flush", &a.flush);
   Sym(a.lib, "collscope_annotate_dropped", &a.dropped);
   return a;
@@ -102,6 +105,48 @@ class AnnotateLib : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
   fs::path dir_;
 };
+
+int64_t RealtimeNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// A late reader (the CUPTI library) asks which step a past instant belonged to, while the
+// training thread begins new steps and the history wraps around.
+TEST_F(AnnotateLib, StepAtGivesTheStepThatWasCurrentThen) {
+  const int rc = InChild({{"COLLSCOPE_DUMP_DIR", dir_.string()}}, [](Api& a) {
+    int64_t step = -9;
+    if (a.step_at(RealtimeNs(), &step) != -1) return 1;  // no step yet
+    std::vector<int64_t> begun;
+    // begun[s]: an instant after step 100 + s began and before the next began.
+    for (int s = 0; s < 3000; ++s) {
+      a.step_begin(100 + s);
+      begun.push_back(RealtimeNs());
+      while (RealtimeNs() == begun.back()) {
+      }
+    }
+    if (a.step_at(begun[2999], &step) != 0 || step != 3099) return 2;
+    if (a.step_at(begun[2500], &step) != 0 || step != 2600) return 3;
+    if (a.step_at(begun[0], &step) != -1) return 4;  // older than the 1024 kept
+    std::atomic<bool> stop{false};
+    std::atomic<int> wrong{0};
+    std::thread reader([&] {
+      while (!stop.load()) {
+        int64_t got = -1;
+        const int r = a.step_at(begun[2999], &got);
+        if (r == 0 && got < 3099) wrong.fetch_add(1);
+      }
+    });
+    for (int s = 0; s < 5000; ++s) a.step_begin(10000 + s);
+    stop = true;
+    reader.join();
+    if (wrong.load() != 0) return 5;
+    if (a.step_at(RealtimeNs(), &step) != 0 || step != 14999) return 6;
+    return 0;
+  });
+  EXPECT_EQ(rc, 0);
+}
 
 TEST_F(AnnotateLib, StepsAndPhasesReachTheDumpDirectory) {
   const int rc = InChild({{"COLLSCOPE_DUMP_DIR", dir_.string()}, {"RANK", "6"}, {"WORLD_SIZE", "8"}}, [](Api& a) {

@@ -64,6 +64,12 @@ COLLSCOPE_ANNOTATE_API int collscope_phase_gpu_time(int64_t step, const char* ph
 COLLSCOPE_ANNOTATE_API int collscope_annotate_current(int64_t* step, char* phase_buf, int32_t phase_buf_size,
                                int32_t* micro_batch);
 
+/* The step that was current at `unix_ns` (CLOCK_REALTIME nanoseconds): the one whose
+ * collscope_step_begin came last at or before it, among the last 1024 steps. For in-process readers
+ * whose events arrive late, such as the CUPTI library's kernel records. Lock-free; returns 0, -1
+ * when no step is known for that time (before the first, or older than the history). */
+COLLSCOPE_ANNOTATE_API int collscope_annotate_step_at(int64_t unix_ns, int64_t* step);
+
 /* Writes everything recorded so far and waits for it (this one does make system calls). */
 COLLSCOPE_ANNOTATE_API int collscope_flush(void);
 
