@@ -88,6 +88,7 @@ CollectorConfig LoadCollectorConfig() {
   c.flush_ms = static_cast<int>(EnvInt("COLLSCOPE_CUPTI_FLUSH_MS", 1000, 10, 600000, &c.warnings));
   c.buffers = static_cast<size_t>(EnvInt("COLLSCOPE_CUPTI_BUFFERS", 16, 2, 4096, &c.warnings));
   c.buffer_bytes = static_cast<size_t>(EnvInt("COLLSCOPE_CUPTI_BUFFER_KB", 1024, 16, 1 << 20, &c.warnings)) * 1024;
+  c.gzip = EnvInt("COLLSCOPE_CUPTI_GZIP", 1, 0, 1, &c.warnings) != 0;
   char host[256] = {};
   if (gethostname(host, sizeof(host) - 1) != 0) std::snprintf(host, sizeof(host), "unknown");
   c.host = host;
@@ -136,7 +137,8 @@ Collector::Collector(const CuptiApi& api, CollectorConfig config)
       pool_(config_.buffers, config_.buffer_bytes),
       summarizer_(config_.window_ns, &Collector::StepAt) {
   if (config_.now_ns == nullptr) config_.now_ns = &RealtimeNs;
-  path_ = config_.dump_dir + "/" + config_.host + "-pid" + std::to_string(config_.pid) + ".kernels.jsonl";
+  path_ = config_.dump_dir + "/" + config_.host + "-pid" + std::to_string(config_.pid) + ".kernels.jsonl" +
+          (config_.gzip ? ".gz" : "");
 }
 
 Collector* Collector::Start(const CuptiApi& api, CollectorConfig config) {
@@ -305,6 +307,12 @@ void Collector::Write(const std::string& text) {
       disabled_ = true;
       return Warn("cannot open '" + path_ + "': " + std::strerror(errno));
     }
+    // 15 + 16: a gzip stream (header and trailer), which every gzip reader takes.
+    if (config_.gzip && deflateInit2(&zs_, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+      disabled_ = true;
+      return Warn("cannot start compression for '" + path_ + "'");
+    }
+    deflating_ = config_.gzip;
     std::string head = "{\"type\":\"process\",\"format\":\"collscope-kernels\",\"format_version\":1,\"host\":";
     AppendEscapedJsonString(config_.host, &head);
     head += ",\"pid\":" + std::to_string(config_.pid) + ",\"rank\":" + std::to_string(config_.rank) +
@@ -312,19 +320,44 @@ void Collector::Write(const std::string& text) {
             std::to_string(config_.world_size) + ",\"window\":\"" +
             (g_step_at.load() != nullptr ? "step" : "time") + "\",\"window_ms\":" +
             std::to_string(config_.window_ns / 1000000) + ",\"clock\":\"realtime\"}\n";
-    Write(head);
-    if (disabled_) return;
+    if (!(deflating_ ? Deflate(head + text, Z_SYNC_FLUSH) : WriteRaw(head.data(), head.size()) &&
+                                                              WriteRaw(text.data(), text.size())))
+      disabled_ = true;
+    return;
   }
+  // A sync flush per tick: the file reads complete up to the last tick if the job dies.
+  if (!(deflating_ ? Deflate(text, Z_SYNC_FLUSH) : WriteRaw(text.data(), text.size()))) disabled_ = true;
+}
+
+bool Collector::Deflate(const std::string& text, int flush) {
+  zs_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  zs_.avail_in = static_cast<uInt>(text.size());
+  char out[1 << 14];
+  do {
+    zs_.next_out = reinterpret_cast<Bytef*>(out);
+    zs_.avail_out = sizeof out;
+    const int r = deflate(&zs_, flush);
+    if (r == Z_STREAM_ERROR) {
+      Warn("compression failed for '" + path_ + "'");
+      return false;
+    }
+    if (!WriteRaw(out, sizeof out - zs_.avail_out)) return false;
+  } while (zs_.avail_out == 0);
+  return true;
+}
+
+bool Collector::WriteRaw(const char* data, size_t size) {
   size_t off = 0;
-  while (off < text.size()) {
-    const ssize_t n = write(fd_, text.data() + off, text.size() - off);
+  while (off < size) {
+    const ssize_t n = write(fd_, data + off, size - off);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      disabled_ = true;
-      return Warn("cannot write '" + path_ + "': " + std::strerror(errno));
+      Warn("cannot write '" + path_ + "': " + std::strerror(errno));
+      return false;
     }
     off += static_cast<size_t>(n);
   }
+  return true;
 }
 
 void Collector::Warn(const std::string& what) {
@@ -351,6 +384,11 @@ void Collector::Stop() {
   api_.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   Tick(true);
   if (fd_ >= 0) {
+    if (deflating_) {
+      if (!disabled_) Deflate(std::string(), Z_FINISH);
+      deflateEnd(&zs_);
+      deflating_ = false;
+    }
     close(fd_);
     fd_ = -1;
   }

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cupti_activity.h>
+#include <zlib.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -42,6 +43,7 @@ struct CollectorConfig {
   int flush_ms = 1000;
   size_t buffers = 16;
   size_t buffer_bytes = 1 << 20;
+  bool gzip = true;  // .kernels.jsonl.gz, flushed to a readable point every tick
   std::string host;
   int64_t pid = 0;
   int32_t rank = -1, local_rank = -1, world_size = -1;
@@ -54,7 +56,7 @@ struct CollectorConfig {
 };
 
 // Reads COLLSCOPE_DUMP_DIR (else NCCL_INSPECTOR_DUMP_DIR), COLLSCOPE_CUPTI_WINDOW_MS, _FLUSH_MS,
-// _BUFFERS, _BUFFER_KB and the launcher's rank variables (RANK, LOCAL_RANK, WORLD_SIZE, else
+// _BUFFERS, _BUFFER_KB, _GZIP and the launcher's rank variables (RANK, LOCAL_RANK, WORLD_SIZE, else
 // Open MPI's, Slurm's or PMI's).
 CollectorConfig LoadCollectorConfig();
 
@@ -100,6 +102,8 @@ class Collector {
   void Run();
   void Tick(bool final);
   void Write(const std::string& text);
+  bool WriteRaw(const char* data, size_t size);
+  bool Deflate(const std::string& text, int flush);
   void Warn(const std::string& what);
 
   CuptiApi api_;
@@ -115,6 +119,8 @@ class Collector {
   bool stop_ = false;
   std::thread writer_;
   int fd_ = -1;
+  z_stream zs_{};
+  bool deflating_ = false;
   bool disabled_ = false;
   std::string path_;
   std::atomic<bool> warned_{false};

@@ -17,6 +17,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -244,7 +245,7 @@ struct SummaryFile {
 
 SummaryFile ReadSummaries(const fs::path& path, simdjson::dom::parser& parser, std::vector<std::string>* keep) {
   SummaryFile f;
-  std::ifstream in(path);
+  std::istringstream in(Gunzip(path));  // gzopen reads a plain file as it is
   std::string line;
   while (std::getline(in, line)) {
     keep->push_back(line);
@@ -314,7 +315,7 @@ class CollectorTest : public ::testing::Test {
     c.flush_ms = 20;
     return c;
   }
-  fs::path File() { return dir_ / "node3-pid4242.kernels.jsonl"; }
+  fs::path File() { return dir_ / "node3-pid4242.kernels.jsonl.gz"; }
   fs::path dir_;
 };
 
@@ -431,6 +432,7 @@ TEST_F(CollectorTest, AnEmptyPoolIsCountedNotHidden) {
   ASSERT_EQ(InChild([&] {
               CollectorConfig c = Config();
               c.buffers = 2, c.buffer_bytes = 16 * 1024;
+              c.gzip = false;  // the plain form, read below as text
               c.flush_ms = 60000;  // no periodic flush: the fake GPU outruns the pool
               fake_cupti_hold_full_buffers(1);  // CUPTI's worker hands full buffers back late
               Collector* col = Collector::Start(FakeApi(), c);
@@ -440,7 +442,7 @@ TEST_F(CollectorTest, AnEmptyPoolIsCountedNotHidden) {
               return 0;
             }),
             0);
-  std::ifstream in(File());
+  std::ifstream in(dir_ / "node3-pid4242.kernels.jsonl");
   std::string line, stats;
   while (std::getline(in, line))
     if (line.find("\"type\":\"stats\"") != std::string::npos) stats = line;
