@@ -196,7 +196,7 @@ class Runtime {
   void StopWriter();
   void WriterLoop();
   // The *Locked functions require mu_.
-  bool AnyRingHalfFullLocked() const;
+  double MaxRingFillLocked() const;  // the fullest ring's share of its capacity
   size_t DumpPassLocked();
   size_t DrainCommLocked(CommCtx* c, std::string* out);
   // status: "running", "finalized" (last communicator gone) or "exiting" (process exit).
