@@ -69,9 +69,9 @@ class StepHistory {
     const uint64_t n = next_.fetch_add(1, std::memory_order_relaxed);
     Slot& s = slots_[n % kSteps];
     s.seq.fetch_add(1, std::memory_order_acq_rel);
-    s.index.store(n, std::memory_order_relaxed);
-    s.step.store(step, std::memory_order_relaxed);
-    s.t_ns.store(t_ns, std::memory_order_relaxed);
+    s.index.store(n, std::memory_order_release);
+    s.step.store(step, std::memory_order_release);
+    s.t_ns.store(t_ns, std::memory_order_release);
     s.seq.fetch_add(1, std::memory_order_release);
     uint64_t done = done_.load(std::memory_order_relaxed);
     while (done < n + 1 && !done_.compare_exchange_weak(done, n + 1, std::memory_order_release)) {
@@ -120,10 +120,10 @@ class StepHistory {
     const Slot& s = slots_[i % kSteps];
     for (;;) {
       const uint64_t before = s.seq.load(std::memory_order_acquire);
-      const uint64_t index = s.index.load(std::memory_order_relaxed);
-      *step = s.step.load(std::memory_order_relaxed);
-      *t_ns = s.t_ns.load(std::memory_order_relaxed);
-      std::atomic_thread_fence(std::memory_order_acquire);
+      // Acquire loads keep the second look at seq after them (no fence: TSan does not model one).
+      const uint64_t index = s.index.load(std::memory_order_acquire);
+      *step = s.step.load(std::memory_order_acquire);
+      *t_ns = s.t_ns.load(std::memory_order_acquire);
       if ((before & 1) == 0 && s.seq.load(std::memory_order_relaxed) == before) return index == i;
     }
   }
