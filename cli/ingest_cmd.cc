@@ -9,6 +9,7 @@
 #include "analysis/views.h"
 #include "core/ingest.h"
 #include "core/readers/hang_evidence.h"
+#include "core/readers/kernel_summary.h"
 #include "core/readers/kineto.h"
 #include "core/readers/step_file.h"
 
@@ -29,6 +30,82 @@ std::string DefaultRunName(const std::vector<std::string>& paths) {
   size_t slash = p.find_last_of('/');
   std::string base = slash == std::string::npos ? p : p.substr(slash + 1);
   return base.empty() || base == "." ? "default" : base;
+}
+
+// What one ingest stored, by input format.
+struct Reports {
+  const IngestReport& rep;
+  const readers::KinetoIngestReport& kin;
+  const readers::StepIngestReport& steps;
+  const readers::HangIngestReport& hang;
+  const readers::KernelSummaryIngestReport& kern;
+};
+
+void PrintJson(const std::string& run, const Reports& all) {
+  const auto& [rep, kin, steps, hang, kern] = all;
+  std::printf(
+      "{\"run\": %s, \"run_id\": %d, \"ingest_id\": %d, \"files_seen\": %lu, \"files_read\": "
+      "%lu, \"files_unchanged\": %lu, \"files_rewritten\": %lu, \"bytes_read\": %lu, "
+      "\"lines_read\": %lu, \"records_stored\": %lu, \"dump_stats_stored\": %lu, "
+      "\"lines_rejected\": %lu, \"incomplete_tail_bytes\": %lu, \"records_missing\": %lu, "
+      "\"proxy_records_skipped\": %lu, \"records_without_timing_source\": %lu, \"seconds\": %.3f, "
+      "\"kineto_traces_seen\": %lu, \"kineto_traces_read\": %lu, \"kineto_steps\": %lu, "
+      "\"kineto_kernels\": %lu, \"step_files_seen\": %lu, \"step_files_read\": %lu, \"steps\": %lu, "
+      "\"step_phases\": %lu, \"step_lines_rejected\": %lu, \"step_events_dropped\": %lu, "
+      "\"flight_recorder_dumps_seen\": %lu, \"flight_recorder_dumps_read\": %lu, \"state_files_seen\": %lu, "
+      "\"state_files_read\": %lu, \"kernel_summary_files_seen\": %lu, \"kernel_summary_files_read\": %lu, "
+      "\"kernel_summaries\": %lu, \"kernel_summary_lines_rejected\": %lu, \"kernel_summary_lines_unknown\": %lu}\n",
+      JsonString(run).c_str(), rep.run_id, rep.ingest_id, rep.files_seen, rep.files_read,
+      rep.files_unchanged, rep.files_rewritten, rep.bytes_read, rep.lines_read,
+      rep.records_stored, rep.dump_stats_stored, rep.lines_rejected, rep.incomplete_tail_bytes,
+      rep.records_missing, rep.proxy_records_skipped, rep.records_without_timing_source, rep.seconds, kin.files_seen, kin.files_read, kin.steps, kin.kernels,
+      steps.files_seen, steps.files_read, steps.steps, steps.phases, steps.lines_rejected, steps.dropped_events,
+      hang.dumps_seen, hang.dumps_read, hang.states_seen, hang.states_read, kern.files_seen, kern.files_read,
+      kern.summaries, kern.lines_rejected, kern.lines_unknown);
+}
+
+void PrintText(const std::string& db, const std::string& run, const Reports& all) {
+  const auto& [rep, kin, steps, hang, kern] = all;
+  std::printf("run %s: %lu files (%lu read, %lu unchanged, %lu rewritten)\n", run.c_str(),
+              rep.files_seen, rep.files_read, rep.files_unchanged, rep.files_rewritten);
+  std::printf("%lu lines, %.1f MB in %.2f s (%.0f MB/s): %lu records, %lu dump_stats stored, "
+              "%lu rejected\n",
+              rep.lines_read, rep.bytes_read / 1e6, rep.seconds,
+              rep.seconds > 0 ? rep.bytes_read / 1e6 / rep.seconds : 0.0, rep.records_stored,
+              rep.dump_stats_stored, rep.lines_rejected);
+  if (rep.incomplete_tail_bytes)
+    std::printf("%lu bytes of unfinished last lines left for the next ingest\n",
+                rep.incomplete_tail_bytes);
+  if (rep.records_missing)
+    std::printf("%lu records announced by v4.3/v4.4 markers are missing from the files (cut or "
+                "split mid-batch; see ingest_log)\n", rep.records_missing);
+  if (rep.proxy_records_skipped)
+    std::printf("%lu proxy_trace records read but not stored (collscope has no proxy table yet)\n",
+                rep.proxy_records_skipped);
+  if (rep.records_without_timing_source)
+    std::printf("%lu records had no coll_timing_source (stored as NULL: unknown)\n",
+                rep.records_without_timing_source);
+  if (kin.files_seen)
+    std::printf("kineto: %lu traces (%lu read): %lu steps, %lu kernels (%lu NCCL)\n",
+                kin.files_seen, kin.files_read, kin.steps, kin.kernels, kin.nccl_kernels);
+  if (steps.files_seen)
+    std::printf("step series (step/phase files, framework iteration logs): %lu files (%lu read): %lu steps, %lu phase rows, %lu lines rejected%s\n",
+                steps.files_seen, steps.files_read, steps.steps, steps.phases, steps.lines_rejected,
+                steps.dropped_events ? (", " + std::to_string(steps.dropped_events) +
+                                        " annotation events dropped by the writer").c_str() : "");
+  if (hang.dumps_seen || hang.states_seen)
+    std::printf("hang evidence: %lu Flight Recorder dumps (%lu read), %lu in-flight state files (%lu read)\n",
+                hang.dumps_seen, hang.dumps_read, hang.states_seen, hang.states_read);
+  if (kern.files_seen)
+    std::printf("kernel summaries (CUPTI): %lu files (%lu read): %lu summary rows, %lu lines rejected%s\n",
+                kern.files_seen, kern.files_read, kern.summaries, kern.lines_rejected,
+                kern.lines_unknown ? (", " + std::to_string(kern.lines_unknown) +
+                                      " lines of unknown types skipped").c_str() : "");
+  for (const std::string& s : steps.first_rejections) std::printf("  rejected %s\n", s.c_str());
+  for (const std::string& s : kern.first_rejections) std::printf("  rejected %s\n", s.c_str());
+  for (const std::string& s : rep.first_rejections) std::printf("  rejected %s\n", s.c_str());
+  if (rep.lines_rejected > rep.first_rejections.size() || kern.lines_rejected > kern.first_rejections.size())
+    std::printf("  ... see: collscope sql --db %s \"SELECT * FROM ingest_log\"\n", db.c_str());
 }
 
 int Run(const Options& o) {
@@ -85,6 +162,13 @@ int Run(const Options& o) {
     return 2;
   }
   const readers::HangIngestReport& hang = *hangr;
+  // Kernel summaries of collscope's CUPTI library (found by content) go to their own tables.
+  Result<readers::KernelSummaryIngestReport> kernr = readers::IngestKernelSummaries(**store, o.paths, opts.run);
+  if (!kernr.ok()) {
+    std::fprintf(stderr, "collscope ingest: %s\n", kernr.status().message().c_str());
+    return 2;
+  }
+  const readers::KernelSummaryIngestReport& kern = *kernr;
   // Persist the analysis views, so stock DuckDB clients see them too, and pre-aggregate the
   // runs whose records changed (docs/analysis.md, "Aggregates"): RefreshAggregates does both.
   Result<AggregateReport> agg = RefreshAggregates(**store);
@@ -95,72 +179,24 @@ int Run(const Options& o) {
   for (const std::string& s : kin.failed) std::fprintf(stderr, "collscope ingest: not stored: %s\n", s.c_str());
   for (const std::string& s : steps.failed) std::fprintf(stderr, "collscope ingest: not stored: %s\n", s.c_str());
   for (const std::string& s : hang.failed) std::fprintf(stderr, "collscope ingest: not stored: %s\n", s.c_str());
-  if (o.json) {
-    std::printf(
-        "{\"run\": %s, \"run_id\": %d, \"ingest_id\": %d, \"files_seen\": %lu, \"files_read\": "
-        "%lu, \"files_unchanged\": %lu, \"files_rewritten\": %lu, \"bytes_read\": %lu, "
-        "\"lines_read\": %lu, \"records_stored\": %lu, \"dump_stats_stored\": %lu, "
-        "\"lines_rejected\": %lu, \"incomplete_tail_bytes\": %lu, \"records_missing\": %lu, "
-        "\"proxy_records_skipped\": %lu, \"records_without_timing_source\": %lu, \"seconds\": %.3f, "
-        "\"kineto_traces_seen\": %lu, \"kineto_traces_read\": %lu, \"kineto_steps\": %lu, "
-        "\"kineto_kernels\": %lu, \"step_files_seen\": %lu, \"step_files_read\": %lu, \"steps\": %lu, "
-        "\"step_phases\": %lu, \"step_lines_rejected\": %lu, \"step_events_dropped\": %lu, "
-        "\"flight_recorder_dumps_seen\": %lu, \"flight_recorder_dumps_read\": %lu, \"state_files_seen\": %lu, "
-        "\"state_files_read\": %lu}\n",
-        JsonString(opts.run).c_str(), rep.run_id, rep.ingest_id, rep.files_seen, rep.files_read,
-        rep.files_unchanged, rep.files_rewritten, rep.bytes_read, rep.lines_read,
-        rep.records_stored, rep.dump_stats_stored, rep.lines_rejected, rep.incomplete_tail_bytes,
-        rep.records_missing, rep.proxy_records_skipped, rep.records_without_timing_source, rep.seconds, kin.files_seen, kin.files_read, kin.steps, kin.kernels,
-        steps.files_seen, steps.files_read, steps.steps, steps.phases, steps.lines_rejected, steps.dropped_events,
-        hang.dumps_seen, hang.dumps_read, hang.states_seen, hang.states_read);
-  } else if (!o.quiet) {
-    std::printf("run %s: %lu files (%lu read, %lu unchanged, %lu rewritten)\n", opts.run.c_str(),
-                rep.files_seen, rep.files_read, rep.files_unchanged, rep.files_rewritten);
-    std::printf("%lu lines, %.1f MB in %.2f s (%.0f MB/s): %lu records, %lu dump_stats stored, "
-                "%lu rejected\n",
-                rep.lines_read, rep.bytes_read / 1e6, rep.seconds,
-                rep.seconds > 0 ? rep.bytes_read / 1e6 / rep.seconds : 0.0, rep.records_stored,
-                rep.dump_stats_stored, rep.lines_rejected);
-    if (rep.incomplete_tail_bytes)
-      std::printf("%lu bytes of unfinished last lines left for the next ingest\n",
-                  rep.incomplete_tail_bytes);
-    if (rep.records_missing)
-      std::printf("%lu records announced by v4.3/v4.4 markers are missing from the files (cut or "
-                  "split mid-batch; see ingest_log)\n", rep.records_missing);
-    if (rep.proxy_records_skipped)
-      std::printf("%lu proxy_trace records read but not stored (collscope has no proxy table yet)\n",
-                  rep.proxy_records_skipped);
-    if (rep.records_without_timing_source)
-      std::printf("%lu records had no coll_timing_source (stored as NULL: unknown)\n",
-                  rep.records_without_timing_source);
-    if (kin.files_seen)
-      std::printf("kineto: %lu traces (%lu read): %lu steps, %lu kernels (%lu NCCL)\n",
-                  kin.files_seen, kin.files_read, kin.steps, kin.kernels, kin.nccl_kernels);
-    if (steps.files_seen)
-      std::printf("step series (step/phase files, framework iteration logs): %lu files (%lu read): %lu steps, %lu phase rows, %lu lines rejected%s\n",
-                  steps.files_seen, steps.files_read, steps.steps, steps.phases, steps.lines_rejected,
-                  steps.dropped_events ? (", " + std::to_string(steps.dropped_events) +
-                                          " annotation events dropped by the writer").c_str() : "");
-    if (hang.dumps_seen || hang.states_seen)
-      std::printf("hang evidence: %lu Flight Recorder dumps (%lu read), %lu in-flight state files (%lu read)\n",
-                  hang.dumps_seen, hang.dumps_read, hang.states_seen, hang.states_read);
-    for (const std::string& s : steps.first_rejections) std::printf("  rejected %s\n", s.c_str());
-    for (const std::string& s : rep.first_rejections) std::printf("  rejected %s\n", s.c_str());
-    if (rep.lines_rejected > rep.first_rejections.size())
-      std::printf("  ... see: collscope sql --db %s \"SELECT * FROM ingest_log\"\n", o.db.c_str());
-  }
-  if (rep.files_seen == 0 && kin.files_seen == 0 && steps.files_seen == 0 && hang.dumps_seen + hang.states_seen == 0) {
+  for (const std::string& s : kern.failed) std::fprintf(stderr, "collscope ingest: not stored: %s\n", s.c_str());
+  const Reports all{rep, kin, steps, hang, kern};
+  if (o.json) PrintJson(opts.run, all);
+  else if (!o.quiet) PrintText(o.db, opts.run, all);
+  if (rep.files_seen == 0 && kin.files_seen == 0 && steps.files_seen == 0 && hang.dumps_seen + hang.states_seen == 0 &&
+      kern.files_seen == 0) {
     std::fprintf(stderr, "collscope ingest: no input files (*.log, *.jsonl, their .gz, "
                          "Kineto *.pt.trace.json[.gz], step/phase series, Megatron/NeMo iteration logs, Flight "
-                         "Recorder dumps or *.inflight.json state files) found\n");
+                         "Recorder dumps, *.inflight.json state files or CUPTI kernel summaries) found\n");
     return 2;
   }
   const bool nothing_stored = rep.records_stored + rep.dump_stats_stored + kin.files_read + steps.files_read +
-                                 hang.dumps_read + hang.states_read == 0 &&
+                                 hang.dumps_read + hang.states_read + kern.files_read == 0 &&
                              rep.files_unchanged + kin.files_unchanged == 0;
   if (failed || nothing_stored) return 2;
   if (rep.lines_rejected || rep.records_missing || !rep.skipped.empty() || !kin.failed.empty() ||
-      steps.lines_rejected || !steps.failed.empty() || !hang.failed.empty())
+      steps.lines_rejected || !steps.failed.empty() || !hang.failed.empty() || kern.lines_rejected ||
+      !kern.failed.empty())
     return 1;
   return 0;
 }
@@ -169,8 +205,8 @@ void Register(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
       "ingest", "Ingest NCCL Inspector / collscope logs, PyTorch-profiler (Kineto) traces, "
-                "step/phase series, Megatron/NeMo iteration logs, PyTorch Flight Recorder dumps and "
-                "collscope in-flight state files (files or directories, "
+                "step/phase series, Megatron/NeMo iteration logs, PyTorch Flight Recorder dumps, "
+                "collscope in-flight state files and collscope CUPTI kernel summaries (files or directories, "
                 "recursively) into a store. Incremental: files that grew "
                 "are read from where the last ingest stopped; unchanged ones are skipped. Exit "
                 "status: 0 everything stored; 1 stored, but some lines were rejected or inputs "

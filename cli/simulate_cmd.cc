@@ -16,8 +16,8 @@ struct SimulateOptions {
   std::vector<std::string> faults;
   std::string scenario;
   std::string nt_ops = "allreduce,allgather,reducescatter";
-  bool no_p2p = false, no_kineto_gzip = false, no_steps = false, no_inflight_state = false,
-       quiet = false;
+  bool no_p2p = false, no_kineto_gzip = false, no_kernel_summaries = false, no_steps = false,
+       no_inflight_state = false, quiet = false;
 };
 
 void Register(CLI::App& app) {
@@ -140,6 +140,8 @@ void Register(CLI::App& app) {
                   "Last profiled step (-1: last)")
       ->capture_default_str();
   cmd->add_flag("--no-kineto-gzip", opts->no_kineto_gzip, "Write .json instead of .json.gz");
+  cmd->add_flag("--no-kernel-summaries", opts->no_kernel_summaries,
+                "Do not write the CUPTI library's kernel summaries beside the Kineto traces (kernels/)");
   cmd->add_flag("--no-steps", opts->no_steps, "Do not write the step/phase series (steps/)");
   cmd->add_flag("--no-inflight-state", opts->no_inflight_state,
                 "Do not write the plugin's in-flight state files (*.inflight.json)");
@@ -164,6 +166,7 @@ void Register(CLI::App& app) {
     cfg.workload.sharding = opts->sharding == "ddp" ? sim::Sharding::kDdp : sim::Sharding::kZero;
     cfg.inspector.p2p = !opts->no_p2p;
     cfg.output.kineto_gzip = !opts->no_kineto_gzip;
+    cfg.output.kernel_summaries = !opts->no_kernel_summaries;
     cfg.output.steps = !opts->no_steps;
     cfg.output.inflight_state = !opts->no_inflight_state;
     std::string error;

@@ -53,7 +53,9 @@ struct IngestReport {
 bool IsInspectorLogName(const std::string& name);
 
 // The Inspector logs under `paths` (*.log, *.jsonl and their .gz; any named file but JSON
-// documents), and what could not be looked at (core/input_files.h). A missing path is an error.
+// documents; never a file of another format found by content: step/phase series, iteration logs,
+// kernel summaries), and what could not be looked at (core/input_files.h). A missing path is an
+// error.
 Result<InputFiles> DiscoverInputs(const std::vector<std::string>& paths);
 
 Result<IngestReport> Ingest(Store& store, const std::vector<std::string>& paths,

@@ -1,7 +1,9 @@
 #include "core/input_files.h"
 
 #include <dirent.h>
+#include <simdjson.h>
 #include <sys/stat.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -11,6 +13,8 @@
 #include <fstream>
 #include <set>
 #include <utility>
+
+#include "core/line_reader.h"
 
 namespace collscope {
 namespace {
@@ -135,6 +139,51 @@ bool IsStepSeriesFile(const std::string& path) {
   char buf[kMagic.size()];
   if (!in.read(buf, sizeof(buf))) return false;
   return std::string_view(buf, sizeof(buf)) == kMagic;
+}
+
+bool IsKernelSummaryFile(const std::string& path) {
+  // The process line is a few hundred bytes; a first line longer than this is something else.
+  constexpr size_t kMaxFirstLine = size_t{64} << 10;
+  static constexpr std::string_view kFormat = "collscope-kernels";
+  // Decompressed when the name ends in .gz, as LineReader (core/line_reader.h) reads it.
+  const bool gz = IsGzipPath(path);
+  gzFile zf = nullptr;
+  std::ifstream in;
+  if (gz) zf = gzopen(path.c_str(), "rb");
+  else in.open(path, std::ios::binary);
+  if (gz ? !zf : !in) return false;
+  std::string head;
+  auto read_to = [&](size_t n) {
+    const size_t had = head.size();
+    head.resize(n);
+    size_t got = 0;
+    if (gz) {
+      const int r = gzread(zf, head.data() + had, static_cast<unsigned>(n - had));
+      got = r > 0 ? static_cast<size_t>(r) : 0;
+    } else {
+      in.read(head.data() + had, static_cast<std::streamsize>(n - had));
+      got = static_cast<size_t>(in.gcount());
+    }
+    head.resize(had + got);
+    return had + got == n;  // false: the content ended
+  };
+  // Every Inspector log of a folder comes through here: a small first read tells most apart.
+  bool more = read_to(size_t{4} << 10);
+  size_t eol = head.find('\n');
+  if (!head.empty() && head[0] == '{' && eol == std::string::npos && more) {
+    read_to(kMaxFirstLine);
+    eol = head.find('\n');
+  }
+  if (zf) gzclose(zf);
+  if (head.empty() || head[0] != '{' || (eol == std::string::npos && head.size() == kMaxFirstLine)) return false;
+  head.resize(std::min(eol, head.size()));
+  if (head.find(kFormat) == std::string::npos) return false;
+  simdjson::dom::parser parser;
+  simdjson::dom::object o;
+  std::string_view type, format;
+  return parser.parse(head).get_object().get(o) == simdjson::SUCCESS &&
+         o["type"].get_string().get(type) == simdjson::SUCCESS && type == "process" &&
+         o["format"].get_string().get(format) == simdjson::SUCCESS && format == kFormat;
 }
 
 bool IsIterationLogLine(std::string_view line) {

@@ -32,6 +32,14 @@ Result<InputFiles> FindInputFiles(const std::vector<std::string>& paths, const W
 // are found by content, whatever their name, and are no Inspector log.
 bool IsStepSeriesFile(const std::string& path);
 
+// True when the file's first line (decompressed when its name ends in .gz, as the library writes
+// it by default) is the process line of a kernel-summary file of collscope's CUPTI library
+// (core/readers/kernel_summary.h): a JSON object with "type":"process" and
+// "format":"collscope-kernels", whatever its format_version (another version is refused by the
+// reader, with its reason, rather than read as an Inspector log). Found by content, whatever the
+// file's name; such files are no Inspector log.
+bool IsKernelSummaryFile(const std::string& path);
+
 // True for a training framework's iteration line (core/readers/iteration_log.h): Megatron's
 // "iteration N/ M | ... elapsed time per iteration (ms): X" or NeMo's "train_step_timing in s=X".
 bool IsIterationLogLine(std::string_view line);

@@ -897,6 +897,7 @@ void Engine::Advance(int r) {
 void Engine::RunStep(int step) {
   step_ = step;
   kin_step_ = kin_.enabled() && kin_.StepOn(step);
+  kin_.SetStep(step);
   double smin = kInf;
   for (int r = 0; r < L_.world; ++r) {
     RankState& st = rs_[r];

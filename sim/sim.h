@@ -86,6 +86,8 @@ struct OutputConfig {
   int kineto_first_step = 0;
   int kineto_last_step = -1;          // -1: through the last step
   bool kineto_gzip = true;
+  // kernels/<host>-pid<pid>.kernels.jsonl.gz beside the Kineto traces: the CUPTI library's summaries.
+  bool kernel_summaries = true;
   bool steps = true;                  // steps/<host>-pid<pid>.steps.jsonl (step/phase series)
   int64_t buffer_mb = 256;            // Inspector bytes buffered before appending to files
   // collscope plugin in-flight state files (<host>-pid<pid>.inflight.json in nccl-inspector/),

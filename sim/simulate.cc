@@ -112,8 +112,10 @@ int Simulate(const SimConfig& config, SimStats* stats, std::string* error) {
   const std::string kin_dir = dir + "/kineto";
   if (!MakeDirs(insp_dir, error)) return 1;
   InspectorWriter insp(config, layout, insp_dir);
-  KinetoWriter kineto(config, layout, kin_dir);
+  const std::string kernels_dir = dir + "/kernels";
+  KinetoWriter kineto(config, layout, kin_dir, kernels_dir);
   if (kineto.enabled() && !MakeDirs(kin_dir, error)) return 1;
+  if (kineto.summaries() && !MakeDirs(kernels_dir, error)) return 1;
   const std::string steps_dir = dir + "/steps";
   StepWriter steps(config, layout, steps_dir);
   if (steps.enabled() && !MakeDirs(steps_dir, error)) return 1;
@@ -168,6 +170,7 @@ int Simulate(const SimConfig& config, SimStats* stats, std::string* error) {
        ",\"dropped_records\":" + std::to_string(insp.dropped()) +
        ",\"filtered_small_records\":" + std::to_string(insp.filtered()) + "},\n";
   o += "\"outputs\":{\"kineto_dir\":" + std::string(kineto.enabled() ? "\"kineto\"" : "null") +
+       ",\"kernel_summaries_dir\":" + std::string(kineto.summaries() ? "\"kernels\"" : "null") +
        ",\"steps_dir\":" + std::string(steps.enabled() ? "\"steps\"" : "null") +
        ",\"nccl_tests_out\":" +
        (config.mode == Mode::kNcclTests ? std::string("\"nccl-tests.out\"") : std::string("null")) +

@@ -609,10 +609,13 @@ bool InspectorWriter::Finish(double job_end_us, std::string* error) {
 // ------------------------------------------------------------------------------------------------
 // KinetoWriter
 
-KinetoWriter::KinetoWriter(const SimConfig& config, const Layout& layout, const std::string& dir)
-    : config_(config), layout_(layout), dir_(dir) {
+KinetoWriter::KinetoWriter(const SimConfig& config, const Layout& layout, const std::string& dir,
+                           const std::string& summary_dir)
+    : config_(config), layout_(layout), dir_(dir), summary_dir_(summary_dir) {
   enabled_ = config.mode == Mode::kTraining && layout.world <= config.output.kineto_max_ranks;
   if (!enabled_) return;
+  if (config.output.kernel_summaries)
+    summarizers_.assign(static_cast<size_t>(layout.world), capture::Summarizer(10'000'000'000, nullptr));
   events_.resize(layout.world);
   correlation_.assign(layout.world, 1000);
   // Kineto prints timestamps relative to baseTimeNanoseconds; base + ts is the wall clock.
@@ -666,6 +669,21 @@ void KinetoWriter::Kernel(int rank, const std::string& name, int stream, double 
     args += extra_args;
   }
   Event(rank, "kernel", name, device, stream, start_us, dur_us, args);
+  if (!summarizers_.empty()) {
+    // As CUPTI times it: wall-clock ns of the host (with its clock offset), one launch shape per
+    // kernel name.
+    const double wall_us = static_cast<double>(config_.start_time_us) +
+                           layout_.clock_offset_us[layout_.ranks[rank].host] + start_us;
+    capture::Activity a;
+    a.name = name;
+    a.kind = capture::KernelKindOf(name);
+    a.grid[0] = 132, a.grid[1] = 1, a.grid[2] = 1;
+    a.block[0] = a.kind == capture::ActivityKind::kNccl ? 640 : 256, a.block[1] = 1, a.block[2] = 1;
+    a.device = static_cast<uint32_t>(device), a.stream = static_cast<uint32_t>(stream);
+    a.start_ns = static_cast<uint64_t>(std::llround(wall_us * 1000));
+    a.end_ns = a.start_ns + static_cast<uint64_t>(std::llround(dur_us * 1000));
+    summarizers_[static_cast<size_t>(rank)].AddInStep(a, step_);
+  }
 }
 
 void KinetoWriter::Annotation(int rank, const std::string& name, double start_us, double dur_us,
@@ -683,6 +701,23 @@ void KinetoWriter::Annotation(int rank, const std::string& name, double start_us
 
 bool KinetoWriter::Finish(std::string* error) {
   if (!enabled_) return true;
+  for (size_t r = 0; r < summarizers_.size(); ++r) {
+    const RankInfo& ri = layout_.ranks[r];
+    capture::SummaryProcess p;
+    p.host = layout_.hostnames[ri.host], p.pid = ri.pid, p.rank = static_cast<int32_t>(r);
+    p.local_rank = ri.local, p.world_size = layout_.world, p.step_windows = true, p.window_ms = 10000;
+    std::string text = capture::ProcessLine(p);
+    summarizers_[r].Emit(UINT64_MAX, &text);
+    text += "{\"type\":\"stats\",\"records\":" + std::to_string(summarizers_[r].activities()) +
+            ",\"kernels\":" + std::to_string(summarizers_[r].activities()) +
+            ",\"untimed\":0,\"dropped_by_cupti\":0,\"buffers_refused\":0,\"invalid_records\":0,\"late\":0}\n";
+    const std::string path = summary_dir_ + "/" + p.host + "-pid" + std::to_string(ri.pid) + ".kernels.jsonl.gz";
+    gzFile gz = gzopen(path.c_str(), "wb6");
+    if (!gz) { *error = "cannot open " + path; return false; }
+    const bool wrote = gzwrite(gz, text.data(), static_cast<unsigned>(text.size())) == static_cast<int>(text.size());
+    if (gzclose(gz) != Z_OK || !wrote) { *error = "cannot write " + path; return false; }
+  }
+  summarizers_.clear();
   for (int r = 0; r < layout_.world; ++r) {
     const RankInfo& ri = layout_.ranks[r];
     std::string doc = "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [\n";

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "capture/cupti/summarizer.h"
 #include "sim/internal.h"
 
 namespace collscope::sim {
@@ -139,12 +140,18 @@ class InspectorWriter {
   std::vector<CommCounters> counters_;  // world x comm kinds
 };
 
-// Per-rank Kineto Chrome trace (small jobs). Events are collected in memory per rank.
+// Per-rank Kineto Chrome trace (small jobs), and beside it the kernel summaries collscope's CUPTI
+// library would write for the same kernels (<host>-pid<pid>.kernels.jsonl.gz in `summary_dir`,
+// docs/cupti.md, through the library's own Summarizer, one window per step). Events are collected
+// in memory per rank.
 class KinetoWriter {
  public:
-  KinetoWriter(const SimConfig& config, const Layout& layout, const std::string& dir);
+  KinetoWriter(const SimConfig& config, const Layout& layout, const std::string& dir,
+               const std::string& summary_dir);
   bool enabled() const { return enabled_; }
+  bool summaries() const { return enabled_ && config_.output.kernel_summaries; }
   bool StepOn(int step) const;
+  void SetStep(int step) { step_ = step; }
   // GPU kernel on stream `stream` (true time, us from job start).
   void Kernel(int rank, const std::string& name, int stream, double start_us, double dur_us,
               const std::string& extra_args);
@@ -162,6 +169,9 @@ class KinetoWriter {
   double base_us_ = 0;
   std::vector<std::string> events_;
   std::vector<uint64_t> correlation_;
+  std::string summary_dir_;
+  std::vector<capture::Summarizer> summarizers_;  // per rank
+  int step_ = 0;
 };
 
 // Per-process step/phase series in the annotation API's format (core/readers/step_file.h), one

@@ -8,6 +8,7 @@
 
 #include <simdjson.h>
 
+#include "tests/kernel_summary_job.h"
 #include "tests/test_util.h"
 
 namespace collscope {
@@ -299,6 +300,81 @@ TEST(Diagnose, DefaultRunIsTheOneWithMostRecordsAndIsPrinted) {
     EXPECT_NE(out.text.find("run: example (the store's run with the most records"), std::string::npos)
         << cmd << "\n" << out.text;
   }
+}
+
+// The CUPTI library's kernel summaries: `ingest` stores them (found by content, and not taken for
+// Inspector logs) and says so; `diagnose --db` and `diagnose DIR` name the rank whose GEMM slowed.
+TEST(KernelSummaries, IngestThenDiagnoseNamesTheSlowRank) {
+  if (Collscope("diagnose --help").code != 0) GTEST_SKIP() << "collscope built without diagnose";
+  testing::TempDir dir;
+  std::filesystem::create_directories(dir / "job");
+  testing::SummaryJob job;
+  job.slow_rank = 5;
+  job.gzip = true;
+  testing::WriteSummaryJob(dir / "job", job);
+  // The same job's Inspector records: with them the summaries make evidence tier D.
+  std::string records;
+  for (int sn = 1; sn <= 4; ++sn)
+    records += CollLine("node0", 1000, "0xabc", 0, 8, 2, "AllReduce", sn, 1048576, 100, "10.485760", "18.350080");
+  testing::WriteFile((dir / "job") + "/node0-pid1000.log", records);
+  const std::string db = dir / "s.duckdb";
+  Output ing = Collscope("ingest " + dir / "job" + " --db " + db);
+  EXPECT_EQ(ing.code, 0) << ing.text;
+  EXPECT_NE(ing.text.find("run job: 1 files"), std::string::npos) << ing.text;  // the summaries are no Inspector log
+  EXPECT_NE(ing.text.find("kernel summaries (CUPTI): 8 files (8 read): 1440 summary rows, 0 lines rejected\n"),
+            std::string::npos)
+      << ing.text;
+  Output again = Collscope("ingest " + dir / "job" + " --db " + db + " --json");
+  EXPECT_EQ(again.code, 0) << again.text;
+  EXPECT_NE(again.text.find("\"kernel_summary_files_seen\": 8, \"kernel_summary_files_read\": 8, \"kernel_summaries\": 1440, "
+                            "\"kernel_summary_lines_rejected\": 0"),
+            std::string::npos)
+      << again.text;
+  Output rows = Collscope("sql --db " + db + " --csv \"SELECT count(*), count(DISTINCT file_id) FROM kernel_summaries\"");
+  EXPECT_NE(rows.text.find("1440,8"), std::string::npos) << rows.text;  // read twice, stored once
+  Output stored = Collscope("diagnose --db " + db + " --json");
+  EXPECT_EQ(stored.code, 1) << stored.text;
+  EXPECT_NE(stored.text.find(", 8 CUPTI kernel-summary files; evidence tier D\n"), std::string::npos) << stored.text;
+  EXPECT_NE(stored.text.find("\"detector\": \"kernel.summaries\""), std::string::npos) << stored.text;
+  EXPECT_NE(stored.text.find("\"hosts\": [\"node1\"], \"ranks\": [5]"), std::string::npos) << stored.text;
+  Output paths = Collscope("diagnose " + dir / "job" + " --json");
+  EXPECT_EQ(paths.code, 1) << paths.text;
+  auto findings = [](const std::string& text) { return text.substr(std::min(text.size(), text.find("{\"schema\""))); };
+  EXPECT_EQ(findings(paths.text), findings(stored.text));
+}
+
+// What cannot be used is said: a file of another format version is not stored (ingest exits 1)
+// and `diagnose DIR` names it; a file that names no rank is stored, and diagnose says its kernels
+// were not compared.
+TEST(KernelSummaries, WhatCannotBeUsedIsSaid) {
+  if (Collscope("diagnose --help").code != 0) GTEST_SKIP() << "collscope built without diagnose";
+  testing::TempDir dir;
+  std::filesystem::create_directories(dir / "job");
+  testing::SummaryJob job;
+  job.steps = 4;
+  testing::WriteSummaryJob(dir / "job", job);
+  const std::string v2 = (dir / "job") + "/node9-pid1.kernels.jsonl";
+  testing::WriteFile(v2, "{\"type\":\"process\",\"format\":\"collscope-kernels\",\"format_version\":2}\n");
+  const std::string anon = (dir / "job") + "/node9-pid2.kernels.jsonl";
+  testing::WriteFile(anon, "{\"type\":\"process\",\"format\":\"collscope-kernels\",\"format_version\":1,"
+                           "\"host\":\"node9\",\"pid\":2,\"rank\":-1,\"window\":\"time\"}\n");
+  const std::string db = dir / "s.duckdb";
+  Output ing = Collscope("ingest " + dir / "job" + " --db " + db);
+  EXPECT_EQ(ing.code, 1) << ing.text;
+  EXPECT_NE(ing.text.find("kernel summaries (CUPTI): 10 files (9 read)"), std::string::npos) << ing.text;
+  EXPECT_NE(ing.text.find("not stored: " + v2 + ":1: kernel-summary format version 2; this collscope reads version 1"),
+            std::string::npos)
+      << ing.text;
+  const std::string unranked = "could not use: " + anon + ": kernel summaries that name no rank";
+  Output stored = Collscope("diagnose --db " + db);
+  EXPECT_EQ(stored.code, 0) << stored.text;
+  EXPECT_NE(stored.text.find("read: 9 CUPTI kernel-summary files\n"), std::string::npos) << stored.text;
+  EXPECT_NE(stored.text.find(unranked), std::string::npos) << stored.text;
+  Output paths = Collscope("diagnose " + dir / "job");
+  EXPECT_EQ(paths.code, 0) << paths.text;
+  EXPECT_NE(paths.text.find("could not use: " + v2 + ":1: kernel-summary format version 2"), std::string::npos)
+      << paths.text;
+  EXPECT_NE(paths.text.find(unranked), std::string::npos) << paths.text;
 }
 
 }  // namespace

@@ -527,6 +527,27 @@ void RegisterIngestCases() {
   c.push_back({"diagnose_symlink_loop_to_parent",
                [](const Env& e) { GoodInputs(e); fs::create_directory_symlink(e.in(), e.in() + "/loop"); },
                diagnose, "read:", terminates});
+  // Kernel summaries of the CUPTI library (gzip by default): a corrupt stream is named with its
+  // reason, and the good data beside it is stored.
+  c.push_back({"ingest_kernel_summary_with_a_corrupt_gzip_block",
+               [](const Env& e) {
+                 GoodInputs(e);
+                 std::string text =
+                     R"({"type":"process","format":"collscope-kernels","format_version":1,"host":"node1","pid":1,"rank":0,"window":"time"})" "\n"
+                     R"({"type":"kernel","id":0,"name":"k","kind":"compute","grid":[1,1,1],"block":[1,1,1]})" "\n";
+                 for (int w = 0; w < 4000; ++w)
+                   text += R"({"type":"summary","step":null,"start_ns":)" + std::to_string(w * 10000000000LL) +
+                           R"(,"end_ns":)" + std::to_string((w + 1) * 10000000000LL) +
+                           R"(,"kernel":0,"device":0,"stream":7,"count":1,"total_ns":)" + std::to_string(1000 + w * 7) +
+                           R"(,"min_ns":)" + std::to_string(1000 + w * 7) + R"(,"max_ns":)" + std::to_string(1000 + w * 7) +
+                           R"(,"modes":[[1,)" + std::to_string(1000 + w * 7) + ",0]]}\n";
+                 const std::string path = e.in() + "/node1-pid1.kernels.jsonl.gz";
+                 testing::WriteGzip(path, text);
+                 std::string gz = testing::ReadFile(path);
+                 for (size_t i = gz.size() / 2; i < gz.size() / 2 + 64; ++i) gz[i] = static_cast<char>(gz[i] ^ 0x5a);
+                 WriteFile(path, gz);
+               },
+               [](const Env& e) { return Ingest(e); }, "node1-pid1.kernels.jsonl.gz: gzip error", GoodStoredWithWarning});
 }
 
 // --- the runner --------------------------------------------------------------------------------

@@ -12,10 +12,12 @@
 #include "analysis/diagnose/compute_growth.h"
 #include "analysis/diagnose/hang.h"
 #include "analysis/diagnose/kernel_detect.h"
+#include "analysis/diagnose/kernel_summaries.h"
 #include "analysis/diagnose/registry.h"
 #include "analysis/diagnose/steps.h"
 #include "core/ingest.h"
 #include "core/readers/hang_evidence.h"
+#include "core/readers/kernel_summary.h"
 #include "core/readers/kineto.h"
 #include "core/readers/step_file.h"
 
@@ -150,7 +152,7 @@ void SummarizeRecords(const CommData& d, const std::string& run, InputSummary* r
 
 std::string InputSummary::Tier() const {
   if (records == 0) return usable() ? "-" : "";
-  if (kineto_traces > 0 || stored_kernels) return "D";
+  if (kineto_traces > 0 || stored_kernels || kernel_summaries > 0) return "D";
   if (step_series > 0) return "C";
   if (state_files > 0) return "B";
   return "A";
@@ -172,6 +174,8 @@ std::string InputSummary::ToText() const {
         " (job-level step times: they name no rank)");
   if (kineto_traces) add(std::to_string(kineto_traces) + " Kineto traces");
   if (stored_kernels) add("the store's Kineto kernels");
+  if (kernel_summaries)
+    add(std::to_string(kernel_summaries) + " CUPTI kernel-summary file" + (kernel_summaries > 1 ? "s" : ""));
   if (!usable()) add("nothing usable");
   const std::string tier = Tier();
   if (tier.size() == 1 && tier != "-") o += "; evidence tier " + tier;
@@ -276,14 +280,34 @@ Status DetectFromHangEvidence(Store& store, const std::string& run, std::vector<
   return Status::Ok();
 }
 
-// The run's stored Kineto kernels and steps (L3 kernel modes, L1 steps); only a run that holds
-// kernels is tier D.
+// The run's kernel summaries (L3 kernel modes); `hosts` gets the hosts of the ranks they name.
+Status DetectFromKernelSummaries(Store& store, const std::string& run, std::vector<Finding>* out, InputSummary* read,
+                                 std::map<int, std::string>* hosts) {
+  SummarySource source;
+  auto d = LoadKernelSummaryData(store, run, &source);
+  if (!d.ok()) return d.status();
+  if (read) {
+    read->kernel_summaries += source.files;
+    read->unusable.insert(read->unusable.end(), source.unusable.begin(), source.unusable.end());
+  }
+  *hosts = d->hosts;
+  auto f = DetectSummaryAnomalies(*d);
+  out->insert(out->end(), f.begin(), f.end());
+  return Status::Ok();
+}
+
+// The run's kernels: the CUPTI library's summaries first, then Kineto's stored kernels (L3 kernel
+// modes) and steps (L1); only a run that holds kernels is tier D. A straggler both sources see is
+// one finding: Kineto ranks whose traces name no host get the summaries' hosts, and the
+// same-host merge (registry.cc) folds the two.
 Status DetectFromStoredKernels(Store& store, const std::string& run, std::vector<Finding>* out, InputSummary* read) {
+  std::map<int, std::string> summary_hosts;
+  COLLSCOPE_RETURN_IF_ERROR(DetectFromKernelSummaries(store, run, out, read, &summary_hosts));
   if (!readers::HasKinetoTables(store)) return Status::Ok();
   auto kernels = store.QueryInt("SELECT count(*) FROM kernels WHERE run_id = (SELECT run_id FROM runs WHERE name = " +
                                  SqlString(run) + ")");
   if (read) read->stored_kernels = kernels.ok() && *kernels > 0;
-  auto k = DiagnoseKineto(store, run, true);
+  auto k = DiagnoseKineto(store, run, true, KernelOptions{}, summary_hosts);
   if (!k.ok()) return k.status();
   out->insert(out->end(), k->begin(), k->end());
   return Status::Ok();
@@ -314,7 +338,7 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
                                            const DiagnoseOptions& o, DiagnoseTiming* timing,
                                            Store* records, InputSummary* read) {
   namespace fs = std::filesystem;
-  std::vector<std::string> logs, step_files, hang_files;
+  std::vector<std::string> logs, step_files, hang_files, kernel_files;
   // Every regular file under the paths, once (core/input_files.h: links followed once, FIFOs
   // and devices skipped with a reason, never opened).
   auto found = FindInputFiles(paths, [](const std::string&, bool) { return true; });
@@ -324,6 +348,7 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
   for (const std::string& f : found->files) {
     const std::string name = fs::path(f).filename().string();
     if (IsStepSeriesFile(f) || IsIterationLog(f)) step_files.push_back(f);
+    else if (IsKernelSummaryFile(f)) kernel_files.push_back(f);
     else if (IsInspectorLogName(name)) logs.push_back(f);
     else if (readers::IsHangEvidenceFile(f)) hang_files.push_back(f);
     else if (!readers::IsKinetoTraceName(f) && read)
@@ -333,11 +358,11 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
     return Status::Error(logs[0] + ": Inspector logs among the paths and a store: ingest them into the store first");
   // Every input goes into a temporary store first, so that `diagnose PATHS` and `diagnose --db`
   // read the same tables the same way. With a store (`--db`), its run holds the records, and the
-  // paths' step series, dumps and state files are checked against them.
+  // paths' step series, dumps, state files and kernel summaries are checked against them.
   std::vector<Finding> out;
   const std::string temp_run = "diagnose";
   std::unique_ptr<Store> temp;
-  if (!logs.empty() || !step_files.empty() || !hang_files.empty()) {
+  if (!logs.empty() || !step_files.empty() || !hang_files.empty() || !kernel_files.empty()) {
     auto store = Store::Open(":memory:");
     if (!store.ok()) return store.status();
     temp = std::move(*store);
@@ -366,6 +391,11 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
       if (!rep.ok()) return rep.status();
       note(0, {}, rep->failed);
     }
+    if (!kernel_files.empty()) {
+      auto rep = readers::IngestKernelSummaries(*temp, kernel_files, temp_run);
+      if (!rep.ok()) return rep.status();
+      note(rep->lines_rejected, rep->first_rejections, rep->failed);
+    }
     if (timing) timing->ingest_s = Now() - t;
   }
   Store* records_store = records ? records : !logs.empty() ? temp.get() : nullptr;
@@ -379,6 +409,9 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
   const std::string steps_run = !step_files.empty() ? temp_run : run;
   if (steps_store) COLLSCOPE_RETURN_IF_ERROR(DetectFromSteps(*steps_store, steps_run, comm, o.comm, &out, read));
   if (temp) COLLSCOPE_RETURN_IF_ERROR(DetectFromHangEvidence(*temp, temp_run, &out, read));
+  std::map<int, std::string> summary_hosts;
+  if (!kernel_files.empty())
+    COLLSCOPE_RETURN_IF_ERROR(DetectFromKernelSummaries(*temp, temp_run, &out, read, &summary_hosts));
   if (records) {
     COLLSCOPE_RETURN_IF_ERROR(DetectFromHangEvidence(*records, run, &out, read));
     COLLSCOPE_RETURN_IF_ERROR(DetectFromStoredKernels(*records, run, &out, read));
@@ -390,7 +423,7 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
   if (read) read->kineto_traces += static_cast<int>(traces->size());
   // PyTorch profiler (Kineto) traces among the paths: L3 kernel modes, and L1 on their
   // ProfilerStep times unless step/phase series already gave the steps.
-  auto k = DiagnoseKinetoPaths(*traces, step_files.empty());
+  auto k = DiagnoseKinetoPaths(*traces, step_files.empty(), KernelOptions{}, summary_hosts);
   if (!k.ok()) return k.status();
   out.insert(out.end(), k->begin(), k->end());
   Consolidate(&out, o.suppressed);

@@ -26,7 +26,8 @@ struct DiagnoseTiming {
 
 // What a diagnosis read and what it could not use: every run says so, since silence is never
 // reassurance. The evidence tier follows from what was read (docs/diagnosis.md): A Inspector
-// records, B plus collscope in-flight state files, C plus per-rank step series, D plus kernels.
+// records, B plus collscope in-flight state files, C plus per-rank step series, D plus kernels
+// (Kineto traces or CUPTI kernel summaries).
 struct InputSummary {
   std::string run;              // the store run diagnosed ("" when no records)
   int64_t records = 0;          // collective and point-to-point records
@@ -37,12 +38,13 @@ struct InputSummary {
   int step_series = 0;     // per-rank step/phase series files (the annotation API's format)
   int iteration_logs = 0;  // frameworks' job-level iteration logs (Megatron, NeMo)
   bool stored_kernels = false;  // the store holds Kineto kernels (collscope ingest)
+  int kernel_summaries = 0;     // kernel-summary files of the CUPTI library (core/readers/kernel_summary.h)
   uint64_t lines_rejected = 0;
   std::vector<std::string> unusable;  // "path: why", for inputs that were not used
   std::string Tier() const;     // "A".."D", or "" when nothing usable was read
   bool usable() const {
     return records > 0 || state_files > 0 || flight_recorder_dumps > 0 || step_series > 0 || iteration_logs > 0 ||
-           kineto_traces > 0 || stored_kernels;
+           kineto_traces > 0 || stored_kernels || kernel_summaries > 0;
   }
   std::string ToText() const;   // "read: ..." and "could not use: ..." lines
 };
@@ -52,8 +54,8 @@ Result<std::vector<Finding>> DiagnoseStore(Store& store, const DiagnoseOptions& 
                                            DiagnoseTiming* timing = nullptr, InputSummary* read = nullptr);
 
 // Inputs given as paths: NCCL Inspector / collscope logs (ingested into a temporary store),
-// Flight Recorder dumps, collscope in-flight state files, step/phase series (found by content),
-// PyTorch profiler (Kineto) traces.
+// Flight Recorder dumps, collscope in-flight state files, step/phase series and CUPTI kernel
+// summaries (both found by content), PyTorch profiler (Kineto) traces.
 // `records`: a store whose run `o.run` holds the records instead (`--db`); the step series are
 // then checked against its findings and mapped to its hosts. Logs among the paths with a store
 // are an error (ingest them into it first).

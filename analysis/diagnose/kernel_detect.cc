@@ -16,6 +16,13 @@
 namespace collscope::diagnose {
 namespace {
 
+double SeriesTime(const KernelSeries& s) {
+  if (s.total_us >= 0) return s.total_us;
+  double t = 0;
+  for (double v : s.dur_us) t += v;
+  return t;
+}
+
 double MedianOf(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -303,9 +310,7 @@ std::vector<Finding> DetectKernelAnomalies(const KernelData& d, const KernelOpti
   std::map<std::pair<int, int>, const KernelSeries*> series_of;
   std::map<int, double> rank_total;
   for (const KernelSeries& s : d.series) {
-    double t = 0;
-    for (double v : s.dur_us) t += v;
-    rank_total[s.rank] += t;
+    rank_total[s.rank] += SeriesTime(s);
     series_of[{s.rank, s.name}] = &s;
     if (s.dur_us.size() < o.min_samples) continue;
     by_name[s.name].push_back(MakeProfile(s.rank, s.name, s.dur_us, o.kde));
@@ -350,7 +355,9 @@ std::vector<Finding> DetectKernelAnomalies(const KernelData& d, const KernelOpti
           hs.w1_rel = nn[i];
           hs.typical = typical;
           hs.name = name;
-          if (DateShift(*series_of[{profs[i].rank, name}], o.mode_tolerance, &hs)) shifts.push_back(std::move(hs));
+          const KernelSeries& s = *series_of[{profs[i].rank, name}];
+          if (s.total_us >= 0) hs.time_us = s.total_us;
+          if (DateShift(s, o.mode_tolerance, &hs)) shifts.push_back(std::move(hs));
         }
         continue;
       }
@@ -392,7 +399,7 @@ std::vector<Finding> DetectKernelAnomalies(const KernelData& d, const KernelOpti
       // The peers' modes: those of the nearest peer.
       ks.peer_modes = profs[order.front()].modes;
       const KernelSeries& s = *series_of[{p.rank, name}];
-      ks.time_us = p.total_us;
+      ks.time_us = s.total_us >= 0 ? s.total_us : p.total_us;
       // The samples of the shifted modes (or above the tolerance) date the shift.
       double lo = std::numeric_limits<double>::infinity(), hi = lo;
       if (!shifted.empty()) {
@@ -508,10 +515,11 @@ std::vector<Finding> DetectKernelAnomalies(const KernelData& d, const KernelOpti
 }
 
 Result<std::vector<Finding>> DiagnoseKineto(Store& store, const std::string& run, bool with_steps,
-                                            const KernelOptions& o) {
+                                            const KernelOptions& o, const std::map<int, std::string>& known_hosts) {
   std::vector<Finding> out;
   auto d = LoadKernelData(store, run);
   if (!d.ok()) return d.status();
+  for (const auto& [rank, host] : known_hosts) d->hosts.try_emplace(rank, host);
   out = DetectKernelAnomalies(*d, o);
   if (with_steps) {
     auto s = readers::LoadKinetoSteps(store, run);
@@ -525,7 +533,8 @@ Result<std::vector<Finding>> DiagnoseKineto(Store& store, const std::string& run
 }
 
 Result<std::vector<Finding>> DiagnoseKinetoPaths(const std::vector<std::string>& paths,
-                                                 bool with_steps, const KernelOptions& o) {
+                                                 bool with_steps, const KernelOptions& o,
+                                                 const std::map<int, std::string>& known_hosts) {
   auto files = readers::FindKinetoTraces(paths);
   if (!files.ok()) return files.status();
   if (files->empty()) return std::vector<Finding>{};
@@ -533,7 +542,7 @@ Result<std::vector<Finding>> DiagnoseKinetoPaths(const std::vector<std::string>&
   if (!store.ok()) return store.status();
   auto rep = readers::IngestKineto(**store, *files, "kineto");
   if (!rep.ok()) return rep.status();
-  return DiagnoseKineto(**store, "kineto", with_steps, o);
+  return DiagnoseKineto(**store, "kineto", with_steps, o, known_hosts);
 }
 
 }  // namespace collscope::diagnose

@@ -1,4 +1,5 @@
-// L3 kernel-level detector over Kineto GPU kernels (the `kernels` table, core/readers/kineto.h).
+// L3 kernel-level detector over GPU kernels: Kineto's (the `kernels` table, core/readers/kineto.h)
+// and the CUPTI library's kernel summaries (analysis/diagnose/kernel_summaries.h).
 //
 // Per (rank, compute kernel name) the durations are compressed to a profile (KDE modes and a
 // quantile sketch, analysis/diagnose/kernel_stats.h). Per kernel name the ranks that run it are
@@ -29,6 +30,9 @@ struct KernelSeries {
   std::vector<double> dur_us;   // in start order
   std::vector<double> start_us;
   std::vector<int64_t> step;    // -1 outside every step
+  // The exact time in this kernel when the durations are a sample of it (kernel summaries);
+  // -1: the durations are every execution, and their sum is the time.
+  double total_us = -1;
 };
 
 struct KernelData {
@@ -96,10 +100,15 @@ std::vector<Finding> DetectKernelAnomalies(const KernelData& d, const KernelOpti
                                            KernelAnalysis* analysis = nullptr);
 
 // L3 over the store's Kineto kernels and, when `with_steps`, L1/L2 over its Kineto steps.
+// `known_hosts`: the hosts of ranks whose traces name none (a trace's host comes from its file
+// name), from another source of the same job (kernel summaries), so that a straggler both
+// sources see names one host and consolidates into one finding.
 Result<std::vector<Finding>> DiagnoseKineto(Store& store, const std::string& run, bool with_steps,
-                                            const KernelOptions& o = {});
+                                            const KernelOptions& o = {},
+                                            const std::map<int, std::string>& known_hosts = {});
 // The same for Kineto traces under `paths` (ingested into a temporary store). No traces: none.
 Result<std::vector<Finding>> DiagnoseKinetoPaths(const std::vector<std::string>& paths,
-                                                 bool with_steps, const KernelOptions& o = {});
+                                                 bool with_steps, const KernelOptions& o = {},
+                                                 const std::map<int, std::string>& known_hosts = {});
 
 }  // namespace collscope::diagnose

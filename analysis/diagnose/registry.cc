@@ -84,6 +84,7 @@ const std::vector<DetectorInfo>& Detectors() {
       {"steps.compute", {Kind::kSlowCompute}, "per-rank step phases", 'C', nullptr},
       {"steps.stage_idle", {Kind::kPipelineBubble}, "per-rank step phases and pipeline communicators", 'C', nullptr},
       {"kernel.modes", {Kind::kSlowCompute}, "kernels (Kineto traces)", 'D', nullptr},
+      {"kernel.summaries", {Kind::kSlowCompute}, "kernel summaries (collscope CUPTI library)", 'D', nullptr},
   };
   return d;
 }

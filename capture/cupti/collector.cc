@@ -12,7 +12,6 @@
 #include <cstring>
 #include <ctime>
 
-#include "capture/common/json_escape.h"
 
 namespace collscope::capture {
 namespace {
@@ -313,13 +312,11 @@ void Collector::Write(const std::string& text) {
       return Warn("cannot start compression for '" + path_ + "'");
     }
     deflating_ = config_.gzip;
-    std::string head = "{\"type\":\"process\",\"format\":\"collscope-kernels\",\"format_version\":1,\"host\":";
-    AppendEscapedJsonString(config_.host, &head);
-    head += ",\"pid\":" + std::to_string(config_.pid) + ",\"rank\":" + std::to_string(config_.rank) +
-            ",\"local_rank\":" + std::to_string(config_.local_rank) + ",\"world_size\":" +
-            std::to_string(config_.world_size) + ",\"window\":\"" +
-            (g_step_at.load() != nullptr ? "step" : "time") + "\",\"window_ms\":" +
-            std::to_string(config_.window_ns / 1000000) + ",\"clock\":\"realtime\"}\n";
+    SummaryProcess p;
+    p.host = config_.host, p.pid = config_.pid, p.rank = config_.rank, p.local_rank = config_.local_rank;
+    p.world_size = config_.world_size, p.step_windows = g_step_at.load() != nullptr;
+    p.window_ms = config_.window_ns / 1000000;
+    const std::string head = ProcessLine(p);
     if (!(deflating_ ? Deflate(head + text, Z_SYNC_FLUSH) : WriteRaw(head.data(), head.size()) &&
                                                               WriteRaw(text.data(), text.size())))
       disabled_ = true;

@@ -49,14 +49,17 @@ uint32_t Summarizer::KernelId(const Activity& a) {
 }
 
 void Summarizer::Add(const Activity& a) {
+  int64_t step = 0;
+  if (step_at_ != nullptr && step_at_(a.start_ns, &step)) Insert(a, {true, step});
+  else Insert(a, {false, static_cast<int64_t>(a.start_ns / window_ns_)});
+}
+
+void Summarizer::AddInStep(const Activity& a, int64_t step) { Insert(a, {true, step}); }
+
+void Summarizer::Insert(const Activity& a, WindowId window) {
   ++activities_;
   Key k;
-  int64_t step = 0;
-  if (step_at_ != nullptr && step_at_(a.start_ns, &step)) {
-    k.window = {true, step};
-  } else {
-    k.window = {false, static_cast<int64_t>(a.start_ns / window_ns_)};
-  }
+  k.window = window;
   k.name = KernelId(a);
   k.device = a.device;
   k.stream = a.stream;
@@ -128,6 +131,16 @@ void Summarizer::Emit(uint64_t closed_before_ns, std::string* out) {
     }
     it = open_.erase(it);
   }
+}
+
+std::string ProcessLine(const SummaryProcess& p) {
+  std::string s = "{\"type\":\"process\",\"format\":\"collscope-kernels\",\"format_version\":1,\"host\":";
+  AppendEscapedJsonString(p.host, &s);
+  s += ",\"pid\":" + std::to_string(p.pid) + ",\"rank\":" + std::to_string(p.rank) + ",\"local_rank\":" +
+       std::to_string(p.local_rank) + ",\"world_size\":" + std::to_string(p.world_size) + ",\"window\":\"" +
+       (p.step_windows ? "step" : "time") + "\",\"window_ms\":" + std::to_string(p.window_ms) +
+       ",\"clock\":\"realtime\"}\n";
+  return s;
 }
 
 }  // namespace collscope::capture

@@ -45,6 +45,8 @@ class Summarizer {
   Summarizer(uint64_t window_ns, StepAtFn step_at) : window_ns_(window_ns), step_at_(step_at) {}
 
   void Add(const Activity& a);
+  // The same, in a step the caller knows (the simulator).
+  void AddInStep(const Activity& a, int64_t step);
   // Appends the lines of every window that closed before `closed_before_ns` (a time window
   // whose end, or a step window whose last activity, is earlier), then forgets them. UINT64_MAX
   // writes all.
@@ -73,6 +75,7 @@ class Summarizer {
 
   // The id of a kernel (name and launch configuration), declared in the file before first use.
   uint32_t KernelId(const Activity& a);
+  void Insert(const Activity& a, WindowId window);
   void WriteSummary(const Key& k, const Summary& s, std::string* out) const;
 
   uint64_t window_ns_;
@@ -89,5 +92,15 @@ class Summarizer {
   std::deque<WindowId> written_;  // recently written windows, to count late activities
   uint64_t activities_ = 0, late_ = 0;
 };
+
+// The file's first line (docs/cupti.md, `process`).
+struct SummaryProcess {
+  std::string host;
+  int64_t pid = 0;
+  int32_t rank = -1, local_rank = -1, world_size = -1;
+  bool step_windows = false;
+  uint64_t window_ms = 0;
+};
+std::string ProcessLine(const SummaryProcess& p);
 
 }  // namespace collscope::capture
