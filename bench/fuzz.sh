@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-600}
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(inspector_line line_reader kineto pickle nccl_tests inflight_state steps)
+((${#targets[@]})) || targets=(inspector_line line_reader kineto pickle nccl_tests inflight_state steps kernel_summary)
 fixtures=${COLLSCOPE_FIXTURES:-../shared/fixtures}
 out=${COLLSCOPE_FUZZ_BUILD:-build-fuzz}
 
@@ -45,6 +45,12 @@ done
 for f in "$job"/kineto/*.json; do [ -e "$f" ] && seed kineto "$f"; done
 for f in "$job"/nccl-inspector/*.inflight.json "$job"/*.inflight.json; do [ -e "$f" ] && seed inflight_state "$f"; done
 for f in "$job"/steps/*.steps.jsonl; do [ -e "$f" ] && { head -n 20 "$f" > "$seeds/tmp"; seed steps "$seeds/tmp"; }; done
+for f in "$job"/kernels/*.kernels.jsonl.gz; do
+  [ -e "$f" ] || continue
+  { gzip -dc "$f" 2>/dev/null || true; } | head -n 30 > "$seeds/tmp"
+  seed kernel_summary "$seeds/tmp"
+  gzip -c "$seeds/tmp" > "$seeds/tmp.gz" && seed kernel_summary "$seeds/tmp.gz"
+done
 if [ -d "$fixtures" ]; then
   for f in "$fixtures"/flight-recorder/*/_dump_*; do [ -e "$f" ] && seed pickle "$f"; done
   for f in "$fixtures"/nccl-tests/*/*.log "$fixtures"/nccl-tests/*.log; do [ -e "$f" ] && seed nccl_tests "$f"; done

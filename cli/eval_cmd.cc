@@ -15,7 +15,7 @@ struct Options {
   bool keep = false;
   bool json = false;
   int threads = 0;
-  int kineto_ranks = 0;
+  int kernel_ranks = 0;
 };
 
 int Run(const Options& o) {
@@ -26,7 +26,7 @@ int Run(const Options& o) {
   eo.keep = o.keep;
   eo.threads = o.threads;
   eo.only = o.only;
-  eo.kineto_max_ranks = o.kineto_ranks;
+  eo.kernel_max_ranks = o.kernel_ranks;
   auto r = RunEval(suite, eo);
   if (!r.ok()) {
     std::fprintf(stderr, "collscope eval: %s\n", r.status().message().c_str());
@@ -56,8 +56,9 @@ void Register(CLI::App& app) {
   cmd->add_option("--only", o->only, "Only scenarios whose name contains this");
   cmd->add_option("--threads", o->threads, "Ingest threads (0: all cores)");
   cmd->add_flag("--keep", o->keep, "Keep the simulated jobs");
-  cmd->add_option("--kineto-ranks", o->kineto_ranks,
-                  "Also simulate Kineto traces of jobs up to this many ranks and score tier D (L3 kernel modes) on them");
+  cmd->add_option("--kernel-ranks,--kineto-ranks", o->kernel_ranks,
+                  "Also simulate the CUPTI library's kernel summaries of jobs up to this many ranks and score tier D "
+                  "(L3 kernel modes) on them");
   cmd->add_flag("--json", o->json, "JSON output");
   cmd->callback([o] { SetExitCode(Run(*o)); });
 }

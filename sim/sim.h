@@ -86,6 +86,7 @@ struct OutputConfig {
   int kineto_first_step = 0;
   int kineto_last_step = -1;          // -1: through the last step
   bool kineto_gzip = true;
+  bool kineto_traces = true;          // kineto/*.pt.trace.json(.gz)
   // kernels/<host>-pid<pid>.kernels.jsonl.gz beside the Kineto traces: the CUPTI library's summaries.
   bool kernel_summaries = true;
   bool steps = true;                  // steps/<host>-pid<pid>.steps.jsonl (step/phase series)

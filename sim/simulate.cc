@@ -114,7 +114,7 @@ int Simulate(const SimConfig& config, SimStats* stats, std::string* error) {
   InspectorWriter insp(config, layout, insp_dir);
   const std::string kernels_dir = dir + "/kernels";
   KinetoWriter kineto(config, layout, kin_dir, kernels_dir);
-  if (kineto.enabled() && !MakeDirs(kin_dir, error)) return 1;
+  if (kineto.traces() && !MakeDirs(kin_dir, error)) return 1;
   if (kineto.summaries() && !MakeDirs(kernels_dir, error)) return 1;
   const std::string steps_dir = dir + "/steps";
   StepWriter steps(config, layout, steps_dir);
@@ -169,7 +169,7 @@ int Simulate(const SimConfig& config, SimStats* stats, std::string* error) {
        ",\"p2p_records\":" + std::to_string(insp.p2p_written()) +
        ",\"dropped_records\":" + std::to_string(insp.dropped()) +
        ",\"filtered_small_records\":" + std::to_string(insp.filtered()) + "},\n";
-  o += "\"outputs\":{\"kineto_dir\":" + std::string(kineto.enabled() ? "\"kineto\"" : "null") +
+  o += "\"outputs\":{\"kineto_dir\":" + std::string(kineto.traces() ? "\"kineto\"" : "null") +
        ",\"kernel_summaries_dir\":" + std::string(kineto.summaries() ? "\"kernels\"" : "null") +
        ",\"steps_dir\":" + std::string(steps.enabled() ? "\"steps\"" : "null") +
        ",\"nccl_tests_out\":" +

@@ -616,7 +616,7 @@ KinetoWriter::KinetoWriter(const SimConfig& config, const Layout& layout, const 
   if (!enabled_) return;
   if (config.output.kernel_summaries)
     summarizers_.assign(static_cast<size_t>(layout.world), capture::Summarizer(10'000'000'000, nullptr));
-  events_.resize(layout.world);
+  if (config.output.kineto_traces) events_.resize(layout.world);
   correlation_.assign(layout.world, 1000);
   // Kineto prints timestamps relative to baseTimeNanoseconds; base + ts is the wall clock.
   base_us_ = std::floor(static_cast<double>(config.start_time_us) / 1e6 - 3.0e6) * 1e6;
@@ -631,6 +631,7 @@ bool KinetoWriter::StepOn(int step) const {
 
 void KinetoWriter::Event(int rank, std::string_view cat, std::string_view name, int64_t pid,
                          int64_t tid, double start_us, double dur_us, const std::string& args) {
+  if (events_.empty()) return;  // summaries only
   std::string& s = events_[rank];
   const double ts = static_cast<double>(config_.start_time_us) +
                     layout_.clock_offset_us[layout_.ranks[rank].host] + start_us - base_us_;
@@ -718,6 +719,7 @@ bool KinetoWriter::Finish(std::string* error) {
     if (gzclose(gz) != Z_OK || !wrote) { *error = "cannot write " + path; return false; }
   }
   summarizers_.clear();
+  if (events_.empty()) return true;
   for (int r = 0; r < layout_.world; ++r) {
     const RankInfo& ri = layout_.ranks[r];
     std::string doc = "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [\n";

@@ -150,6 +150,7 @@ class KinetoWriter {
                const std::string& summary_dir);
   bool enabled() const { return enabled_; }
   bool summaries() const { return enabled_ && config_.output.kernel_summaries; }
+  bool traces() const { return enabled_ && config_.output.kineto_traces; }
   bool StepOn(int step) const;
   void SetStep(int step) { step_ = step; }
   // GPU kernel on stream `stream` (true time, us from job start).

@@ -255,6 +255,16 @@ bool DateShift(const KernelSeries& s, double tolerance, KernelShift* ks) {
   return std::isfinite(ks->start_us);
 }
 
+// A host-level shift is a change over time: the rank ran steps before the first shifted one. A
+// slower mode present from its first step on is a shape it always runs (a longer last
+// micro-batch, say), not a slowdown. Without step numbers the times cannot say, and it stands.
+bool ChangedOverTime(const KernelSeries& s, const KernelShift& ks) {
+  if (ks.first_step < 0) return true;
+  for (int64_t step : s.step)
+    if (step >= 0 && step < ks.first_step) return true;
+  return false;
+}
+
 // A host slowdown hides from the nearest-peer test: the host's ranks share their slow mode. Here
 // only ranks on *other* hosts count as peers, and the rank must also have the usual mode those
 // peers run in (it changed over time: its own history is the reference). A rank that is
@@ -357,7 +367,7 @@ std::vector<Finding> DetectKernelAnomalies(const KernelData& d, const KernelOpti
           hs.name = name;
           const KernelSeries& s = *series_of[{profs[i].rank, name}];
           if (s.total_us >= 0) hs.time_us = s.total_us;
-          if (DateShift(s, o.mode_tolerance, &hs)) shifts.push_back(std::move(hs));
+          if (DateShift(s, o.mode_tolerance, &hs) && ChangedOverTime(s, hs)) shifts.push_back(std::move(hs));
         }
         continue;
       }

@@ -232,6 +232,22 @@ TEST(KernelDetector, HostSlowdownAgainstOtherHostsAndItsOwnHistory) {
   EXPECT_EQ(ranks, (std::vector<int>{4, 5, 6, 7}));
 }
 
+TEST(KernelDetector, ASlowerShapeAHostRunsFromItsFirstStepIsNotASlowdown) {
+  // Host h1 runs one launch in four of each kernel at 1.5x in every step from the first (a shape
+  // the other hosts do not run, such as a longer last micro-batch): no change over time.
+  KernelData d = HostJob(-1, 1, -1);
+  for (KernelSeries& s : d.series)
+    if (d.hosts[s.rank] == "h1")
+      for (size_t x = 0; x < s.dur_us.size(); x += 4) s.dur_us[x] *= 1.5;
+  EXPECT_TRUE(DetectKernelAnomalies(d, KernelOptions{}).empty());
+  // The same shape appearing at step 20 is a change, and found.
+  KernelData later = HostJob(-1, 1, -1);
+  for (KernelSeries& s : later.series)
+    if (later.hosts[s.rank] == "h1")
+      for (size_t x = 20; x < s.dur_us.size(); x += 2) s.dur_us[x] *= 1.5;
+  EXPECT_FALSE(DetectKernelAnomalies(later, KernelOptions{}).empty());
+}
+
 TEST(KernelDetector, AStageAloneOnItsHostIsNotASlowdown) {
   // Different all along (no usual mode shared with other hosts): other work, not a slowdown.
   EXPECT_TRUE(DetectKernelAnomalies(HostJob(-1, 1, 2), KernelOptions{}).empty());

@@ -481,9 +481,11 @@ Result<EvalReport> RunEval(const std::vector<Scenario>& suite, const EvalOptions
     sr.name = sc.name;
     sim::SimConfig cfg;
     cfg.output.dir = base + "/" + sc.name;
-    // Kineto traces cost more to write and read than the Inspector logs of these jobs; tier D
-    // is scored only when asked.
-    cfg.output.kineto_max_ranks = o.kineto_max_ranks;
+    // Tier D reads kernel data as production jobs leave it: the CUPTI library's summaries (the
+    // simulator writes them through the library's own Summarizer), not profiler traces, which
+    // nobody leaves on. Scored only when asked: they cost more to write and read than the logs.
+    cfg.output.kineto_max_ranks = o.kernel_max_ranks;
+    cfg.output.kineto_traces = false;
     fs::remove_all(cfg.output.dir, ec);
     std::string err;
     bool ok = true;
@@ -539,9 +541,9 @@ Result<EvalReport> RunEval(const std::vector<Scenario>& suite, const EvalOptions
       c.push_back(cfg.output.dir + "/steps");
       if (st.ok()) st = score("C", c, nullptr);
     }
-    if (st.ok() && fs::exists(cfg.output.dir + "/kineto", ec)) {
+    if (st.ok() && fs::exists(cfg.output.dir + "/kernels", ec)) {
       std::vector<std::string> d = c;
-      d.push_back(cfg.output.dir + "/kineto");
+      d.push_back(cfg.output.dir + "/kernels");
       st = score("D", d, nullptr);
     }
     if (!st.ok()) return st;
@@ -556,7 +558,7 @@ namespace {
 
 const char* kTierText[] = {"A", "stock NCCL Inspector logs only", "B", "A + collscope in-flight state files",
                            "C", "B + per-rank step/phase series (the annotation API's format)",
-                           "D", "C + Kineto kernel traces"};
+                           "D", "C + kernel summaries (the CUPTI library's format)"};
 
 std::string TierTitle(const std::string& t) {
   for (size_t i = 0; i + 1 < std::size(kTierText); i += 2)

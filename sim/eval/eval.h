@@ -12,7 +12,8 @@
 //   B: A plus the collscope plugin's in-flight state files.
 //   C: B plus per-rank step/phase series in the annotation API's format (capture/annotate/ writes
 //      it in training processes; the simulator writes the same files).
-//   D: C plus kernel data (Kineto traces), only when asked (EvalOptions::kineto_max_ranks).
+//   D: C plus kernel data (the CUPTI library's kernel summaries), only when asked
+//      (EvalOptions::kernel_max_ranks).
 #pragma once
 
 #include <array>
@@ -105,7 +106,7 @@ struct EvalOptions {
   bool keep = false;     // keep the simulated outputs
   int threads = 0;
   std::string only;      // run only scenarios whose name contains this
-  int kineto_max_ranks = 0;  // also write Kineto traces of jobs up to this many ranks: tier D
+  int kernel_max_ranks = 0;  // also write kernel summaries of jobs up to this many ranks: tier D
 };
 Result<EvalReport> RunEval(const std::vector<Scenario>& suite, const EvalOptions& o);
 
