@@ -32,22 +32,14 @@
 #include <vector>
 
 #include "capture/cupti/collector.h"
+#include "capture/cupti/fake_cupti.h"
 
-extern "C" {
-CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc);
-CUptiResult cuptiActivityEnable(CUpti_ActivityKind);
-CUptiResult cuptiActivityFlushAll(uint32_t);
-CUptiResult cuptiActivityGetNextRecord(uint8_t*, size_t, CUpti_Activity**);
-CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext, uint32_t, size_t*);
-void fake_cupti_kernel_launch(const char*, uint32_t, uint32_t, uint64_t, uint64_t, const int32_t*, const int32_t*);
-void fake_cupti_hold_full_buffers(int);
-}
 
 namespace {
 
 using collscope::capture::Collector;
 using collscope::capture::CollectorConfig;
-using collscope::capture::CuptiApi;
+using collscope::capture::FakeCuptiApi;
 namespace fs = std::filesystem;
 
 constexpr uint64_t kT0 = 1'764'666'000'000'000'000ull;
@@ -91,16 +83,6 @@ std::vector<KernelSpec> Model(int kernels_per_step) {
       if (total >= kernels_per_step) break;
     }
   return m;
-}
-
-CuptiApi FakeApi() {
-  CuptiApi api;
-  api.register_callbacks = &cuptiActivityRegisterCallbacks;
-  api.enable = &cuptiActivityEnable;
-  api.flush_all = &cuptiActivityFlushAll;
-  api.get_next_record = &cuptiActivityGetNextRecord;
-  api.get_num_dropped_records = &cuptiActivityGetNumDroppedRecords;
-  return api;
 }
 
 bool StepOf(uint64_t unix_ns, int64_t* step) {
@@ -234,7 +216,7 @@ void Scenario(const char* title, int kernels_per_step, int steps, bool step_wind
   c.flush_ms = 10;
   c.now_ns = &SimulatedNow;
   if (step_windows) c.find_step_at = [] { return collscope::capture::StepAtFn(&StepOf); };
-  Collector* col = Collector::Start(FakeApi(), c);
+  Collector* col = Collector::Start(FakeCuptiApi(), c);
   if (col == nullptr) _exit(1);
   if (step_windows) std::this_thread::sleep_for(std::chrono::milliseconds(120));  // a tick finds the lookup
   Raw raw;
@@ -271,7 +253,7 @@ void CostPerRecord(const fs::path& dir) {
   c.buffers = 160, c.buffer_bytes = 1 << 20;
   c.find_step_at = [] { return collscope::capture::StepAtFn(&StepOf); };
   fake_cupti_hold_full_buffers(1);
-  Collector* col = Collector::Start(FakeApi(), c);
+  Collector* col = Collector::Start(FakeCuptiApi(), c);
   if (col == nullptr) _exit(1);
   const uint64_t n = Play(model, 120, nullptr, false);  // 600,000 records, ~130 MB of buffers held
   timespec a, b;

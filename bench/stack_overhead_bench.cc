@@ -28,16 +28,9 @@
 #include <vector>
 
 #include "capture/cupti/collector.h"
+#include "capture/cupti/fake_cupti.h"
 #include "capture/nccl/profiler_abi.h"
 
-extern "C" {
-CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc);
-CUptiResult cuptiActivityEnable(CUpti_ActivityKind);
-CUptiResult cuptiActivityFlushAll(uint32_t);
-CUptiResult cuptiActivityGetNextRecord(uint8_t*, size_t, CUpti_Activity**);
-CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext, uint32_t, size_t*);
-void fake_cupti_kernel_launch(const char*, uint32_t, uint32_t, uint64_t, uint64_t, const int32_t*, const int32_t*);
-}
 
 namespace {
 
@@ -113,12 +106,6 @@ double Run(unsigned with, int steps, int step_ms, const fs::path& dir) {
   }
   collscope::capture::Collector* collector = nullptr;
   if (with & kCupti) {
-    collscope::capture::CuptiApi api;
-    api.register_callbacks = &cuptiActivityRegisterCallbacks;
-    api.enable = &cuptiActivityEnable;
-    api.flush_all = &cuptiActivityFlushAll;
-    api.get_next_record = &cuptiActivityGetNextRecord;
-    api.get_num_dropped_records = &cuptiActivityGetNumDroppedRecords;
     collscope::capture::CollectorConfig c = collscope::capture::LoadCollectorConfig();
     c.find_step_at = [] {
       using Fn = int (*)(int64_t, int64_t*);
@@ -126,7 +113,7 @@ double Run(unsigned with, int steps, int step_ms, const fs::path& dir) {
       return fn == nullptr ? collscope::capture::StepAtFn(nullptr)
                            : [](uint64_t t, int64_t* s) { return fn(static_cast<int64_t>(t), s) == 0; };
     };
-    collector = collscope::capture::Collector::Start(api, c);
+    collector = collscope::capture::Collector::Start(collscope::capture::FakeCuptiApi(), c);
     if (collector == nullptr) _exit(3);
   } else {
     cuptiActivityRegisterCallbacks(&SinkRequest, &SinkComplete);

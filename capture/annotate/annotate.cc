@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "capture/annotate/event_ring.h"
+#include "capture/common/launcher_env.h"
 #include "capture/annotate/step_lines.h"
 
 namespace collscope::annotate {
@@ -41,21 +42,10 @@ void CopyName(const char* name, char* out) {
   out[n] = '\0';
 }
 
-int32_t EnvInt(std::initializer_list<const char*> names, int32_t def) {
-  for (const char* n : names) {
-    const char* v = std::getenv(n);
-    if (v == nullptr || *v == '\0') continue;
-    char* end = nullptr;
-    errno = 0;
-    const long x = std::strtol(v, &end, 10);
-    if (errno == 0 && *end == '\0' && x >= 0 && x < (1L << 30)) return static_cast<int32_t>(x);
-  }
-  return def;
-}
-
-// The launcher's view of the process (torchrun, Open MPI, Slurm, PMI), -1 when it says nothing.
-int32_t LauncherRank() { return EnvInt({"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK"}, -1); }
-int32_t LauncherWorldSize() { return EnvInt({"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "PMI_SIZE"}, -1); }
+using capture::FirstEnvInt;
+using capture::LauncherLocalRank;
+using capture::LauncherRank;
+using capture::LauncherWorldSize;
 
 // The begin times of the last kSteps steps, for collscope_annotate_step_at: in-process readers
 // whose events arrive late (the CUPTI library gets kernel records seconds after they ran) place
@@ -234,7 +224,7 @@ class Runtime {
   Runtime() {
     const char* enable = std::getenv("COLLSCOPE_ENABLE");
     if (enable && std::strcmp(enable, "0") == 0) disabled_.store(true);
-    const int32_t ms = EnvInt({"COLLSCOPE_STEPS_INTERVAL_MS"}, 1000);
+    const int32_t ms = FirstEnvInt({"COLLSCOPE_STEPS_INTERVAL_MS"}, 1000);
     interval_ms_ = ms > 0 ? ms : 1000;
     if (!disabled_.load()) writer_ = std::thread([this] { Loop(); });
     // A forked child (a data-loader worker) has no writer thread and may have inherited a held
@@ -285,7 +275,7 @@ class Runtime {
     p.pid = getpid();
     p.rank = LauncherRank();
     p.world_size = LauncherWorldSize();
-    p.local_rank = EnvInt({"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"}, -1);
+    p.local_rank = LauncherLocalRank();
     StepLines lines(p);
     std::string out;
     for (;;) {

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <ctime>
 
+#include "capture/common/launcher_env.h"
+
 
 namespace collscope::capture {
 namespace {
@@ -37,18 +39,6 @@ int64_t EnvInt(const char* name, int64_t def, int64_t lo, int64_t hi, std::vecto
     return def;
   }
   return x;
-}
-
-int32_t FirstEnvInt(std::initializer_list<const char*> names) {
-  for (const char* n : names) {
-    const char* v = std::getenv(n);
-    if (v == nullptr || *v == '\0') continue;
-    char* end = nullptr;
-    errno = 0;
-    const long x = std::strtol(v, &end, 10);
-    if (errno == 0 && *end == '\0' && x >= 0 && x < (1L << 30)) return static_cast<int32_t>(x);
-  }
-  return -1;
 }
 
 bool MkdirP(const std::string& dir, std::string* err) {
@@ -92,9 +82,9 @@ CollectorConfig LoadCollectorConfig() {
   if (gethostname(host, sizeof(host) - 1) != 0) std::snprintf(host, sizeof(host), "unknown");
   c.host = host;
   c.pid = getpid();
-  c.rank = FirstEnvInt({"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK"});
-  c.local_rank = FirstEnvInt({"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID"});
-  c.world_size = FirstEnvInt({"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "PMI_SIZE"});
+  c.rank = LauncherRank();
+  c.local_rank = LauncherLocalRank();
+  c.world_size = LauncherWorldSize();
   return c;
 }
 

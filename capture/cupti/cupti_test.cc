@@ -23,35 +23,14 @@
 #include <vector>
 
 #include "capture/cupti/collector.h"
+#include "capture/cupti/fake_cupti.h"
 #include "capture/cupti/duration_modes.h"
 
-extern "C" {
-CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc);
-CUptiResult cuptiActivityEnable(CUpti_ActivityKind);
-CUptiResult cuptiActivityFlushAll(uint32_t);
-CUptiResult cuptiActivityGetNextRecord(uint8_t*, size_t, CUpti_Activity**);
-CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext, uint32_t, size_t*);
-void fake_cupti_kernel(const char*, uint32_t, uint32_t, uint64_t, uint64_t);
-void fake_cupti_kernel_launch(const char*, uint32_t, uint32_t, uint64_t, uint64_t, const int32_t*, const int32_t*);
-void fake_cupti_memcpy(uint8_t, uint32_t, uint32_t, uint64_t, uint64_t);
-void fake_cupti_hold_full_buffers(int);
-int fake_cupti_enabled(CUpti_ActivityKind);
-}
 
 namespace collscope::capture {
 namespace {
 
 namespace fs = std::filesystem;
-
-CuptiApi FakeApi() {
-  CuptiApi api;
-  api.register_callbacks = &cuptiActivityRegisterCallbacks;
-  api.enable = &cuptiActivityEnable;
-  api.flush_all = &cuptiActivityFlushAll;
-  api.get_next_record = &cuptiActivityGetNextRecord;
-  api.get_num_dropped_records = &cuptiActivityGetNumDroppedRecords;
-  return api;
-}
 
 // Each collector test runs in a forked child: one collector per process, as in a training job.
 int InChild(const std::function<int()>& body) {
@@ -329,7 +308,7 @@ TEST_F(CollectorTest, ReplayedKinetoKernelsAreSummarisedExactly) {
   ASSERT_EQ(InChild([&] {
               CollectorConfig c = Config();
               c.buffers = 4, c.buffer_bytes = 64 * 1024;  // many buffers' worth: the pool recycles
-              Collector* col = Collector::Start(FakeApi(), c);
+              Collector* col = Collector::Start(FakeCuptiApi(), c);
               if (col == nullptr) return 1;
               if (!fake_cupti_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) ||
                   fake_cupti_enabled(CUPTI_ACTIVITY_KIND_KERNEL))
@@ -396,7 +375,7 @@ TEST_F(CollectorTest, AnnotatedStepsAreTheWindows) {
               CollectorConfig c = Config();
               c.find_step_at = [] { return StepAtFn(&StepEvery100Ms); };
               c.now_ns = [] { return uint64_t{0}; };  // nothing closes before Stop
-              Collector* col = Collector::Start(FakeApi(), c);
+              Collector* col = Collector::Start(FakeCuptiApi(), c);
               if (col == nullptr) return 1;
               std::this_thread::sleep_for(std::chrono::milliseconds(60));  // a tick finds the lookup
               for (int i = 0; i < 50; ++i) {
@@ -435,7 +414,7 @@ TEST_F(CollectorTest, AnEmptyPoolIsCountedNotHidden) {
               c.gzip = false;  // the plain form, read below as text
               c.flush_ms = 60000;  // no periodic flush: the fake GPU outruns the pool
               fake_cupti_hold_full_buffers(1);  // CUPTI's worker hands full buffers back late
-              Collector* col = Collector::Start(FakeApi(), c);
+              Collector* col = Collector::Start(FakeCuptiApi(), c);
               if (col == nullptr) return 1;
               for (int i = 0; i < 2000; ++i) fake_cupti_kernel("k", 0, 0, 1000 + i, 2000 + i);
               col->Stop();
