@@ -99,6 +99,7 @@ void Complete(OpSlot* s) noexcept {
       r.peer = s->peer.load(kRelaxed);
       r.sn = s->sn.load(kRelaxed);
       r.msg_bytes = bytes;
+      r.user_tag = s->user_tag.load(kRelaxed);
       r.exec_us = et.exec_us;
       r.start_ns = start_ns;
       r.enqueue_ns = s->enqueue_ns.load(kRelaxed);
@@ -173,7 +174,7 @@ CommCtx::CommCtx(Runtime* runtime, CommIdentity id, const Config& cfg, bool is_a
 }
 
 void* StartOp(CommCtx* c, bool is_p2p, const collscope_coll_v4_t* coll,
-              const collscope_p2p_v4_t* p2p) noexcept {
+              const collscope_p2p_v4_t* p2p, uint64_t user_tag) noexcept {
   if (c == nullptr || !c->active || c->rt->disabled()) return nullptr;
   if (is_p2p ? p2p == nullptr : coll == nullptr) return nullptr;
   OpSlot* s = ClaimFree(&c->slots, c->pool_size, &c->alloc_cursor);
@@ -201,6 +202,7 @@ void* StartOp(CommCtx* c, bool is_p2p, const collscope_coll_v4_t* coll,
     algo = PackName(coll->algo);
     proto = PackName(coll->proto);
   }
+  s->user_tag.store(user_tag, kPublish);
   s->is_p2p.store(is_p2p ? 1 : 0, kPublish);
   s->n_channels.store(nch, kPublish);
   s->algo[0].store(algo.w[0], kPublish);

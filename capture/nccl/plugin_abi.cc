@@ -1,4 +1,5 @@
-// The exported NCCL profiler entry points: ncclProfiler_v6, ncclProfiler_v5, ncclProfiler_v4.
+// The exported NCCL profiler entry points: ncclProfiler_v7, _v6, _v5 and _v4 (NCCL's loader takes
+// the newest it knows: 2.31 v7, 2.29-2.30 v6, 2.28 v5).
 //
 // Contract: every function NCCL can call returns ncclSuccess and never lets an exception cross
 // the C ABI (NCCL would treat a failure as "unload the plugin"; we prefer to degrade to doing
@@ -15,9 +16,23 @@ collscope_coll_v4_t ToV4(const collscope_coll_v5_t& c) {
   return collscope_coll_v4_t{c.seqNumber, c.func,      c.sendBuff, c.recvBuff, c.count, c.root,
                              c.datatype,  c.nChannels, c.nWarps,   c.algo,     c.proto};
 }
+collscope_coll_v4_t ToV4(const collscope_coll_v7_t& c) {
+  return collscope_coll_v4_t{c.seqNumber, c.func,      c.sendBuff, c.recvBuff, c.count, c.root,
+                             c.datatype,  c.nChannels, c.nWarps,   c.algo,     c.proto};
+}
 collscope_p2p_v4_t ToV4(const collscope_p2p_v4_t& p) { return p; }
 collscope_p2p_v4_t ToV4(const collscope_p2p_v5_t& p) {
   return collscope_p2p_v4_t{p.func, p.buff, p.datatype, p.count, p.peer, p.nChannels};
+}
+collscope_p2p_v4_t ToV4(const collscope_p2p_v7_t& p) {
+  return collscope_p2p_v4_t{p.func, p.buff, p.datatype, p.count, p.peer, p.nChannels};
+}
+
+// v7's userTag; older ABIs have none.
+template <typename T>
+uint64_t UserTag(const T& op) {
+  if constexpr (requires { op.userTag; }) return op.userTag;
+  return 0;
 }
 
 template <typename Descr>
@@ -30,12 +45,12 @@ collscope_ncclResult_t StartEventT(void* context, void** eHandle, Descr* d) noex
     switch (static_cast<uint64_t>(d->type)) {
       case collscope_ncclProfileColl: {
         const collscope_coll_v4_t coll = ToV4(d->coll);
-        *eHandle = StartOp(c, false, &coll, nullptr);
+        *eHandle = StartOp(c, false, &coll, nullptr, UserTag(d->coll));
         break;
       }
       case collscope_ncclProfileP2p: {
         const collscope_p2p_v4_t p2p = ToV4(d->p2p);
-        *eHandle = StartOp(c, true, nullptr, &p2p);
+        *eHandle = StartOp(c, true, nullptr, &p2p, UserTag(d->p2p));
         break;
       }
       case collscope_ncclProfileKernelCh:
@@ -48,7 +63,9 @@ collscope_ncclResult_t StartEventT(void* context, void** eHandle, Descr* d) noex
         *eHandle = StartProxyStep(d->parentObj, d->proxyStep.step);
         break;
       default:
-        // Group/API/CE events (created implicitly by NCCL, or sent by a newer core): untracked.
+        // Group/API/CE events (created implicitly by NCCL, or sent by a newer core) and v7's
+        // KernelPhase events (the plugin never asks for them: NCCL 2.31 pays for their
+        // instrumentation, and RAS may turn them on job-wide): untracked, a null handle.
         break;
     }
   } catch (...) {
@@ -103,6 +120,11 @@ collscope_ncclResult_t StartEventV6(void* context, void** eHandle,
   return StartEventT(context, eHandle, d);
 }
 
+collscope_ncclResult_t StartEventV7(void* context, void** eHandle,
+                                    collscope_ncclProfilerEventDescr_v7_t* d) noexcept {
+  return StartEventT(context, eHandle, d);
+}
+
 // Runs at exit() (or dlclose): flush whatever completed if NCCL never finalized.
 __attribute__((destructor)) void CollscopeAtExit() { Runtime::AtExit(); }
 
@@ -112,6 +134,14 @@ __attribute__((destructor)) void CollscopeAtExit() { Runtime::AtExit(); }
 #define COLLSCOPE_EXPORT __attribute__((visibility("default")))
 
 extern "C" {
+COLLSCOPE_EXPORT collscope_ncclProfiler_v7_t ncclProfiler_v7 = {
+    "collscope",
+    collscope::capture::InitV5,
+    collscope::capture::StartEventV7,
+    collscope::capture::StopEventAbi,
+    collscope::capture::RecordEventStateAbi,
+    collscope::capture::FinalizeAbi,
+};
 COLLSCOPE_EXPORT collscope_ncclProfiler_v6_t ncclProfiler_v6 = {
     "collscope",
     collscope::capture::InitV5,

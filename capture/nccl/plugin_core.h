@@ -77,6 +77,7 @@ struct OpSlot {
   std::atomic<int32_t> peer{-1};
   std::atomic<uint64_t> sn{0};
   std::atomic<uint64_t> msg_bytes{0};
+  std::atomic<uint64_t> user_tag{0};
   std::atomic<uint64_t> start_ns{0};
   std::atomic<uint64_t> enqueue_ns{0};  // 0 until NCCL stops the op event
   std::atomic<uint64_t> algo[2] = {0, 0};
@@ -160,8 +161,9 @@ struct CommCtx {
 };
 
 // Hot path. All return nullptr when the event is not tracked; every entry point accepts nullptr.
+// `user_tag`: ABI v7's userTag (ncclCollConfig_t::userProfilerTag), 0 when untagged or older ABIs.
 void* StartOp(CommCtx* comm, bool is_p2p, const collscope_coll_v4_t* coll,
-              const collscope_p2p_v4_t* p2p) noexcept;
+              const collscope_p2p_v4_t* p2p, uint64_t user_tag = 0) noexcept;
 void* StartKernelCh(CommCtx* comm, void* parent, uint8_t channel_id, uint64_t ptimer) noexcept;
 void* StartProxyOp(CommCtx* comm, void* parent, const collscope_proxyOp_t* d) noexcept;
 void* StartProxyStep(void* parent, int step) noexcept;

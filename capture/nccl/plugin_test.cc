@@ -1,5 +1,5 @@
 // Host harness for libnccl-profiler-collscope.so: loads the built plugin with dlopen, resolves
-// each exported ABI version (v4, v5, v6) the way NCCL does, and drives realistic event sequences
+// each exported ABI version (v4, v5, v6, v7) the way NCCL does, and drives realistic event sequences
 // from several threads: a "user" thread per communicator issuing Coll/P2p events (with API
 // parents where the version has them) and a shared "proxy" thread delivering KernelCh (and
 // ProxyOp/ProxyStep) events with GPU timer values. It then checks the Inspector-format records,
@@ -207,6 +207,8 @@ struct EventSpec {
   pid_t pid = 0;
   int nsteps = 0;
   int is_send = 0;
+  uint64_t user_tag = 0;  // v7
+  uint8_t phase = 0;      // v7 KernelPhase
 };
 
 template <typename D>
@@ -225,6 +227,7 @@ void FillDescr(const EventSpec& s, D* d) {
       d->coll.nWarps = 16;
       d->coll.algo = s.algo;
       d->coll.proto = s.proto;
+      if constexpr (requires { d->coll.userTag; }) d->coll.userTag = s.user_tag;
       break;
     case collscope_ncclProfileP2p:
       d->p2p.func = s.func;
@@ -232,6 +235,7 @@ void FillDescr(const EventSpec& s, D* d) {
       d->p2p.count = s.count;
       d->p2p.peer = s.peer;
       d->p2p.nChannels = s.nch;
+      if constexpr (requires { d->p2p.userTag; }) d->p2p.userTag = s.user_tag;
       break;
     case collscope_ncclProfileKernelCh:
       d->kernelCh.channelId = s.channel;
@@ -247,6 +251,14 @@ void FillDescr(const EventSpec& s, D* d) {
       break;
     case collscope_ncclProfileProxyStep:
       d->proxyStep.step = s.step;
+      break;
+    case collscope_ncclProfileKernelPhase:
+      if constexpr (requires { d->kernelPhase; }) {
+        d->kernelPhase.channelId = s.channel;
+        d->kernelPhase.phaseId = s.phase;
+        d->kernelPhase.phaseName = "compute";
+        d->kernelPhase.pTimer = s.ptimer;
+      }
       break;
     default:
       break;
@@ -298,10 +310,14 @@ class Plugin {
       collscope_ncclProfilerEventDescr_v5_t d{};
       FillDescr(s, &d);
       r = v5()->startEvent(ctx, &h, &d);
-    } else {
+    } else if (version_ == 6) {
       collscope_ncclProfilerEventDescr_v6_t d{};
       FillDescr(s, &d);
       r = v6()->startEvent(ctx, &h, &d);
+    } else {
+      collscope_ncclProfilerEventDescr_v7_t d{};
+      FillDescr(s, &d);
+      r = v7()->startEvent(ctx, &h, &d);
     }
     EXPECT_EQ(r, kOk);
     EXPECT_NE(h, reinterpret_cast<void*>(0xdead)) << "startEvent must always set the handle";
@@ -376,6 +392,7 @@ class Plugin {
   collscope_ncclProfiler_v4_t* v4() { return static_cast<collscope_ncclProfiler_v4_t*>(table_); }
   collscope_ncclProfiler_v5_t* v5() { return static_cast<collscope_ncclProfiler_v5_t*>(table_); }
   collscope_ncclProfiler_v6_t* v6() { return static_cast<collscope_ncclProfiler_v6_t*>(table_); }
+  collscope_ncclProfiler_v7_t* v7() { return static_cast<collscope_ncclProfiler_v7_t*>(table_); }
 
   int version_;
   void* dl_ = nullptr;
@@ -622,7 +639,7 @@ void CheckRecord(const JVal& l, const Expected& e, int nranks) {
 TEST(CapturePlugin, ExportsEveryVersion) {
   void* dl = dlopen(COLLSCOPE_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(dl, nullptr) << dlerror();
-  for (const char* sym : {"ncclProfiler_v6", "ncclProfiler_v5", "ncclProfiler_v4"}) {
+  for (const char* sym : {"ncclProfiler_v7", "ncclProfiler_v6", "ncclProfiler_v5", "ncclProfiler_v4"}) {
     auto* t = static_cast<collscope_ncclProfiler_v4_t*>(dlsym(dl, sym));
     ASSERT_NE(t, nullptr) << sym;
     EXPECT_STREQ(t->name, "collscope");
@@ -780,8 +797,72 @@ TEST_P(CapturePluginVersions, ConcurrentCommunicatorsProduceExactRecords) {
   fs::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllVersions, CapturePluginVersions, ::testing::Values(4, 5, 6),
+INSTANTIATE_TEST_SUITE_P(AllVersions, CapturePluginVersions, ::testing::Values(4, 5, 6, 7),
                          [](const auto& info) { return "v" + std::to_string(info.param); });
+
+// ABI v7: userTag reaches the record as Inspector's user-tag variant writes it (a decimal
+// string, only when set), and KernelPhase events (which the plugin never asks for, but RAS may
+// turn on job-wide) are refused with a null handle without disturbing their channel's op.
+TEST(CapturePlugin, V7UserTagsAndKernelPhases) {
+  const std::string dir = MakeTempDir();
+  ScopedEnv env;
+  env.Set("NCCL_INSPECTOR_DUMP_DIR", dir);
+  env.Set("NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES", "0");
+  Plugin plugin(7);
+  ASSERT_TRUE(plugin.ok());
+  int mask = 0;
+  void* ctx = plugin.Init(0x77, &mask, "tagged", 1, 8, 0);
+  EXPECT_EQ(mask & collscope_ncclProfileKernelPhase, 0) << "the plugin does not ask for KernelPhase";
+  EventSpec coll;
+  coll.type = collscope_ncclProfileColl;
+  coll.seq = 1, coll.func = "AllReduce", coll.count = 1 << 20, coll.dtype = "ncclFloat32", coll.nch = 1;
+  coll.algo = "RING", coll.proto = "SIMPLE", coll.user_tag = 18446744073709551615ull;  // the largest uint64
+  void* h = plugin.Start(ctx, coll);
+  ASSERT_NE(h, nullptr);
+  void* ch = plugin.StartKernelCh(ctx, h, 0, 5000000);
+  EventSpec phase;
+  phase.type = collscope_ncclProfileKernelPhase, phase.parent = ch, phase.channel = 0, phase.phase = 1;
+  phase.ptimer = 5001000;
+  void* ph = plugin.Start(ctx, phase);
+  EXPECT_EQ(ph, nullptr);
+  plugin.Record(ph, collscope_ncclProfilerKernelPhaseStop, 5009000);
+  plugin.Stop(ph);
+  plugin.Record(ch, collscope_ncclProfilerKernelChStop, 5000000 + 25000);
+  plugin.Stop(ch);
+  plugin.Stop(h);
+  coll.seq = 2, coll.user_tag = 0;  // untagged
+  h = plugin.Start(ctx, coll);
+  plugin.RunChannel(ctx, h, 0, 6000000, 6000000 + 25000);
+  plugin.Stop(h);
+  EventSpec p2p;
+  p2p.type = collscope_ncclProfileP2p;
+  p2p.func = "Send", p2p.count = 4096, p2p.dtype = "ncclUint8", p2p.peer = 3, p2p.nch = 1, p2p.user_tag = 42;
+  h = plugin.Start(ctx, p2p);
+  plugin.RunChannel(ctx, h, 0, 7000000, 7000000 + 9000);
+  plugin.Stop(h);
+  plugin.Finalize(ctx);
+  int tagged = 0, untagged = 0, p2p_tagged = 0;
+  for (const JVal& v : ReadJsonLines(LogPath(dir))) {
+    if (v.Has("coll_perf")) {
+      const JVal& c = v["coll_perf"];
+      EXPECT_EQ(c["coll_exec_time_us"].D(), 25.0) << "a KernelPhase must not change its channel's timing";
+      if (c.Has("coll_user_tag")) {
+        EXPECT_EQ(c["coll_user_tag"].type, JVal::kStr);
+        EXPECT_EQ(c["coll_user_tag"].text, "18446744073709551615");
+        ++tagged;
+      } else {
+        ++untagged;
+      }
+    }
+    if (v.Has("p2p_perf") && v["p2p_perf"].Has("p2p_user_tag")) {
+      EXPECT_EQ(v["p2p_perf"]["p2p_user_tag"].text, "42");
+      ++p2p_tagged;
+    }
+  }
+  EXPECT_EQ(tagged, 1);
+  EXPECT_EQ(untagged, 1);
+  EXPECT_EQ(p2p_tagged, 1);
+}
 
 TEST(CapturePlugin, TimingSourceFallbacks) {
   const std::string dir = MakeTempDir();

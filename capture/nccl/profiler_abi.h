@@ -350,6 +350,127 @@ typedef struct {
   collscope_ncclResult_t (*finalize)(void* context);
 } collscope_ncclProfiler_v6_t;
 
+// ---- v7 (NCCL 2.31): userTag appended to collApi, p2pApi, coll, p2p and ceColl; kernelVariant and
+// isSymColl appended to coll; a KernelPhase event (bit 1 << 15, state 31). Appended fields change
+// the union's size: a v7 descriptor is never read as a v6 one. ----
+
+enum { collscope_ncclProfileKernelPhase = 1 << 15 };
+enum { collscope_ncclProfilerKernelPhaseStop = 31 };
+
+typedef struct {
+  uint64_t seqNumber;
+  const char* func;
+  const void* sendBuff;
+  void* recvBuff;
+  size_t count;
+  int root;
+  const char* datatype;
+  uint8_t nChannels;
+  uint8_t nWarps;
+  const char* algo;
+  const char* proto;
+  void* parentGroup;
+  const char* kernelVariant;  // symmetric-memory kernels: the variant (algo is then its name)
+  bool isSymColl;
+  uint64_t userTag;           // ncclCollConfig_t::userProfilerTag; 0 = untagged
+} collscope_coll_v7_t;
+
+typedef struct {
+  const char* func;
+  void* buff;
+  const char* datatype;
+  size_t count;
+  int peer;
+  uint8_t nChannels;
+  void* parentGroup;
+  uint64_t userTag;
+} collscope_p2p_v7_t;
+
+typedef struct {
+  uint8_t channelId;
+  uint8_t phaseId;  // 0 initial_sync, 1 compute, 2 final_sync
+  const char* phaseName;
+  uint64_t pTimer;  // GPU globaltimer (ns) at the phase's start; its stop comes as a state
+} collscope_kernelPhase_t;
+
+typedef struct {
+  uint64_t type;
+  void* parentObj;
+  int rank;
+  union {
+    struct {
+      bool graphCaptured;
+      int groupDepth;
+    } groupApi;
+    struct {
+      const char* func;
+      size_t count;
+      const char* datatype;
+      int root;
+      void* stream;
+      bool graphCaptured;
+      uint64_t userTag;
+    } collApi;
+    struct {
+      const char* func;
+      size_t count;
+      const char* datatype;
+      void* stream;
+      bool graphCaptured;
+      uint64_t userTag;
+    } p2pApi;
+    struct {
+      void* stream;
+    } kernelLaunch;
+    collscope_coll_v7_t coll;
+    collscope_p2p_v7_t p2p;
+    collscope_proxyOp_t proxyOp;
+    collscope_proxyStep_t proxyStep;
+    collscope_kernelCh_t kernelCh;
+    collscope_netPlugin_t netPlugin;
+    struct {
+      uint64_t seqNumber;
+      const char* func;
+      const void* sendBuff;
+      void* recvBuff;
+      size_t count;
+      int root;
+      const char* datatype;
+      const char* syncStrategy;
+      bool intraBatchSync;
+      int batchSize;
+      int numBatches;
+      uint32_t ceSeqNum;
+      void* stream;
+      uint64_t userTag;
+    } ceColl;
+    struct {
+      bool isComplete;
+      int nRanks;
+    } ceCollSync;
+    struct {
+      int numOps;
+      size_t totalBytes;
+      bool useIntraSync;
+    } ceCollBatch;
+    collscope_kernelPhase_t kernelPhase;
+  };
+} collscope_ncclProfilerEventDescr_v7_t;
+
+typedef struct {
+  const char* name;
+  collscope_ncclResult_t (*init)(void** context, uint64_t commId, int* eActivationMask,
+                                 const char* commName, int nNodes, int nranks, int rank,
+                                 collscope_ncclDebugLogger_t logfn);
+  collscope_ncclResult_t (*startEvent)(void* context, void** eHandle,
+                                       collscope_ncclProfilerEventDescr_v7_t* eDescr);
+  collscope_ncclResult_t (*stopEvent)(void* eHandle);
+  collscope_ncclResult_t (*recordEventState)(void* eHandle,
+                                             collscope_ncclProfilerEventState_t eState,
+                                             collscope_ncclProfilerEventStateArgs_t* eStateArgs);
+  collscope_ncclResult_t (*finalize)(void* context);
+} collscope_ncclProfiler_v7_t;
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif
@@ -359,6 +480,9 @@ typedef struct {
 static_assert(offsetof(collscope_ncclProfilerEventDescr_v4_t, coll) == 24);
 static_assert(offsetof(collscope_ncclProfilerEventDescr_v5_t, coll) == 24);
 static_assert(offsetof(collscope_ncclProfilerEventDescr_v6_t, coll) == 24);
+static_assert(offsetof(collscope_ncclProfilerEventDescr_v7_t, coll) == 24);
+static_assert(offsetof(collscope_coll_v7_t, parentGroup) == offsetof(collscope_coll_v5_t, parentGroup));
+static_assert(offsetof(collscope_p2p_v7_t, parentGroup) == offsetof(collscope_p2p_v5_t, parentGroup));
 static_assert(offsetof(collscope_coll_v4_t, nChannels) == offsetof(collscope_coll_v5_t, nChannels));
 static_assert(offsetof(collscope_coll_v4_t, proto) == offsetof(collscope_coll_v5_t, proto));
 static_assert(offsetof(collscope_p2p_v4_t, nChannels) == offsetof(collscope_p2p_v5_t, nChannels));

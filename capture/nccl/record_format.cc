@@ -316,6 +316,14 @@ void FormatRecord(std::string_view head, const CommIdentity& comm, const Process
   out->append(p);
   out->append("_busbw_gbs\":");
   AppendDouble(bw.busbw_gbs, out);
+  if (r.user_tag != 0) {
+    // As Inspector's user-tag variant writes it: the uint64 as a decimal string.
+    out->append(",\"");
+    out->append(p);
+    out->append("_user_tag\":\"");
+    AppendUint(r.user_tag, out);
+    out->append("\"");
+  }
   if (verbose) {
     out->append(",\"event_trace_sn\":{\"");
     out->append(p);

@@ -109,6 +109,7 @@ struct CompletedRecord {
   int32_t peer = -1;
   uint64_t sn = 0;
   uint64_t msg_bytes = 0;
+  uint64_t user_tag = 0;  // ABI v7 userTag; 0 = untagged (not written)
   uint64_t exec_us = 0;
   uint64_t start_ns = 0;
   uint64_t enqueue_ns = 0;
