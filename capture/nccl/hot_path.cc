@@ -100,6 +100,10 @@ void Complete(OpSlot* s) noexcept {
       r.sn = s->sn.load(kRelaxed);
       r.msg_bytes = bytes;
       r.user_tag = s->user_tag.load(kRelaxed);
+      r.step = s->step.load(kRelaxed);
+      r.micro_batch = s->micro_batch.load(kRelaxed);
+      r.phase.w[0] = s->phase[0].load(kRelaxed);
+      r.phase.w[1] = s->phase[1].load(kRelaxed);
       r.exec_us = et.exec_us;
       r.start_ns = start_ns;
       r.enqueue_ns = s->enqueue_ns.load(kRelaxed);
@@ -203,6 +207,16 @@ void* StartOp(CommCtx* c, bool is_p2p, const collscope_coll_v4_t* coll,
     proto = PackName(coll->proto);
   }
   s->user_tag.store(user_tag, kPublish);
+  int64_t step = -1;
+  int32_t micro_batch = -1;
+  char phase[16] = {};
+  if (c->annotate_current != nullptr && c->annotate_current(&step, phase, sizeof phase, &micro_batch) != 0)
+    step = -1, micro_batch = -1, phase[0] = '\0';  // a step change raced the read: say nothing
+  const PackedName packed_phase = PackName(phase);
+  s->step.store(step, kPublish);
+  s->micro_batch.store(micro_batch, kPublish);
+  s->phase[0].store(packed_phase.w[0], kPublish);
+  s->phase[1].store(packed_phase.w[1], kPublish);
   s->is_p2p.store(is_p2p ? 1 : 0, kPublish);
   s->n_channels.store(nch, kPublish);
   s->algo[0].store(algo.w[0], kPublish);

@@ -78,6 +78,9 @@ struct OpSlot {
   std::atomic<uint64_t> sn{0};
   std::atomic<uint64_t> msg_bytes{0};
   std::atomic<uint64_t> user_tag{0};
+  std::atomic<int64_t> step{-1};         // annotation library: -1 when absent
+  std::atomic<int32_t> micro_batch{-1};
+  std::atomic<uint64_t> phase[2] = {0, 0};
   std::atomic<uint64_t> start_ns{0};
   std::atomic<uint64_t> enqueue_ns{0};  // 0 until NCCL stops the op event
   std::atomic<uint64_t> algo[2] = {0, 0};
@@ -129,6 +132,12 @@ struct CommCtx {
   const bool proxy_events;
   const uint64_t min_size_bytes;
   const uint32_t sample_every;
+
+  // The annotation library's collscope_annotate_current, when it is in the process (looked up at
+  // each init: Python may load it after NCCL started): each op then carries the step, phase and
+  // micro-batch it was issued in.
+  using AnnotateCurrentFn = int (*)(int64_t* step, char* phase, int32_t phase_size, int32_t* micro_batch);
+  AnnotateCurrentFn annotate_current = nullptr;
 
   const uint32_t pool_size;
   std::unique_ptr<OpSlot[]> slots;

@@ -844,6 +844,7 @@ TEST(CapturePlugin, V7UserTagsAndKernelPhases) {
   int tagged = 0, untagged = 0, p2p_tagged = 0;
   for (const JVal& v : ReadJsonLines(LogPath(dir))) {
     if (v.Has("coll_perf")) {
+      EXPECT_FALSE(v["collscope"].Has("step")) << "no annotation library here: no step";
       const JVal& c = v["coll_perf"];
       EXPECT_EQ(c["coll_exec_time_us"].D(), 25.0) << "a KernelPhase must not change its channel's timing";
       if (c.Has("coll_user_tag")) {
@@ -862,6 +863,64 @@ TEST(CapturePlugin, V7UserTagsAndKernelPhases) {
   EXPECT_EQ(tagged, 1);
   EXPECT_EQ(untagged, 1);
   EXPECT_EQ(p2p_tagged, 1);
+}
+
+// With the annotation library in the process (loaded globally, as Python's ctypes does with
+// RTLD_GLOBAL or as a linked library), every record carries the step, innermost phase and
+// micro-batch it was issued in; without it, records carry none (the other tests' records).
+TEST(CapturePlugin, RecordsCarryTheAnnotatedStepAndPhase) {
+  const std::string dir = MakeTempDir();
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setenv("NCCL_INSPECTOR_DUMP_DIR", dir.c_str(), 1);
+    setenv("COLLSCOPE_DUMP_DIR", dir.c_str(), 1);
+    setenv("NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES", "0", 1);
+    void* ann = dlopen(COLLSCOPE_ANNOTATE_PATH, RTLD_NOW | RTLD_GLOBAL);
+    if (ann == nullptr) _exit(10);
+    auto step_begin = reinterpret_cast<int (*)(int64_t)>(dlsym(ann, "collscope_step_begin"));
+    auto phase_begin = reinterpret_cast<int (*)(const char*)>(dlsym(ann, "collscope_phase_begin"));
+    auto phase_end = reinterpret_cast<int (*)(const char*)>(dlsym(ann, "collscope_phase_end"));
+    auto micro_batch = reinterpret_cast<int (*)(int32_t)>(dlsym(ann, "collscope_micro_batch"));
+    if (!step_begin || !phase_begin || !phase_end || !micro_batch) _exit(11);
+    Plugin plugin(7);
+    int mask = 0;
+    void* ctx = plugin.Init(0x55, &mask, "annotated", 1, 8, 0);
+    step_begin(12);
+    phase_begin("backward");
+    micro_batch(3);
+    void* h = plugin.StartColl(ctx, 1, "AllReduce", 1 << 20, "ncclFloat32", 1);
+    plugin.RunChannel(ctx, h, 0, 1000000, 1000000 + 5000);
+    plugin.Stop(h);
+    phase_end("backward");
+    step_begin(13);
+    h = plugin.StartColl(ctx, 2, "AllReduce", 1 << 20, "ncclFloat32", 1);
+    plugin.RunChannel(ctx, h, 0, 2000000, 2000000 + 5000);
+    plugin.Stop(h);
+    plugin.Finalize(ctx);
+    _exit(::testing::Test::HasFailure() ? 12 : 0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  std::map<long long, std::pair<std::string, long long>> by_sn;  // sn -> (phase, micro-batch)
+  std::map<long long, long long> step_of;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != ".log") continue;
+    for (const JVal& v : ReadJsonLines(e.path().string())) {
+      if (!v.Has("coll_perf")) continue;
+      const JVal& c = v["collscope"];
+      ASSERT_TRUE(c.Has("step")) << "a record without its step";
+      const long long sn = v["coll_perf"]["coll_sn"].I();
+      step_of[sn] = c["step"].I();
+      by_sn[sn] = {c["phase"].text, c["micro_batch"].I()};
+    }
+  }
+  EXPECT_EQ(step_of, (std::map<long long, long long>{{1, 12}, {2, 13}}));
+  EXPECT_EQ(by_sn[1], (std::pair<std::string, long long>{"backward", 3}));
+  EXPECT_EQ(by_sn[2].first, "") << "a new step closes its phases";
+  fs::remove_all(dir);
 }
 
 TEST(CapturePlugin, TimingSourceFallbacks) {

@@ -405,6 +405,17 @@ void FormatRecord(std::string_view head, const CommIdentity& comm, const Process
   AppendDouble(r.ch_start_spread_us, out);
   out->append(",\"ch_stop_spread_us\":");
   AppendDouble(r.ch_stop_spread_us, out);
+  if (r.step >= 0) {
+    // Only with the annotation library in the process.
+    char nb[16];
+    out->append(",\"step\":");
+    AppendInt(r.step, out);
+    out->append(",\"phase\":");
+    const bool has_phase = (r.phase.w[0] & 0xff) != 0;
+    AppendJsonString(has_phase ? UnpackName(r.phase, nb) : std::string_view(), out);
+    out->append(",\"micro_batch\":");
+    AppendInt(r.micro_batch, out);
+  }
   out->append("}}\n");
 }
 

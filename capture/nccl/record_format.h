@@ -110,6 +110,9 @@ struct CompletedRecord {
   uint64_t sn = 0;
   uint64_t msg_bytes = 0;
   uint64_t user_tag = 0;  // ABI v7 userTag; 0 = untagged (not written)
+  int64_t step = -1;      // annotation library's step when issued; -1: none (not written)
+  int32_t micro_batch = -1;
+  PackedName phase;       // innermost annotated phase, "" when none
   uint64_t exec_us = 0;
   uint64_t start_ns = 0;
   uint64_t enqueue_ns = 0;

@@ -380,6 +380,8 @@ collscope_ncclResult_t Runtime::CommInit(void** context, uint64_t comm_id, int* 
     id.nranks = nranks;
     id.nnodes = nnodes;
     auto ctx = std::make_unique<CommCtx>(rt, std::move(id), rt->cfg_, active);
+    ctx->annotate_current =
+        reinterpret_cast<CommCtx::AnnotateCurrentFn>(dlsym(RTLD_DEFAULT, "collscope_annotate_current"));
     if (active && !rt->writer_running_) rt->StartWriter();
     {
       std::lock_guard<std::mutex> lk(rt->mu_);
