@@ -286,6 +286,7 @@ class Writer {
     duckdb_connection c = store_.connection();
     COLLSCOPE_RETURN_IF_ERROR(records_.Open(c, "records"));
     COLLSCOPE_RETURN_IF_ERROR(kernel_events_.Open(c, "kernel_events"));
+    COLLSCOPE_RETURN_IF_ERROR(annotations_.Open(c, "record_annotations"));
     COLLSCOPE_RETURN_IF_ERROR(dump_stats_.Open(c, "dump_stats"));
     COLLSCOPE_RETURN_IF_ERROR(comms_.Open(c, "communicators"));
     COLLSCOPE_RETURN_IF_ERROR(operations_.Open(c, "operations"));
@@ -303,6 +304,7 @@ class Writer {
     COLLSCOPE_RETURN_IF_ERROR(MapDictionaries(b, comm_ids, process_ids, op_ids));
     COLLSCOPE_RETURN_IF_ERROR(WriteRecords(b, op_ids, process_ids));
     COLLSCOPE_RETURN_IF_ERROR(WriteKernelEvents(b));
+    COLLSCOPE_RETURN_IF_ERROR(WriteAnnotations(b));
     COLLSCOPE_RETURN_IF_ERROR(WriteDumpStats(b, comm_ids, process_ids));
     COLLSCOPE_RETURN_IF_ERROR(WriteRejections(b, report));
     FileProgress& fp = progress_[b.file_index];
@@ -322,7 +324,7 @@ class Writer {
   // Flushes the appenders and commits rows together with each touched file's progress.
   Status Commit(bool reopen) {
     for (ChunkAppender* a :
-         {&comms_, &processes_, &operations_, &records_, &kernel_events_, &dump_stats_, &log_})
+         {&comms_, &processes_, &operations_, &records_, &kernel_events_, &annotations_, &dump_stats_, &log_})
       COLLSCOPE_RETURN_IF_ERROR(a->Flush());
     std::string upsert;
     for (size_t i = 0; i < tasks_.size(); ++i) {
@@ -363,7 +365,7 @@ class Writer {
   // not in an automatic one after it.
   void Rollback() {
     for (ChunkAppender* a :
-         {&comms_, &processes_, &operations_, &records_, &kernel_events_, &dump_stats_, &log_})
+         {&comms_, &processes_, &operations_, &records_, &kernel_events_, &annotations_, &dump_stats_, &log_})
       a->Close();
     store_.Exec("ROLLBACK");
   }
@@ -525,6 +527,30 @@ class Writer {
     return Status::Ok();
   }
 
+  Status WriteAnnotations(const RecordBatch& b) {
+    ChunkAppender& a = annotations_;
+    const int32_t file_id = tasks_[b.file_index].file_id;
+    for (size_t off = 0; off < b.annotations.size(); off += a.capacity()) {
+      const size_t n = std::min(a.capacity(), b.annotations.size() - off);
+      for (size_t i = 0; i < n; ++i) {
+        const RecordBatch::Annotation& x = b.annotations[off + i];
+        a.Column<int32_t>(0)[i] = run_id_;
+        a.Column<int32_t>(1)[i] = file_id;
+        a.Column<uint64_t>(2)[i] = x.line;
+        a.Column<int64_t>(3)[i] = x.step;
+        if (x.step < 0) a.SetNull(3, i);
+        a.SetString(4, i, x.phase);
+        if (x.step < 0) a.SetNull(4, i);
+        a.Column<int32_t>(5)[i] = x.micro_batch;
+        if (x.micro_batch == kNullI32) a.SetNull(5, i);
+        a.Column<uint64_t>(6)[i] = x.user_tag;
+        if (!x.has_user_tag) a.SetNull(6, i);
+      }
+      COLLSCOPE_RETURN_IF_ERROR(a.Append(n));
+    }
+    return Status::Ok();
+  }
+
   Status WriteKernelEvents(const RecordBatch& b) {
     ChunkAppender& a = kernel_events_;
     const int32_t file_id = tasks_[b.file_index].file_id;
@@ -605,7 +631,7 @@ class Writer {
   std::unordered_map<std::string, int32_t> comm_map_, process_map_;
   std::unordered_map<OpKey, int32_t, OpKeyHash> op_map_;
   int32_t next_comm_id_ = 1, next_process_id_ = 1, next_op_id_ = 1;
-  ChunkAppender records_, kernel_events_, dump_stats_, comms_, processes_, operations_, log_;
+  ChunkAppender records_, kernel_events_, annotations_, dump_stats_, comms_, processes_, operations_, log_;
   int commits_ = 0;
 };
 
@@ -711,7 +737,8 @@ Result<IngestReport> Ingest(Store& store, const std::vector<std::string>& paths,
     for (int32_t id : rewritten) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
     std::string where = " WHERE run_id = " + run + " AND file_id IN (" + ids + ")";
     Status st = store.Exec("BEGIN TRANSACTION; DELETE FROM records" + where +
-                           "; DELETE FROM kernel_events" + where + "; DELETE FROM dump_stats" +
+                           "; DELETE FROM kernel_events" + where + "; DELETE FROM record_annotations" + where +
+                           "; DELETE FROM dump_stats" +
                            where + "; DELETE FROM files" + where + "; COMMIT");
     if (!st.ok()) {
       store.Exec("ROLLBACK");

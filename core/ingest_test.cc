@@ -151,6 +151,46 @@ TEST_F(IngestTest, FileRewrittenInPlaceReplacesItsRows) {
   EXPECT_EQ(Count(*store_, "SELECT min(sn) FROM records"), 100);
 }
 
+// Plugin records that carry the annotated step/phase/micro-batch or a v7 user tag: stored in
+// record_annotations by the record's file and line; plain records get no row; a rewritten file
+// replaces its rows.
+TEST_F(IngestTest, AnnotatedRecordsKeepTheirStepPhaseAndUserTag) {
+  const std::string head =
+      R"({"header":{"id":"0x5a1","comm_name":"dp","rank":1,"n_ranks":4,"nnodes":1},)"
+      R"("metadata":{"inspector_output_format_version":"v4.2","git_rev":"","rec_mechanism":"nccl_profiler_interface",)"
+      R"("dump_timestamp_us":1800000000000000,"hostname":"n1","pid":42},)";
+  auto line = [&](int sn, const std::string& tag, const std::string& extra) {
+    return head + R"("coll_perf":{"coll":"AllGather","coll_algo":"RING","coll_proto":"SIMPLE","coll_sn":)" +
+           std::to_string(sn) +
+           R"(,"coll_msg_size_bytes":65536,"coll_exec_time_us":31,"coll_timing_source":"kernel_gpu",)"
+           R"("coll_algobw_gbs":8.456258,"coll_busbw_gbs":6.342194)" + tag + R"(},"collscope":{"v":1,"global_rank":1)" +
+           extra + "}}\n";
+  };
+  WriteFile(dir_ / "logs/n1-pid42.log",
+            line(1, "", R"(,"step":12,"phase":"backward","micro_batch":3)") + line(2, "", "") +
+                line(3, R"(,"coll_user_tag":"18446744073709551615")", R"(,"step":13,"phase":"","micro_batch":-1)"));
+  ASSERT_TRUE(Run().ok());
+  auto rows = store_->Query(
+      "SELECT line, step, phase, micro_batch, user_tag FROM record_annotations ORDER BY line");
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  ASSERT_EQ(rows->rows.size(), 2u);
+  EXPECT_EQ(*rows->rows[0][0], "1");
+  EXPECT_EQ(*rows->rows[0][1], "12");
+  EXPECT_EQ(*rows->rows[0][2], "backward");
+  EXPECT_EQ(*rows->rows[0][3], "3");
+  EXPECT_FALSE(rows->rows[0][4].has_value());
+  EXPECT_EQ(*rows->rows[1][1], "13");
+  EXPECT_EQ(*rows->rows[1][2], "");
+  EXPECT_FALSE(rows->rows[1][3].has_value());
+  EXPECT_EQ(*rows->rows[1][4], "18446744073709551615");
+  EXPECT_EQ(Count(*store_, "SELECT count(*) FROM records"), 3);
+  // A bad tag is a rejected line, named with its reason.
+  WriteFile(dir_ / "logs/n1-pid42.log", line(7, R"(,"coll_user_tag":"12x")", ""));
+  ASSERT_TRUE(Run().ok());
+  EXPECT_EQ(Count(*store_, "SELECT count(*) FROM record_annotations"), 0) << "the rewritten file's rows replaced";
+  EXPECT_EQ(Count(*store_, "SELECT count(*) FROM ingest_log WHERE reason LIKE '%decimal uint64%'"), 1);
+}
+
 TEST_F(IngestTest, FilesPastTheFingerprintGrowAndAreRewritten) {
   // Larger than the 4 KiB fingerprint: resuming reuses the stored fingerprint, and a rewrite
   // that grew the file is still noticed by its first bytes.

@@ -254,6 +254,21 @@ bool ParseCollscope(value v, ParsedLine* out, Reader& r) {
     else if (key == "queue_delay_us") ok = r.Double(fv, key, &out->queue_delay_us);
     else if (key == "ch_start_spread_us") ok = r.Double(fv, key, &out->ch_start_spread_us);
     else if (key == "ch_stop_spread_us") ok = r.Double(fv, key, &out->ch_stop_spread_us);
+    else if (key == "step") {
+      uint64_t step = 0;
+      ok = r.U64(fv, key, &step);
+      if (ok && step > static_cast<uint64_t>(INT64_MAX)) return r.Fail(key, "out of range");
+      out->step = static_cast<int64_t>(step);
+      out->annotated = true;
+    } else if (key == "phase") {
+      ok = r.String(fv, key, &out->phase);
+      out->annotated = true;
+    } else if (key == "micro_batch") {
+      int32_t mb = 0;
+      ok = r.I32(fv, key, &mb);
+      out->micro_batch = mb < 0 ? kNullI32 : mb;
+      out->annotated = true;
+    }
     if (!ok) return false;
   }
   // Zero means "not observed" in the plugin's timestamps.
@@ -312,6 +327,16 @@ bool ParsePerf(value v, bool p2p, ParsedLine* out, uint32_t* seen, Reader& r) {
       ok = r.Enum(fv, key, Algos(), &out->algo);
     } else if (k == "proto") {
       ok = r.Enum(fv, key, Protos(), &out->proto);
+    } else if (k == "user_tag") {
+      // ABI v7's userProfilerTag, a uint64 written as a decimal string (Inspector's user-tag form).
+      ok = r.String(fv, key, &s);
+      uint64_t tag = 0;
+      const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), tag);
+      if (ok && (ec != std::errc() || end != s.data() + s.size() || s.empty()))
+        return r.Fail(key, "not a decimal uint64 \"" + std::string(s) + "\"");
+      out->user_tag = tag;
+      out->has_user_tag = true;
+      out->annotated = true;
     } else if (key == "event_trace_sn") {
       ok = ParseEventTrace(fv, false, p2p, out, r);
     } else if (key == "event_trace_ts") {

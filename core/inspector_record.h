@@ -62,6 +62,14 @@ struct ParsedLine {
   uint64_t enqueue_ts_us = kNullU64, kernel_start_ts_us = kNullU64, kernel_stop_ts_us = kNullU64;
   double queue_delay_us = kNullDouble, ch_start_spread_us = kNullDouble,
          ch_stop_spread_us = kNullDouble;
+  // The annotation library's step, phase and micro-batch when the plugin saw the operation start
+  // (collscope.step/phase/micro_batch), and ABI v7's user tag (coll_user_tag / p2p_user_tag).
+  bool annotated = false;  // any of the four is present
+  int64_t step = -1;
+  std::string_view phase;
+  int32_t micro_batch = kNullI32;
+  bool has_user_tag = false;  // every uint64 is a tag (NCCL reserves those with the top bit set)
+  uint64_t user_tag = 0;
   // dump_stats (v4.1)
   uint64_t coll_records = 0, coll_dropped_total = 0, coll_dropped_since_last_dump = 0;
   uint64_t p2p_records = 0, p2p_dropped_total = 0, p2p_dropped_since_last_dump = 0;

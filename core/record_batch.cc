@@ -98,6 +98,7 @@ void RecordBatch::Clear() {
                   &ch_stop_spread_us})
     v->clear();
   ke.clear();
+  annotations.clear();
   dump_stats.clear();
   rejections.clear();
 }
@@ -146,6 +147,8 @@ void RecordBatch::Add(uint64_t line_no, const ParsedLine& p) {
   queue_delay_us.push_back(p.queue_delay_us);
   ch_start_spread_us.push_back(p.ch_start_spread_us);
   ch_stop_spread_us.push_back(p.ch_stop_spread_us);
+  if (p.annotated)
+    annotations.push_back({line_no, p.step, std::string(p.phase), p.micro_batch, p.has_user_tag, p.user_tag});
   for (const KernelEvent& k : p.kernel_events) {
     ke_line.push_back(line_no);
     ke.push_back(k);

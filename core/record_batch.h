@@ -87,6 +87,17 @@ struct RecordBatch {
   std::vector<int32_t> n_channels, global_rank, local_rank, gpu;
   std::vector<uint64_t> enqueue_ts_us, kernel_start_ts_us, kernel_stop_ts_us;
   std::vector<double> queue_delay_us, ch_start_spread_us, ch_stop_spread_us;
+  // Records that carry the annotation library's step/phase/micro-batch or a v7 user tag (a few
+  // in most files, none in stock Inspector logs): stored beside the records, by line.
+  struct Annotation {
+    uint64_t line;
+    int64_t step;  // -1: absent
+    std::string phase;
+    int32_t micro_batch;  // kNullI32: absent
+    bool has_user_tag;
+    uint64_t user_tag;
+  };
+  std::vector<Annotation> annotations;
 
   // kernel_events
   std::vector<uint64_t> ke_line;

@@ -35,6 +35,9 @@ constexpr TableSpec kTables[] = {
     {"records", "", "One row per completed collective or point-to-point operation per rank."},
     {"kernel_events", "",
      "Per-channel kernel events of verbose records (NCCL_INSPECTOR_DUMP_VERBOSE=1)."},
+    {"record_annotations", "",
+     "The annotated step, phase and micro-batch and the ABI v7 user tag of the records that carry "
+     "them (collscope plugin), by the record's file and line."},
     {"dump_stats", "", "Inspector v4.1 dump_stats lines: records written and dropped per dump."},
     {"ingests", "run_id, ingest_id", "One row per `collscope ingest` into a run."},
     {"ingest_log", "", "Every input line that was not stored, with the reason."},
@@ -201,6 +204,18 @@ constexpr FieldSpec kFields[] = {
      "Wall-clock microseconds the channel kernel stopped."},
     {"kernel_events", "record_ts_us", "UBIGINT", R::kCounter, "event_trace_ts",
      "Wall-clock microseconds the channel stop was recorded."},
+    // record_annotations
+    {"record_annotations", "run_id", "INTEGER", R::kIdentifier, "derived", "Run."},
+    {"record_annotations", "file_id", "INTEGER", R::kIdentifier, "derived", "File of the record."},
+    {"record_annotations", "line", "UBIGINT", R::kCounter, "derived", "Line of the record."},
+    {"record_annotations", "step", "BIGINT", R::kWorkload, "collscope.step",
+     "Step current when the operation started (the annotation library), else NULL."},
+    {"record_annotations", "phase", "VARCHAR", R::kWorkload, "collscope.phase",
+     "Innermost annotated phase then ('' when none), NULL without a step."},
+    {"record_annotations", "micro_batch", "INTEGER", R::kWorkload, "collscope.micro_batch",
+     "Annotated micro-batch then, else NULL."},
+    {"record_annotations", "user_tag", "UBIGINT", R::kConfiguration, "coll_user_tag|p2p_user_tag",
+     "NCCL ABI v7 userProfilerTag of the call, else NULL."},
     // dump_stats
     {"dump_stats", "run_id", "INTEGER", R::kIdentifier, "derived", "Run."},
     {"dump_stats", "file_id", "INTEGER", R::kIdentifier, "derived", "File."},

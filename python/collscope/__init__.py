@@ -57,7 +57,9 @@ def _load():
         if os.sep in path and not os.path.exists(path):
             continue
         try:
-            lib = ctypes.CDLL(path)
+            # Global: the NCCL profiler plugin and the CUPTI library find the current step by
+            # the library's symbols (dlsym of the whole process).
+            lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
         except OSError as e:
             errors.append("%s: %s" % (path, e))
             continue

@@ -83,6 +83,22 @@ class AnnotatedLoop(unittest.TestCase):
         for f in findings:
             self.assertTrue(set(f.get("ranks", [])) <= {2}, json.dumps(f, indent=1))
 
+    def test_the_library_is_visible_to_the_plugin_and_the_cupti_library(self):
+        # They look the current step up by symbol in the whole process (dlsym of RTLD_DEFAULT).
+        loop = textwrap.dedent("""
+            import ctypes, collscope
+            with collscope.step(7):
+                assert collscope.enabled()
+                step = ctypes.c_int64(-1)
+                process = ctypes.CDLL(None)
+                buf = ctypes.create_string_buffer(16)
+                mb = ctypes.c_int32(0)
+                assert process.collscope_annotate_current(ctypes.byref(step), buf, 16, ctypes.byref(mb)) == 0
+                assert step.value == 7, step.value
+        """)
+        p = run([sys.executable, "-c", loop], env=dict(os.environ, COLLSCOPE_DUMP_DIR=self.dump))
+        self.assertEqual(p.returncode, 0, p.stderr)
+
     def test_without_the_library_calls_are_no_ops_after_one_warning(self):
         loop = textwrap.dedent("""
             import warnings, collscope
