@@ -173,7 +173,7 @@ void CUPTIAPI Collector::OnBufferRequested(uint8_t** buffer, size_t* size, size_
 void CUPTIAPI Collector::OnBufferCompleted(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
   Collector* c = g_collector.load(std::memory_order_acquire);
   if (c == nullptr || buffer == nullptr) return;
-  {
+  try {
     std::lock_guard<std::mutex> g(c->mu_);
     CUpti_Activity* record = nullptr;
     for (;;) {
@@ -185,6 +185,10 @@ void CUPTIAPI Collector::OnBufferCompleted(CUcontext ctx, uint32_t stream, uint8
       if (r != CUPTI_ERROR_MAX_LIMIT_REACHED) ++c->stats_.invalid_records;
       break;
     }
+  } catch (...) {
+    // Out of memory in a summary: nothing may unwind into CUPTI. The buffer's rest is lost.
+    if (!c->warned_.exchange(true))
+      std::fputs("collscope: cupti: out of memory while summarising kernels (training continues)\n", stderr);
   }
   size_t dropped = 0;
   if (c->api_.get_num_dropped_records != nullptr &&
@@ -255,7 +259,19 @@ void Collector::Run() {
   }
 }
 
-void Collector::Tick(bool final) {
+void Collector::Tick(bool final) noexcept {
+  try {
+    TickOrThrow(final);
+  } catch (...) {
+    if (!warned_.exchange(true))
+      std::fputs("collscope: cupti: out of memory while writing kernel summaries: they stop here (training "
+                 "continues)\n",
+                 stderr);
+    disabled_ = true;
+  }
+}
+
+void Collector::TickOrThrow(bool final) {
   if (g_step_at.load(std::memory_order_relaxed) == nullptr && config_.find_step_at != nullptr)
     g_step_at.store(config_.find_step_at(), std::memory_order_release);
   std::string text;

@@ -100,7 +100,8 @@ class Collector {
   static bool StepAt(uint64_t unix_ns, int64_t* step);
   void Process(const CUpti_Activity* record);
   void Run();
-  void Tick(bool final);
+  void Tick(bool final) noexcept;  // never throws into the writer thread or atexit
+  void TickOrThrow(bool final);
   void Write(const std::string& text);
   bool WriteRaw(const char* data, size_t size);
   bool Deflate(const std::string& text, int flush);

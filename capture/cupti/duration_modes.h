@@ -16,7 +16,8 @@
 // smallest join. Each mode is summarised as its count, geometric-mean centre and the standard
 // deviation of its log durations; a reader reconstructs a mixture of log-normals from them.
 //
-// Nothing here allocates per sample once a histogram has its range, throws, or locks.
+// Nothing here locks, and nothing allocates per sample once a histogram has its range; growing
+// one can throw std::bad_alloc, which the collector catches before it reaches CUPTI.
 #pragma once
 
 #include <cstdint>
