@@ -209,10 +209,13 @@ void* StartOp(CommCtx* c, bool is_p2p, const collscope_coll_v4_t* coll,
   s->user_tag.store(user_tag, kPublish);
   int64_t step = -1;
   int32_t micro_batch = -1;
-  char phase[16] = {};
-  if (c->annotate_current != nullptr && c->annotate_current(&step, phase, sizeof phase, &micro_batch) != 0)
-    step = -1, micro_batch = -1, phase[0] = '\0';  // a step change raced the read: say nothing
-  const PackedName packed_phase = PackName(phase);
+  PackedName packed_phase;
+  // Without the annotation library (most jobs) this costs one branch.
+  if (c->annotate_current != nullptr) {
+    char phase[16] = {};
+    if (c->annotate_current(&step, phase, sizeof phase, &micro_batch) == 0) packed_phase = PackName(phase);
+    else step = -1, micro_batch = -1;  // a step change raced the read: say nothing
+  }
   s->step.store(step, kPublish);
   s->micro_batch.store(micro_batch, kPublish);
   s->phase[0].store(packed_phase.w[0], kPublish);
