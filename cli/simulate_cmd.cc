@@ -1,9 +1,13 @@
-// `collscope simulate`: thin wrapper over collscope_sim (sim/sim.h).
+// `collscope simulate`: thin wrapper over collscope_sim (sim/sim.h; --live: sim/live.h, with
+// SIGINT/SIGTERM turned into a clean stop).
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <memory>
 
 #include "cli/command.h"
+#include "sim/live.h"
 #include "sim/sim.h"
 
 namespace collscope::cli {
@@ -18,6 +22,34 @@ struct SimulateOptions {
   std::string nt_ops = "allreduce,allgather,reducescatter";
   bool no_p2p = false, no_kineto_gzip = false, no_kernel_summaries = false, no_steps = false,
        no_inflight_state = false, quiet = false;
+  bool live = false;
+  double speed = 1.0;
+  CLI::Option* start_time = nullptr;
+};
+
+// Set by SIGINT/SIGTERM during a live run, which polls it (a handler may only store an atomic).
+std::atomic<bool> g_stop{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+extern "C" void OnStopSignal(int) { g_stop.store(true, std::memory_order_relaxed); }
+
+// The live run's signal handlers, restored when it ends.
+class StopSignals {
+ public:
+  StopSignals() {
+    struct sigaction sa {};
+    sa.sa_handler = OnStopSignal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~StopSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+
+ private:
+  struct sigaction old_int_;  // filled by the constructor
+  struct sigaction old_term_;
 };
 
 void Register(CLI::App& app) {
@@ -48,8 +80,9 @@ void Register(CLI::App& app) {
       ->check(CLI::IsMember({"training", "nccl-tests"}));
   cmd->add_option("--seed", c.seed, "Random seed; the same seed gives byte-identical output")
       ->capture_default_str();
-  cmd->add_option("--start-time-us", c.start_time_us, "Job start, wall clock us since epoch")
-      ->capture_default_str();
+  opts->start_time = cmd->add_option("--start-time-us", c.start_time_us,
+                                     "Job start, wall clock us since epoch (--live: now)")
+                         ->capture_default_str();
   cmd->add_option("--hang-timeout-s", c.hang_timeout_s, "Watchdog timeout that ends a hung job")
       ->capture_default_str();
   // Cluster
@@ -159,6 +192,15 @@ void Register(CLI::App& app) {
   cmd->add_option("--fault", opts->faults, "Fault spec kind=...,key=value (repeatable)");
   cmd->add_option("--scenario", opts->scenario, "JSON scenario file with a \"faults\" array");
   cmd->add_flag("-q,--quiet", opts->quiet, "Print nothing on success");
+  // Live mode
+  CLI::Option* live = cmd->add_flag(
+      "--live", opts->live,
+      "Write the files at the job clock's pace (lines appear when due; documents at the "
+      "job end; timeline in OUT/live_events.ndjson); SIGINT/SIGTERM stop it cleanly");
+  cmd->add_option("--speed", opts->speed, "--live: job seconds per wall second (>= 1)")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 1e9))
+      ->needs(live);
 
   cmd->callback([opts] {
     sim::SimConfig cfg = opts->config;
@@ -201,6 +243,39 @@ void Register(CLI::App& app) {
     if (!opts->scenario.empty() && !sim::LoadScenarioFile(opts->scenario, &cfg, &error)) {
       std::fprintf(stderr, "collscope simulate: %s\n", error.c_str());
       SetExitCode(2);
+      return;
+    }
+    if (opts->live) {
+      if (opts->start_time->count() == 0)
+        cfg.start_time_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count();
+      sim::LiveOptions lo;
+      lo.speed = opts->speed;
+      g_stop.store(false);
+      lo.stop = &g_stop;
+      Result<sim::LiveStats> r = [&] {
+        StopSignals signals;
+        return sim::SimulateLive(cfg, lo);
+      }();
+      if (!r.ok()) {
+        std::fprintf(stderr, "collscope simulate: %s\n", r.status().message().c_str());
+        SetExitCode(1);
+        return;
+      }
+      if (!opts->quiet) {
+        std::printf(
+            "%s: staged %d ranks in %.2f s; paced %llu lines (%.1f MB) into %llu files and %llu "
+            "documents over %.2f s wall at speed %g (%.0f lines/s, latest line %.3f s late) -> "
+            "%s\n",
+            r->stopped ? "stopped" : "live run finished", r->sim.world, r->staging_s,
+            static_cast<unsigned long long>(r->lines), r->bytes / 1e6,
+            static_cast<unsigned long long>(r->line_files),
+            static_cast<unsigned long long>(r->documents), r->pacing_s, lo.speed,
+            r->pacing_s > 0 ? r->lines / r->pacing_s : 0.0, r->max_late_us / 1e6,
+            cfg.output.dir.c_str());
+      }
+      SetExitCode(0);
       return;
     }
     sim::SimStats stats;

@@ -970,6 +970,8 @@ void Engine::Run() {
   double last_finite = kInitUs;
   bool hung = false;
   for (int s = 0; s < cfg_.workload.steps; ++s) {
+    // A stop request ends the run between steps (Simulate reports it, writes no ground truth).
+    if (cfg_.cancel && cfg_.cancel->load(std::memory_order_relaxed)) break;
     RunStep(s);
     for (int r = 0; r < L_.world; ++r)
       if (std::isfinite(rs_[r].t)) last_finite = std::max(last_finite, rs_[r].t);

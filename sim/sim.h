@@ -5,6 +5,7 @@
 // This library does not depend on collscope_core: it only writes files.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -89,6 +90,8 @@ struct OutputConfig {
   bool kineto_traces = true;          // kineto/*.pt.trace.json(.gz)
   // kernels/<host>-pid<pid>.kernels.jsonl.gz beside the Kineto traces: the CUPTI library's summaries.
   bool kernel_summaries = true;
+  // false: kernels/<host>-pid<pid>.kernels.jsonl, plain (live mode paces them out line by line).
+  bool kernel_summaries_gzip = true;
   bool steps = true;                  // steps/<host>-pid<pid>.steps.jsonl (step/phase series)
   int64_t buffer_mb = 256;            // Inspector bytes buffered before appending to files
   // collscope plugin in-flight state files (<host>-pid<pid>.inflight.json in nccl-inspector/),
@@ -124,6 +127,9 @@ struct SimConfig {
   OutputConfig output;
   NcclTestsConfig nccl_tests;
   std::vector<FaultSpec> faults;
+  // When set and true, the engine stops between steps and Simulate returns 3 ("stopped") without
+  // writing the ground truth: lets a live run (sim/live.h) honour SIGINT/SIGTERM while it stages.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct SimStats {
@@ -146,7 +152,7 @@ bool LoadScenarioFile(const std::string& path, SimConfig* config, std::string* e
 bool ValidateConfig(const SimConfig& config, std::string* error);
 
 // Runs the simulation and writes every output file into config.output.dir.
-// Returns 0 on success; on failure fills *error and returns non-zero.
+// Returns 0 on success; on failure fills *error and returns non-zero (3: config.cancel was set).
 int Simulate(const SimConfig& config, SimStats* stats, std::string* error);
 
 // ---- Cost model, exposed for tests and docs -------------------------------------------------

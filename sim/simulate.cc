@@ -124,6 +124,10 @@ int Simulate(const SimConfig& config, SimStats* stats, std::string* error) {
   int completed = 0;
   RunEngine(config, layout, faults, insp, kineto, steps, &job_end, &step_start, &step_end,
             &completed);
+  if (config.cancel && config.cancel->load()) {
+    *error = "stopped";
+    return 3;
+  }
   if (!steps.Finish(error)) return 1;
   if (!insp.Finish(job_end, error)) return 1;
   const bool state_files = config.output.inflight_state && config.mode == Mode::kTraining;

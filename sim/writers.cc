@@ -712,11 +712,33 @@ bool KinetoWriter::Finish(std::string* error) {
     text += "{\"type\":\"stats\",\"records\":" + std::to_string(summarizers_[r].activities()) +
             ",\"kernels\":" + std::to_string(summarizers_[r].activities()) +
             ",\"untimed\":0,\"dropped_by_cupti\":0,\"buffers_refused\":0,\"invalid_records\":0,\"late\":0}\n";
-    const std::string path = summary_dir_ + "/" + p.host + "-pid" + std::to_string(ri.pid) + ".kernels.jsonl.gz";
-    gzFile gz = gzopen(path.c_str(), "wb6");
-    if (!gz) { *error = "cannot open " + path; return false; }
-    const bool wrote = gzwrite(gz, text.data(), static_cast<unsigned>(text.size())) == static_cast<int>(text.size());
-    if (gzclose(gz) != Z_OK || !wrote) { *error = "cannot write " + path; return false; }
+    const std::string path =
+        summary_dir_ + "/" + p.host + "-pid" + std::to_string(ri.pid) +
+        (config_.output.kernel_summaries_gzip ? ".kernels.jsonl.gz" : ".kernels.jsonl");
+    if (config_.output.kernel_summaries_gzip) {
+      gzFile gz = gzopen(path.c_str(), "wb6");
+      if (!gz) {
+        *error = "cannot open " + path;
+        return false;
+      }
+      const bool wrote = gzwrite(gz, text.data(), static_cast<unsigned>(text.size())) ==
+                         static_cast<int>(text.size());
+      if (gzclose(gz) != Z_OK || !wrote) {
+        *error = "cannot write " + path;
+        return false;
+      }
+    } else {
+      FILE* f = std::fopen(path.c_str(), "wb");
+      if (!f) {
+        *error = "cannot open " + path + ": " + std::strerror(errno);
+        return false;
+      }
+      const bool wrote = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+      if (std::fclose(f) != 0 || !wrote) {
+        *error = "cannot write " + path;
+        return false;
+      }
+    }
   }
   summarizers_.clear();
   if (events_.empty()) return true;
