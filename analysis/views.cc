@@ -990,4 +990,9 @@ Result<std::unique_ptr<Store>> OpenForAnalysis(const std::string& path) {
   return store;
 }
 
+std::string HostTransferTableSql(const std::string& records) {
+  return "WITH hx AS MATERIALIZED (" + TransferSql(records) + ") SELECT run_id, hostname, count(*) AS transfer_comms, " +
+         "max(norm_busbw) AS transfer_norm_busbw FROM (" + HostCommSql("hx") + ") GROUP BY ALL";
+}
+
 }  // namespace collscope

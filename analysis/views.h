@@ -35,6 +35,13 @@ struct AggregateReport {
 // must be writable. `collscope ingest` calls it after InstallAnalysisViews.
 Result<AggregateReport> RefreshAggregates(Store& store, const std::string& run = "");
 
+// The host table's transfer columns over any relation of records (`records`: a subquery or table
+// name with the records' columns; a live agent passes its window): per (run_id, hostname),
+// transfer_norm_busbw, the normalised transfer bus bandwidth of the host's best cross-host
+// communicator (a communicator runs no faster than its slowest member, so a degraded host is the
+// one whose communicators are all slow), and transfer_comms. Needs the views installed.
+std::string HostTransferTableSql(const std::string& records);
+
 // Opens the store at `path` read-only with the analysis views installed (as temporary views):
 // what every reading command starts with.
 Result<std::unique_ptr<Store>> OpenForAnalysis(const std::string& path);

@@ -7,11 +7,7 @@
 #include "cli/command.h"
 #include "cli/output.h"
 #include "analysis/views.h"
-#include "core/ingest.h"
-#include "core/readers/hang_evidence.h"
-#include "core/readers/kernel_summary.h"
-#include "core/readers/kineto.h"
-#include "core/readers/step_file.h"
+#include "core/readers/ingest_inputs.h"
 
 namespace collscope::cli {
 namespace {
@@ -133,72 +129,31 @@ int Run(const Options& o) {
       std::fflush(stdout);
     };
   }
-  Result<IngestReport> r = Ingest(**store, o.paths, opts);
+  Result<readers::InputsReport> r = readers::IngestInputs(**store, o.paths, opts);
   if (tty) std::printf("\r%70s\r", "");
   if (!r.ok()) {
     std::fprintf(stderr, "collscope ingest: %s\n", r.status().message().c_str());
     return 2;
   }
-  const IngestReport& rep = *r;
-  // PyTorch-profiler (Kineto) traces among the inputs go to their own tables of the same run.
-  Result<readers::KinetoIngestReport> kineto =
-      readers::IngestKineto(**store, o.paths, opts.run, o.threads);
-  if (!kineto.ok()) {
-    std::fprintf(stderr, "collscope ingest: %s\n", kineto.status().message().c_str());
-    return 2;
-  }
-  const readers::KinetoIngestReport& kin = *kineto;
-  // Step/phase series (the annotation API's format, found by content) go to their own tables.
-  Result<readers::StepIngestReport> stepr = readers::IngestStepFiles(**store, o.paths, opts.run);
-  if (!stepr.ok()) {
-    std::fprintf(stderr, "collscope ingest: %s\n", stepr.status().message().c_str());
-    return 2;
-  }
-  const readers::StepIngestReport& steps = *stepr;
-  // Hang evidence (Flight Recorder dumps, collscope in-flight state files) goes to its own tables.
-  Result<readers::HangIngestReport> hangr = readers::IngestHangEvidence(**store, o.paths, opts.run);
-  if (!hangr.ok()) {
-    std::fprintf(stderr, "collscope ingest: %s\n", hangr.status().message().c_str());
-    return 2;
-  }
-  const readers::HangIngestReport& hang = *hangr;
-  // Kernel summaries of collscope's CUPTI library (found by content) go to their own tables.
-  Result<readers::KernelSummaryIngestReport> kernr = readers::IngestKernelSummaries(**store, o.paths, opts.run);
-  if (!kernr.ok()) {
-    std::fprintf(stderr, "collscope ingest: %s\n", kernr.status().message().c_str());
-    return 2;
-  }
-  const readers::KernelSummaryIngestReport& kern = *kernr;
+  const readers::InputsReport& in = *r;
   // Persist the analysis views, so stock DuckDB clients see them too, and pre-aggregate the
   // runs whose records changed (docs/analysis.md, "Aggregates"): RefreshAggregates does both.
   Result<AggregateReport> agg = RefreshAggregates(**store);
   const bool failed = !agg.ok();
   if (failed) std::fprintf(stderr, "collscope ingest: %s\n", agg.status().message().c_str());
   // What could not be read is said whatever the output mode.
-  for (const std::string& s : rep.skipped) std::fprintf(stderr, "collscope ingest: skipped %s\n", s.c_str());
-  for (const std::string& s : kin.failed) std::fprintf(stderr, "collscope ingest: not stored: %s\n", s.c_str());
-  for (const std::string& s : steps.failed) std::fprintf(stderr, "collscope ingest: not stored: %s\n", s.c_str());
-  for (const std::string& s : hang.failed) std::fprintf(stderr, "collscope ingest: not stored: %s\n", s.c_str());
-  for (const std::string& s : kern.failed) std::fprintf(stderr, "collscope ingest: not stored: %s\n", s.c_str());
-  const Reports all{rep, kin, steps, hang, kern};
+  for (const std::string& s : in.NotStored()) std::fprintf(stderr, "collscope ingest: %s\n", s.c_str());
+  const Reports all{in.records, in.kineto, in.steps, in.hang, in.kernels};
   if (o.json) PrintJson(opts.run, all);
   else if (!o.quiet) PrintText(o.db, opts.run, all);
-  if (rep.files_seen == 0 && kin.files_seen == 0 && steps.files_seen == 0 && hang.dumps_seen + hang.states_seen == 0 &&
-      kern.files_seen == 0) {
+  if (in.NoInputs()) {
     std::fprintf(stderr, "collscope ingest: no input files (*.log, *.jsonl, their .gz, "
                          "Kineto *.pt.trace.json[.gz], step/phase series, Megatron/NeMo iteration logs, Flight "
                          "Recorder dumps, *.inflight.json state files or CUPTI kernel summaries) found\n");
     return 2;
   }
-  const bool nothing_stored = rep.records_stored + rep.dump_stats_stored + kin.files_read + steps.files_read +
-                                 hang.dumps_read + hang.states_read + kern.files_read == 0 &&
-                             rep.files_unchanged + kin.files_unchanged == 0;
-  if (failed || nothing_stored) return 2;
-  if (rep.lines_rejected || rep.records_missing || !rep.skipped.empty() || !kin.failed.empty() ||
-      steps.lines_rejected || !steps.failed.empty() || !hang.failed.empty() || kern.lines_rejected ||
-      !kern.failed.empty())
-    return 1;
-  return 0;
+  if (failed || in.NothingStored()) return 2;
+  return in.AnythingLost() ? 1 : 0;
 }
 
 void Register(CLI::App& app) {

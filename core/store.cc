@@ -1,7 +1,9 @@
 #include "core/store.h"
 
 #include <cstdio>
+#include <chrono>
 #include <filesystem>
+#include <thread>
 #include <set>
 
 #include "core/bandwidth.h"
@@ -44,15 +46,31 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, Options opti
   for (const char* off : {"autoinstall_known_extensions", "autoload_known_extensions",
                           "allow_community_extensions", "allow_unsigned_extensions"})
     duckdb_set_config(config, off, "false");
-  char* err = nullptr;
-  const char* open_path = path == ":memory:" ? nullptr : path.c_str();
-  duckdb_state st = duckdb_open_ext(open_path, &s->db_, config, &err);
-  duckdb_destroy_config(&config);
-  if (st != DuckDBSuccess) {
-    std::string msg = path + ": cannot open store: " + (err ? err : "unknown error");
-    if (err) duckdb_free(err);
-    return Status::Error(msg);
+  if (!options.memory_limit.empty() &&
+      duckdb_set_config(config, "memory_limit", options.memory_limit.c_str()) != DuckDBSuccess) {
+    duckdb_destroy_config(&config);
+    return Status::Error("invalid memory limit " + options.memory_limit);
   }
+  const char* open_path = path == ":memory:" ? nullptr : path.c_str();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(options.lock_wait_s);
+  auto pause = std::chrono::milliseconds(20);
+  for (;;) {
+    char* err = nullptr;
+    const duckdb_state st = duckdb_open_ext(open_path, &s->db_, config, &err);
+    if (st == DuckDBSuccess) break;
+    std::string why = err ? err : "unknown error";
+    if (err) duckdb_free(err);
+    s->db_ = nullptr;
+    const bool locked = why.find("Could not set lock") != std::string::npos;
+    if (!locked || std::chrono::steady_clock::now() + pause > deadline) {
+      duckdb_destroy_config(&config);
+      return Status::Error(path + ": cannot open store: " + why +
+                           (locked ? " (waited " + std::to_string(static_cast<int>(options.lock_wait_s)) + " s)" : ""));
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(500));
+  }
+  duckdb_destroy_config(&config);
   if (duckdb_connect(s->db_, &s->conn_) != DuckDBSuccess)
     return Status::Error(path + ": cannot connect");
   // The sandbox: the store's own files (and its spill directory) are the only files DuckDB may

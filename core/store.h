@@ -26,6 +26,12 @@ class Store {
     bool read_only = false;
     // The one directory outside the store that SQL may write (ExportParquet's).
     std::string writable_dir;
+    // Another process holding the store (a live agent's tick, an ingest) makes DuckDB refuse the
+    // open; it is retried for this long before the lock error is returned, so reading commands
+    // wait out a tick instead of failing.
+    double lock_wait_s = 60;
+    // DuckDB's memory_limit ("512MB"); empty: DuckDB's default (80% of RAM).
+    std::string memory_limit;
     static Options ReadOnly() {
       Options o;
       o.read_only = true;

@@ -176,7 +176,7 @@ bool Complete(const CommData& d, const Inst& x) {
   return x.n >= 2 && x.pmin >= 0 && (x.n == m || (m >= 3 && x.n == m - 1));
 }
 
-Result<CommData> LoadCommData(Store& store, const std::string& run) {
+Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWindow& window) {
   duckdb_connection conn = store.connection();
   std::string run_filter;
   {
@@ -287,6 +287,19 @@ Result<CommData> LoadCommData(Store& store, const std::string& run) {
         "SELECT n.process_id, n.t, p.prev FROM numbered n JOIN prevs p USING (process_id, pass)");
     if (!st.ok()) return st;
   }
+  // The window: a record is dumped after it completes, so records dumped before the window's start
+  // (less a margin for members that started earlier than their peers) cannot belong to an instance
+  // inside it; the instance test itself is on the members' start and completion times.
+  std::string window_records, window_instances, window_p2p;
+  if (!window.all()) {
+    constexpr int64_t kStraddleMarginUs = 60'000'000;
+    const std::string since = std::to_string(window.since_us), until = std::to_string(window.until_us);
+    const std::string start = "coalesce(r.start_ts_us, r.kernel_start_ts_us, r.dump_ts_us)";
+    const std::string end = "coalesce(r.stop_ts_us, r.kernel_stop_ts_us, " + start + " + r.exec_time_us)";
+    window_records = " AND r.dump_ts_us >= " + std::to_string(std::max<int64_t>(0, window.since_us - kStraddleMarginUs));
+    window_instances = " HAVING min(" + start + ") >= " + since + " AND max(" + end + ") <= " + until;
+    window_p2p = " AND " + start + " >= " + since + " AND " + end + " <= " + until;
+  }
   // Collective instances.
   auto ir = Fetch(conn,
                   "SELECT CAST(o.comm_id AS BIGINT), CAST(enum_code(o.op) AS BIGINT), "
@@ -303,8 +316,8 @@ Result<CommData> LoadCommData(Store& store, const std::string& run) {
                   "CAST(max(coalesce(r.start_ts_us, r.kernel_start_ts_us, po.prev, 0)) AS BIGINT) "
                   "FROM records r JOIN operations o USING (run_id, op_id) "
                   "LEFT JOIN collscope_pass_of po ON po.process_id = r.process_id AND po.t = r.dump_ts_us "
-                  "WHERE r.run_id = " + run_filter + " AND o.kind = 'coll' GROUP BY o.comm_id, o.op, r.sn, o.msg_size_bytes "
-                  "ORDER BY 10",
+                  "WHERE r.run_id = " + run_filter + " AND o.kind = 'coll'" + window_records +
+                      " GROUP BY o.comm_id, o.op, r.sn, o.msg_size_bytes" + window_instances + " ORDER BY 10",
                   "iiiiidddiiii");
   if (!ir.ok()) return ir.status();
   d.insts.reserve(ir->rows);
@@ -342,7 +355,8 @@ Result<CommData> LoadCommData(Store& store, const std::string& run) {
                   "CAST(coalesce(r.start_ts_us, r.kernel_start_ts_us, po.prev, 0) AS BIGINT) "
                   "FROM records r JOIN operations o USING (run_id, op_id) "
                   "LEFT JOIN collscope_pass_of po ON po.process_id = r.process_id AND po.t = r.dump_ts_us "
-                  "WHERE r.run_id = " + run_filter + " AND o.kind = 'p2p' AND o.op IN ('Send', 'Recv')",
+                  "WHERE r.run_id = " + run_filter + " AND o.kind = 'p2p' AND o.op IN ('Send', 'Recv')" +
+                      window_p2p,
                   "iiiiidiii");
   if (!p2.ok()) return p2.status();
   d.p2p.reserve(p2->rows);

@@ -88,8 +88,18 @@ struct CommData {
   int tp = 0, pp = 0;
 };
 
-// Loads run `run` (empty: the only/first run) from the store.
-Result<CommData> LoadCommData(Store& store, const std::string& run);
+// A span of job time (wall-clock microseconds) that a diagnosis reads: what a live agent
+// diagnoses each tick. Collective instances count only when every record of theirs lies inside
+// (one that straddles an edge would look as if members never joined); point-to-point records by
+// their own time. The default reads everything.
+struct TimeWindow {
+  int64_t since_us = 0;
+  int64_t until_us = INT64_MAX;
+  bool all() const { return since_us <= 0 && until_us == INT64_MAX; }
+};
+
+// Loads run `run` (empty: the only/first run) from the store, limited to `window`.
+Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWindow& window = {});
 
 struct CommOptions {
   double link_ratio = 1.6;        // comm-window median transfer time / baseline to call it slow

@@ -241,7 +241,7 @@ Status DetectFromSteps(Store& store, const std::string& run, const CommData* dat
 Status DetectFromRecords(Store& store, const std::string& run, const DiagnoseOptions& o, DiagnoseTiming* timing,
                          InputSummary* read, std::vector<Finding>* out, std::optional<CommData>* loaded) {
   double t = Now();
-  auto data = LoadCommData(store, run);
+  auto data = LoadCommData(store, run, o.window);
   if (!data.ok()) return data.status();
   SummarizeRecords(*data, run, read);
   if (timing) timing->load_s = Now() - t;

@@ -14,6 +14,7 @@ namespace collscope::diagnose {
 struct DiagnoseOptions {
   std::string run;      // store run; empty = the first
   CommOptions comm;
+  TimeWindow window;    // the records' span to diagnose (a live agent's sliding window)
   int threads = 0;      // ingest threads for PATHS input; 0 = hardware concurrency
   // Where candidates dropped by cross-checks and findings folded by merges go, with why; null:
   // not kept.

@@ -1,0 +1,464 @@
+#include "agent/agent.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include "agent/alertmanager.h"
+#include "agent/http.h"
+#include "agent/http_server.h"
+#include "agent/remote_write.h"
+#include "analysis/diagnose/diagnose.h"
+#include "analysis/views.h"
+#include "core/readers/ingest_inputs.h"
+#include "core/store.h"
+
+namespace collscope::agent {
+namespace {
+
+double MonotonicSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+int64_t WallMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+double CpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+double ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  long pages = 0, resident = 0;
+  if (!(statm >> pages >> resident)) return 0;
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE));
+}
+
+std::string Join(const std::vector<std::string>& v, const char* sep) {
+  std::string out;
+  for (const std::string& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+std::string JoinRanks(const std::vector<int>& v) { return diagnose::RankList(v, 64); }
+
+// The host label of a finding's series: one series per host it names; a finding that names none
+// (a job-wide step regression) is labelled "job".
+std::vector<std::string> HostsOf(const diagnose::Finding& f) {
+  return f.hosts.empty() ? std::vector<std::string>{"job"} : f.hosts;
+}
+
+constexpr const char* kMetaFindings = "agent.active_findings";
+
+}  // namespace
+
+Agent::Agent(const AgentOptions& options)
+    : o_(options), watch_(options.watch), tracker_(options.resolve_after) {}
+
+Agent::~Agent() {
+  if (server_) server_->Stop();
+  if (remote_) remote_->Stop(std::chrono::seconds(2));
+}
+
+Result<std::unique_ptr<Agent>> Agent::Create(const AgentOptions& options) {
+  if (options.watch.empty()) return Status::Error("nothing to watch: give the job's dump folders");
+  if (options.db.empty()) return Status::Error("no store given (--db)");
+  if (options.interval_s <= 0 || options.window_s <= 0)
+    return Status::Error("interval and window must be positive");
+  std::unique_ptr<Agent> a(new Agent(options));
+  COLLSCOPE_RETURN_IF_ERROR(a->Init());
+  return a;
+}
+
+Status Agent::Init() {
+  // The store: created if new, its analysis views persisted (so readers between ticks get them
+  // without installing), and the findings active before a restart loaded.
+  {
+    Store::Options so;
+    so.memory_limit = o_.memory_limit;
+    auto store = Store::Open(o_.db, so);
+    if (!store.ok()) return store.status();
+    COLLSCOPE_RETURN_IF_ERROR(InstallAnalysisViews(**store, false));
+    auto saved = (*store)->MetaValue(kMetaFindings);
+    if (!saved.ok()) return saved.status();
+    COLLSCOPE_RETURN_IF_ERROR(tracker_.Load(*saved));
+  }
+  if (!o_.remote_write.empty()) {
+    auto url = ParseHttpUrl(o_.remote_write);
+    if (!url.ok()) return Status::Error("--remote-write: " + url.status().message());
+    RemoteWriterOptions ro;
+    ro.url = o_.remote_write;
+    remote_ = std::make_unique<RemoteWriter>(ro);
+    if (Status st = remote_->Start(); !st.ok())
+      return Status::Error("--remote-write: " + st.message());
+  }
+  for (const std::string* u : {&o_.alertmanager, &o_.webhook}) {
+    if (u->empty()) continue;
+    auto url = ParseHttpUrl(*u);
+    if (!url.ok()) return Status::Error(*u + ": " + url.status().message());
+  }
+  if (!o_.listen.empty()) {
+    const size_t colon = o_.listen.rfind(':');
+    HttpServerOptions ho;
+    int port = -1;
+    if (colon != std::string::npos) {
+      ho.address = o_.listen.substr(0, colon);
+      try {
+        size_t used = 0;
+        port = std::stoi(o_.listen.substr(colon + 1), &used);
+        if (used != o_.listen.size() - colon - 1) port = -1;
+      } catch (const std::exception&) {
+        port = -1;
+      }
+    }
+    if (port < 0 || port > 65535 || ho.address.empty())
+      return Status::Error("--listen " + o_.listen +
+                           ": give ADDRESS:PORT (127.0.0.1:9464; port 0 picks a free one)");
+    ho.port = static_cast<uint16_t>(port);
+    server_ = std::make_unique<HttpServer>(ho);
+    server_->Handle("/metrics", [this](const HttpServerRequest&) {
+      return HttpReply{200, "text/plain; version=0.0.4; charset=utf-8", MetricsText()};
+    });
+    server_->Handle("/findings", [this](const HttpServerRequest&) {
+      return HttpReply{200, "application/json", FindingsJson()};
+    });
+    server_->Handle("/healthz", [this](const HttpServerRequest&) {
+      auto [code, text] = Health();
+      return HttpReply{code, "text/plain; charset=utf-8", text};
+    });
+    if (Status st = server_->Start(); !st.ok())
+      return Status::Error("--listen " + o_.listen + ": " + st.message());
+  }
+  Publish({});
+  return Status::Ok();
+}
+
+int Agent::port() const { return server_ ? server_->port() : 0; }
+
+std::string Agent::Describe() const {
+  std::string s =
+      "watching " + Join(o_.watch, ", ") + " (" +
+      (watch_.polling() ? "polling: " + watch_.polling_reason() : std::string("inotify")) + ")\n";
+  s += "store " + o_.db + ", run " + o_.run + "; every " + diagnose::Fmt("%g", o_.interval_s) +
+       " s, window " + diagnose::Fmt("%g", o_.window_s) + " s of job time\n";
+  if (server_)
+    s += "serving /metrics, /findings, /healthz on " + o_.listen.substr(0, o_.listen.rfind(':')) +
+         ":" + std::to_string(port()) + "\n";
+  if (remote_) s += "remote-writing to " + o_.remote_write + "\n";
+  if (!o_.alertmanager.empty()) s += "alerting Alertmanager at " + o_.alertmanager + "\n";
+  if (!o_.webhook.empty()) s += "posting findings to " + o_.webhook + "\n";
+  if (!tracker_.active().empty())
+    s += std::to_string(tracker_.active().size()) +
+         " finding(s) active before the restart, resumed from the store\n";
+  return s;
+}
+
+TickReport Agent::Tick() {
+  const double t0 = MonotonicSeconds();
+  TickReport r = TickLocked();
+  r.seconds = MonotonicSeconds() - t0;
+  last_tick_s_ = r.seconds;
+  ++ticks_;
+  if (!r.ran) ++ticks_skipped_;
+  if (!r.error.empty()) {
+    ++errors_;
+    std::fprintf(stderr, "collscope agent: %s\n", r.error.c_str());
+  }
+  last_ = r;
+  std::vector<MetricFamily> families = job_metrics_;
+  Publish(std::move(families));
+  return r;
+}
+
+TickReport Agent::TickLocked() {
+  TickReport r;
+  const bool changed = watch_.Changed();
+  Store::Options so;
+  so.memory_limit = o_.memory_limit;
+  so.lock_wait_s = o_.store_wait_s;
+  auto opened = Store::Open(o_.db, so);
+  if (!opened.ok()) {
+    // A reader (sql, report) holds the store: this tick's data waits for the next one.
+    r.error = opened.status().message();
+    if (r.error.find("Could not set lock") != std::string::npos) r.error.clear();
+    if (changed) watch_.Requeue();
+    return r;
+  }
+  Store& store = **opened;
+  r.ran = true;
+  if (changed) {
+    IngestOptions io;
+    io.run = o_.run;
+    io.threads = o_.ingest_threads;
+    auto in = readers::IngestInputs(store, o_.watch, io);
+    if (!in.ok()) {
+      r.error = "ingest: " + in.status().message();
+      return r;
+    }
+    r.ingested = true;
+    r.records_stored = in->records.records_stored;
+    r.lines_rejected =
+        in->records.lines_rejected + in->steps.lines_rejected + in->kernels.lines_rejected;
+    r.not_stored = in->NotStored();
+    records_ += r.records_stored;
+    rejected_ += r.lines_rejected;
+    if (r.records_stored > 0) last_new_records_s_ = MonotonicSeconds();
+  }
+  auto run_id =
+      store.QueryInt("SELECT CAST(coalesce(max(run_id), -1) AS BIGINT) FROM runs WHERE name = " +
+                     SqlString(o_.run));
+  if (!run_id.ok()) {
+    r.error = run_id.status().message();
+    return r;
+  }
+  if (*run_id < 0) return r;  // nothing of the job yet
+  const std::string rid = std::to_string(*run_id);
+  // The frontier: every process that wrote within the last window has dumped through it. The scan
+  // reads recent records only (the store keeps them in dump order per file).
+  const int64_t lookback =
+      newest_dump_us_ > 0 ? newest_dump_us_ - static_cast<int64_t>(o_.window_s * 1e6) : 0;
+  auto fr = store.Query(
+      "SELECT CAST(min(last) AS BIGINT), CAST(max(last) AS BIGINT) FROM (SELECT process_id, "
+      "max(dump_ts_us) AS last FROM records WHERE run_id = " +
+      rid + " AND dump_ts_us >= " + std::to_string(std::max<int64_t>(0, lookback)) +
+      " GROUP BY 1)");
+  if (!fr.ok()) {
+    r.error = fr.status().message();
+    return r;
+  }
+  if (fr->rows.empty() || !fr->rows[0][0]) return r;
+  const int64_t frontier = std::stoll(*fr->rows[0][0]);
+  newest_dump_us_ = std::max<int64_t>(newest_dump_us_, std::stoll(*fr->rows[0][1]));
+  if (last_new_records_s_ == 0) last_new_records_s_ = MonotonicSeconds();
+  r.quiet = MonotonicSeconds() - last_new_records_s_ >= o_.quiet_s;
+  diagnose::DiagnoseOptions d;
+  d.run = o_.run;
+  d.window.until_us = r.quiet ? newest_dump_us_ : frontier;
+  d.window.since_us = d.window.until_us - static_cast<int64_t>(o_.window_s * 1e6);
+  r.window_since_us = d.window.since_us;
+  r.window_until_us = d.window.until_us;
+  auto metrics = JobMetrics(store, o_.run, d.window);
+  if (!metrics.ok()) {
+    r.error = "metrics: " + metrics.status().message();
+    return r;
+  }
+  job_metrics_ = std::move(*metrics);
+  auto findings = diagnose::DiagnoseStore(store, d);
+  if (!findings.ok()) {
+    r.error = "diagnose: " + findings.status().message();
+    return r;
+  }
+  r.diagnosed = true;
+  r.findings = static_cast<int>(findings->size());
+  const FindingTracker::Changes ch = tracker_.Update(*findings, WallMicros());
+  r.raised = static_cast<int>(ch.raised.size());
+  r.resolved = static_cast<int>(ch.resolved.size());
+  if (Status st = store.SetMetaValue(kMetaFindings, tracker_.Save()); !st.ok())
+    r.error = st.message();
+  if (o_.retention_s > 0) {
+    // Rows older than the retention, by each file's line cutoff so a record and its kernel
+    // events and annotations go together; the freed blocks are reused after the checkpoint.
+    const std::string horizon =
+        std::to_string(newest_dump_us_ - static_cast<int64_t>(o_.retention_s * 1e6));
+    std::string sql =
+        "CREATE OR REPLACE TEMP TABLE agent_cut AS SELECT file_id, max(line) AS line FROM records "
+        "WHERE run_id = " +
+        rid + " AND dump_ts_us < " + horizon + " GROUP BY 1;\n";
+    for (const char* t : {"records", "kernel_events", "record_annotations", "dump_stats"})
+      sql += std::string("DELETE FROM ") + t + " x USING agent_cut c WHERE x.run_id = " + rid +
+             " AND x.file_id = c.file_id AND x.line <= c.line;\n";
+    auto n = store.QueryInt("SELECT CAST(count(*) AS BIGINT) FROM records WHERE run_id = " + rid +
+                            " AND dump_ts_us < " + horizon);
+    if (n.ok() && *n > 0) {
+      if (Status st = store.Exec(sql + "CHECKPOINT"); !st.ok())
+        r.error = "retention: " + st.message();
+      else
+        rows_deleted_ += static_cast<uint64_t>(*n);
+    }
+  }
+  Alert(ch);
+  return r;
+}
+
+void Agent::Alert(const FindingTracker::Changes& ch) {
+  if (o_.alertmanager.empty() && o_.webhook.empty()) return;
+  auto to_alert = [&](const TrackedFinding& t, bool resolved) {
+    const diagnose::Finding& f = t.finding;
+    AlertmanagerAlert a;
+    a.labels = {{"alertname", "CollscopeFinding"},
+                {"kind", std::string(diagnose::KindName(f.kind))},
+                {"hosts", f.hosts.empty() ? "job" : Join(f.hosts, ",")},
+                {"run", o_.run}};
+    // An empty label is an absent one to Alertmanager; the key still tells findings apart.
+    if (!f.ranks.empty()) a.labels["ranks"] = JoinRanks(f.ranks);
+    if (!o_.job.empty()) a.labels["job"] = o_.job;
+    a.annotations = {{"summary", f.summary},
+                     {"confidence", diagnose::Fmt("%.2f", f.confidence)},
+                     {"detector", f.detector}};
+    if (!f.victims.empty()) a.annotations["victims"] = JoinRanks(f.victims);
+    if (!o_.report_url.empty()) a.annotations["report"] = o_.report_url;
+    a.starts_at_us = t.first_seen_us;
+    // An active alert expires by itself unless re-sent: if the agent dies, Alertmanager resolves
+    // it.
+    a.ends_at_us =
+        resolved ? t.resolved_us : WallMicros() + static_cast<int64_t>(4 * o_.interval_s * 1e6);
+    a.generator_url = o_.report_url;
+    return a;
+  };
+  std::vector<AlertmanagerAlert> alerts;
+  for (const auto& [key, t] : tracker_.active()) alerts.push_back(to_alert(t, false));
+  for (const TrackedFinding& t : ch.resolved) alerts.push_back(to_alert(t, true));
+  if (!o_.alertmanager.empty() && !alerts.empty()) {
+    Status st = PostAlerts(o_.alertmanager, alerts, 5000);
+    st.ok() ? ++alerts_sent_ : ++alert_errors_;
+    if (!st.ok()) std::fprintf(stderr, "collscope agent: alertmanager: %s\n", st.message().c_str());
+  }
+  if (!o_.webhook.empty() && (!ch.raised.empty() || !ch.resolved.empty())) {
+    std::vector<diagnose::Finding> raised, resolved;
+    for (const TrackedFinding& t : ch.raised) raised.push_back(t.finding);
+    for (const TrackedFinding& t : ch.resolved) resolved.push_back(t.finding);
+    std::string body = "{\"schema\": \"collscope.agent.alert.v1\", \"run\": \"" + o_.run +
+                       "\", \"raised\": " + diagnose::FindingsToJson(raised) +
+                       ", \"resolved\": " + diagnose::FindingsToJson(resolved) + "}";
+    Status st = PostWebhook(o_.webhook, body, 5000);
+    st.ok() ? ++alerts_sent_ : ++alert_errors_;
+    if (!st.ok()) std::fprintf(stderr, "collscope agent: webhook: %s\n", st.message().c_str());
+  }
+}
+
+std::vector<MetricFamily> Agent::OwnMetrics() const {
+  std::vector<MetricFamily> m;
+  MetricFamily active{
+      "collscope_finding_active",
+      "An active finding of this kind naming this host; the value is its confidence (0-1).",
+      "gauge",
+      {}};
+  std::map<std::pair<std::string, std::string>, double> by;
+  for (const auto& [key, t] : tracker_.active())
+    for (const std::string& h : HostsOf(t.finding)) {
+      double& c = by[{std::string(diagnose::KindName(t.finding.kind)), h}];
+      c = std::max(c, t.finding.confidence);
+    }
+  for (const auto& [kh, c] : by) active.Add({{"kind", kh.first}, {"host", kh.second}}, c);
+  m.push_back(std::move(active));
+  m.push_back(MetricFamily{"collscope_findings_active", "Active findings.", "gauge", {}}.Add(
+      {}, static_cast<double>(tracker_.active().size())));
+  auto counter = [&](const char* name, const char* help, double v) {
+    m.push_back(MetricFamily{name, help, "counter", {}}.Add({}, v));
+  };
+  auto gauge = [&](const char* name, const char* help, double v) {
+    m.push_back(MetricFamily{name, help, "gauge", {}}.Add({}, v));
+  };
+  counter("collscope_agent_ticks_total", "Ticks run.", static_cast<double>(ticks_));
+  counter("collscope_agent_ticks_skipped_total", "Ticks skipped because a reader held the store.",
+          static_cast<double>(ticks_skipped_));
+  counter("collscope_agent_errors_total", "Ticks with a failed step (said on /healthz and stderr).",
+          static_cast<double>(errors_));
+  counter("collscope_agent_records_ingested_total", "Records stored by the agent's ingests.",
+          static_cast<double>(records_));
+  counter("collscope_agent_lines_rejected_total",
+          "Input lines the ingests rejected (each in ingest_log).", static_cast<double>(rejected_));
+  counter("collscope_agent_records_deleted_total", "Records removed by retention.",
+          static_cast<double>(rows_deleted_));
+  counter("collscope_agent_alert_posts_total", "Alert and webhook posts delivered.",
+          static_cast<double>(alerts_sent_));
+  counter("collscope_agent_alert_post_errors_total", "Alert and webhook posts that failed.",
+          static_cast<double>(alert_errors_));
+  counter("collscope_agent_cpu_seconds_total", "CPU time of the agent process.", CpuSeconds());
+  gauge("collscope_agent_resident_memory_bytes", "Resident memory of the agent process.",
+        ResidentBytes());
+  gauge("collscope_agent_tick_duration_seconds", "Wall time of the last tick.", last_tick_s_);
+  gauge("collscope_agent_window_end_timestamp_seconds",
+        "Job time the last diagnosis window ended at.", last_.window_until_us / 1e6);
+  gauge("collscope_agent_data_lag_seconds", "Wall clock now minus the newest record's dump time.",
+        newest_dump_us_ > 0 ? (WallMicros() - newest_dump_us_) / 1e6 : 0);
+  if (remote_) {
+    const RemoteWriterStats s = remote_->Stats();
+    counter("collscope_agent_remote_write_samples_total", "Samples delivered by remote-write.",
+            static_cast<double>(s.samples_sent));
+    counter("collscope_agent_remote_write_dropped_samples_total",
+            "Samples remote-write gave up on (queue full, rejected by the receiver, or still "
+            "failing after its retries).",
+            static_cast<double>(s.samples_dropped + s.samples_rejected + s.samples_failed));
+    counter("collscope_agent_remote_write_retries_total", "Remote-write sends retried.",
+            static_cast<double>(s.retries));
+    gauge("collscope_agent_remote_write_queue_samples", "Samples waiting to be remote-written.",
+          static_cast<double>(s.queued_samples));
+  }
+  return m;
+}
+
+void Agent::Publish(std::vector<MetricFamily> families) {
+  std::vector<MetricFamily> own = OwnMetrics();
+  families.insert(families.end(), std::make_move_iterator(own.begin()),
+                  std::make_move_iterator(own.end()));
+  series_ = SeriesCount(families) + 1;
+  families.push_back(MetricFamily{
+      "collscope_agent_series",
+      "Series the agent exposes (its cardinality).",
+      "gauge",
+      {}}.Add({}, static_cast<double>(series_)));
+  if (Status st = Validate(families); !st.ok())
+    std::fprintf(stderr, "collscope agent: metrics: %s\n", st.message().c_str());
+  std::vector<diagnose::Finding> active;
+  for (const auto& [key, t] : tracker_.active()) active.push_back(t.finding);
+  std::pair<int, std::string> health{200, "ok\n"};
+  if (ticks_ == 0)
+    health = {503, "no tick yet\n"};
+  else if (!last_.error.empty())
+    health = {503, "last tick failed: " + last_.error + "\n"};
+  health.second += Describe();
+  {
+    std::lock_guard<std::mutex> lock(published_mu_);
+    metrics_text_ = ToPrometheusText(families);
+    findings_json_ = diagnose::FindingsToJson(active);
+    health_ = health;
+    published_s_ = MonotonicSeconds();
+  }
+  if (remote_ && ticks_ > 0) {
+    const std::vector<PromSeries> batch = ToRemoteWriteBatch(families, o_.job, WallMicros() / 1000);
+    if (Status st = remote_->Enqueue(batch); !st.ok())
+      std::fprintf(stderr, "collscope agent: remote-write: %s\n", st.message().c_str());
+  }
+}
+
+std::string Agent::MetricsText() const {
+  std::lock_guard<std::mutex> lock(published_mu_);
+  return metrics_text_;
+}
+
+std::string Agent::FindingsJson() const {
+  std::lock_guard<std::mutex> lock(published_mu_);
+  return findings_json_;
+}
+
+std::pair<int, std::string> Agent::Health() const {
+  std::lock_guard<std::mutex> lock(published_mu_);
+  auto h = health_;
+  // Overdue ticks (a wedged store, a stuck ingest) are unhealthy even when the last one was fine.
+  const double since = MonotonicSeconds() - published_s_;
+  if (h.first == 200 && since > 3 * o_.interval_s + 30)
+    h = {503, "no tick finished in " + diagnose::Fmt("%.0f", since) + " s\n"};
+  return h;
+}
+
+void Agent::Run(const std::atomic<bool>& stop) {
+  for (int n = 0; !stop.load() && (o_.max_ticks <= 0 || n < o_.max_ticks); ++n) {
+    const double start = MonotonicSeconds();
+    Tick();
+    while (!stop.load() && MonotonicSeconds() - start < o_.interval_s)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+}  // namespace collscope::agent

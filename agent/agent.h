@@ -1,0 +1,122 @@
+// `collscope agent`: runs beside a training job. Every tick it
+//  1. asks the folder watch whether anything changed (inotify; polling where unavailable),
+//  2. ingests what grew into its store (every format `collscope ingest` reads, incrementally),
+//  3. diagnoses a sliding window of job time and computes the job's metrics over it,
+//  4. raises and resolves alerts (Alertmanager API v2, a webhook) as findings come and go,
+//  5. publishes /metrics, /findings and /healthz, and remote-writes the same samples.
+//
+// The window ends at the job's frontier: the oldest of the processes' newest dump times, before
+// which every process has written what it completed, so no collective looks half-joined just
+// because one writer dumps later than another. When nothing new has arrived for `quiet_s`, the
+// frontier moves to the newest record: a hung job stops writing, and its tail is what shows it.
+//
+// The store is open only during a tick, so `collscope sql`, `report` and `diagnose --db` read it
+// between ticks (they wait out a tick's lock: core/store.h lock_wait_s). A restart resumes from
+// the store: the ingest's progress and the active findings are kept there.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "agent/finding_tracker.h"
+#include "agent/job_metrics.h"
+#include "agent/metrics.h"
+#include "agent/watch.h"
+#include "core/status.h"
+
+namespace collscope::agent {
+
+class HttpServer;
+class RemoteWriter;
+
+struct AgentOptions {
+  std::vector<std::string> watch;  // folders (or files) of the job's dumps
+  std::string db;                  // the agent's store
+  std::string run = "live";        // run name in the store
+  std::string listen;              // "127.0.0.1:9464"; empty: serve nothing
+  std::string remote_write;        // http://host:port/api/v1/write; empty: none
+  std::string alertmanager;        // http://host:port (API v2 path appended); empty: none
+  std::string webhook;             // http://...; empty: none
+  std::string report_url;          // linked from alerts
+  std::string job;                 // the `job` label value of alerts and remote-written series
+  double interval_s = 5;
+  double window_s = 300;   // job time diagnosed each tick
+  double quiet_s = 60;     // no new records this long: diagnose through the newest record
+  int resolve_after = 2;   // ticks a finding must be absent before it is resolved
+  double retention_s = 0;  // delete records older than this (job time); 0 keeps everything
+  std::string memory_limit = "512MB";  // DuckDB's, per tick
+  double store_wait_s = 2;             // wait this long for a reader's lock, else skip the tick
+  int ingest_threads = 1;
+  int max_ticks = 0;  // stop after this many ticks (tests); 0 = until stopped
+};
+
+// What one tick did (for tests and the agent's own metrics).
+struct TickReport {
+  bool ran = false;       // false: the store was busy and the tick was skipped
+  bool ingested = false;  // something changed and was ingested
+  uint64_t records_stored = 0, lines_rejected = 0;
+  bool diagnosed = false;
+  int64_t window_since_us = 0, window_until_us = 0;
+  bool quiet = false;
+  int findings = 0, raised = 0, resolved = 0;
+  double seconds = 0;
+  std::vector<std::string> not_stored;  // inputs named by the ingest as skipped or not stored
+  std::string error;                    // a failed step, said on /healthz and in the log
+};
+
+class Agent {
+ public:
+  static Result<std::unique_ptr<Agent>> Create(const AgentOptions& options);
+  ~Agent();
+
+  TickReport Tick();
+  // Ticks every interval until `stop` is set (SIGTERM) or max_ticks; then flushes remote-write.
+  void Run(const std::atomic<bool>& stop);
+
+  // The bound port of the HTTP server (0 when not serving).
+  int port() const;
+  std::string MetricsText() const;
+  std::string FindingsJson() const;
+  // "ok" and 200, or why not and 503 (no tick yet, the last tick failed, or ticks are overdue).
+  std::pair<int, std::string> Health() const;
+  // What the agent reads and what it cannot use, one line each (said at start and on /healthz).
+  std::string Describe() const;
+
+ private:
+  explicit Agent(const AgentOptions& options);
+  Status Init();
+  TickReport TickLocked();
+  std::vector<MetricFamily> OwnMetrics() const;
+  void Publish(std::vector<MetricFamily> families);
+  void Alert(const FindingTracker::Changes& changes);
+
+  AgentOptions o_;
+  FolderWatch watch_;
+  FindingTracker tracker_;
+  std::unique_ptr<HttpServer> server_;
+  std::unique_ptr<RemoteWriter> remote_;
+
+  // State kept between ticks.
+  int64_t newest_dump_us_ = 0;     // newest record dump time seen
+  double last_new_records_s_ = 0;  // monotonic time records last arrived
+  std::vector<MetricFamily> job_metrics_;
+  bool run_known_ = false;
+
+  // Counters for the agent's own metrics.
+  uint64_t ticks_ = 0, ticks_skipped_ = 0, errors_ = 0, records_ = 0, rejected_ = 0;
+  uint64_t alerts_sent_ = 0, alert_errors_ = 0, rows_deleted_ = 0;
+  double last_tick_s_ = 0;
+  size_t series_ = 0;
+  TickReport last_;
+
+  mutable std::mutex published_mu_;  // the server thread reads what a tick publishes
+  std::string metrics_text_, findings_json_;
+  std::pair<int, std::string> health_{503, "no tick yet\n"};
+  double published_s_ = 0;  // monotonic time of the last publish
+};
+
+}  // namespace collscope::agent

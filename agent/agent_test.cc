@@ -1,0 +1,337 @@
+// The agent's parts (metrics text, finding tracker, folder watch, job metrics) and whole ticks of
+// the agent on simulated jobs with a known fault.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+#include <filesystem>
+
+#include <fstream>
+#include <limits>
+#include <map>
+
+#include "agent/agent.h"
+#include "agent/finding_tracker.h"
+#include "agent/job_metrics.h"
+#include "agent/metrics.h"
+#include "agent/watch.h"
+#include "analysis/views.h"
+#include "core/ingest.h"
+#include "sim/sim.h"
+#include "tests/test_util.h"
+
+namespace collscope::agent {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(Metrics, TextFormatEscapesLabelValuesAndSpellsSpecialValues) {
+  std::vector<MetricFamily> f{{"collscope_x_seconds", "Help with \\ and\nnewline.", "gauge", {}}};
+  f[0].Add({{"host", "a\"b\\c\nd"}}, 1.5)
+      .Add({{"host", "e"}}, std::numeric_limits<double>::quiet_NaN());
+  f[0].Add({{"host", "f"}}, std::numeric_limits<double>::infinity());
+  ASSERT_TRUE(Validate(f).ok());
+  EXPECT_EQ(ToPrometheusText(f),
+            "# HELP collscope_x_seconds Help with \\\\ and\\nnewline.\n"
+            "# TYPE collscope_x_seconds gauge\n"
+            "collscope_x_seconds{host=\"a\\\"b\\\\c\\nd\"} 1.5\n"
+            "collscope_x_seconds{host=\"e\"} NaN\n"
+            "collscope_x_seconds{host=\"f\"} +Inf\n");
+}
+
+TEST(Metrics, ValidateRefusesWhatWouldBreakAScrape) {
+  auto one = [](std::string name, std::string type, Labels labels) {
+    std::vector<MetricFamily> f{{std::move(name), "h", std::move(type), {}}};
+    f[0].Add(std::move(labels), 1);
+    return Validate(f);
+  };
+  EXPECT_TRUE(one("collscope_ok_total", "counter", {{"host", "x"}}).ok());
+  EXPECT_FALSE(one("collscope_ok", "counter", {}).ok()) << "a counter's name ends in _total";
+  EXPECT_FALSE(one("9bad", "gauge", {}).ok());
+  EXPECT_FALSE(one("collscope-bad", "gauge", {}).ok());
+  EXPECT_FALSE(one("collscope_ok", "histogram", {}).ok());
+  EXPECT_FALSE(one("collscope_ok", "gauge", {{"__name__", "x"}}).ok());
+  EXPECT_FALSE(one("collscope_ok", "gauge", {{"a-b", "x"}}).ok());
+  EXPECT_FALSE(one("collscope_ok", "gauge", {{"a", "x"}, {"a", "y"}}).ok());
+  std::vector<MetricFamily> twice{{"collscope_a", "h", "gauge", {}}};
+  twice[0].Add({{"a", "1"}, {"b", "2"}}, 1).Add({{"b", "2"}, {"a", "1"}}, 2);
+  EXPECT_FALSE(Validate(twice).ok()) << "one label set in two orders is one series";
+}
+
+diagnose::Finding MakeFinding(diagnose::Kind kind, std::string host, int rank, double confidence) {
+  diagnose::Finding f;
+  f.kind = kind;
+  f.hosts = {std::move(host)};
+  f.ranks = {rank};
+  f.confidence = confidence;
+  f.summary = "s";
+  f.detector = "d";
+  return f;
+}
+
+TEST(FindingTracker, RaisesOnceAndResolvesOnlyAfterItWasGoneLongEnough) {
+  FindingTracker t(2);
+  const auto f = MakeFinding(diagnose::Kind::kSlowLink, "node-001", 8, 0.9);
+  auto c = t.Update({f}, 1);
+  ASSERT_EQ(c.raised.size(), 1u);
+  EXPECT_EQ(c.raised[0].key, "slow_link:node-001:8");
+  // The same root cause with other numbers is the same finding, not a new alert.
+  auto g = f;
+  g.confidence = 0.7;
+  g.start_us = 99;
+  c = t.Update({g}, 2);
+  EXPECT_TRUE(c.raised.empty());
+  EXPECT_EQ(t.active().at("slow_link:node-001:8").finding.confidence, 0.7);
+  EXPECT_EQ(t.active().at("slow_link:node-001:8").first_seen_us, 1);
+  // Gone one tick: still active (a fault at the detection limit must not page on and off).
+  c = t.Update({}, 3);
+  EXPECT_TRUE(c.resolved.empty());
+  // Back: the miss count starts again.
+  t.Update({f}, 4);
+  t.Update({}, 5);
+  EXPECT_EQ(t.active().size(), 1u);
+  c = t.Update({}, 6);
+  ASSERT_EQ(c.resolved.size(), 1u);
+  EXPECT_EQ(c.resolved[0].resolved_us, 6);
+  EXPECT_TRUE(t.active().empty());
+  // Another rank on the same host is another finding.
+  c = t.Update({f, MakeFinding(diagnose::Kind::kSlowLink, "node-001", 9, 0.9)}, 7);
+  EXPECT_EQ(c.raised.size(), 2u);
+}
+
+TEST(FindingTracker, StateSurvivesARestart) {
+  FindingTracker before(1);
+  before.Update({MakeFinding(diagnose::Kind::kSlowCompute, "node-002", 17, 0.8)}, 1000);
+  FindingTracker after(1);
+  ASSERT_TRUE(after.Load(before.Save()).ok());
+  ASSERT_EQ(after.active().size(), 1u);
+  EXPECT_EQ(after.active().begin()->second.first_seen_us, 1000);
+  // Found again after the restart: not raised twice; gone: resolved.
+  EXPECT_TRUE(after.Update({MakeFinding(diagnose::Kind::kSlowCompute, "node-002", 17, 0.8)}, 2000)
+                  .raised.empty());
+  EXPECT_EQ(after.Update({}, 3000).resolved.size(), 1u);
+  EXPECT_FALSE(after.Load("12 x\n").ok());
+}
+
+TEST(FolderWatch, SeesAppendsNewFilesAndNewFolders) {
+  testing::TempDir dir;
+  fs::create_directories(dir / "dumps");
+  FolderWatch w({dir / "dumps"});
+  if (w.polling()) GTEST_SKIP() << "inotify unavailable here: " << w.polling_reason();
+  EXPECT_TRUE(w.Changed()) << "the first call";
+  EXPECT_FALSE(w.Changed()) << "nothing happened";
+  { std::ofstream(dir / "dumps/a.log") << "x\n"; }
+  EXPECT_TRUE(w.Changed());
+  EXPECT_FALSE(w.Changed());
+  { std::ofstream(dir / "dumps/a.log", std::ios::app) << "y\n"; }
+  EXPECT_TRUE(w.Changed());
+  fs::create_directories(dir / "dumps/host2");
+  EXPECT_TRUE(w.Changed());
+  { std::ofstream(dir / "dumps/host2/b.log") << "z\n"; }
+  EXPECT_TRUE(w.Changed()) << "a file in a folder created after the start";
+  w.Requeue();
+  EXPECT_TRUE(w.Changed()) << "a change handed back";
+  EXPECT_FALSE(w.Changed());
+}
+
+// A small job: 4 hosts x 8 GPUs, TP 8 inside a host, PP 2, so that the communicators of one host
+// span different host pairs and a host's fault is told from its neighbours'.
+sim::SimConfig SmallJob(const std::string& out, const std::string& fault, int steps = 8) {
+  sim::SimConfig c;
+  c.seed = 3;
+  c.cluster.hosts = 4;
+  c.cluster.gpus_per_host = 8;
+  c.parallel.tp = 8;
+  c.parallel.pp = 2;
+  c.workload.layers = 2;
+  c.workload.micro_batches = 2;
+  c.workload.hidden = 2048;
+  c.workload.seq_len = 2048;
+  c.workload.steps = steps;
+  c.inspector.dump_interval_us = 200000;
+  c.output.dir = out;
+  c.output.kineto_max_ranks = 0;
+  c.output.steps = false;
+  if (!fault.empty()) {
+    sim::FaultSpec f;
+    std::string err;
+    EXPECT_TRUE(sim::ParseFaultSpec(fault, &f, &err)) << err;
+    c.faults.push_back(f);
+  }
+  return c;
+}
+
+std::map<Labels, double> SeriesOf(const std::vector<MetricFamily>& families,
+                                  const std::string& name) {
+  std::map<Labels, double> out;
+  for (const MetricFamily& f : families)
+    if (f.name == name)
+      for (const MetricSeries& s : f.series) out[s.labels] = s.value;
+  return out;
+}
+
+std::unique_ptr<Store> SimulateAndIngest(const testing::TempDir& dir, const std::string& fault) {
+  sim::SimConfig c = SmallJob(dir / "job", fault);
+  sim::SimStats stats;
+  std::string err;
+  EXPECT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
+  auto store = Store::Open(dir / "s.duckdb");
+  EXPECT_TRUE(store.ok());
+  IngestOptions io;
+  io.run = "live";
+  io.threads = 2;
+  auto rep = Ingest(**store, {dir / "job/nccl-inspector"}, io);
+  EXPECT_TRUE(rep.ok()) << rep.status().message();
+  EXPECT_TRUE(InstallAnalysisViews(**store, false).ok());
+  return std::move(*store);
+}
+
+TEST(JobMetrics, ASlowNicMakesItsHostTheLowestBusBandwidthRatio) {
+  testing::TempDir dir;
+  auto store = SimulateAndIngest(dir, "kind=nic_degrade,host=1,factor=0.25");
+  auto m = JobMetrics(*store, "live", {});
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  ASSERT_TRUE(Validate(*m).ok());
+  auto ratio = SeriesOf(*m, "collscope_host_busbw_ratio");
+  ASSERT_EQ(ratio.size(), 4u);
+  const double slow = ratio.at({{"host", "node-001"}});
+  for (const auto& [labels, v] : ratio)
+    if (labels[0].second != "node-001") {
+      EXPECT_LT(slow, 0.85 * v) << labels[0].second;
+    }
+  auto reporting = SeriesOf(*m, "collscope_host_processes_reporting");
+  for (const auto& [labels, v] : reporting) EXPECT_EQ(v, 8) << labels[0].second;
+  EXPECT_FALSE(SeriesOf(*m, "collscope_kernel_busbw_bytes_per_second").empty());
+}
+
+TEST(JobMetrics, AStragglerRankArrivesLastAndOnlyInsideTheWindowItIsIn) {
+  testing::TempDir dir;
+  auto store = SimulateAndIngest(dir, "kind=gpu_straggler,rank=13,factor=2.0");
+  auto m = JobMetrics(*store, "live", {});
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  auto delay = SeriesOf(*m, "collscope_rank_arrival_delay_seconds");
+  ASSERT_EQ(delay.size(), 32u);
+  std::string latest;
+  double most = -1;
+  for (const auto& [labels, v] : delay)
+    if (v > most) most = v, latest = labels[1].second;
+  EXPECT_EQ(latest, "13");
+  EXPECT_EQ(SeriesOf(*m, "collscope_host_arrival_delay_seconds").size(), 4u);
+  // A window before the job: nothing in it.
+  auto none = JobMetrics(*store, "live", {1, 2});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(SeriesOf(*none, "collscope_window_collectives").at({}), 0);
+  EXPECT_TRUE(SeriesOf(*none, "collscope_rank_arrival_delay_seconds").empty());
+}
+
+// The simulator's default model on 4 hosts (TP 4, PP 2, DP 4): steps of about 0.14 s, long
+// enough for the link detector to tell a slow NIC's host from its partners.
+sim::SimConfig DefaultJob(const std::string& out, const std::string& fault, int steps) {
+  sim::SimConfig c;
+  c.seed = 3;
+  c.cluster.hosts = 4;
+  c.workload.steps = steps;
+  c.output.dir = out;
+  c.output.kineto_max_ranks = 0;
+  c.output.steps = false;
+  sim::FaultSpec f;
+  std::string err;
+  EXPECT_TRUE(sim::ParseFaultSpec(fault, &f, &err)) << err;
+  c.faults.push_back(f);
+  return c;
+}
+
+TEST(Agent, ATickOnASlowHostsJobRaisesItsFindingAndARestartResumesIt) {
+  testing::TempDir dir;
+  sim::SimConfig c = DefaultJob(dir / "job", "kind=nic_degrade,host=1,factor=0.25", 30);
+  sim::SimStats stats;
+  std::string err;
+  ASSERT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
+  AgentOptions o;
+  o.watch = {dir / "job"};
+  o.db = dir / "agent.duckdb";
+  o.listen = "";
+  o.window_s = 3600;
+  o.resolve_after = 1;
+  {
+    auto a = Agent::Create(o);
+    ASSERT_TRUE(a.ok()) << a.status().message();
+    TickReport r = (*a)->Tick();
+    EXPECT_TRUE(r.error.empty()) << r.error;
+    EXPECT_TRUE(r.ingested);
+    EXPECT_GT(r.records_stored, 1000u);
+    ASSERT_TRUE(r.diagnosed);
+    EXPECT_GE(r.raised, 1);
+    const std::string metrics = (*a)->MetricsText();
+    EXPECT_NE(metrics.find("collscope_finding_active{kind=\"slow_link\",host=\"node-001\"}"),
+              std::string::npos)
+        << metrics;
+    EXPECT_NE((*a)->FindingsJson().find("node-001"), std::string::npos);
+    EXPECT_EQ((*a)->Health().first, 200) << (*a)->Health().second;
+    // Nothing changed: no ingest, the same findings, nothing raised again.
+    r = (*a)->Tick();
+    EXPECT_FALSE(r.ingested);
+    EXPECT_EQ(r.raised, 0);
+  }
+  // A restart: the findings active before it are known, so nothing is raised twice.
+  auto again = Agent::Create(o);
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_NE((*again)->Describe().find("active before the restart"), std::string::npos);
+  TickReport r = (*again)->Tick();
+  EXPECT_EQ(r.raised, 0);
+  EXPECT_FALSE(r.ingested && r.records_stored > 0) << "the ingest's progress survives the restart";
+}
+
+TEST(Agent, ReadersOpenTheStoreBetweenTicks) {
+  testing::TempDir dir;
+  sim::SimConfig c = SmallJob(dir / "job", "", 4);
+  sim::SimStats stats;
+  std::string err;
+  ASSERT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
+  AgentOptions o;
+  o.watch = {dir / "job"};
+  o.db = dir / "agent.duckdb";
+  o.listen = "";
+  auto a = Agent::Create(o);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  ASSERT_TRUE((*a)->Tick().error.empty());
+  {
+    auto reader = OpenForAnalysis(o.db);
+    ASSERT_TRUE(reader.ok()) << reader.status().message();
+    auto n = (*reader)->QueryInt("SELECT count(*) FROM records");
+    ASSERT_TRUE(n.ok());
+    EXPECT_GT(*n, 0);
+  }
+  // While another process reads the store, a tick is skipped (not failed) and its changes wait.
+  // (DuckDB's lock is per process, so the reader must be another one.)
+  int ready[2], release[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(release), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto reader = Store::Open(o.db, Store::Options::ReadOnly());
+    char b = reader.ok() ? 'y' : 'n';
+    if (write(ready[1], &b, 1) != 1) _exit(3);
+    if (read(release[0], &b, 1) != 1) _exit(4);
+    _exit(reader.ok() ? 0 : 5);
+  }
+  char b = 0;
+  ASSERT_EQ(read(ready[0], &b, 1), 1);
+  ASSERT_EQ(b, 'y') << "the reader could not open the store between ticks";
+  { std::ofstream(dir / "job/nccl-inspector/extra.log") << "\n"; }
+  TickReport r = (*a)->Tick();
+  EXPECT_FALSE(r.ran);
+  EXPECT_TRUE(r.error.empty()) << r.error;
+  ASSERT_EQ(write(release[1], "x", 1), 1);
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  for (int fd : {ready[0], ready[1], release[0], release[1]}) close(fd);
+  r = (*a)->Tick();
+  EXPECT_TRUE(r.ran);
+  EXPECT_TRUE(r.ingested) << "the change seen during the skipped tick is ingested now";
+}
+
+}  // namespace
+}  // namespace collscope::agent

@@ -1,0 +1,124 @@
+// `collscope agent`: thin wrapper over agent/agent.h.
+#include <csignal>
+#include <cstdio>
+#include <memory>
+
+#include "agent/agent.h"
+#include "cli/command.h"
+
+namespace collscope::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void OnSignal(int) { g_stop.store(true); }
+
+// "5s", "2m", "1h", "7d" or plain seconds.
+bool ParseSeconds(const std::string& text, double* out) {
+  if (text.empty()) return false;
+  double scale = 1;
+  std::string number = text;
+  switch (text.back()) {
+    case 's':
+      number.pop_back();
+      break;
+    case 'm':
+      scale = 60;
+      number.pop_back();
+      break;
+    case 'h':
+      scale = 3600;
+      number.pop_back();
+      break;
+    case 'd':
+      scale = 86400;
+      number.pop_back();
+      break;
+    default:
+      break;
+  }
+  try {
+    size_t used = 0;
+    const double v = std::stod(number, &used);
+    if (used != number.size() || !(v >= 0)) return false;
+    *out = v * scale;
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+struct Options {
+  agent::AgentOptions agent;
+  std::string interval = "5s", window = "5m", quiet = "60s", retention = "0";
+};
+
+int Run(Options o) {
+  const std::pair<const std::string*, double*> durations[] = {{&o.interval, &o.agent.interval_s},
+                                                              {&o.window, &o.agent.window_s},
+                                                              {&o.quiet, &o.agent.quiet_s},
+                                                              {&o.retention, &o.agent.retention_s}};
+  for (const auto& [text, value] : durations)
+    if (!ParseSeconds(*text, value)) {
+      std::fprintf(stderr, "collscope agent: '%s' is not a duration (5s, 2m, 1h, 7d)\n",
+                   text->c_str());
+      return 2;
+    }
+  auto a = agent::Agent::Create(o.agent);
+  if (!a.ok()) {
+    std::fprintf(stderr, "collscope agent: %s\n", a.status().message().c_str());
+    return 2;
+  }
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGINT, OnSignal);
+  const std::string said = (*a)->Describe();
+  std::fwrite(said.data(), 1, said.size(), stderr);
+  (*a)->Run(g_stop);
+  std::fprintf(stderr, "collscope agent: stopped\n");
+  return 0;
+}
+
+void Register(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  o->agent.listen = "127.0.0.1:9464";
+  CLI::App* cmd = app.add_subcommand(
+      "agent",
+      "Run beside a training job: watch its dump folders, ingest incrementally, diagnose a sliding "
+      "window every tick, serve /metrics, /findings and /healthz, remote-write the metrics and "
+      "raise and resolve alerts. Exits 0 on SIGTERM or SIGINT, 2 on a usage error.");
+  cmd->add_option("--watch", o->agent.watch, "The job's dump folders or files")->required();
+  cmd->add_option("--db", o->agent.db, "The agent's store (created if missing)")->required();
+  cmd->add_option("--run", o->agent.run, "Run name in the store")->capture_default_str();
+  cmd->add_option("--listen", o->agent.listen, "ADDRESS:PORT to serve on; '' serves nothing")
+      ->capture_default_str();
+  cmd->add_option("--remote-write", o->agent.remote_write,
+                  "Prometheus remote-write URL (http://host:port/api/v1/write)");
+  cmd->add_option("--alertmanager", o->agent.alertmanager,
+                  "Alertmanager base URL (http://host:9093)");
+  cmd->add_option("--webhook", o->agent.webhook,
+                  "URL that receives raised and resolved findings as JSON");
+  cmd->add_option("--report-url", o->agent.report_url, "Link put in alerts (the job's report)");
+  cmd->add_option("--job", o->agent.job,
+                  "Value of the 'job' label on alerts and remote-written series");
+  cmd->add_option("--interval", o->interval, "Time between ticks")->capture_default_str();
+  cmd->add_option("--window", o->window, "Job time diagnosed each tick")->capture_default_str();
+  cmd->add_option("--quiet", o->quiet,
+                  "No new records this long: diagnose through the newest (a hang shows)")
+      ->capture_default_str();
+  cmd->add_option("--resolve-after", o->agent.resolve_after,
+                  "Ticks a finding must be gone before it resolves")
+      ->capture_default_str();
+  cmd->add_option("--retention", o->retention,
+                  "Delete records older than this much job time (0 keeps all)")
+      ->capture_default_str();
+  cmd->add_option("--memory-limit", o->agent.memory_limit, "The store's memory limit per tick")
+      ->capture_default_str();
+  cmd->add_option("--ticks", o->agent.max_ticks, "Stop after this many ticks (0: until SIGTERM)")
+      ->capture_default_str();
+  cmd->callback([o] { SetExitCode(Run(*o)); });
+}
+
+RegisterCommand reg(&Register);
+
+}  // namespace
+}  // namespace collscope::cli

@@ -1,0 +1,52 @@
+#include "core/readers/ingest_inputs.h"
+
+namespace collscope::readers {
+
+bool InputsReport::NoInputs() const {
+  return records.files_seen == 0 && kineto.files_seen == 0 && steps.files_seen == 0 &&
+         hang.dumps_seen + hang.states_seen == 0 && kernels.files_seen == 0;
+}
+
+bool InputsReport::NothingStored() const {
+  return records.records_stored + records.dump_stats_stored + kineto.files_read + steps.files_read +
+                 hang.dumps_read + hang.states_read + kernels.files_read ==
+             0 &&
+         records.files_unchanged + kineto.files_unchanged == 0;
+}
+
+bool InputsReport::AnythingLost() const {
+  return records.lines_rejected || records.records_missing || !records.skipped.empty() ||
+         !kineto.failed.empty() || steps.lines_rejected || !steps.failed.empty() ||
+         !hang.failed.empty() || kernels.lines_rejected || !kernels.failed.empty();
+}
+
+std::vector<std::string> InputsReport::NotStored() const {
+  std::vector<std::string> out;
+  for (const std::string& s : records.skipped) out.push_back("skipped " + s);
+  for (const auto* list : {&kineto.failed, &steps.failed, &hang.failed, &kernels.failed})
+    for (const std::string& s : *list) out.push_back("not stored: " + s);
+  return out;
+}
+
+Result<InputsReport> IngestInputs(Store& store, const std::vector<std::string>& paths,
+                                  const IngestOptions& options) {
+  InputsReport r;
+  auto records = Ingest(store, paths, options);
+  if (!records.ok()) return records.status();
+  r.records = std::move(*records);
+  auto kineto = IngestKineto(store, paths, options.run, options.threads);
+  if (!kineto.ok()) return kineto.status();
+  r.kineto = std::move(*kineto);
+  auto steps = IngestStepFiles(store, paths, options.run);
+  if (!steps.ok()) return steps.status();
+  r.steps = std::move(*steps);
+  auto hang = IngestHangEvidence(store, paths, options.run);
+  if (!hang.ok()) return hang.status();
+  r.hang = std::move(*hang);
+  auto kernels = IngestKernelSummaries(store, paths, options.run);
+  if (!kernels.ok()) return kernels.status();
+  r.kernels = std::move(*kernels);
+  return r;
+}
+
+}  // namespace collscope::readers
