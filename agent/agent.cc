@@ -247,17 +247,21 @@ TickReport Agent::TickLocked() {
   d.window.since_us = d.window.until_us - static_cast<int64_t>(o_.window_s * 1e6);
   r.window_since_us = d.window.since_us;
   r.window_until_us = d.window.until_us;
-  auto metrics = JobMetrics(store, o_.run, d.window);
+  diagnose::InputSummary read;
+  auto findings = diagnose::DiagnoseStore(store, d, nullptr, &read);
+  if (!findings.ok()) {
+    r.error = "diagnose: " + findings.status().message();
+    return r;
+  }
+  JobMetricsOptions mo;
+  mo.tp = read.tp;
+  mo.pp = read.pp;
+  auto metrics = JobMetrics(store, o_.run, d.window, mo);
   if (!metrics.ok()) {
     r.error = "metrics: " + metrics.status().message();
     return r;
   }
   job_metrics_ = std::move(*metrics);
-  auto findings = diagnose::DiagnoseStore(store, d);
-  if (!findings.ok()) {
-    r.error = "diagnose: " + findings.status().message();
-    return r;
-  }
   r.diagnosed = true;
   r.findings = static_cast<int>(findings->size());
   const FindingTracker::Changes ch = tracker_.Update(*findings, WallMicros());

@@ -217,6 +217,15 @@ TEST(JobMetrics, AStragglerRankArrivesLastAndOnlyInsideTheWindowItIsIn) {
     if (v > most) most = v, latest = labels[1].second;
   EXPECT_EQ(latest, "13");
   EXPECT_EQ(SeriesOf(*m, "collscope_host_arrival_delay_seconds").size(), 4u);
+  // With the layout known (TP 8, PP 2 of 32 ranks), each rank carries its grid coordinates.
+  JobMetricsOptions layout;
+  layout.tp = 8;
+  layout.pp = 2;
+  auto with_grid = JobMetrics(*store, "live", {}, layout);
+  ASSERT_TRUE(with_grid.ok());
+  const Labels rank13{
+      {"host", "node-001"}, {"rank", "13"}, {"tp_rank", "5"}, {"dp_rank", "1"}, {"pp_stage", "0"}};
+  EXPECT_TRUE(SeriesOf(*with_grid, "collscope_rank_arrival_delay_seconds").count(rank13));
   // A window before the job: nothing in it.
   auto none = JobMetrics(*store, "live", {1, 2});
   ASSERT_TRUE(none.ok());
@@ -267,6 +276,8 @@ TEST(Agent, ATickOnASlowHostsJobRaisesItsFindingAndARestartResumesIt) {
               std::string::npos)
         << metrics;
     EXPECT_NE((*a)->FindingsJson().find("node-001"), std::string::npos);
+    EXPECT_NE(metrics.find("pp_stage=\""), std::string::npos)
+        << "the diagnosis's layout reaches the rank series";
     EXPECT_EQ((*a)->Health().first, 200) << (*a)->Health().second;
     // Nothing changed: no ingest, the same findings, nothing raised again.
     r = (*a)->Tick();

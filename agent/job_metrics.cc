@@ -82,6 +82,17 @@ Result<std::vector<MetricFamily>> JobMetrics(Store& store, const std::string& ru
       "SELECT w.process_id, median(i.tmax - w.t) / 1e6, count(*) FROM agent_w w "
       "JOIN agent_inst i USING (comm_id, op, sn, msg_size_bytes) GROUP BY 1");
   if (!d.ok()) return d.status();
+  const int world = static_cast<int>(host_of.size());
+  const bool grid = options.tp > 0 && options.pp > 0 && world % (options.tp * options.pp) == 0;
+  auto rank_labels = [&](const std::string& host, const std::string& rank) {
+    Labels l{{"host", host}, {"rank", rank}};
+    if (!grid || rank.empty() || rank.starts_with("pid")) return l;
+    const int g = std::stoi(rank), per_stage = world / options.pp;
+    l.push_back({"tp_rank", std::to_string(g % options.tp)});
+    l.push_back({"dp_rank", std::to_string((g % per_stage) / options.tp)});
+    l.push_back({"pp_stage", std::to_string(g / per_stage)});
+    return l;
+  };
   std::map<std::string, std::vector<std::pair<double, std::string>>> delays_by_host;
   std::map<std::string, int> reporting;
   for (const auto& row : d->rows) {
@@ -100,7 +111,7 @@ Result<std::vector<MetricFamily>> JobMetrics(Store& store, const std::string& ru
     std::sort(v.begin(), v.end(), std::greater<>());
     host_delay.Add({{"host", host}}, v.front().first);
     for (size_t k = 0; k < v.size() && static_cast<int>(k) < options.max_ranks_per_host; ++k)
-      delay.Add({{"host", host}, {"rank", v[k].second}}, v[k].first);
+      delay.Add(rank_labels(host, v[k].second), v[k].first);
   }
   out.push_back(std::move(delay));
   out.push_back(std::move(host_delay));

@@ -26,6 +26,10 @@ struct JobMetricsOptions {
       1 << 20;  // bus bandwidth only from messages this large (smaller ones are latency-bound)
   int max_kernel_keys = 10;     // kernel keys with quantile series, busiest first
   int max_ranks_per_host = 16;  // per-rank series kept per host (the rest are summarised by host)
+  // The parallel layout (diagnose's InputSummary tp, pp; 0: unknown). When known, per-rank series
+  // also carry their grid coordinates (tp_rank, dp_rank, pp_stage) for an ARGUS-style grid, at no
+  // extra cardinality: global rank = pp_stage * (world / pp) + dp_rank * tp + tp_rank.
+  int tp = 0, pp = 0;
 };
 
 Result<std::vector<MetricFamily>> JobMetrics(Store& store, const std::string& run,

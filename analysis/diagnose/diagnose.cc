@@ -146,6 +146,8 @@ void SummarizeRecords(const CommData& d, const std::string& run, InputSummary* r
   read->t0 = d.t0;
   read->t1 = d.t1;
   read->rank_source = d.rank_source;
+  read->tp = d.tp;
+  read->pp = d.pp;
 }
 
 }  // namespace

@@ -35,6 +35,7 @@ struct InputSummary {
   int ranks = 0, hosts = 0;
   int64_t t0 = 0, t1 = 0;       // time span of the records, wall-clock us
   std::string rank_source;      // how global ranks were known (comm_data.h)
+  int tp = 0, pp = 0;           // the parallel layout inferred from the communicators (0: unknown)
   int state_files = 0, flight_recorder_dumps = 0, kineto_traces = 0;
   int step_series = 0;     // per-rank step/phase series files (the annotation API's format)
   int iteration_logs = 0;  // frameworks' job-level iteration logs (Megatron, NeMo)
