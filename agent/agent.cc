@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -67,7 +68,7 @@ Agent::Agent(const AgentOptions& options)
 
 Agent::~Agent() {
   if (server_) server_->Stop();
-  if (remote_) remote_->Stop(std::chrono::seconds(2));
+  for (auto& r : remotes_) r->Stop(std::chrono::seconds(2));
 }
 
 Result<std::unique_ptr<Agent>> Agent::Create(const AgentOptions& options) {
@@ -93,14 +94,14 @@ Status Agent::Init() {
     if (!saved.ok()) return saved.status();
     COLLSCOPE_RETURN_IF_ERROR(tracker_.Load(*saved));
   }
-  if (!o_.remote_write.empty()) {
-    auto url = ParseHttpUrl(o_.remote_write);
-    if (!url.ok()) return Status::Error("--remote-write: " + url.status().message());
+  for (const std::string& target : o_.remote_write) {
+    auto url = ParseHttpUrl(target);
+    if (!url.ok()) return Status::Error("--remote-write " + target + ": " + url.status().message());
     RemoteWriterOptions ro;
-    ro.url = o_.remote_write;
-    remote_ = std::make_unique<RemoteWriter>(ro);
-    if (Status st = remote_->Start(); !st.ok())
-      return Status::Error("--remote-write: " + st.message());
+    ro.url = target;
+    remotes_.push_back(std::make_unique<RemoteWriter>(ro));
+    if (Status st = remotes_.back()->Start(); !st.ok())
+      return Status::Error("--remote-write " + target + ": " + st.message());
   }
   for (const std::string* u : {&o_.alertmanager, &o_.webhook}) {
     if (u->empty()) continue;
@@ -154,7 +155,7 @@ std::string Agent::Describe() const {
   if (server_)
     s += "serving /metrics, /findings, /healthz on " + o_.listen.substr(0, o_.listen.rfind(':')) +
          ":" + std::to_string(port()) + "\n";
-  if (remote_) s += "remote-writing to " + o_.remote_write + "\n";
+  for (const std::string& target : o_.remote_write) s += "remote-writing to " + target + "\n";
   if (!o_.alertmanager.empty()) s += "alerting Alertmanager at " + o_.alertmanager + "\n";
   if (!o_.webhook.empty()) s += "posting findings to " + o_.webhook + "\n";
   if (!tracker_.active().empty())
@@ -196,11 +197,20 @@ TickReport Agent::TickLocked() {
   }
   Store& store = **opened;
   r.ran = true;
-  if (changed) {
+  // A folder the job has not created yet is waited for, not an error.
+  std::vector<std::string> present;
+  for (const std::string& w : o_.watch) {
+    std::error_code ec;
+    if (std::filesystem::exists(w, ec))
+      present.push_back(w);
+    else
+      r.not_stored.push_back(w + ": does not exist (yet)");
+  }
+  if (changed && !present.empty()) {
     IngestOptions io;
     io.run = o_.run;
     io.threads = o_.ingest_threads;
-    auto in = readers::IngestInputs(store, o_.watch, io);
+    auto in = readers::IngestInputs(store, present, io);
     if (!in.ok()) {
       r.error = "ingest: " + in.status().message();
       return r;
@@ -209,7 +219,7 @@ TickReport Agent::TickLocked() {
     r.records_stored = in->records.records_stored;
     r.lines_rejected =
         in->records.lines_rejected + in->steps.lines_rejected + in->kernels.lines_rejected;
-    r.not_stored = in->NotStored();
+    for (std::string& s : in->NotStored()) r.not_stored.push_back(std::move(s));
     records_ += r.records_stored;
     rejected_ += r.lines_rejected;
     if (r.records_stored > 0) last_new_records_s_ = MonotonicSeconds();
@@ -244,6 +254,7 @@ TickReport Agent::TickLocked() {
   diagnose::DiagnoseOptions d;
   d.run = o_.run;
   d.window.until_us = r.quiet ? newest_dump_us_ : frontier;
+  d.window.job_continues = !r.quiet;
   d.window.since_us = d.window.until_us - static_cast<int64_t>(o_.window_s * 1e6);
   r.window_since_us = d.window.since_us;
   r.window_until_us = d.window.until_us;
@@ -386,18 +397,33 @@ std::vector<MetricFamily> Agent::OwnMetrics() const {
         "Job time the last diagnosis window ended at.", last_.window_until_us / 1e6);
   gauge("collscope_agent_data_lag_seconds", "Wall clock now minus the newest record's dump time.",
         newest_dump_us_ > 0 ? (WallMicros() - newest_dump_us_) / 1e6 : 0);
-  if (remote_) {
-    const RemoteWriterStats s = remote_->Stats();
-    counter("collscope_agent_remote_write_samples_total", "Samples delivered by remote-write.",
-            static_cast<double>(s.samples_sent));
-    counter("collscope_agent_remote_write_dropped_samples_total",
-            "Samples remote-write gave up on (queue full, rejected by the receiver, or still "
-            "failing after its retries).",
-            static_cast<double>(s.samples_dropped + s.samples_rejected + s.samples_failed));
-    counter("collscope_agent_remote_write_retries_total", "Remote-write sends retried.",
-            static_cast<double>(s.retries));
-    gauge("collscope_agent_remote_write_queue_samples", "Samples waiting to be remote-written.",
-          static_cast<double>(s.queued_samples));
+  if (!remotes_.empty()) {
+    MetricFamily sent{"collscope_agent_remote_write_samples_total",
+                      "Samples delivered by remote-write.",
+                      "counter",
+                      {}};
+    MetricFamily dropped{
+        "collscope_agent_remote_write_dropped_samples_total",
+        "Samples remote-write gave up on (queue full, rejected by the receiver, or still failing "
+        "after its retries).",
+        "counter",
+        {}};
+    MetricFamily retries{
+        "collscope_agent_remote_write_retries_total", "Remote-write sends retried.", "counter", {}};
+    MetricFamily queued{"collscope_agent_remote_write_queue_samples",
+                        "Samples waiting to be remote-written.",
+                        "gauge",
+                        {}};
+    for (size_t i = 0; i < remotes_.size(); ++i) {
+      const RemoteWriterStats s = remotes_[i]->Stats();
+      const Labels target{{"url", o_.remote_write[i]}};
+      sent.Add(target, static_cast<double>(s.samples_sent));
+      dropped.Add(target,
+                  static_cast<double>(s.samples_dropped + s.samples_rejected + s.samples_failed));
+      retries.Add(target, static_cast<double>(s.retries));
+      queued.Add(target, static_cast<double>(s.queued_samples));
+    }
+    for (MetricFamily* f : {&sent, &dropped, &retries, &queued}) m.push_back(std::move(*f));
   }
   return m;
 }
@@ -429,10 +455,12 @@ void Agent::Publish(std::vector<MetricFamily> families) {
     health_ = health;
     published_s_ = MonotonicSeconds();
   }
-  if (remote_ && ticks_ > 0) {
+  if (!remotes_.empty() && ticks_ > 0) {
     const std::vector<PromSeries> batch = ToRemoteWriteBatch(families, o_.job, WallMicros() / 1000);
-    if (Status st = remote_->Enqueue(batch); !st.ok())
-      std::fprintf(stderr, "collscope agent: remote-write: %s\n", st.message().c_str());
+    for (size_t i = 0; i < remotes_.size(); ++i)
+      if (Status st = remotes_[i]->Enqueue(batch); !st.ok())
+        std::fprintf(stderr, "collscope agent: remote-write %s: %s\n", o_.remote_write[i].c_str(),
+                     st.message().c_str());
   }
 }
 

@@ -38,7 +38,7 @@ struct AgentOptions {
   std::string db;                  // the agent's store
   std::string run = "live";        // run name in the store
   std::string listen;              // "127.0.0.1:9464"; empty: serve nothing
-  std::string remote_write;        // http://host:port/api/v1/write; empty: none
+  std::vector<std::string> remote_write;  // http://host:port/api/v1/write, each its own queue
   std::string alertmanager;        // http://host:port (API v2 path appended); empty: none
   std::string webhook;             // http://...; empty: none
   std::string report_url;          // linked from alerts
@@ -98,7 +98,7 @@ class Agent {
   FolderWatch watch_;
   FindingTracker tracker_;
   std::unique_ptr<HttpServer> server_;
-  std::unique_ptr<RemoteWriter> remote_;
+  std::vector<std::unique_ptr<RemoteWriter>> remotes_;
 
   // State kept between ticks.
   int64_t newest_dump_us_ = 0;     // newest record dump time seen

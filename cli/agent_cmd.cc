@@ -92,7 +92,7 @@ void Register(CLI::App& app) {
   cmd->add_option("--listen", o->agent.listen, "ADDRESS:PORT to serve on; '' serves nothing")
       ->capture_default_str();
   cmd->add_option("--remote-write", o->agent.remote_write,
-                  "Prometheus remote-write URL (http://host:port/api/v1/write)");
+                  "Prometheus remote-write URL (http://host:port/api/v1/write); repeat for more receivers");
   cmd->add_option("--alertmanager", o->agent.alertmanager,
                   "Alertmanager base URL (http://host:9093)");
   cmd->add_option("--webhook", o->agent.webhook,

@@ -20,11 +20,13 @@ double Median(std::vector<double> v) {
 uint64_t KernelKey(const CommData& d, const Inst& x) {
   const Comm& c = d.comms[static_cast<size_t>(x.comm)];
   return (static_cast<uint64_t>(x.op) << 56) ^ (static_cast<uint64_t>(c.n_ranks) << 40) ^
-         (static_cast<uint64_t>(c.nnodes) << 28) ^ static_cast<uint64_t>(x.bytes) * 0x9E3779B97F4A7C15ULL;
+         (static_cast<uint64_t>(c.nnodes) << 28) ^
+         static_cast<uint64_t>(x.bytes) * 0x9E3779B97F4A7C15ULL;
 }
 
 std::vector<P2pTransfer> CrossHostP2pTransfers(const CommData& d) {
-  std::map<std::tuple<int, int, int, int64_t>, std::vector<const P2p*>> sends, recvs;  // (comm, from, to, bytes)
+  std::map<std::tuple<int, int, int, int64_t>, std::vector<const P2p*>> sends,
+      recvs;  // (comm, from, to, bytes)
   for (const P2p& x : d.p2p) {
     if (x.peer < 0) continue;
     const int from = x.send ? x.proc : x.peer, to = x.send ? x.peer : x.proc;
@@ -32,13 +34,42 @@ std::vector<P2pTransfer> CrossHostP2pTransfers(const CommData& d) {
     (x.send ? sends : recvs)[{x.comm, from, to, x.bytes}].push_back(&x);
   }
   std::vector<P2pTransfer> out;
-  auto by_sn = [](const P2p* a, const P2p* b) { return std::tie(a->sn, a->ts) < std::tie(b->sn, b->ts); };
+  auto by_sn = [](const P2p* a, const P2p* b) {
+    return std::tie(a->sn, a->ts) < std::tie(b->sn, b->ts);
+  };
   for (auto& [k, sv] : sends) {
     auto it = recvs.find(k);
     if (it == recvs.end()) continue;
     auto& rv = it->second;
     std::sort(sv.begin(), sv.end(), by_sn);
     std::sort(rv.begin(), rv.end(), by_sn);
+    // Where the sender's and the receiver's sequence numbers name the same transfers (most of them
+    // match), a Send pairs with the Recv of its number, so a side missing (dropped by the writer's
+    // ring buffer, or cut by a window's edge) leaves its partner out instead of shifting every
+    // later pair by one; otherwise the n-th Send pairs with the n-th Recv.
+    size_t common = 0;
+    for (size_t i = 0, j = 0; i < sv.size() && j < rv.size();) {
+      if (sv[i]->sn < rv[j]->sn)
+        ++i;
+      else if (rv[j]->sn < sv[i]->sn)
+        ++j;
+      else
+        ++common, ++i, ++j;
+    }
+    if (sv.front()->sn >= 0 && 10 * common >= 9 * std::min(sv.size(), rv.size()) &&
+        common < std::max(sv.size(), rv.size())) {
+      std::vector<const P2p*> ms, mr;
+      for (size_t i = 0, j = 0; i < sv.size() && j < rv.size();) {
+        if (sv[i]->sn < rv[j]->sn)
+          ++i;
+        else if (rv[j]->sn < sv[i]->sn)
+          ++j;
+        else
+          ms.push_back(sv[i++]), mr.push_back(rv[j++]);
+      }
+      sv = std::move(ms);
+      rv = std::move(mr);
+    }
     for (size_t i = 0; i < std::min(sv.size(), rv.size()); ++i) {
       P2pTransfer t;
       t.comm = std::get<0>(k);
@@ -134,7 +165,8 @@ void InferLayout(CommData* d) {
     for (int i = 0; i < p.n; ++i) dp_cover[p.n].insert(p.first + i * tp);
   }
   const int dp = Tiling(dp_cover, world);
-  if (dp > 0 && world % static_cast<size_t>(dp * tp) == 0) d->pp = static_cast<int>(world) / (dp * tp);
+  if (dp > 0 && world % static_cast<size_t>(dp * tp) == 0)
+    d->pp = static_cast<int>(world) / (dp * tp);
 }
 
 std::string CommLabel(const CommData& d, int comm) {
@@ -147,10 +179,13 @@ std::string CommLabel(const CommData& d, int comm) {
     const int stage_size = d.pp > 1 ? world / d.pp : world;
     const int stage = p.first / stage_size, last = p.first + (p.n - 1) * p.stride;
     const bool one_stage = stage == last / stage_size;
-    const std::string of_stage = d.pp > 1 && one_stage ? " of PP stage " + std::to_string(stage) : "";
+    const std::string of_stage =
+        d.pp > 1 && one_stage ? " of PP stage " + std::to_string(stage) : "";
     const int tp = std::max(d.tp, 1);
-    if (d.tp > 1 && p.stride == 1 && p.n == d.tp) return "TP group " + std::to_string((p.first % stage_size) / tp) + of_stage;
-    if (d.pp > 1 && p.n == d.pp && p.stride == stage_size) return "PP group " + std::to_string(p.first);
+    if (d.tp > 1 && p.stride == 1 && p.n == d.tp)
+      return "TP group " + std::to_string((p.first % stage_size) / tp) + of_stage;
+    if (d.pp > 1 && p.n == d.pp && p.stride == stage_size)
+      return "PP group " + std::to_string(p.first);
     // Every rank of a stage at one tensor-parallel position: its data-parallel group.
     if (one_stage && p.stride == tp && p.n * tp == stage_size)
       return "DP group " + std::to_string(p.first % stage_size) + of_stage;
@@ -180,18 +215,21 @@ Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWi
   duckdb_connection conn = store.connection();
   std::string run_filter;
   {
-    std::string q = run.empty() ? "SELECT CAST(min(run_id) AS BIGINT) FROM runs"
-                                : "SELECT CAST(run_id AS BIGINT) FROM runs WHERE name = " + SqlString(run);
+    std::string q = run.empty()
+                        ? "SELECT CAST(min(run_id) AS BIGINT) FROM runs"
+                        : "SELECT CAST(run_id AS BIGINT) FROM runs WHERE name = " + SqlString(run);
     auto r = Fetch(conn, q, "i");
     if (!r.ok()) return r.status();
-    if (r->rows == 0 || r->null_i[0][0]) return Status::Error(run.empty() ? "the store holds no run" : "no run named " + run);
+    if (r->rows == 0 || r->null_i[0][0])
+      return Status::Error(run.empty() ? "the store holds no run" : "no run named " + run);
     run_filter = std::to_string(r->i[0][0]);
   }
   CommData d;
   // Processes.
   auto pr = Fetch(conn,
                   "SELECT CAST(process_id AS BIGINT), hostname, CAST(pid AS BIGINT) FROM processes "
-                  "WHERE run_id = " + run_filter + " ORDER BY hostname, pid",
+                  "WHERE run_id = " +
+                      run_filter + " ORDER BY hostname, pid",
                   "isi");
   if (!pr.ok()) return pr.status();
   std::map<int64_t, int> proc_index;
@@ -213,7 +251,8 @@ Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWi
                   "CAST(c.n_ranks AS BIGINT), CAST(c.nnodes AS BIGINT) FROM communicators c "
                   // By the communicator's own id, not the ingest's numbering (which follows the
                   // order parallel readers met them): every run of a diagnosis sees one order.
-                  "WHERE c.run_id = " + run_filter + " ORDER BY c.id, c.comm_id",
+                  "WHERE c.run_id = " +
+                      run_filter + " ORDER BY c.id, c.comm_id",
                   "issii");
   if (!cr.ok()) return cr.status();
   std::map<int64_t, int> comm_index;
@@ -256,13 +295,15 @@ Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWi
   } else {
     // The communicator that spans every process: its ranks are the global ranks.
     for (const Comm& c : d.comms) {
-      if (c.procs.size() != d.procs.size() || c.n_ranks != static_cast<int>(d.procs.size())) continue;
+      if (c.procs.size() != d.procs.size() || c.n_ranks != static_cast<int>(d.procs.size()))
+        continue;
       std::vector<int> seen(d.procs.size(), 0);
       bool ok = true;
       for (size_t k = 0; k < c.procs.size() && ok; ++k) ok = !seen[c.procs[k]]++;
       if (!ok) continue;
       // membership rows are ordered by communicator rank
-      for (size_t k = 0; k < c.procs.size(); ++k) d.procs[c.procs[k]].global_rank = static_cast<int>(k);
+      for (size_t k = 0; k < c.procs.size(); ++k)
+        d.procs[c.procs[k]].global_rank = static_cast<int>(k);
       d.rank_source = "world-communicator";
       break;
     }
@@ -277,12 +318,15 @@ Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWi
         "WITH lines AS (SELECT DISTINCT process_id, dump_ts_us AS t FROM records WHERE run_id = " +
         run_filter +
         " AND dump_ts_us IS NOT NULL), "
-        "breaks AS (SELECT process_id, t, CASE WHEN lag(t) OVER w IS NULL OR t - lag(t) OVER w > 1000 "
+        "breaks AS (SELECT process_id, t, CASE WHEN lag(t) OVER w IS NULL OR t - lag(t) OVER w > "
+        "1000 "
         "THEN 1 ELSE 0 END AS brk FROM lines WINDOW w AS (PARTITION BY process_id ORDER BY t)), "
-        "numbered AS (SELECT process_id, t, sum(brk) OVER (PARTITION BY process_id ORDER BY t) AS pass "
+        "numbered AS (SELECT process_id, t, sum(brk) OVER (PARTITION BY process_id ORDER BY t) AS "
+        "pass "
         "FROM breaks), "
         "starts AS (SELECT process_id, pass, min(t) AS start FROM numbered GROUP BY ALL), "
-        "prevs AS (SELECT process_id, pass, lag(start) OVER (PARTITION BY process_id ORDER BY pass) "
+        "prevs AS (SELECT process_id, pass, lag(start) OVER (PARTITION BY process_id ORDER BY "
+        "pass) "
         "AS prev FROM starts) "
         "SELECT n.process_id, n.t, p.prev FROM numbered n JOIN prevs p USING (process_id, pass)");
     if (!st.ok()) return st;
@@ -293,32 +337,42 @@ Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWi
   std::string window_records, window_instances, window_p2p;
   if (!window.all()) {
     constexpr int64_t kStraddleMarginUs = 60'000'000;
-    const std::string since = std::to_string(window.since_us), until = std::to_string(window.until_us);
+    const std::string since = std::to_string(window.since_us),
+                      until = std::to_string(window.until_us);
     const std::string start = "coalesce(r.start_ts_us, r.kernel_start_ts_us, r.dump_ts_us)";
-    const std::string end = "coalesce(r.stop_ts_us, r.kernel_stop_ts_us, " + start + " + r.exec_time_us)";
-    window_records = " AND r.dump_ts_us >= " + std::to_string(std::max<int64_t>(0, window.since_us - kStraddleMarginUs));
-    window_instances = " HAVING min(" + start + ") >= " + since + " AND max(" + end + ") <= " + until;
-    window_p2p = " AND " + start + " >= " + since + " AND " + end + " <= " + until;
+    const std::string end =
+        "coalesce(r.stop_ts_us, r.kernel_stop_ts_us, " + start + " + r.exec_time_us)";
+    window_records = " AND r.dump_ts_us >= " +
+                     std::to_string(std::max<int64_t>(0, window.since_us - kStraddleMarginUs));
+    window_instances =
+        " HAVING min(" + start + ") >= " + since + " AND max(" + end + ") <= " + until;
+    // A Send and its Recv end together but start apart (the one posted first waits), so a pair
+    // is kept or dropped whole by its end: a lone side at the window's edge would look like a
+    // transfer that took as long as its wait.
+    window_p2p = " AND " + end + " >= " + since + " AND " + end + " <= " + until;
   }
   // Collective instances.
-  auto ir = Fetch(conn,
-                  "SELECT CAST(o.comm_id AS BIGINT), CAST(enum_code(o.op) AS BIGINT), "
-                  "CAST(r.sn AS BIGINT), CAST(o.msg_size_bytes AS BIGINT), CAST(count(*) AS BIGINT), "
-                  "CAST(min(r.exec_time_us) AS DOUBLE), CAST(median(CAST(r.exec_time_us AS DOUBLE)) AS DOUBLE), "
-                  "CAST(max(r.exec_time_us) AS DOUBLE), "
-                  // Ties of the shortest time (whole microseconds) go to a member drawn by a hash of
-                  // (communicator rank, sequence number): neither a parallel aggregation's order
-                  // nor the ingest's numbering may decide it, and no rank may win every tie.
-                  "CAST(arg_min(r.process_id, CAST(r.exec_time_us AS HUGEINT) * 4294967296 + "
-                  "hash(r.rank, r.sn) % 4294967296) AS BIGINT), "
-                  "CAST(min(coalesce(r.start_ts_us, r.kernel_start_ts_us, r.dump_ts_us)) AS BIGINT), "
-                  "CAST(count(r.start_ts_us) + count(r.kernel_start_ts_us) AS BIGINT), "
-                  "CAST(max(coalesce(r.start_ts_us, r.kernel_start_ts_us, po.prev, 0)) AS BIGINT) "
-                  "FROM records r JOIN operations o USING (run_id, op_id) "
-                  "LEFT JOIN collscope_pass_of po ON po.process_id = r.process_id AND po.t = r.dump_ts_us "
-                  "WHERE r.run_id = " + run_filter + " AND o.kind = 'coll'" + window_records +
-                      " GROUP BY o.comm_id, o.op, r.sn, o.msg_size_bytes" + window_instances + " ORDER BY 10",
-                  "iiiiidddiiii");
+  auto ir = Fetch(
+      conn,
+      "SELECT CAST(o.comm_id AS BIGINT), CAST(enum_code(o.op) AS BIGINT), "
+      "CAST(r.sn AS BIGINT), CAST(o.msg_size_bytes AS BIGINT), CAST(count(*) AS BIGINT), "
+      "CAST(min(r.exec_time_us) AS DOUBLE), CAST(median(CAST(r.exec_time_us AS DOUBLE)) AS "
+      "DOUBLE), "
+      "CAST(max(r.exec_time_us) AS DOUBLE), "
+      // Ties of the shortest time (whole microseconds) go to a member drawn by a hash of
+      // (communicator rank, sequence number): neither a parallel aggregation's order
+      // nor the ingest's numbering may decide it, and no rank may win every tie.
+      "CAST(arg_min(r.process_id, CAST(r.exec_time_us AS HUGEINT) * 4294967296 + "
+      "hash(r.rank, r.sn) % 4294967296) AS BIGINT), "
+      "CAST(min(coalesce(r.start_ts_us, r.kernel_start_ts_us, r.dump_ts_us)) AS BIGINT), "
+      "CAST(count(r.start_ts_us) + count(r.kernel_start_ts_us) AS BIGINT), "
+      "CAST(max(coalesce(r.start_ts_us, r.kernel_start_ts_us, po.prev, 0)) AS BIGINT) "
+      "FROM records r JOIN operations o USING (run_id, op_id) "
+      "LEFT JOIN collscope_pass_of po ON po.process_id = r.process_id AND po.t = r.dump_ts_us "
+      "WHERE r.run_id = " +
+          run_filter + " AND o.kind = 'coll'" + window_records +
+          " GROUP BY o.comm_id, o.op, r.sn, o.msg_size_bytes" + window_instances + " ORDER BY 10",
+      "iiiiidddiiii");
   if (!ir.ok()) return ir.status();
   d.insts.reserve(ir->rows);
   int64_t exact = 0;
@@ -346,18 +400,19 @@ Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWi
     d.insts.push_back(x);
   }
   // Point-to-point records (pipeline sends/receives), peers mapped to processes.
-  auto p2 = Fetch(conn,
-                  "SELECT CAST(o.comm_id AS BIGINT), CAST(r.process_id AS BIGINT), "
-                  "CAST(coalesce(o.peer, -1) AS BIGINT), CAST(o.op = 'Send' AS BIGINT), "
-                  "CAST(o.msg_size_bytes AS BIGINT), CAST(r.exec_time_us AS DOUBLE), "
-                  "CAST(coalesce(r.start_ts_us, r.kernel_start_ts_us, r.dump_ts_us) AS BIGINT), "
-                  "CAST(coalesce(r.sn, -1) AS BIGINT), "
-                  "CAST(coalesce(r.start_ts_us, r.kernel_start_ts_us, po.prev, 0) AS BIGINT) "
-                  "FROM records r JOIN operations o USING (run_id, op_id) "
-                  "LEFT JOIN collscope_pass_of po ON po.process_id = r.process_id AND po.t = r.dump_ts_us "
-                  "WHERE r.run_id = " + run_filter + " AND o.kind = 'p2p' AND o.op IN ('Send', 'Recv')" +
-                      window_p2p,
-                  "iiiiidiii");
+  auto p2 = Fetch(
+      conn,
+      "SELECT CAST(o.comm_id AS BIGINT), CAST(r.process_id AS BIGINT), "
+      "CAST(coalesce(o.peer, -1) AS BIGINT), CAST(o.op = 'Send' AS BIGINT), "
+      "CAST(o.msg_size_bytes AS BIGINT), CAST(r.exec_time_us AS DOUBLE), "
+      "CAST(coalesce(r.start_ts_us, r.kernel_start_ts_us, r.dump_ts_us) AS BIGINT), "
+      "CAST(coalesce(r.sn, -1) AS BIGINT), "
+      "CAST(coalesce(r.start_ts_us, r.kernel_start_ts_us, po.prev, 0) AS BIGINT) "
+      "FROM records r JOIN operations o USING (run_id, op_id) "
+      "LEFT JOIN collscope_pass_of po ON po.process_id = r.process_id AND po.t = r.dump_ts_us "
+      "WHERE r.run_id = " +
+          run_filter + " AND o.kind = 'p2p' AND o.op IN ('Send', 'Recv')" + window_p2p,
+      "iiiiidiii");
   if (!p2.ok()) return p2.status();
   d.p2p.reserve(p2->rows);
   for (size_t i = 0; i < p2->rows; ++i) {
@@ -370,7 +425,8 @@ Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWi
     x.proc = pi->second;
     const int64_t peer = p2->i[2][i];
     x.peer = (peer >= 0 && c.procs.size() == static_cast<size_t>(c.n_ranks) && peer < c.n_ranks)
-                 ? c.procs[static_cast<size_t>(peer)] : -1;
+                 ? c.procs[static_cast<size_t>(peer)]
+                 : -1;
     x.send = p2->i[3][i] != 0;
     x.bytes = p2->i[4][i];
     x.exec = p2->d[0][i];
@@ -382,10 +438,12 @@ Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWi
   // One order for every run of a diagnosis: by time, then by what the instance is (the query's
   // order leaves ties of time to the ingest's numbering).
   std::stable_sort(d.insts.begin(), d.insts.end(), [](const Inst& a, const Inst& b) {
-    return std::tie(a.ts, a.comm, a.op, a.sn, a.bytes) < std::tie(b.ts, b.comm, b.op, b.sn, b.bytes);
+    return std::tie(a.ts, a.comm, a.op, a.sn, a.bytes) <
+           std::tie(b.ts, b.comm, b.op, b.sn, b.bytes);
   });
   std::stable_sort(d.p2p.begin(), d.p2p.end(), [](const P2p& a, const P2p& b) {
-    return std::tie(a.ts, a.comm, a.proc, a.peer, a.send, a.sn, a.exec) < std::tie(b.ts, b.comm, b.proc, b.peer, b.send, b.sn, b.exec);
+    return std::tie(a.ts, a.comm, a.proc, a.peer, a.send, a.sn, a.exec) <
+           std::tie(b.ts, b.comm, b.proc, b.peer, b.send, b.sn, b.exec);
   });
   if (d.insts.empty()) d.t0 = d.t1 = 0;
   d.timestamps_exact = exact > 0;

@@ -61,9 +61,12 @@ struct P2p {
 
 // One point-to-point transfer between processes on different hosts: a Send and its Recv. NCCL
 // delivers one peer's messages in order, so the k-th Send from A to B of a size is the k-th Recv at
-// B from A of that size (each process numbers its own operations on a communicator, so sequence
-// numbers do not pair them); a log cut short loses its tail, and the pairs up to the shorter side
-// still match. The side that posted last waited for nobody: the shorter time is the wire's.
+// B from A of that size; a log cut short loses its tail, and the pairs up to the shorter side
+// still match. Each process numbers its own operations on a communicator, so sequence numbers pair
+// them only where the two sides' numbers agree (most of them do, as in a symmetric pipeline): then
+// a side missing at the head or in the middle (a ring-buffer drop, a diagnosis window's edge)
+// drops its partner instead of shifting every later pair. The side that posted last waited for
+// nobody: the shorter time is the wire's.
 struct P2pTransfer {
   int comm = 0, from = -1, to = -1;
   int64_t bytes = 0;
@@ -91,10 +94,14 @@ struct CommData {
 // A span of job time (wall-clock microseconds) that a diagnosis reads: what a live agent
 // diagnoses each tick. Collective instances count only when every record of theirs lies inside
 // (one that straddles an edge would look as if members never joined); point-to-point records by
-// their own time. The default reads everything.
+// their end (a Send and its Recv end together, so a pair stays whole). The default reads everything.
 struct TimeWindow {
   int64_t since_us = 0;
   int64_t until_us = INT64_MAX;
+  // The job went on writing after until_us (a live agent's window, short of the newest data):
+  // communicators behind their siblings at the window's end are at another phase of the step,
+  // not hung (a hang stops the job), so the records' hang guess (comm.progress) is not made.
+  bool job_continues = false;
   bool all() const { return since_us <= 0 && until_us == INT64_MAX; }
 };
 

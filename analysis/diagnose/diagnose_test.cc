@@ -84,6 +84,34 @@ CommOptions Opts() {
   return o;
 }
 
+// Two processes on two hosts; Sends from 0 to 1 with sequence numbers `send_sn`, the matching
+// Recvs with `recv_sn`. Transfer k takes 100 + k us on both sides, so a misaligned pair shows.
+CommData PairData(const std::vector<int64_t>& send_sn, const std::vector<int64_t>& recv_sn) {
+  CommData d;
+  d.hosts = {"a", "b"};
+  d.procs = {{0, 0}, {1, 1}};
+  d.comms.push_back({});
+  d.comms[0].procs = {0, 1};
+  d.comms[0].n_ranks = 2;
+  for (int64_t sn : send_sn) d.p2p.push_back({0, 0, 1, true, 1 << 20, 100.0 + static_cast<double>(sn), sn, sn, 0});
+  for (int64_t sn : recv_sn) d.p2p.push_back({1, 0, 0, false, 1 << 20, 100.0 + static_cast<double>(sn), sn, sn, 0});
+  return d;
+}
+
+TEST(P2pPairs, AMissingSideDropsItsPartnerInsteadOfShiftingEveryPair) {
+  // The first Send is missing (cut by a window's edge): every other transfer still pairs with its
+  // own Recv, so both sides' times agree.
+  const std::vector<P2pTransfer> t = CrossHostP2pTransfers(PairData({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12},
+                                                                    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}));
+  ASSERT_EQ(t.size(), 12u);
+  for (const P2pTransfer& p : t) EXPECT_EQ(p.send, p.recv);
+  // Numbers that do not agree (each side numbers its own operations): the k-th pairs with the k-th.
+  const std::vector<P2pTransfer> u = CrossHostP2pTransfers(PairData({0, 2, 4, 6}, {1, 3, 5, 7, 9}));
+  ASSERT_EQ(u.size(), 4u);
+  EXPECT_EQ(u[0].send, 100);
+  EXPECT_EQ(u[0].recv, 101);
+}
+
 TEST(SlowLink, LocalizesHostFromCommunicatorsSpanningIt) {
   CommData d = Job();
   Fill(&d, 100, /*slow_host=*/2, 30, 70, -1, 0, 0);
