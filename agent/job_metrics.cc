@@ -193,19 +193,19 @@ Result<std::vector<MetricFamily>> JobMetrics(Store& store, const std::string& ru
                         {}};
   for (const auto& row : lag->rows) data_lag.Add({{"host", row[0].value_or("")}}, ToDouble(row[1]));
   out.push_back(std::move(data_lag));
+  // Drops within the window: each dump's count since the previous one (a cumulative total per
+  // writer would fall whenever a writer stops reporting, which no counter may do).
   auto drops = store.Query(
-      "WITH last AS (SELECT process_id, comm_id, rank, arg_max(coll_dropped_total + "
-      "p2p_dropped_total, dump_ts_us) AS d "
-      "FROM dump_stats WHERE run_id = " +
-      rid + " AND dump_ts_us >= " + dumped_since +
-      " GROUP BY ALL) "
-      "SELECT p.hostname, sum(d) FROM last JOIN processes p ON p.run_id = " +
-      rid + " AND p.process_id = last.process_id GROUP BY 1 ORDER BY 1");
+      "SELECT p.hostname, sum(s.coll_dropped_since_last_dump + s.p2p_dropped_since_last_dump) "
+      "FROM dump_stats s JOIN processes p ON p.run_id = s.run_id AND p.process_id = s.process_id "
+      "WHERE s.run_id = " +
+      rid + " AND s.dump_ts_us >= " + since + " AND s.dump_ts_us <= " + until +
+      " GROUP BY 1 ORDER BY 1");
   if (!drops.ok()) return drops.status();
   MetricFamily dropped{
-      "collscope_host_records_dropped_total",
-      "Records the host's writers dropped (Inspector dump_stats, cumulative as they report it).",
-      "counter",
+      "collscope_host_window_records_dropped",
+      "Records the host's writers dropped during the window (Inspector dump_stats).",
+      "gauge",
       {}};
   for (const auto& row : drops->rows)
     dropped.Add({{"host", row[0].value_or("")}}, ToDouble(row[1]));
