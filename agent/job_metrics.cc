@@ -29,23 +29,24 @@ Result<std::vector<MetricFamily>> JobMetrics(Store& store, const std::string& ru
   const std::string dumped_since =
       std::to_string(std::max<int64_t>(0, window.since_us - kStraddleMarginUs));
   // The window's collective records, then its complete instances (every member inside).
-  COLLSCOPE_RETURN_IF_ERROR(
-      store.Exec("CREATE OR REPLACE TEMP TABLE agent_w AS "
-                 "SELECT r.process_id, r.global_rank, r.rank, o.comm_id, o.op, r.sn, "
-                 "o.msg_size_bytes, c.n_ranks, "
-                 "CAST(r.exec_time_us AS DOUBLE) AS t, CAST(coalesce(r.start_ts_us, "
-                 "r.kernel_start_ts_us, r.dump_ts_us) AS BIGINT) AS ts "
-                 "FROM records r JOIN operations o USING (run_id, op_id) "
-                 "JOIN communicators c ON c.run_id = o.run_id AND c.comm_id = o.comm_id "
-                 "WHERE r.run_id = " +
-                 rid + " AND o.kind = 'coll' AND r.dump_ts_us >= " + dumped_since +
-                 ";\n"
-                 "CREATE OR REPLACE TEMP TABLE agent_inst AS "
-                 "SELECT comm_id, op, sn, msg_size_bytes, any_value(n_ranks) AS n_ranks, count(*) "
-                 "AS n, max(t) AS tmax, "
-                 "min(t) AS tmin FROM agent_w GROUP BY comm_id, op, sn, msg_size_bytes "
-                 "HAVING count(*) >= 2 AND min(ts) >= " +
-                 since + " AND max(ts + t) <= " + until + ";\n"));
+  COLLSCOPE_RETURN_IF_ERROR(store.Exec(
+      "CREATE OR REPLACE TEMP TABLE agent_w AS "
+      "SELECT r.process_id, r.global_rank, r.rank, o.comm_id, o.op, r.sn, "
+      "o.msg_size_bytes, c.n_ranks, "
+      "CAST(r.exec_time_us AS DOUBLE) AS t, CAST(" +
+      diagnose::RecordStartSql("r") + " AS BIGINT) AS ts, CAST(" + diagnose::RecordEndSql("r") +
+      " AS BIGINT) AS te "
+      "FROM records r JOIN operations o USING (run_id, op_id) "
+      "JOIN communicators c ON c.run_id = o.run_id AND c.comm_id = o.comm_id "
+      "WHERE r.run_id = " +
+      rid + " AND o.kind = 'coll' AND r.dump_ts_us >= " + dumped_since +
+      ";\n"
+      "CREATE OR REPLACE TEMP TABLE agent_inst AS "
+      "SELECT comm_id, op, sn, msg_size_bytes, any_value(n_ranks) AS n_ranks, count(*) "
+      "AS n, max(t) AS tmax, "
+      "min(t) AS tmin FROM agent_w GROUP BY comm_id, op, sn, msg_size_bytes "
+      "HAVING count(*) >= 2 AND min(ts) >= " +
+      since + " AND max(te) <= " + until + ";\n"));
 
   std::vector<MetricFamily> out;
   // Hosts and their processes (all the run knows, so that a silent host shows as 0 reporting).
@@ -131,8 +132,8 @@ Result<std::vector<MetricFamily>> JobMetrics(Store& store, const std::string& ru
   // whose communicators are all slow, not its partners.
   const std::string window_records =
       "(SELECT * FROM records WHERE run_id = " + rid + " AND dump_ts_us >= " + dumped_since +
-      " AND coalesce(start_ts_us, kernel_start_ts_us, dump_ts_us) >= " + since +
-      " AND coalesce(start_ts_us, kernel_start_ts_us, dump_ts_us) + exec_time_us <= " + until + ")";
+      " AND " + diagnose::RecordStartSql("records") + " >= " + since + " AND " +
+      diagnose::RecordEndSql("records") + " <= " + until + ")";
   auto ratio = store.Query("SELECT hostname, transfer_norm_busbw FROM (" +
                            HostTransferTableSql(window_records) + ") ORDER BY 1");
   if (!ratio.ok()) return ratio.status();

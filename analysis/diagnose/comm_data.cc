@@ -211,6 +211,18 @@ bool Complete(const CommData& d, const Inst& x) {
   return x.n >= 2 && x.pmin >= 0 && (x.n == m || (m >= 3 && x.n == m - 1));
 }
 
+std::string RecordStartSql(const std::string& r) {
+  // (greatest: no unsigned underflow on a hostile exec time.)
+  return "coalesce(" + r + ".start_ts_us, " + r + ".kernel_start_ts_us, greatest(" + r +
+         ".dump_ts_us, " + r + ".exec_time_us) - " + r + ".exec_time_us)";
+}
+
+std::string RecordEndSql(const std::string& r) {
+  return "coalesce(" + r + ".stop_ts_us, " + r + ".kernel_stop_ts_us, " + r + ".start_ts_us + " +
+         r + ".exec_time_us, " + r + ".kernel_start_ts_us + " + r + ".exec_time_us, " + r +
+         ".dump_ts_us)";
+}
+
 Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWindow& window) {
   duckdb_connection conn = store.connection();
   std::string run_filter;
@@ -339,9 +351,7 @@ Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWi
     constexpr int64_t kStraddleMarginUs = 60'000'000;
     const std::string since = std::to_string(window.since_us),
                       until = std::to_string(window.until_us);
-    const std::string start = "coalesce(r.start_ts_us, r.kernel_start_ts_us, r.dump_ts_us)";
-    const std::string end =
-        "coalesce(r.stop_ts_us, r.kernel_stop_ts_us, " + start + " + r.exec_time_us)";
+    const std::string start = RecordStartSql("r"), end = RecordEndSql("r");
     window_records = " AND r.dump_ts_us >= " +
                      std::to_string(std::max<int64_t>(0, window.since_us - kStraddleMarginUs));
     window_instances =
