@@ -15,7 +15,9 @@
 #include "agent/remote_write.h"
 #include "analysis/diagnose/diagnose.h"
 #include "analysis/views.h"
+#include "core/input_files.h"
 #include "core/readers/ingest_inputs.h"
+#include "core/readers/record_summary.h"
 #include "core/store.h"
 
 namespace collscope::agent {
@@ -76,6 +78,12 @@ Result<std::unique_ptr<Agent>> Agent::Create(const AgentOptions& options) {
   if (options.db.empty()) return Status::Error("no store given (--db)");
   if (options.interval_s <= 0 || options.window_s <= 0)
     return Status::Error("interval and window must be positive");
+  if (!options.export_summaries.empty()) {
+    // The store's sandbox names the folder it may write, so it must exist before the first open.
+    std::error_code ec;
+    std::filesystem::create_directories(options.export_summaries, ec);
+    if (ec) return Status::Error("--export-summaries " + options.export_summaries + ": " + ec.message());
+  }
   std::unique_ptr<Agent> a(new Agent(options));
   COLLSCOPE_RETURN_IF_ERROR(a->Init());
   return a;
@@ -158,6 +166,9 @@ std::string Agent::Describe() const {
   for (const std::string& target : o_.remote_write) s += "remote-writing to " + target + "\n";
   if (!o_.alertmanager.empty()) s += "alerting Alertmanager at " + o_.alertmanager + "\n";
   if (!o_.webhook.empty()) s += "posting findings to " + o_.webhook + "\n";
+  if (!o_.hosts.empty()) s += "reading only the files of " + Join(o_.hosts, ", ") + "\n";
+  if (!o_.export_summaries.empty())
+    s += "writing record summaries to " + o_.export_summaries + (o_.diagnose ? "\n" : " (no diagnosis)\n");
   if (!tracker_.active().empty())
     s += std::to_string(tracker_.active().size()) +
          " finding(s) active before the restart, resumed from the store\n";
@@ -181,12 +192,17 @@ TickReport Agent::Tick() {
   return r;
 }
 
+double Agent::DiagnoseEvery() const {
+  return o_.diagnose_every_s > 0 ? o_.diagnose_every_s : std::max(o_.interval_s, o_.window_s / 10);
+}
+
 TickReport Agent::TickLocked() {
   TickReport r;
   const bool changed = watch_.Changed();
   Store::Options so;
   so.memory_limit = o_.memory_limit;
   so.lock_wait_s = o_.store_wait_s;
+  so.writable_dir = o_.export_summaries;
   auto opened = Store::Open(o_.db, so);
   if (!opened.ok()) {
     // A reader (sql, report) holds the store: this tick's data waits for the next one.
@@ -206,6 +222,20 @@ TickReport Agent::TickLocked() {
     else
       r.not_stored.push_back(w + ": does not exist (yet)");
   }
+  if (!o_.hosts.empty() && changed && !present.empty()) {
+    // Only the named hosts' files, by the name the Inspector gives them (<host>-pid<pid>...).
+    auto mine = FindInputFiles(present, [&](const std::string& path, bool) {
+      const std::string name = std::filesystem::path(path).filename().string();
+      for (const std::string& h : o_.hosts)
+        if (name.starts_with(h + "-pid")) return true;
+      return false;
+    });
+    if (!mine.ok()) {
+      r.error = "ingest: " + mine.status().message();
+      return r;
+    }
+    present = std::move(mine->files);
+  }
   if (changed && !present.empty()) {
     IngestOptions io;
     io.run = o_.run;
@@ -224,6 +254,24 @@ TickReport Agent::TickLocked() {
     rejected_ += r.lines_rejected;
     if (r.records_stored > 0) last_new_records_s_ = MonotonicSeconds();
   }
+  if (!o_.export_summaries.empty() && r.ingested) {
+    readers::SummaryExportOptions eo;
+    eo.run = o_.run;
+    eo.root = o_.export_summaries;
+    eo.hosts = o_.hosts;
+    eo.now_us = WallMicros();
+    auto out = readers::ExportRecordSummaries(store, eo);
+    if (!out.ok()) {
+      r.error = "export: " + out.status().message();
+      return r;
+    }
+    r.summary_files = out->files_written;
+    r.summary_bytes = out->bytes;
+    summary_files_ += out->files_written;
+    summary_bytes_ += out->bytes;
+  }
+  // A host agent that only ships summaries leaves the window to the aggregator.
+  if (!o_.diagnose) return r;
   auto run_id =
       store.QueryInt("SELECT CAST(coalesce(max(run_id), -1) AS BIGINT) FROM runs WHERE name = " +
                      SqlString(o_.run));
@@ -251,6 +299,12 @@ TickReport Agent::TickLocked() {
   newest_dump_us_ = std::max<int64_t>(newest_dump_us_, std::stoll(*fr->rows[0][1]));
   if (last_new_records_s_ == 0) last_new_records_s_ = MonotonicSeconds();
   r.quiet = MonotonicSeconds() - last_new_records_s_ >= o_.quiet_s;
+  // The window moves by a tick's worth of data each tick; diagnosing it again sooner than
+  // diagnose_every would mostly repeat the last answer (a quiet job is diagnosed at once).
+  const bool quiet_changed = r.quiet != last_quiet_;
+  last_quiet_ = r.quiet;
+  if (last_diagnosed_s_ > 0 && !quiet_changed && MonotonicSeconds() - last_diagnosed_s_ < DiagnoseEvery()) return r;
+  last_diagnosed_s_ = MonotonicSeconds();
   diagnose::DiagnoseOptions d;
   d.run = o_.run;
   d.window.until_us = r.quiet ? newest_dump_us_ : frontier;
@@ -385,6 +439,12 @@ std::vector<MetricFamily> Agent::OwnMetrics() const {
           "Input lines the ingests rejected (each in ingest_log).", static_cast<double>(rejected_));
   counter("collscope_agent_records_deleted_total", "Records removed by retention.",
           static_cast<double>(rows_deleted_));
+  if (!o_.export_summaries.empty()) {
+    counter("collscope_agent_summary_files_total", "Record-summary files written (docs/scale.md).",
+            static_cast<double>(summary_files_));
+    counter("collscope_agent_summary_bytes_total", "Bytes of record-summary files written.",
+            static_cast<double>(summary_bytes_));
+  }
   counter("collscope_agent_alert_posts_total", "Alert and webhook posts delivered.",
           static_cast<double>(alerts_sent_));
   counter("collscope_agent_alert_post_errors_total", "Alert and webhook posts that failed.",

@@ -46,12 +46,20 @@ struct AgentOptions {
   double interval_s = 5;
   double window_s = 300;   // job time diagnosed each tick
   double quiet_s = 60;     // no new records this long: diagnose through the newest record
+  double diagnose_every_s = 0;  // diagnose at most this often; 0: max(interval, window / 10)
   int resolve_after = 2;   // ticks a finding must be absent before it is resolved
   double retention_s = 0;  // delete records older than this (job time); 0 keeps everything
   std::string memory_limit = "512MB";  // DuckDB's, per tick
   double store_wait_s = 2;             // wait this long for a reader's lock, else skip the tick
   int ingest_threads = 1;
   int max_ticks = 0;  // stop after this many ticks (tests); 0 = until stopped
+  // Host agent of a job past one machine (docs/scale.md): every tick, what was ingested is also
+  // written as record summaries under this folder (core/readers/record_summary.h); empty: none.
+  std::string export_summaries;
+  // Ingest only these hosts' files (<host>-pid*: the Inspector's and the simulator's names) when a
+  // watched folder holds several hosts'; empty: everything under the watched paths.
+  std::vector<std::string> hosts;
+  bool diagnose = true;  // false: ingest (and export) only, no window, metrics or alerts
 };
 
 // What one tick did (for tests and the agent's own metrics).
@@ -60,6 +68,7 @@ struct TickReport {
   bool ingested = false;  // something changed and was ingested
   uint64_t records_stored = 0, lines_rejected = 0;
   bool diagnosed = false;
+  uint64_t summary_files = 0, summary_bytes = 0;  // record summaries written this tick
   int64_t window_since_us = 0, window_until_us = 0;
   bool quiet = false;
   int findings = 0, raised = 0, resolved = 0;
@@ -91,6 +100,7 @@ class Agent {
   Status Init();
   TickReport TickLocked();
   std::vector<MetricFamily> OwnMetrics() const;
+  double DiagnoseEvery() const;
   void Publish(std::vector<MetricFamily> families);
   void Alert(const FindingTracker::Changes& changes);
 
@@ -103,12 +113,15 @@ class Agent {
   // State kept between ticks.
   int64_t newest_dump_us_ = 0;     // newest record dump time seen
   double last_new_records_s_ = 0;  // monotonic time records last arrived
+  double last_diagnosed_s_ = 0;    // monotonic time of the last diagnosis
+  bool last_quiet_ = false;
   std::vector<MetricFamily> job_metrics_;
   bool run_known_ = false;
 
   // Counters for the agent's own metrics.
   uint64_t ticks_ = 0, ticks_skipped_ = 0, errors_ = 0, records_ = 0, rejected_ = 0;
   uint64_t alerts_sent_ = 0, alert_errors_ = 0, rows_deleted_ = 0;
+  uint64_t summary_files_ = 0, summary_bytes_ = 0;
   double last_tick_s_ = 0;
   size_t series_ = 0;
   TickReport last_;

@@ -50,14 +50,15 @@ bool ParseSeconds(const std::string& text, double* out) {
 
 struct Options {
   agent::AgentOptions agent;
-  std::string interval = "5s", window = "5m", quiet = "60s", retention = "0";
+  std::string interval = "5s", window = "5m", quiet = "60s", retention = "0", diagnose_every = "0";
 };
 
 int Run(Options o) {
   const std::pair<const std::string*, double*> durations[] = {{&o.interval, &o.agent.interval_s},
                                                               {&o.window, &o.agent.window_s},
                                                               {&o.quiet, &o.agent.quiet_s},
-                                                              {&o.retention, &o.agent.retention_s}};
+                                                              {&o.retention, &o.agent.retention_s},
+      {&o.diagnose_every, &o.agent.diagnose_every_s}};
   for (const auto& [text, value] : durations)
     if (!ParseSeconds(*text, value)) {
       std::fprintf(stderr, "collscope agent: '%s' is not a duration (5s, 2m, 1h, 7d)\n",
@@ -102,6 +103,9 @@ void Register(CLI::App& app) {
                   "Value of the 'job' label on alerts and remote-written series");
   cmd->add_option("--interval", o->interval, "Time between ticks")->capture_default_str();
   cmd->add_option("--window", o->window, "Job time diagnosed each tick")->capture_default_str();
+  cmd->add_option("--diagnose-every", o->diagnose_every,
+                  "Diagnose the window at most this often (0: the larger of the interval and a tenth of the window)")
+      ->capture_default_str();
   cmd->add_option("--quiet", o->quiet,
                   "No new records this long: diagnose through the newest (a hang shows)")
       ->capture_default_str();
@@ -113,6 +117,13 @@ void Register(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--memory-limit", o->agent.memory_limit, "The store's memory limit per tick")
       ->capture_default_str();
+  cmd->add_option("--export-summaries", o->agent.export_summaries,
+                  "Host agent: write what each tick ingests as record summaries (Parquet) under "
+                  "this folder, for an aggregator agent watching it (docs/scale.md)");
+  cmd->add_option("--host", o->agent.hosts,
+                  "Ingest only this host's files (<host>-pid*); repeat for several");
+  cmd->add_flag("!--no-diagnose", o->agent.diagnose,
+                "Ingest (and export) only: no window, metrics or alerts (a host agent)");
   cmd->add_option("--ticks", o->agent.max_ticks, "Stop after this many ticks (0: until SIGTERM)")
       ->capture_default_str();
   cmd->callback([o] { SetExitCode(Run(*o)); });

@@ -75,13 +75,18 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, Options opti
     return Status::Error(path + ": cannot connect");
   // The sandbox: the store's own files (and its spill directory) are the only files DuckDB may
   // touch, plus `writable_dir` for an export; then no statement may change that.
-  std::string sandbox;
-  if (!options.writable_dir.empty()) {
+  std::string sandbox, allowed;
+  std::vector<std::string> dirs = options.readable_dirs;
+  if (!options.writable_dir.empty()) dirs.push_back(options.writable_dir);
+  for (const std::string& d : dirs) {
     std::error_code ec;
-    std::filesystem::path dir = std::filesystem::weakly_canonical(options.writable_dir, ec);
-    if (ec) return Status::Error(options.writable_dir + ": " + ec.message());
-    sandbox += "SET allowed_directories = [" + SqlString(dir.string() + "/") + "];\n";
+    std::filesystem::path dir = std::filesystem::weakly_canonical(d, ec);
+    if (ec) return Status::Error(d + ": " + ec.message());
+    std::string text = dir.string();
+    if (!text.ends_with("/")) text += "/";
+    allowed += (allowed.empty() ? "" : ", ") + SqlString(text);
   }
+  if (!allowed.empty()) sandbox += "SET allowed_directories = [" + allowed + "];\n";
   sandbox += "SET enable_external_access = false;\n";
   sandbox += "SET lock_configuration = true;\n";
   COLLSCOPE_RETURN_IF_ERROR(s->Exec(sandbox));

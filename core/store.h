@@ -26,6 +26,10 @@ class Store {
     bool read_only = false;
     // The one directory outside the store that SQL may write (ExportParquet's).
     std::string writable_dir;
+    // Directories SQL may also read (a folder of Parquet files an importer loads): DuckDB's
+    // allowed_directories, which grants access without distinguishing reads from writes, so only
+    // callers that issue reads there (core/readers/record_summary.cc) set it.
+    std::vector<std::string> readable_dirs;
     // Another process holding the store (a live agent's tick, an ingest) makes DuckDB refuse the
     // open; it is retried for this long before the lock error is returned, so reading commands
     // wait out a tick instead of failing.

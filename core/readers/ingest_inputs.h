@@ -1,7 +1,9 @@
 // Every input format `collscope ingest` takes, in one call: NCCL Inspector / collscope logs,
 // PyTorch-profiler (Kineto) traces, step/phase series and iteration logs, hang evidence (Flight
-// Recorder dumps, in-flight state files) and CUPTI kernel summaries, each through its own importer
-// into the same run. `collscope ingest` and the live agent both call it, so they store the same
+// Recorder dumps, in-flight state files), CUPTI kernel summaries and the record summaries of
+// per-host agents (core/readers/record_summary.h), each through its own importer into the same
+// run. A path that is a summary root (only host=... folders) goes to the record-summary importer
+// alone: the other importers would only sniff its Parquet files and pass them by, every tick. `collscope ingest` and the live agent both call it, so they store the same
 // rows the same way.
 //
 // Contract: the importers run in a fixed order and stop at the first error (a store failure);
@@ -16,6 +18,7 @@
 #include "core/readers/hang_evidence.h"
 #include "core/readers/kernel_summary.h"
 #include "core/readers/kineto.h"
+#include "core/readers/record_summary.h"
 #include "core/readers/step_file.h"
 
 namespace collscope::readers {
@@ -26,6 +29,7 @@ struct InputsReport {
   StepIngestReport steps;
   HangIngestReport hang;
   KernelSummaryIngestReport kernels;
+  RecordSummaryIngestReport summaries;
 
   // No input file of any format was found.
   bool NoInputs() const;
