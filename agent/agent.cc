@@ -198,6 +198,13 @@ double Agent::DiagnoseEvery() const {
 
 TickReport Agent::TickLocked() {
   TickReport r;
+  // Where the tick's time goes, cumulatively per phase (collscope_agent_tick_phase_seconds_total).
+  double mark_s = MonotonicSeconds();
+  auto mark = [&](const char* phase) {
+    const double now = MonotonicSeconds();
+    phase_s_[phase] += now - mark_s;
+    mark_s = now;
+  };
   const bool changed = watch_.Changed();
   Store::Options so;
   so.memory_limit = o_.memory_limit;
@@ -213,6 +220,7 @@ TickReport Agent::TickLocked() {
   }
   Store& store = **opened;
   r.ran = true;
+  mark("open");
   // A folder the job has not created yet is waited for, not an error.
   std::vector<std::string> present;
   for (const std::string& w : o_.watch) {
@@ -246,13 +254,14 @@ TickReport Agent::TickLocked() {
       return r;
     }
     r.ingested = true;
-    r.records_stored = in->records.records_stored;
+    r.records_stored = in->records.records_stored + in->summaries.records_stored;
     r.lines_rejected =
         in->records.lines_rejected + in->steps.lines_rejected + in->kernels.lines_rejected;
     for (std::string& s : in->NotStored()) r.not_stored.push_back(std::move(s));
     records_ += r.records_stored;
     rejected_ += r.lines_rejected;
     if (r.records_stored > 0) last_new_records_s_ = MonotonicSeconds();
+    mark("ingest");
   }
   if (!o_.export_summaries.empty() && r.ingested) {
     readers::SummaryExportOptions eo;
@@ -269,6 +278,7 @@ TickReport Agent::TickLocked() {
     r.summary_bytes = out->bytes;
     summary_files_ += out->files_written;
     summary_bytes_ += out->bytes;
+    mark("export");
   }
   // A host agent that only ships summaries leaves the window to the aggregator.
   if (!o_.diagnose) return r;
@@ -305,6 +315,7 @@ TickReport Agent::TickLocked() {
   last_quiet_ = r.quiet;
   if (last_diagnosed_s_ > 0 && !quiet_changed && MonotonicSeconds() - last_diagnosed_s_ < DiagnoseEvery()) return r;
   last_diagnosed_s_ = MonotonicSeconds();
+  mark("frontier");
   diagnose::DiagnoseOptions d;
   d.run = o_.run;
   d.window.until_us = r.quiet ? newest_dump_us_ : frontier;
@@ -318,6 +329,7 @@ TickReport Agent::TickLocked() {
     r.error = "diagnose: " + findings.status().message();
     return r;
   }
+  mark("diagnose");
   JobMetricsOptions mo;
   mo.tp = read.tp;
   mo.pp = read.pp;
@@ -327,6 +339,7 @@ TickReport Agent::TickLocked() {
     return r;
   }
   job_metrics_ = std::move(*metrics);
+  mark("metrics");
   r.diagnosed = true;
   r.findings = static_cast<int>(findings->size());
   const FindingTracker::Changes ch = tracker_.Update(*findings, WallMicros());
@@ -355,7 +368,9 @@ TickReport Agent::TickLocked() {
         rows_deleted_ += static_cast<uint64_t>(*n);
     }
   }
+  mark("save");
   Alert(ch);
+  mark("alert");
   return r;
 }
 
@@ -450,6 +465,12 @@ std::vector<MetricFamily> Agent::OwnMetrics() const {
   counter("collscope_agent_alert_post_errors_total", "Alert and webhook posts that failed.",
           static_cast<double>(alert_errors_));
   counter("collscope_agent_cpu_seconds_total", "CPU time of the agent process.", CpuSeconds());
+  MetricFamily phases{"collscope_agent_tick_phase_seconds_total",
+                      "Wall time of the agent's ticks by phase (open, ingest, export, frontier, diagnose, metrics, "
+                      "save, alert).",
+                      "counter", {}};
+  for (const auto& [phase, seconds] : phase_s_) phases.Add({{"phase", phase}}, seconds);
+  m.push_back(std::move(phases));
   gauge("collscope_agent_resident_memory_bytes", "Resident memory of the agent process.",
         ResidentBytes());
   gauge("collscope_agent_tick_duration_seconds", "Wall time of the last tick.", last_tick_s_);
