@@ -1,5 +1,6 @@
 #include "capture/nccl/config.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -128,6 +129,22 @@ Config LoadConfig(GetEnvFn getenv_fn) {
                            " is not one of always|drops|off; using always");
     }
   }
+
+  // Prometheus textfile mode. Inspector raises a non-negative dump interval below 30 s to 30 s
+  // in this mode, and -1 means no output at all.
+  r.Bool("NCCL_INSPECTOR_PROM_DUMP", &c.prom_dump);
+  r.Bool("NCCL_INSPECTOR_PROM_DUMP_STATS", &c.prom_dump_stats);
+  r.Bool("NCCL_INSPECTOR_REQUIRE_KERNEL_TIMING", &c.require_kernel_timing);
+  c.prom_interval_us = c.dump_interval_us < 0 ? -1 : std::max<int64_t>(c.dump_interval_us, kPromMinIntervalUs);
+  int64_t prom_ms = -1;
+  r.Int("COLLSCOPE_PROM_INTERVAL_MS", 10, INT64_C(3600000), &prom_ms);
+  if (prom_ms > 0) c.prom_interval_us = prom_ms * 1000;
+  if (!c.prom_dump) c.prom_interval_us = -1;
+  c.prom_dir = c.dump_dir;
+  if (const char* d = r.Raw("COLLSCOPE_PROM_DIR")) c.prom_dir = d;
+  v = c.prom_max_buckets;
+  r.Int("COLLSCOPE_PROM_MAX_BUCKETS", 1, 1 << 16, &v);
+  c.prom_max_buckets = static_cast<uint32_t>(v);
   return c;
 }
 

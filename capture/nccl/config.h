@@ -11,6 +11,9 @@
 
 namespace collscope::capture {
 
+// Inspector's Prometheus mode never dumps more often than this.
+inline constexpr int64_t kPromMinIntervalUs = 30000000;
+
 enum class DumpStatsMode { kAlways, kDrops, kOff };
 
 struct Config {
@@ -28,6 +31,15 @@ struct Config {
   bool proxy_events = false;           // COLLSCOPE_PROXY_EVENTS
   uint32_t proxy_pool_size = 1024;     // COLLSCOPE_PROXY_POOL_SIZE
   DumpStatsMode dump_stats = DumpStatsMode::kAlways;  // COLLSCOPE_DUMP_STATS
+  // Prometheus textfile output (prom_textfile.h; docs/capture.md "Prometheus textfile").
+  bool prom_dump = false;            // NCCL_INSPECTOR_PROM_DUMP
+  bool prom_dump_stats = false;      // NCCL_INSPECTOR_PROM_DUMP_STATS
+  bool require_kernel_timing = true; // NCCL_INSPECTOR_REQUIRE_KERNEL_TIMING (textfile only)
+  // Period of the .prom file: Inspector's rule on the dump interval (-1: no file; otherwise at
+  // least 30 s), unless COLLSCOPE_PROM_INTERVAL_MS overrides it. -1 = no textfile.
+  int64_t prom_interval_us = -1;
+  std::string prom_dir;              // COLLSCOPE_PROM_DIR, default dump_dir
+  uint32_t prom_max_buckets = 512;   // COLLSCOPE_PROM_MAX_BUCKETS
   std::vector<std::string> warnings;
 };
 

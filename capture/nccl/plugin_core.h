@@ -27,6 +27,7 @@
 #include "capture/nccl/bounded_ring.h"
 #include "capture/nccl/config.h"
 #include "capture/nccl/profiler_abi.h"
+#include "capture/nccl/prom_textfile.h"
 #include "capture/nccl/record_format.h"
 
 namespace collscope::capture {
@@ -167,6 +168,7 @@ struct CommCtx {
   // Writer-side bookkeeping (guarded by Runtime::mu_).
   uint64_t coll_dropped_reported = 0;
   uint64_t p2p_dropped_reported = 0;
+  uint32_t prom_group = 0;  // PromTextfile::CommGroup, when the textfile is on
 };
 
 // Hot path. All return nullptr when the event is not tracked; every entry point accepts nullptr.
@@ -203,6 +205,7 @@ class Runtime {
  private:
   Runtime() = default;
   bool Setup(collscope_ncclDebugLogger_t logfn);  // false: disabled (warned)
+  void SetupProm();  // the optional Prometheus textfile (warns and stays off on failure)
   void StartWriter();
   void StopWriter();
   void WriterLoop();
@@ -212,6 +215,9 @@ class Runtime {
   size_t DrainCommLocked(CommCtx* c, std::string* out);
   // status: "running", "finalized" (last communicator gone) or "exiting" (process exit).
   void WriteStateLocked(const char* status);
+  // Prometheus textfile (only when prom_ is set): drains the rings, then replaces the file.
+  void WritePromLocked();
+  void RemovePromLocked();  // teardown: the file goes away with the process, as Inspector's
   bool WriteAll(int fd, const std::string& data);
   void Disable(const std::string& why);
   void Log(collscope_ncclDebugLogLevel level, const std::string& msg);
@@ -233,6 +239,9 @@ class Runtime {
   std::string log_path_, state_path_, state_tmp_path_;
   uint64_t state_seq_ = 0;
   std::string buf_;  // reused formatting buffer
+  // Prometheus textfile output; null when off or after a write error (warned once).
+  std::unique_ptr<PromTextfile> prom_;
+  std::string prom_path_, prom_tmp_path_;
   // Finalized communicators that still had operations in flight (typically ncclCommAbort after
   // a hang); kept in every later state file so the evidence outlives the communicator.
   std::vector<std::string> finalized_snapshots_;

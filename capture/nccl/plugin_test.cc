@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -32,6 +33,7 @@
 
 #include "capture/nccl/profiler_abi.h"
 #include "capture/nccl/test_json.h"
+#include "capture/nccl/test_prom.h"
 
 #ifndef COLLSCOPE_PLUGIN_PATH
 #error "COLLSCOPE_PLUGIN_PATH must name the built plugin"
@@ -1528,6 +1530,330 @@ TEST(CapturePlugin, ForkedChildAbandonsInheritedRuntime) {
   Output out;
   ParseOutput(LogPath(dir), &out);
   EXPECT_EQ(out.record_count["0x9"], 1);
+  fs::remove_all(dir);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Prometheus textfile (NCCL_INSPECTOR_PROM_DUMP=1): NCCL 2.30 Inspector's series, written by the
+// writer thread and replaced atomically.
+
+std::string PromPath(const std::string& dir) {
+  // No CUDA driver in this process: the file is named after the process, not a GPU UUID.
+  return dir + "/nccl_inspector_metrics_" + Hostname() + "-pid" + std::to_string(getpid()) + ".prom";
+}
+
+std::vector<std::string> PromFilesIn(const std::string& dir) {
+  std::vector<std::string> v;
+  if (!fs::exists(dir)) return v;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string n = e.path().filename().string();
+    if (n.find(".prom") != std::string::npos) v.push_back(n);
+  }
+  return v;
+}
+
+const testing::PromSample* FindSample(const testing::PromFile& f, const std::string& name,
+                                      const std::map<std::string, std::string>& want) {
+  const testing::PromSample* hit = nullptr;
+  for (const testing::PromSample* s : f.Named(name)) {
+    bool ok = true;
+    for (const auto& [k, v] : want) ok = ok && s->Label(k) == v;
+    if (ok) {
+      EXPECT_EQ(hit, nullptr) << "two series match in " << name;
+      hit = s;
+    }
+  }
+  return hit;
+}
+
+// One complete operation with one channel timed by GPU timers (exec_ns long); exec_ns 0 leaves
+// the channel without GPU timers (kernel_cpu timing).
+void RunOp(Plugin& plugin, void* ctx, void* h, uint64_t exec_ns) {
+  ASSERT_NE(h, nullptr);
+  plugin.Stop(h);
+  if (exec_ns == 0) {
+    plugin.RunChannel(ctx, h, 0, 0, 0);
+  } else {
+    plugin.RunChannel(ctx, h, 0, 5000000, 5000000 + exec_ns);
+  }
+}
+
+uint64_t Inode(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
+}
+
+// A scripted job through the ABI: the file carries Inspector 2.30's names, labels and per-window
+// aggregates (mean exec time, geometric-mean bus bandwidth), collscope's additions, a new window
+// replaces the buckets, and the file is gone after the last finalize.
+TEST(CapturePluginProm, TextfileCarriesInspectorSeriesForScriptedCollectives) {
+  const std::string dir = MakeTempDir();
+  ScopedEnv env;
+  env.Set("NCCL_INSPECTOR_DUMP_DIR", dir);
+  env.Set("NCCL_INSPECTOR_PROM_DUMP", "1");
+  env.Set("NCCL_INSPECTOR_PROM_DUMP_STATS", "1");
+  env.Set("COLLSCOPE_PROM_INTERVAL_MS", "1000");  // Inspector's 30 s minimum, shortened for tests
+  env.Set("SLURM_JOB_ID", "812");
+  env.Set("LOCAL_RANK", "3");
+  ClearLogs();
+  Plugin plugin(6);
+  int mask = 0;
+  void* dp = plugin.Init(0xa1, &mask, "dp", 2, 16, 3);
+  void* dp2 = plugin.Init(0xc3, &mask, "dp", 2, 16, 5);
+  void* pp = plugin.Init(0xb2, &mask, "pp", 2, 2, 0);
+  const uint64_t big = 16 * 1048576 + 524288;  // "16-17MB"
+  uint64_t sn = 0;
+  for (uint64_t us : {100, 200, 400})
+    RunOp(plugin, dp, plugin.StartColl(dp, sn++, "AllReduce", big / 4, "ncclFloat32", 1), us * 1000);
+  RunOp(plugin, dp, plugin.StartColl(dp, sn++, "AllReduce", big / 4, "ncclFloat32", 1, "TREE", "LL"), 50000);
+  RunOp(plugin, dp, plugin.StartColl(dp, sn++, "AllReduce", big / 4, "ncclFloat32", 1), 0);  // kernel_cpu
+  RunOp(plugin, dp, plugin.StartColl(dp, 0, "AllGather", 4096, "ncclInt8", 1), 10000);
+  RunOp(plugin, dp, plugin.StartColl(dp, 1, "AllGather", 4096, "ncclInt8", 1), 40000);
+  RunOp(plugin, dp2, plugin.StartColl(dp2, 0, "AllReduce", big / 4, "ncclFloat32", 1), 200000);
+  RunOp(plugin, pp, plugin.StartP2p(pp, "Send", 2621440, "ncclUint8", 1, 1), 50000);
+  RunOp(plugin, pp, plugin.StartP2p(pp, "Recv", 2621440, "ncclUint8", 1, 1), 70000);
+  void* stuck = plugin.StartColl(pp, 0, "AllReduce", 1024, "ncclFloat32", 1);  // never completes
+  plugin.Stop(stuck);
+
+  const std::string path = PromPath(dir);
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(path); }, 4000)) << AllLogs();
+  const std::string text = ReadFile(path);
+  testing::PromFile f;
+  ASSERT_EQ(testing::ParsePromText(text, &f), "") << text;
+
+  // Exact line: Inspector's label order and values (mean of 100, 200, 400 and 200 us).
+  EXPECT_NE(text.find("nccl_collective_exec_time_microseconds{version=\"v5.1\",slurm_job_id=\"812\",node=\"" +
+                      Hostname() +
+                      "\",gpu=\"GPU3\",comm_name=\"dp\",n_nodes=\"2\",nranks=\"16\",collective=\"AllReduce\","
+                      "message_size=\"16-17MB\",algo_proto=\"RING_SIMPLE\"} 225\n"),
+            std::string::npos)
+      << text;
+  const std::vector<std::string> coll_labels = {"version", "slurm_job_id", "node", "gpu", "comm_name",
+                                                "n_nodes", "nranks", "collective", "message_size",
+                                                "algo_proto"};
+  const std::vector<std::string> p2p_labels = {"version", "slurm_job_id", "node", "gpu", "comm_name",
+                                               "n_nodes", "nranks", "p2p_operation", "message_size"};
+  ASSERT_EQ(f.Named("nccl_bus_bandwidth_gbs").size(), 3u) << text;
+  ASSERT_EQ(f.Named("nccl_collective_exec_time_microseconds").size(), 3u);
+  ASSERT_EQ(f.Named("nccl_p2p_bus_bandwidth_gbs").size(), 2u);
+  ASSERT_EQ(f.Named("nccl_p2p_exec_time_microseconds").size(), 2u);
+  for (const auto& s : f.samples) {
+    if (s.name.rfind("nccl_p2p_", 0) == 0 && s.name != "nccl_p2p_total" && s.name != "nccl_p2p_dropped_total") {
+      EXPECT_EQ(s.LabelNames(), p2p_labels) << s.line;
+    } else if (s.name == "nccl_bus_bandwidth_gbs" || s.name == "nccl_collective_exec_time_microseconds") {
+      EXPECT_EQ(s.LabelNames(), coll_labels) << s.line;
+    }
+    if (s.name.rfind("nccl_", 0) == 0) {
+      EXPECT_EQ(s.Label("version"), "v5.1");
+      EXPECT_EQ(s.Label("slurm_job_id"), "812");
+      EXPECT_EQ(s.Label("node"), Hostname());
+      EXPECT_EQ(s.Label("gpu"), "GPU3");
+      EXPECT_EQ(f.types.count(s.name), 0u) << "Inspector writes no TYPE lines";
+    }
+  }
+  auto near = [](double got, double want) { EXPECT_NEAR(got, want, want * 1e-5) << want; };
+  const auto* ring = FindSample(f, "nccl_bus_bandwidth_gbs", {{"collective", "AllReduce"}, {"algo_proto", "RING_SIMPLE"}});
+  ASSERT_NE(ring, nullptr);
+  EXPECT_EQ(ring->Label("comm_name"), "dp");
+  EXPECT_EQ(ring->Label("message_size"), "16-17MB");
+  near(ring->value, double(big) / 1e3 / 200 * 30 / 16);  // geometric mean of the 4 is t = 200 us
+  const auto* tree = FindSample(f, "nccl_bus_bandwidth_gbs", {{"algo_proto", "TREE_LL"}});
+  ASSERT_NE(tree, nullptr);
+  near(tree->value, double(big) / 1e3 / 50 * 30 / 16);
+  const auto* ag = FindSample(f, "nccl_bus_bandwidth_gbs", {{"collective", "AllGather"}});
+  ASSERT_NE(ag, nullptr);
+  EXPECT_EQ(ag->Label("message_size"), "4-5KB");
+  near(ag->value, 4096.0 * 16 / 1e3 / 20 * 15 / 16);  // AllGather traffic is S x n
+  near(FindSample(f, "nccl_collective_exec_time_microseconds", {{"collective", "AllGather"}})->value, 25);
+  const auto* send = FindSample(f, "nccl_p2p_bus_bandwidth_gbs", {{"p2p_operation", "Send"}});
+  ASSERT_NE(send, nullptr);
+  EXPECT_EQ(send->Label("comm_name"), "pp");
+  EXPECT_EQ(send->Label("nranks"), "2");
+  EXPECT_EQ(send->Label("message_size"), "2-3MB");
+  near(send->value, 2621440.0 / 1e3 / 50);
+  near(FindSample(f, "nccl_p2p_exec_time_microseconds", {{"p2p_operation", "Recv"}})->value, 70);
+
+  // collscope's additions.
+  near(FindSample(f, "collscope_collective_operations", {{"collective", "AllReduce"}, {"algo_proto", "RING_SIMPLE"}})->value, 4);
+  near(FindSample(f, "collscope_collective_exec_time_max_seconds", {{"collective", "AllReduce"}, {"algo_proto", "RING_SIMPLE"}})->value, 400e-6);
+  EXPECT_EQ(FindSample(f, "collscope_records_total", {{"kind", "coll"}})->value, 8.0);
+  EXPECT_EQ(FindSample(f, "collscope_records_total", {{"kind", "p2p"}})->value, 2.0);
+  EXPECT_EQ(FindSample(f, "collscope_prometheus_records_excluded_total", {{"reason", "timing_source"}})->value, 1.0);
+  EXPECT_EQ(FindSample(f, "nccl_collectives_total", {})->value, 8.0);
+  EXPECT_EQ(FindSample(f, "nccl_p2p_dropped_total", {})->value, 0.0);
+  EXPECT_EQ(FindSample(f, "collscope_inflight_operations", {{"comm_name", "pp"}})->value, 1.0);
+  EXPECT_EQ(FindSample(f, "collscope_inflight_operations", {{"comm_name", "dp"}})->value, 0.0);
+  EXPECT_GT(FindSample(f, "collscope_inflight_oldest_age_seconds", {{"comm_name", "pp"}})->value, 0.0);
+
+  // The next window: only its own bucket; totals keep counting; the file was replaced.
+  const uint64_t inode = Inode(path);
+  RunOp(plugin, dp2, plugin.StartColl(dp2, 1, "AllReduce", big / 4, "ncclFloat32", 1), 1000000);
+  testing::PromFile g;
+  ASSERT_TRUE(WaitFor([&] {
+    g = testing::PromFile();
+    return testing::ParsePromText(ReadFile(path), &g).empty() &&
+           FindSample(g, "collscope_records_total", {{"kind", "coll"}})->value == 9.0;
+  }, 4000));
+  ASSERT_EQ(g.Named("nccl_collective_exec_time_microseconds").size(), 1u);
+  EXPECT_EQ(g.Named("nccl_collective_exec_time_microseconds")[0]->value, 1000.0);
+  EXPECT_TRUE(g.Named("nccl_p2p_exec_time_microseconds").empty());
+  EXPECT_NE(Inode(path), inode);
+  EXPECT_EQ(CountLogs(COLLSCOPE_NCCL_LOG_WARN), 0) << AllLogs();
+
+  plugin.RunChannel(pp, stuck, 0, 10, 20010);
+  for (void* c : {dp, dp2, pp}) plugin.Finalize(c);
+  EXPECT_TRUE(PromFilesIn(dir).empty()) << "the file goes away with the plugin, as Inspector's";
+  Output out;
+  ParseOutput(LogPath(dir), &out);  // the JSON capture is unchanged beside it
+  EXPECT_EQ(out.record_count["0xa1"], 7);
+  fs::remove_all(dir);
+}
+
+// A reader polling the file while the writer rewrites it every 10 ms never sees a partial file,
+// and every rewrite is a new file renamed into place (Inspector rewrites in place).
+TEST(CapturePluginProm, TextfileIsReplacedAtomically) {
+  const std::string dir = MakeTempDir();
+  ScopedEnv env;
+  env.Set("NCCL_INSPECTOR_DUMP_DIR", dir);
+  env.Set("NCCL_INSPECTOR_PROM_DUMP", "1");
+  env.Set("COLLSCOPE_PROM_INTERVAL_MS", "10");
+  Plugin plugin(6);
+  int mask = 0;
+  void* ctx = plugin.Init(0xd4, &mask, "big", 4, 32, 1);
+  std::atomic<bool> done{false};
+  std::thread user([&] {
+    // Hundreds of size buckets keep the file large (hundreds of KB), so a write in place would
+    // be caught half done.
+    for (uint64_t sn = 0; !done.load(); ++sn) {
+      RunOp(plugin, ctx, plugin.StartColl(ctx, sn, "AllReduce", 256 * (1 + sn % 400), "ncclFloat32", 1),
+            1000 + sn % 7000);
+      if (sn % 64 == 63) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  });
+  const std::string path = PromPath(dir);
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(path); }));
+  // Inode numbers may be recycled (two can alternate), so count changes, not distinct numbers.
+  uint64_t last_inode = 0;
+  size_t inode_changes = 0, reads = 0, max_size = 0;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500 * kSlow);
+  while (std::chrono::steady_clock::now() < end && (reads < 100 || inode_changes < 5)) {
+    const int fd = open(path.c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0) << "the path must always name a file";
+    struct stat st;
+    ASSERT_EQ(fstat(fd, &st), 0);
+    if (reads > 0 && static_cast<uint64_t>(st.st_ino) != last_inode) ++inode_changes;
+    last_inode = static_cast<uint64_t>(st.st_ino);
+    std::string text;
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof(buf))) > 0) text.append(buf, static_cast<size_t>(n));
+    close(fd);
+    ++reads;
+    max_size = std::max(max_size, text.size());
+    // A file caught mid-write is a prefix of the complete one: it lacks the last family (the
+    // in-flight ages) or its final newline. Every 32nd read is parsed in full as well.
+    ASSERT_FALSE(text.empty()) << "read " << reads << " saw an empty file";
+    ASSERT_EQ(text.back(), '\n') << "read " << reads << " saw a partial file";
+    const size_t last = text.rfind('\n', text.size() - 2);
+    ASSERT_EQ(text.compare(last == std::string::npos ? 0 : last + 1, 38,
+                           "collscope_inflight_oldest_age_seconds{"), 0)
+        << "read " << reads << " saw a partial file";
+    if (reads % 32 == 1) {
+      testing::PromFile f;
+      ASSERT_EQ(testing::ParsePromText(text, &f), "") << "read " << reads;
+    }
+  }
+  done = true;
+  user.join();
+  EXPECT_GE(inode_changes, 3u) << "each rewrite must be a new file renamed over the old one";
+  EXPECT_GT(max_size, 100000u);
+  EXPECT_GT(reads, 10u);
+  plugin.Finalize(ctx);
+  EXPECT_TRUE(PromFilesIn(dir).empty());
+  fs::remove_all(dir);
+}
+
+TEST(CapturePluginProm, NoTextfileUnlessEnabled) {
+  for (const bool explicit_off : {false, true}) {
+    const std::string dir = MakeTempDir();
+    ScopedEnv env;
+    env.Set("NCCL_INSPECTOR_DUMP_DIR", dir);
+    if (explicit_off) {
+      // Inspector: PROM_DUMP=1 with the interval at -1 writes nothing at all.
+      env.Set("NCCL_INSPECTOR_PROM_DUMP", "1");
+      env.Set("NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS", "-1");
+      env.Unset("COLLSCOPE_PROM_INTERVAL_MS");
+    } else {
+      env.Unset("NCCL_INSPECTOR_PROM_DUMP");
+      env.Set("COLLSCOPE_PROM_INTERVAL_MS", "10");  // a period alone does not turn it on
+    }
+    Plugin plugin(6);
+    int mask = 0;
+    void* ctx = plugin.Init(0xe5, &mask, "off", 1, 2, 0);
+    RunOp(plugin, ctx, plugin.StartColl(ctx, 0, "AllReduce", 1 << 20, "ncclFloat32", 1), 100000);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_TRUE(PromFilesIn(dir).empty()) << explicit_off;
+    plugin.Finalize(ctx);
+    EXPECT_TRUE(PromFilesIn(dir).empty()) << explicit_off;
+    EXPECT_TRUE(fs::exists(LogPath(dir)));
+    fs::remove_all(dir);
+  }
+}
+
+// promtool (Debian's prometheus package) parses the file. Its only complaints may be the lint
+// about Inspector's own names (no HELP text, microseconds instead of seconds), which collscope
+// must keep for NVIDIA's dashboard; collscope's series must lint clean.
+TEST(CapturePluginProm, PromtoolAcceptsTheTextfile) {
+  if (std::system("command -v promtool >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "promtool not installed (Debian package 'prometheus'); text-format checks above still ran";
+  }
+  const std::string dir = MakeTempDir();
+  ScopedEnv env;
+  env.Set("NCCL_INSPECTOR_DUMP_DIR", dir);
+  env.Set("NCCL_INSPECTOR_PROM_DUMP", "1");
+  env.Set("NCCL_INSPECTOR_PROM_DUMP_STATS", "1");
+  env.Set("COLLSCOPE_PROM_INTERVAL_MS", "50");
+  Plugin plugin(6);
+  int mask = 0;
+  void* a = plugin.Init(0xf6, &mask, "we\"ird\\name", 2, 8, 0);
+  void* b = plugin.Init(0xf7, &mask, "pp", 2, 2, 0);
+  RunOp(plugin, a, plugin.StartColl(a, 0, "ReduceScatter", 1 << 18, "ncclBfloat16", 1), 30000);
+  RunOp(plugin, a, plugin.StartColl(a, 0, "Broadcast", 0, "ncclInt8", 1), 3000);
+  RunOp(plugin, b, plugin.StartP2p(b, "Recv", 1 << 22, "ncclUint8", 1, 1), 90000);
+  void* stuck = plugin.StartColl(b, 0, "AllReduce", 64, "ncclInt8", 1);
+  plugin.Stop(stuck);
+  const std::string path = PromPath(dir);
+  std::string text;
+  ASSERT_TRUE(WaitFor([&] {
+    text = ReadFile(path);
+    return text.find("nccl_p2p_exec_time_microseconds") != std::string::npos &&
+           text.find("Broadcast") != std::string::npos;
+  }));
+  const std::string copy = dir + "/copy.txt";
+  { std::ofstream(copy) << text; }
+  plugin.RunChannel(b, stuck, 0, 10, 20010);
+  plugin.Finalize(a);
+  plugin.Finalize(b);
+
+  FILE* p = popen(("promtool check metrics < '" + copy + "' 2>&1; echo \"rc=$?\"").c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string output;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) output.append(buf, n);
+  pclose(p);
+  const size_t rc_at = output.rfind("rc=");
+  ASSERT_NE(rc_at, std::string::npos) << output;
+  const int rc = std::atoi(output.c_str() + rc_at + 3);
+  EXPECT_TRUE(rc == 0 || rc == 3) << "promtool could not parse the file (rc " << rc << "):\n" << output << text;
+  const std::regex allowed(
+      R"(^(nccl_[a-z0-9_]+) (no help text|use base unit "seconds" instead of "microseconds")$)");
+  std::istringstream lines(output.substr(0, rc_at));
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.empty()) continue;
+    EXPECT_TRUE(std::regex_match(line, allowed)) << "promtool: " << line << "\n" << text;
+  }
   fs::remove_all(dir);
 }
 

@@ -67,6 +67,75 @@ int QueryCudaDevice() {
   return dev;
 }
 
+// The GPU's UUID as Inspector names its .prom file (8-4-4-4-12 lowercase hex), from the CUDA
+// driver only when the application already loaded it (RTLD_NOLOAD: we never load CUDA).
+bool QueryGpuUuid(int device, std::string* out) {
+  if (device < 0) return false;
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (lib == nullptr) return false;
+  using DeviceGetFn = int (*)(int*, int);
+  struct Uuid {
+    unsigned char bytes[16];
+  };
+  using GetUuidFn = int (*)(Uuid*, int);
+  auto get = reinterpret_cast<DeviceGetFn>(dlsym(lib, "cuDeviceGet"));
+  auto uuid = reinterpret_cast<GetUuidFn>(dlsym(lib, "cuDeviceGetUuid_v2"));
+  if (uuid == nullptr) uuid = reinterpret_cast<GetUuidFn>(dlsym(lib, "cuDeviceGetUuid"));
+  bool ok = false;
+  int dev = 0;
+  Uuid u{};
+  if (get != nullptr && uuid != nullptr && get(&dev, device) == 0 && uuid(&u, dev) == 0) {
+    char b[40];
+    const unsigned char* x = u.bytes;
+    std::snprintf(b, sizeof(b),
+                  "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", x[0],
+                  x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8], x[9], x[10], x[11], x[12], x[13],
+                  x[14], x[15]);
+    *out = b;
+    ok = true;
+  }
+  dlclose(lib);  // drops only the reference RTLD_NOLOAD added
+  return ok;
+}
+
+// Replaces `path` atomically: writes `tmp` (same directory), then renames it over `path`, so a
+// reader sees the old file or the new one, never a partial one. Not fsynced (the files are
+// rewritten every period; a crash loses at most the latest). false: errno says why.
+bool ReplaceFile(const std::string& tmp, const std::string& path, const std::string& data,
+                 mode_t mode, std::string* err) {
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) {
+    *err = "cannot write '" + tmp + "': " + std::strerror(errno);
+    return false;
+  }
+  fchmod(fd, mode);  // readable by a node_exporter running as another user, whatever the umask
+  const char* p = data.data();
+  size_t left = data.size();
+  int saved = 0;
+  while (left > 0) {
+    const ssize_t n = write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      saved = n < 0 ? errno : EIO;
+      break;
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  if (close(fd) != 0 && saved == 0) saved = errno;
+  if (saved != 0) {
+    unlink(tmp.c_str());
+    *err = "write to '" + tmp + "' failed: " + std::strerror(saved);
+    return false;
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    *err = "cannot rename to '" + path + "': " + std::strerror(errno);
+    unlink(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
 bool MkdirP(const std::string& path, std::string* err) {
   if (path.empty()) {
     *err = "empty path";
@@ -350,9 +419,35 @@ bool Runtime::Setup(collscope_ncclDebugLogger_t logfn) {
   if (first) std::snprintf(g_truncated_path, sizeof(g_truncated_path), "%s", log_path_.c_str());
   struct stat st;
   if (fstat(log_fd_, &st) == 0 && S_ISREG(st.st_mode)) fchmod(log_fd_, 0666);
+  if (cfg_.prom_interval_us >= 0) SetupProm();
   Log(COLLSCOPE_NCCL_LOG_INFO, std::string("profiler plugin ") + COLLSCOPE_CAPTURE_VERSION +
                                    " writing " + log_path_ + " and " + state_path_);
   return true;
+}
+
+void Runtime::SetupProm() {
+  std::string err;
+  if (!MkdirP(cfg_.prom_dir, &err)) {
+    Log(COLLSCOPE_NCCL_LOG_WARN, "Prometheus textfile off: cannot use '" + cfg_.prom_dir + "': " + err);
+    return;
+  }
+  // Inspector names the file after the GPU's UUID; without the CUDA driver in the process we
+  // fall back to the process's own stem (unique per process on a shared directory too).
+  std::string id;
+  if (!QueryGpuUuid(proc_.gpu, &id)) id = proc_.hostname + "-pid" + std::to_string(proc_.pid);
+  prom_path_ = cfg_.prom_dir + "/nccl_inspector_metrics_" + id + ".prom";
+  // node_exporter reads only *.prom, so the temporary file is invisible to it.
+  prom_tmp_path_ = cfg_.prom_dir + "/.nccl_inspector_metrics_" + id + ".prom.tmp";
+  PromProcessLabels labels;
+  const char* job = std::getenv("SLURM_JOB_ID");
+  if (job == nullptr || *job == '\0') job = std::getenv("SLURM_JOBID");
+  if (job != nullptr && *job != '\0') labels.slurm_job_id = job;
+  labels.node = proc_.hostname;
+  if (proc_.gpu >= 0) labels.gpu = "GPU" + std::to_string(proc_.gpu);
+  prom_ = std::make_unique<PromTextfile>(std::move(labels), cfg_.prom_max_buckets,
+                                         cfg_.require_kernel_timing, cfg_.prom_dump_stats);
+  Log(COLLSCOPE_NCCL_LOG_INFO, "Prometheus textfile " + prom_path_ + " every " +
+                                   std::to_string(cfg_.prom_interval_us / 1000) + " ms");
 }
 
 collscope_ncclResult_t Runtime::CommInit(void** context, uint64_t comm_id, int* mask,
@@ -385,6 +480,7 @@ collscope_ncclResult_t Runtime::CommInit(void** context, uint64_t comm_id, int* 
     if (active && !rt->writer_running_) rt->StartWriter();
     {
       std::lock_guard<std::mutex> lk(rt->mu_);
+      if (rt->prom_) ctx->prom_group = rt->prom_->CommGroup(ctx->ident);
       rt->comms_.push_back(ctx.get());
     }
     ++rt->refs_;
@@ -440,6 +536,7 @@ collscope_ncclResult_t Runtime::CommFinalize(void* context) noexcept {
       {
         std::lock_guard<std::mutex> lk(rt->mu_);
         rt->WriteStateLocked("finalized");
+        rt->RemovePromLocked();
       }
       if (rt->log_fd_ >= 0) close(rt->log_fd_);
       delete rt;
@@ -461,6 +558,7 @@ void Runtime::AtExit() noexcept {
     std::lock_guard<std::mutex> lk(rt->mu_);
     rt->DumpPassLocked();
     rt->WriteStateLocked("exiting");
+    rt->RemovePromLocked();
   } catch (...) {
   }
 }
@@ -491,6 +589,9 @@ void Runtime::WriterLoop() {
   auto next_dump = interval_us > 0 ? now + std::chrono::microseconds(interval_us)
                                    : (interval_us == 0 ? now : kNever);
   auto next_state = cfg_.state_interval_ms > 0 ? now : kNever;
+  // The textfile's first write comes one period after start, as Inspector's does.
+  const auto prom_period = std::chrono::microseconds(cfg_.prom_interval_us);
+  auto next_prom = prom_ && cfg_.prom_interval_us > 0 ? now + prom_period : kNever;
   // Between dumps the writer looks at the rings and drains them all when one is half full: at the
   // defaults (4,096 records, 1 s dumps) a communicator completing 10,000 operations a second would
   // otherwise overflow before its dump. Producers never signal: the hot path stays free of system
@@ -503,7 +604,7 @@ void Runtime::WriterLoop() {
   auto last_look = now;
   std::unique_lock<std::mutex> lk(mu_);
   while (!stop_) {
-    auto wake = std::min(next_dump, next_state);
+    auto wake = std::min({next_dump, next_state, prom_ ? next_prom : kNever});
     if (interval_us > 0 && !disabled()) wake = std::min(wake, Clock::now() + fill_check);
     if (wake == kNever || disabled()) {
       cv_.wait(lk, [&] { return stop_; });
@@ -541,6 +642,10 @@ void Runtime::WriterLoop() {
     if (now >= next_state) {
       WriteStateLocked("running");
       next_state = now + state_period;
+    }
+    if (prom_ && now >= next_prom) {
+      WritePromLocked();
+      next_prom = now + prom_period;
     }
   }
 }
@@ -585,6 +690,7 @@ size_t Runtime::DrainCommLocked(CommCtx* c, std::string* out) {
         std::span<const ChannelTrace> tr;
         if (traces != nullptr) tr = {traces + static_cast<size_t>(idx) * kMaxChannels, r.n_traces};
         FormatRecord(head, c->ident, proc_, r, tr, c->verbose, &records);
+        if (prom_) prom_->Add(c->prom_group, r);
       });
       if (!got) break;
       ++*count;
@@ -609,6 +715,7 @@ size_t Runtime::DrainCommLocked(CommCtx* c, std::string* out) {
   stats.p2p_dropped_since_last = stats.p2p_dropped_total - c->p2p_dropped_reported;
   c->coll_dropped_reported = stats.coll_dropped_total;
   c->p2p_dropped_reported = stats.p2p_dropped_total;
+  if (prom_) prom_->AddDrops(stats.coll_dropped_since_last, stats.p2p_dropped_since_last);
   const bool new_drops = stats.coll_dropped_since_last + stats.p2p_dropped_since_last > 0;
   const bool any = stats.coll_records + stats.p2p_records > 0;
   if ((cfg_.dump_stats == DumpStatsMode::kAlways && (any || new_drops)) ||
@@ -655,20 +762,44 @@ void Runtime::WriteStateLocked(const char* status) {
   }
   s.append("]}\n");
 
-  const int fd = open(state_tmp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    Disable("cannot write '" + state_tmp_path_ + "': " + std::strerror(errno));
-    return;
+  std::string err;
+  if (!ReplaceFile(state_tmp_path_, state_path_, s, 0644, &err)) Disable(err);
+}
+
+void Runtime::WritePromLocked() {
+  if (!prom_ || disabled()) return;
+  // The window ends now: what completed so far belongs to it, whatever the JSON interval.
+  DumpPassLocked();
+  if (!prom_) return;
+  std::vector<PromInflight> inflight;
+  inflight.reserve(comms_.size());
+  for (const CommCtx* c : comms_) {
+    if (!c->active) continue;
+    PromInflight f;
+    f.comm_name = c->ident.comm_name;
+    for (uint32_t i = 0; i < c->pool_size; ++i) {
+      const OpSlot& slot = c->slots[i];
+      if (slot.state.load(kAcquire) != kSlotBusy) continue;
+      const uint32_t gen = slot.gen.load(kAcquire);
+      const uint64_t start = slot.start_ns.load(kAcquire);
+      // A slot recycled meanwhile is skipped, as in the state file.
+      if (slot.state.load(kAcquire) != kSlotBusy || slot.gen.load(kAcquire) != gen) continue;
+      ++f.ops;
+      if (start != 0 && (f.oldest_start_ns == 0 || start < f.oldest_start_ns)) f.oldest_start_ns = start;
+    }
+    inflight.push_back(std::move(f));
   }
-  const bool ok = WriteAll(fd, s);
-  const int saved = errno;
-  if (close(fd) != 0 || !ok) {
-    Disable("write to '" + state_tmp_path_ + "' failed: " + std::strerror(ok ? errno : saved));
-    return;
+  const std::string text = prom_->Render(inflight, NowNs());
+  std::string err;
+  if (!ReplaceFile(prom_tmp_path_, prom_path_, text, 0644, &err)) {
+    // The textfile is optional: losing it must not stop the JSON capture.
+    Log(COLLSCOPE_NCCL_LOG_WARN, "Prometheus textfile off: " + err);
+    prom_.reset();
   }
-  if (rename(state_tmp_path_.c_str(), state_path_.c_str()) != 0) {
-    Disable("cannot rename to '" + state_path_ + "': " + std::strerror(errno));
-  }
+}
+
+void Runtime::RemovePromLocked() {
+  if (!prom_path_.empty()) unlink(prom_path_.c_str());
 }
 
 bool Runtime::WriteAll(int fd, const std::string& data) {
