@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -34,21 +35,21 @@ class HttpServer;
 class RemoteWriter;
 
 struct AgentOptions {
-  std::vector<std::string> watch;  // folders (or files) of the job's dumps
-  std::string db;                  // the agent's store
-  std::string run = "live";        // run name in the store
-  std::string listen;              // "127.0.0.1:9464"; empty: serve nothing
+  std::vector<std::string> watch;         // folders (or files) of the job's dumps
+  std::string db;                         // the agent's store
+  std::string run = "live";               // run name in the store
+  std::string listen;                     // "127.0.0.1:9464"; empty: serve nothing
   std::vector<std::string> remote_write;  // http://host:port/api/v1/write, each its own queue
-  std::string alertmanager;        // http://host:port (API v2 path appended); empty: none
-  std::string webhook;             // http://...; empty: none
-  std::string report_url;          // linked from alerts
-  std::string job;                 // the `job` label value of alerts and remote-written series
+  std::string alertmanager;               // http://host:port (API v2 path appended); empty: none
+  std::string webhook;                    // http://...; empty: none
+  std::string report_url;                 // linked from alerts
+  std::string job;  // the `job` label value of alerts and remote-written series
   double interval_s = 5;
-  double window_s = 300;   // job time diagnosed each tick
-  double quiet_s = 60;     // no new records this long: diagnose through the newest record
+  double window_s = 300;        // job time diagnosed each tick
+  double quiet_s = 60;          // no new records this long: diagnose through the newest record
   double diagnose_every_s = 0;  // diagnose at most this often; 0: max(interval, window / 10)
-  int resolve_after = 2;   // ticks a finding must be absent before it is resolved
-  double retention_s = 0;  // delete records older than this (job time); 0 keeps everything
+  int resolve_after = 2;        // ticks a finding must be absent before it is resolved
+  double retention_s = 0;       // delete records older than this (job time); 0 keeps everything
   std::string memory_limit = "512MB";  // DuckDB's, per tick
   double store_wait_s = 2;             // wait this long for a reader's lock, else skip the tick
   int ingest_threads = 1;
@@ -111,9 +112,10 @@ class Agent {
   std::vector<std::unique_ptr<RemoteWriter>> remotes_;
 
   // State kept between ticks.
-  int64_t newest_dump_us_ = 0;     // newest record dump time seen
-  double last_new_records_s_ = 0;  // monotonic time records last arrived
-  double last_diagnosed_s_ = 0;    // monotonic time of the last diagnosis
+  int64_t newest_dump_us_ = 0;             // newest record dump time seen
+  double last_new_records_s_ = 0;          // monotonic time records last arrived
+  double last_diagnosed_s_ = 0;            // monotonic time of the last diagnosis
+  std::map<std::string, double> phase_s_;  // tick wall time by phase
   bool last_quiet_ = false;
   std::vector<MetricFamily> job_metrics_;
   bool run_known_ = false;
