@@ -10,11 +10,12 @@ scripts/setup.sh build
 CC=clang CXX=clang++ scripts/setup.sh build-asan -DCOLLSCOPE_SANITIZE=ON -DCOLLSCOPE_FUZZ=ON -DCOLLSCOPE_BENCH=OFF \
   -DCMAKE_BUILD_TYPE=Debug
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j"$jobs" --timeout 900)
-# Capture code runs on NCCL's and the training loop's threads: its tests also run under ThreadSanitizer.
+# Capture code runs on NCCL's and the training loop's threads: its tests also run under
+# ThreadSanitizer, and so do the agent's server and remote-write threads.
 cmake -S . -B build-tsan -DCOLLSCOPE_TSAN=ON -DCOLLSCOPE_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug >/dev/null
 cmake --build build-tsan -j"$jobs" --target capture_nccl_plugin_test capture_nccl_format_test \
-  capture_annotate_test capture_annotate_lines_test capture_cupti_test
-(cd build-tsan && ctest --output-on-failure -j"$jobs" --timeout 900 -R '^capture_')
+  capture_annotate_test capture_annotate_lines_test capture_cupti_test capture_nccl_prom_test agent_net_test
+(cd build-tsan && ctest --output-on-failure -j"$jobs" --timeout 900 -R '^(capture_|agent_net_test)')
 # Every reader under libFuzzer for 30 s each, from the sanitizer build (bench/fuzz.sh alone
 # builds its own optimised targets and runs them for 10 minutes).
 COLLSCOPE_FUZZ_BUILD=build-asan bench/fuzz.sh 30
