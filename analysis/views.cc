@@ -1,9 +1,13 @@
 #include "analysis/views.h"
 
 #include <chrono>
+#include <memory>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "analysis/aggregate_builder.h"
 #include "core/nccl_tests_reader.h"
 #include "core/taxonomy.h"
 
@@ -291,6 +295,12 @@ std::string Paren(const std::string& s) {
   return out;
 }
 
+// agg_kernel_variation's rows of the runs matching `only`, from their agg_values.
+std::string KernelVariationInsert(const std::string& only) {
+  return "INSERT INTO agg_kernel_variation SELECT * FROM " +
+         Paren(KernelVariationSql("(SELECT * FROM agg_values WHERE " + only + ")"));
+}
+
 constexpr const char* kFresh = "(SELECT run_id FROM agg_fresh_runs)";
 constexpr const char* kStale = "(SELECT run_id FROM agg_stale_runs)";
 
@@ -344,21 +354,25 @@ const char* const kAggComments[][2] = {
     {"agg_range_bars", "analysis aggregate: range_bars at the parameters p_*, materialised"},
 };
 
-// Views and macros installed before anything else: the small dimension side of every join.
-constexpr const char* kBaseViews[] = {
-    // Operation shapes with their communicator and kernel key: the small side of every join.
-    R"sql(CREATE OR REPLACE {TEMP} VIEW op_dims AS
-SELECT o.run_id, o.op_id, o.comm_id, c.id AS comm, c.comm_name, c.n_ranks, c.nnodes,
+// Operation shapes with their communicator and kernel key: the small side of every join. The
+// op_dims view's query, also read by the aggregate builder before the views exist.
+constexpr const char* kOpDimsSelect = R"sql(SELECT o.run_id, o.op_id, o.comm_id, c.id AS comm, c.comm_name, c.n_ranks, c.nnodes,
        CAST(c.coll_type AS VARCHAR) AS coll_type, CAST(o.kind AS VARCHAR) AS kind,
        CAST(o.op AS VARCHAR) AS op, CAST(o.algo AS VARCHAR) AS algo,
        CAST(o.proto AS VARCHAR) AS proto, o.peer, o.msg_size_bytes,
        CAST(c.coll_type AS VARCHAR) || '/' || c.n_ranks || 'r' || c.nnodes || 'n/' ||
          CAST(o.op AS VARCHAR) || '/' || o.msg_size_bytes AS kernel_key
-FROM operations o JOIN communicators c ON c.run_id = o.run_id AND c.comm_id = o.comm_id)sql",
-    // busbw of a (shape, exec time, written override).
-    R"sql(CREATE OR REPLACE {TEMP} MACRO shape_busbw(op, n_ranks, size, exec_us, override) AS
+FROM operations o JOIN communicators c ON c.run_id = o.run_id AND c.comm_id = o.comm_id)sql";
+
+// Views and macros installed before anything else: the small dimension side of every join.
+std::vector<std::string> BaseViews() {
+  return {
+      std::string("CREATE OR REPLACE {TEMP} VIEW op_dims AS\n") + kOpDimsSelect,
+      // busbw of a (shape, exec time, written override).
+      R"sql(CREATE OR REPLACE {TEMP} MACRO shape_busbw(op, n_ranks, size, exec_us, override) AS
 nullif(coalesce(override, inspector_busbw(op, n_ranks, size, exec_us)), 'nan'::DOUBLE))sql",
-};
+  };
+}
 
 // Every other view and macro. Sources read the agg_* tables for the runs whose aggregates are
 // fresh (agg_fresh_runs) and the records for the others (agg_stale_runs), so answers never depend
@@ -864,7 +878,7 @@ Status EnsureAggTables(Store& store, bool temporary) {
 // from, as one fingerprint.
 std::string AnalysisFingerprint(bool use_aggregates) {
   std::string all = SchemaDdl();
-  for (const char* view : kBaseViews) all += view;
+  for (const std::string& view : BaseViews()) all += view;
   for (const auto& [name, select] : AggTables()) all += name + select;
   for (const std::string& view : Views(use_aggregates)) all += view;
   return DefinitionsFingerprint(all);
@@ -896,89 +910,153 @@ Status InstallAnalysisViews(Store& store, bool temporary, bool use_aggregates) {
       COLLSCOPE_RETURN_IF_ERROR(store.Exec(ddl + ")"));
     }
   }
-  for (const char* view : kBaseViews) COLLSCOPE_RETURN_IF_ERROR(Install(store, view, temporary));
+  for (const std::string& view : BaseViews()) COLLSCOPE_RETURN_IF_ERROR(Install(store, view, temporary));
   COLLSCOPE_RETURN_IF_ERROR(EnsureAggTables(store, temporary));
   for (const std::string& view : Views(use_aggregates))
     COLLSCOPE_RETURN_IF_ERROR(Install(store, view, temporary));
   return temporary ? Status::Ok() : store.SetMetaValue("analysis_views", fingerprint);
 }
 
+namespace {
+
+// The SQL that fills a run's agg_* tables from its records: the definition of every aggregate,
+// run when the builder declines a run (analysis/aggregate_builder.h). `only` is "run_id = R".
+std::vector<std::string> AggregateSql(const std::string& r, const std::string& only) {
+  return {
+      // The run reads as fresh from here on (inside the transaction), so the materialised
+      // primitives below are computed from the aggregates made just before them.
+      "INSERT INTO agg_meta SELECT " + r + ", " + std::to_string(kAggVersion) +
+          ", (SELECT coalesce(max(n), 0) FROM " + kChangingIngests + " WHERE " + only + "), count(*), min(dump_ts_us), "
+          "max(dump_ts_us), min(coalesce(start_ts_us, kernel_start_ts_us, dump_ts_us)), "
+          "max(coalesce(start_ts_us, kernel_start_ts_us, dump_ts_us)), "
+          "current_localtimestamp(), 0 FROM records WHERE " + only,
+      "INSERT INTO agg_cells " + RawCellsSql(only),
+      "INSERT INTO agg_values " +
+          ValuesFromCellsSql("(SELECT * FROM agg_cells WHERE " + only + ")"),
+      "INSERT INTO agg_proc_ops " +
+          ProcOpsFromCellsSql("(SELECT * FROM agg_cells WHERE " + only + ")"),
+      KernelVariationInsert(only),
+      "INSERT INTO agg_time SELECT * FROM " +
+          Paren(RawTimeSql("r." + only, "(SELECT * FROM kernel_variation WHERE " + only + ")")),
+      "INSERT INTO agg_host_time " + HostTimeSql("(SELECT * FROM agg_time WHERE " + only + ")"),
+      "INSERT INTO agg_host_normalized SELECT * FROM " +
+          Paren(HostNormalizedSql("(SELECT * FROM agg_cells WHERE " + only + ")")),
+      // The transfer instances once, for both of their aggregates.
+      "CREATE OR REPLACE TEMP TABLE agg_tmp_transfer AS " +
+          TransferSql("(SELECT * FROM records WHERE " + only + ")"),
+      "INSERT INTO agg_host_transfer SELECT * FROM " + Paren(HostTransferSql("agg_tmp_transfer")),
+      "INSERT INTO agg_host_comm SELECT * FROM " + Paren(HostCommSql("agg_tmp_transfer")),
+      "DROP TABLE agg_tmp_transfer",
+      "INSERT INTO agg_range_bars SELECT 1048576, 5, 50, * FROM (" +
+          RangeBarsSql("(SELECT * FROM agg_cells WHERE " + only + ")",
+                       "(SELECT * FROM records WHERE " + only + ")", "1048576", "5", "50") +
+          ")",
+  };
+}
+
+std::string SqlNumber(const std::optional<uint64_t>& v) {
+  return v ? std::to_string(*v) : std::string("NULL");
+}
+
+// One run's aggregates, inside the caller's transaction: the builder's one scan of the records,
+// or the SQL where it declines. agg_kernel_variation is SQL either way (cheap, from agg_values).
+// `builder`: the run's builder, already fetched and computed (`computed`: its answer), or null.
+Status RefreshRun(Store& store, const std::string& r, std::unique_ptr<AggregateBuilder> builder,
+                  bool computed) {
+  const std::string only = "run_id = " + r;
+  for (const char* table : {"agg_meta", "agg_cells", "agg_values", "agg_proc_ops", "agg_time",
+                            "agg_kernel_variation", "agg_host_time", "agg_host_normalized",
+                            "agg_host_transfer", "agg_host_comm", "agg_range_bars"})
+    COLLSCOPE_RETURN_IF_ERROR(store.Exec(std::string("DELETE FROM ") + table + " WHERE " + only));
+  if (!builder) {
+    builder = std::make_unique<AggregateBuilder>(store, std::stoi(r), "op_dims");
+    COLLSCOPE_RETURN_IF_ERROR(builder->Fetch());
+    computed = builder->Compute();
+  }
+  if (!computed) {
+    for (const std::string& sql : AggregateSql(r, only)) COLLSCOPE_RETURN_IF_ERROR(store.Exec(sql));
+    return Status::Ok();
+  }
+  const AggregateBuilder::Meta& m = builder->meta();
+  COLLSCOPE_RETURN_IF_ERROR(store.Exec(
+      "INSERT INTO agg_meta SELECT " + r + ", " + std::to_string(kAggVersion) +
+      ", (SELECT coalesce(max(n), 0) FROM " + kChangingIngests + " WHERE " + only + "), " +
+      std::to_string(m.records) + ", " + SqlNumber(m.first_dump_us) + ", " +
+      SqlNumber(m.last_dump_us) + ", " + SqlNumber(m.first_ts_us) + ", " +
+      SqlNumber(m.last_ts_us) + ", current_localtimestamp(), 0"));
+  COLLSCOPE_RETURN_IF_ERROR(builder->WriteCounts());
+  COLLSCOPE_RETURN_IF_ERROR(store.Exec(KernelVariationInsert(only)));
+  return builder->WriteDerived();
+}
+
+}  // namespace
+
 Result<AggregateReport> RefreshAggregates(Store& store, const std::string& run) {
   auto t0 = std::chrono::steady_clock::now();
-  COLLSCOPE_RETURN_IF_ERROR(InstallAnalysisViews(store, false));
+  // One transaction for the definitions and every run's aggregates: one commit instead of one
+  // per definition and per run, and on an error none of it is kept (the runs read as stale).
+  COLLSCOPE_RETURN_IF_ERROR(store.Exec("BEGIN TRANSACTION"));
+  auto fail = [&](const Status& st) -> Status {
+    store.Exec("ROLLBACK");
+    return Status::Error("analysis aggregates: " + st.message());
+  };
   std::string which = "SELECT run_id FROM agg_stale_runs ORDER BY run_id";
   if (!run.empty()) {
     Result<int32_t> id = store.RunId(run, false);
-    if (!id.ok()) return id.status();
+    if (!id.ok()) {
+      store.Exec("ROLLBACK");
+      return id.status();
+    }
     which = "SELECT " + std::to_string(*id);
   }
+  // A store without aggregates yet (the first refresh, as after the first ingest into a new
+  // store) has every run stale, and must have its views made (a parse and bind of each, about
+  // 0.1 s, on this thread): the first run's builder reads its records before, from the base
+  // tables, and groups them on a second thread meanwhile.
+  Result<int64_t> has_aggregates = store.QueryInt(
+      "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND "
+      "table_name = 'agg_meta'");
+  if (!has_aggregates.ok()) return fail(has_aggregates.status());
+  std::string first;
+  std::unique_ptr<AggregateBuilder> early;
+  bool early_computed = false;
+  if (*has_aggregates == 0) {
+    Result<QueryResult> runs = store.Query(run.empty() ? "SELECT min(run_id) FROM runs" : which);
+    if (!runs.ok()) return fail(runs.status());
+    if (!runs->rows.empty() && runs->rows[0][0]) {
+      first = *runs->rows[0][0];
+      early = std::make_unique<AggregateBuilder>(store, std::stoi(first), Paren(kOpDimsSelect));
+      Status st = early->Fetch();
+      if (!st.ok()) return fail(st);
+    }
+  }
+  Status views;
+  {
+    std::thread computing;
+    if (early) computing = std::thread([&] { early_computed = early->Compute(); });
+    views = InstallAnalysisViews(store, false);
+    if (computing.joinable()) computing.join();
+  }
+  if (!views.ok()) {
+    store.Exec("ROLLBACK");
+    return views;
+  }
   Result<QueryResult> runs = store.Query(which);
-  if (!runs.ok()) return runs.status();
+  if (!runs.ok()) return fail(runs.status());
   AggregateReport report;
   for (const auto& row : runs->rows) {
     const std::string r = *row[0];
-    const std::string only = "run_id = " + r;
     auto t = std::chrono::steady_clock::now();
-    std::vector<std::string> steps = {
-        "BEGIN TRANSACTION",
-        "DELETE FROM agg_meta WHERE " + only,
-        "DELETE FROM agg_cells WHERE " + only,
-        "DELETE FROM agg_values WHERE " + only,
-        "DELETE FROM agg_proc_ops WHERE " + only,
-        "DELETE FROM agg_time WHERE " + only,
-        "DELETE FROM agg_kernel_variation WHERE " + only,
-        "DELETE FROM agg_host_time WHERE " + only,
-        "DELETE FROM agg_host_normalized WHERE " + only,
-        "DELETE FROM agg_host_transfer WHERE " + only,
-        "DELETE FROM agg_host_comm WHERE " + only,
-        "DELETE FROM agg_range_bars WHERE " + only,
-        // The run reads as fresh from here on (inside the transaction), so the materialised
-        // primitives below are computed from the aggregates made just before them.
-        "INSERT INTO agg_meta SELECT " + r + ", " + std::to_string(kAggVersion) +
-            ", (SELECT coalesce(max(n), 0) FROM " + kChangingIngests + " WHERE " + only + "), count(*), min(dump_ts_us), "
-            "max(dump_ts_us), min(coalesce(start_ts_us, kernel_start_ts_us, dump_ts_us)), "
-            "max(coalesce(start_ts_us, kernel_start_ts_us, dump_ts_us)), "
-            "current_localtimestamp(), 0 FROM records WHERE " + only,
-        "INSERT INTO agg_cells " + RawCellsSql(only),
-        "INSERT INTO agg_values " +
-            ValuesFromCellsSql("(SELECT * FROM agg_cells WHERE " + only + ")"),
-        "INSERT INTO agg_proc_ops " +
-            ProcOpsFromCellsSql("(SELECT * FROM agg_cells WHERE " + only + ")"),
-        "INSERT INTO agg_kernel_variation SELECT * FROM " +
-            Paren(KernelVariationSql("(SELECT * FROM agg_values WHERE " + only + ")")),
-        "INSERT INTO agg_time SELECT * FROM " +
-            Paren(RawTimeSql("r." + only, "(SELECT * FROM kernel_variation WHERE " + only + ")")),
-        "INSERT INTO agg_host_time " + HostTimeSql("(SELECT * FROM agg_time WHERE " + only + ")"),
-        "INSERT INTO agg_host_normalized SELECT * FROM " +
-            Paren(HostNormalizedSql("(SELECT * FROM agg_cells WHERE " + only + ")")),
-        // The transfer instances once, for both of their aggregates.
-        "CREATE OR REPLACE TEMP TABLE agg_tmp_transfer AS " +
-            TransferSql("(SELECT * FROM records WHERE " + only + ")"),
-        "INSERT INTO agg_host_transfer SELECT * FROM " + Paren(HostTransferSql("agg_tmp_transfer")),
-        "INSERT INTO agg_host_comm SELECT * FROM " + Paren(HostCommSql("agg_tmp_transfer")),
-        "DROP TABLE agg_tmp_transfer",
-        "INSERT INTO agg_range_bars SELECT 1048576, 5, 50, * FROM (" +
-            RangeBarsSql("(SELECT * FROM agg_cells WHERE " + only + ")",
-                         "(SELECT * FROM records WHERE " + only + ")", "1048576", "5", "50") +
-            ")",
-    };
-    for (const std::string& sql : steps) {
-      Status st = store.Exec(sql);
-      if (!st.ok()) {
-        store.Exec("ROLLBACK");
-        return Status::Error("analysis aggregates: " + st.message());
-      }
-    }
+    Status st = r == first ? RefreshRun(store, r, std::move(early), early_computed)
+                           : RefreshRun(store, r, nullptr, false);
+    if (!st.ok()) return fail(st);
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-    Status st = store.Exec("UPDATE agg_meta SET seconds = " + std::to_string(secs) + " WHERE " +
-                           only);
-    if (st.ok()) st = store.Exec("COMMIT");
-    if (!st.ok()) {
-      store.Exec("ROLLBACK");
-      return Status::Error("analysis aggregates: " + st.message());
-    }
+    st = store.Exec("UPDATE agg_meta SET seconds = " + std::to_string(secs) + " WHERE run_id = " + r);
+    if (!st.ok()) return fail(st);
     ++report.runs;
   }
+  Status st = store.Exec("COMMIT");
+  if (!st.ok()) return fail(st);
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return report;
 }

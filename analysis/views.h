@@ -30,9 +30,11 @@ struct AggregateReport {
   double seconds = 0;   // wall time
 };
 
-// (Re)computes the agg_* tables of `run` (by name), or of every run whose aggregates are missing
-// or stale when `run` is empty, each run in one transaction; then the views read them. The store
-// must be writable. `collscope ingest` calls it after InstallAnalysisViews.
+// Installs the views (InstallAnalysisViews) and (re)computes the agg_* tables of `run` (by name),
+// or of every run whose aggregates are missing or stale when `run` is empty, all in one
+// transaction; then the views read them. The rows come from the aggregate builder's one scan of
+// each run's records (analysis/aggregate_builder.h), or from the SQL definitions for a run it
+// declines. The store must be writable, with no transaction open. `collscope ingest` calls it.
 Result<AggregateReport> RefreshAggregates(Store& store, const std::string& run = "");
 
 // The host table's transfer columns over any relation of records (`records`: a subquery or table
