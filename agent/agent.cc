@@ -82,7 +82,8 @@ Result<std::unique_ptr<Agent>> Agent::Create(const AgentOptions& options) {
     // The store's sandbox names the folder it may write, so it must exist before the first open.
     std::error_code ec;
     std::filesystem::create_directories(options.export_summaries, ec);
-    if (ec) return Status::Error("--export-summaries " + options.export_summaries + ": " + ec.message());
+    if (ec)
+      return Status::Error("--export-summaries " + options.export_summaries + ": " + ec.message());
   }
   std::unique_ptr<Agent> a(new Agent(options));
   COLLSCOPE_RETURN_IF_ERROR(a->Init());
@@ -168,7 +169,8 @@ std::string Agent::Describe() const {
   if (!o_.webhook.empty()) s += "posting findings to " + o_.webhook + "\n";
   if (!o_.hosts.empty()) s += "reading only the files of " + Join(o_.hosts, ", ") + "\n";
   if (!o_.export_summaries.empty())
-    s += "writing record summaries to " + o_.export_summaries + (o_.diagnose ? "\n" : " (no diagnosis)\n");
+    s += "writing record summaries to " + o_.export_summaries +
+         (o_.diagnose ? "\n" : " (no diagnosis)\n");
   if (!tracker_.active().empty())
     s += std::to_string(tracker_.active().size()) +
          " finding(s) active before the restart, resumed from the store\n";
@@ -210,15 +212,18 @@ TickReport Agent::TickLocked() {
   so.memory_limit = o_.memory_limit;
   so.lock_wait_s = o_.store_wait_s;
   so.writable_dir = o_.export_summaries;
-  auto opened = Store::Open(o_.db, so);
-  if (!opened.ok()) {
-    // A reader (sql, report) holds the store: this tick's data waits for the next one.
-    r.error = opened.status().message();
-    if (r.error.find("Could not set lock") != std::string::npos) r.error.clear();
-    if (changed) watch_.Requeue();
-    return r;
+  if (!store_) {
+    auto opened = Store::Open(o_.db, so);
+    if (!opened.ok()) {
+      // A reader (sql, report) holds the store: this tick's data waits for the next one.
+      r.error = opened.status().message();
+      if (r.error.find("Could not set lock") != std::string::npos) r.error.clear();
+      if (changed) watch_.Requeue();
+      return r;
+    }
+    store_ = std::move(*opened);
   }
-  Store& store = **opened;
+  Store& store = *store_;
   r.ran = true;
   mark("open");
   // A folder the job has not created yet is waited for, not an error.
@@ -248,6 +253,8 @@ TickReport Agent::TickLocked() {
     IngestOptions io;
     io.run = o_.run;
     io.threads = o_.ingest_threads;
+    io.checkpoint =
+        false;  // the store stays open: DuckDB checkpoints as its log grows, and on close
     auto in = readers::IngestInputs(store, present, io);
     if (!in.ok()) {
       r.error = "ingest: " + in.status().message();
@@ -291,10 +298,15 @@ TickReport Agent::TickLocked() {
   }
   if (*run_id < 0) return r;  // nothing of the job yet
   const std::string rid = std::to_string(*run_id);
-  // The frontier: every process that wrote within the last window has dumped through it. The scan
-  // reads recent records only (the store keeps them in dump order per file).
+  // The frontier: every process that wrote within the last window and quiet time has dumped
+  // through it. A process whose data lags (its host's summaries come late to an aggregator, its
+  // writer is slow) holds the frontier back rather than dropping out of it, which would leave the
+  // window with transfers whose other side has not arrived; one silent for longer than that is
+  // gone (dead, or hung: the quiet rule then applies). The scan reads recent records only (the
+  // store keeps them in dump order per file).
   const int64_t lookback =
-      newest_dump_us_ > 0 ? newest_dump_us_ - static_cast<int64_t>(o_.window_s * 1e6) : 0;
+      newest_dump_us_ > 0 ? newest_dump_us_ - static_cast<int64_t>((o_.window_s + o_.quiet_s) * 1e6)
+                          : 0;
   auto fr = store.Query(
       "SELECT CAST(min(last) AS BIGINT), CAST(max(last) AS BIGINT) FROM (SELECT process_id, "
       "max(dump_ts_us) AS last FROM records WHERE run_id = " +
@@ -313,7 +325,9 @@ TickReport Agent::TickLocked() {
   // diagnose_every would mostly repeat the last answer (a quiet job is diagnosed at once).
   const bool quiet_changed = r.quiet != last_quiet_;
   last_quiet_ = r.quiet;
-  if (last_diagnosed_s_ > 0 && !quiet_changed && MonotonicSeconds() - last_diagnosed_s_ < DiagnoseEvery()) return r;
+  if (last_diagnosed_s_ > 0 && !quiet_changed &&
+      MonotonicSeconds() - last_diagnosed_s_ < DiagnoseEvery())
+    return r;
   last_diagnosed_s_ = MonotonicSeconds();
   mark("frontier");
   diagnose::DiagnoseOptions d;
@@ -452,6 +466,8 @@ std::vector<MetricFamily> Agent::OwnMetrics() const {
           static_cast<double>(records_));
   counter("collscope_agent_lines_rejected_total",
           "Input lines the ingests rejected (each in ingest_log).", static_cast<double>(rejected_));
+  counter("collscope_agent_store_releases_total",
+          "Times the agent closed its store for a waiting reader.", static_cast<double>(releases_));
   counter("collscope_agent_records_deleted_total", "Records removed by retention.",
           static_cast<double>(rows_deleted_));
   if (!o_.export_summaries.empty()) {
@@ -465,10 +481,12 @@ std::vector<MetricFamily> Agent::OwnMetrics() const {
   counter("collscope_agent_alert_post_errors_total", "Alert and webhook posts that failed.",
           static_cast<double>(alert_errors_));
   counter("collscope_agent_cpu_seconds_total", "CPU time of the agent process.", CpuSeconds());
-  MetricFamily phases{"collscope_agent_tick_phase_seconds_total",
-                      "Wall time of the agent's ticks by phase (open, ingest, export, frontier, diagnose, metrics, "
-                      "save, alert).",
-                      "counter", {}};
+  MetricFamily phases{
+      "collscope_agent_tick_phase_seconds_total",
+      "Wall time of the agent's ticks by phase (open, ingest, export, frontier, diagnose, metrics, "
+      "save, alert).",
+      "counter",
+      {}};
   for (const auto& [phase, seconds] : phase_s_) phases.Add({{"phase", phase}}, seconds);
   m.push_back(std::move(phases));
   gauge("collscope_agent_resident_memory_bytes", "Resident memory of the agent process.",
@@ -565,13 +583,26 @@ std::pair<int, std::string> Agent::Health() const {
   return h;
 }
 
+bool Agent::ReleaseStoreIfWanted() {
+  std::error_code ec;
+  if (!store_ || !std::filesystem::exists(Store::WantedPath(o_.db), ec)) return false;
+  // Closing checkpoints: the reader sees everything ingested so far.
+  store_.reset();
+  std::filesystem::remove(Store::WantedPath(o_.db), ec);
+  ++releases_;
+  return true;
+}
+
 void Agent::Run(const std::atomic<bool>& stop) {
   for (int n = 0; !stop.load() && (o_.max_ticks <= 0 || n < o_.max_ticks); ++n) {
     const double start = MonotonicSeconds();
     Tick();
-    while (!stop.load() && MonotonicSeconds() - start < o_.interval_s)
+    while (!stop.load() && MonotonicSeconds() - start < o_.interval_s) {
+      ReleaseStoreIfWanted();
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
   }
+  store_.reset();
 }
 
 }  // namespace collscope::agent

@@ -10,9 +10,11 @@
 // because one writer dumps later than another. When nothing new has arrived for `quiet_s`, the
 // frontier moves to the newest record: a hung job stops writing, and its tail is what shows it.
 //
-// The store is open only during a tick, so `collscope sql`, `report` and `diagnose --db` read it
-// between ticks (they wait out a tick's lock: core/store.h lock_wait_s). A restart resumes from
-// the store: the ingest's progress and the active findings are kept there.
+// The agent keeps its store open between ticks (opening it costs more than a tick's work), and
+// lets go of it when a reader waits: `collscope sql`, `report` and `diagnose --db` leave the
+// store's WantedPath while they wait for its lock (core/store.h), and the agent closes the store
+// within 50 ms between ticks and opens it again at the next tick. A restart resumes from the
+// store: the ingest's progress and the active findings are kept there.
 #pragma once
 
 #include <atomic>
@@ -28,6 +30,7 @@
 #include "agent/metrics.h"
 #include "agent/watch.h"
 #include "core/status.h"
+#include "core/store.h"
 
 namespace collscope::agent {
 
@@ -85,7 +88,11 @@ class Agent {
 
   TickReport Tick();
   // Ticks every interval until `stop` is set (SIGTERM) or max_ticks; then flushes remote-write.
+  // Between ticks it lets go of the store when a reader waits for it (ReleaseStoreIfWanted).
   void Run(const std::atomic<bool>& stop);
+  // Closes the store when a process waits for its lock (core/store.h WantedPath); the next tick
+  // opens it again. True when it let go.
+  bool ReleaseStoreIfWanted();
 
   // The bound port of the HTTP server (0 when not serving).
   int port() const;
@@ -109,6 +116,7 @@ class Agent {
   FolderWatch watch_;
   FindingTracker tracker_;
   std::unique_ptr<HttpServer> server_;
+  std::unique_ptr<Store> store_;  // kept open between ticks until a reader asks for it
   std::vector<std::unique_ptr<RemoteWriter>> remotes_;
 
   // State kept between ticks.
@@ -122,6 +130,7 @@ class Agent {
 
   // Counters for the agent's own metrics.
   uint64_t ticks_ = 0, ticks_skipped_ = 0, errors_ = 0, records_ = 0, rejected_ = 0;
+  uint64_t releases_ = 0;
   uint64_t alerts_sent_ = 0, alert_errors_ = 0, rows_deleted_ = 0;
   uint64_t summary_files_ = 0, summary_bytes_ = 0;
   double last_tick_s_ = 0;

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <thread>
 
 #include "agent/agent.h"
 #include "agent/finding_tracker.h"
@@ -293,7 +294,7 @@ TEST(Agent, ATickOnASlowHostsJobRaisesItsFindingAndARestartResumesIt) {
   EXPECT_FALSE(r.ingested && r.records_stored > 0) << "the ingest's progress survives the restart";
 }
 
-TEST(Agent, ReadersOpenTheStoreBetweenTicks) {
+TEST(Agent, AWaitingReaderGetsTheStoreAndTheTickItBlocksIsMadeUpLater) {
   testing::TempDir dir;
   sim::SimConfig c = SmallJob(dir / "job", "", 4);
   sim::SimStats stats;
@@ -303,33 +304,41 @@ TEST(Agent, ReadersOpenTheStoreBetweenTicks) {
   o.watch = {dir / "job"};
   o.db = dir / "agent.duckdb";
   o.listen = "";
-  auto a = Agent::Create(o);
-  ASSERT_TRUE(a.ok()) << a.status().message();
-  ASSERT_TRUE((*a)->Tick().error.empty());
-  {
-    auto reader = OpenForAnalysis(o.db);
-    ASSERT_TRUE(reader.ok()) << reader.status().message();
-    auto n = (*reader)->QueryInt("SELECT count(*) FROM records");
-    ASSERT_TRUE(n.ok());
-    EXPECT_GT(*n, 0);
-  }
-  // While another process reads the store, a tick is skipped (not failed) and its changes wait.
-  // (DuckDB's lock is per process, so the reader must be another one.)
-  int ready[2], release[2];
+  // The reader is another process (DuckDB's lock is per process), forked before this process
+  // opens the store so that it copies no DuckDB threads; it opens the store when told to.
+  int go[2], ready[2], release[2];
+  ASSERT_EQ(pipe(go), 0);
   ASSERT_EQ(pipe(ready), 0);
   ASSERT_EQ(pipe(release), 0);
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    auto reader = Store::Open(o.db, Store::Options::ReadOnly());
-    char b = reader.ok() ? 'y' : 'n';
-    if (write(ready[1], &b, 1) != 1) _exit(3);
-    if (read(release[0], &b, 1) != 1) _exit(4);
-    _exit(reader.ok() ? 0 : 5);
+    char b = 0;
+    if (read(go[0], &b, 1) != 1) _exit(3);
+    Store::Options ro = Store::Options::ReadOnly();
+    ro.lock_wait_s = 30;
+    auto reader = Store::Open(o.db, ro);
+    b = reader.ok() && reader->get()->QueryInt("SELECT count(*) FROM records").ok() ? 'y' : 'n';
+    if (write(ready[1], &b, 1) != 1) _exit(4);
+    if (read(release[0], &b, 1) != 1) _exit(5);
+    _exit(reader.ok() ? 0 : 6);
   }
+  auto a = Agent::Create(o);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  ASSERT_TRUE((*a)->Tick().error.empty());
+  // The agent holds its store between ticks; a waiting reader asks for it, and gets it.
+  EXPECT_FALSE((*a)->ReleaseStoreIfWanted()) << "nobody asked yet";
+  ASSERT_EQ(write(go[1], "g", 1), 1);
+  bool released = false;
+  for (int i = 0; i < 200 && !released; ++i) {
+    released = (*a)->ReleaseStoreIfWanted();
+    if (!released) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(released) << "the reader never asked for the store";
   char b = 0;
   ASSERT_EQ(read(ready[0], &b, 1), 1);
-  ASSERT_EQ(b, 'y') << "the reader could not open the store between ticks";
+  ASSERT_EQ(b, 'y') << "the reader could not read the store the agent let go of";
+  // While the reader holds it, a tick is skipped (not failed), and its change waits.
   { std::ofstream(dir / "job/nccl-inspector/extra.log") << "\n"; }
   TickReport r = (*a)->Tick();
   EXPECT_FALSE(r.ran);
@@ -338,7 +347,7 @@ TEST(Agent, ReadersOpenTheStoreBetweenTicks) {
   int status = 0;
   waitpid(child, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  for (int fd : {ready[0], ready[1], release[0], release[1]}) close(fd);
+  for (int fd : {go[0], go[1], ready[0], ready[1], release[0], release[1]}) close(fd);
   r = (*a)->Tick();
   EXPECT_TRUE(r.ran);
   EXPECT_TRUE(r.ingested) << "the change seen during the skipped tick is ingested now";

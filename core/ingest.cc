@@ -811,7 +811,7 @@ Result<IngestReport> Ingest(Store& store, const std::vector<std::string>& paths,
       std::to_string(report.files_read) + ", " + std::to_string(report.bytes_read) + ", " +
       std::to_string(report.lines_read) + ", " + std::to_string(report.records_stored) + ", " +
       std::to_string(report.dump_stats_stored) + ", " + std::to_string(report.lines_rejected) +
-      "); CHECKPOINT");
+      ")" + (options.checkpoint ? "; CHECKPOINT" : ""));
   if (!st.ok()) return st;
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return report;

@@ -32,6 +32,10 @@ struct IngestOptions {
   std::function<void(uint64_t, uint64_t)> progress;
   // Test hook: fail (as a crash would) after this many commits; 0 = never.
   int fail_after_commits = 0;
+  // Checkpoint the store at the end (what a one-off ingest wants: the file holds everything when
+  // the command exits). A process that keeps the store open and ingests every few seconds (the
+  // live agent) leaves it to DuckDB's own checkpoints and to closing the store.
+  bool checkpoint = true;
 };
 
 struct IngestReport {

@@ -1,10 +1,10 @@
 #include "core/store.h"
 
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
-#include <thread>
 #include <set>
+#include <thread>
 
 #include "core/bandwidth.h"
 #include "core/render.h"
@@ -52,8 +52,10 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, Options opti
     return Status::Error("invalid memory limit " + options.memory_limit);
   }
   const char* open_path = path == ":memory:" ? nullptr : path.c_str();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(options.lock_wait_s);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(options.lock_wait_s);
   auto pause = std::chrono::milliseconds(20);
+  bool asked = false;
   for (;;) {
     char* err = nullptr;
     const duckdb_state st = duckdb_open_ext(open_path, &s->db_, config, &err);
@@ -64,8 +66,16 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, Options opti
     const bool locked = why.find("Could not set lock") != std::string::npos;
     if (!locked || std::chrono::steady_clock::now() + pause > deadline) {
       duckdb_destroy_config(&config);
-      return Status::Error(path + ": cannot open store: " + why +
-                           (locked ? " (waited " + std::to_string(static_cast<int>(options.lock_wait_s)) + " s)" : ""));
+      return Status::Error(
+          path + ": cannot open store: " + why +
+          (locked ? " (waited " + std::to_string(static_cast<int>(options.lock_wait_s)) + " s)"
+                  : ""));
+    }
+    if (!asked) {
+      // Ask a long-lived holder to let go (best effort: a read-only folder just means waiting).
+      asked = true;
+      std::FILE* f = std::fopen(WantedPath(path).c_str(), "a");
+      if (f) std::fclose(f);
     }
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(500));
@@ -108,8 +118,8 @@ std::string TaxonomyInsert(std::string_view table) {
     if (!table.empty() && f.table != table) continue;
     rows += std::string(rows.empty() ? "" : ", ") + "(" + SqlString(std::string(f.table)) + ", " +
             SqlString(std::string(f.name)) + ", " + SqlString(std::string(f.sql_type)) + ", " +
-            SqlString(std::string(RoleName(f.role))) + ", " + SqlString(std::string(f.source)) + ", " +
-            SqlString(std::string(f.description)) + ")";
+            SqlString(std::string(RoleName(f.role))) + ", " + SqlString(std::string(f.source)) +
+            ", " + SqlString(std::string(f.description)) + ")";
   }
   return rows.empty() ? "" : "INSERT INTO taxonomy VALUES " + rows + ";\n";
 }
@@ -129,7 +139,8 @@ Status Store::EnsureSchema() {
       return Status::Error(path_ + ": store schema version " + std::to_string(*v) +
                            ", this collscope reads version " + std::to_string(kSchemaVersion));
     // Tables added to the taxonomy since the store was made (new input formats) are added.
-    auto present = Query("SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()");
+    auto present =
+        Query("SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()");
     if (!present.ok()) return present.status();
     std::set<std::string> have;
     for (const auto& row : present->rows)
@@ -137,7 +148,8 @@ Status Store::EnsureSchema() {
     std::string added;
     for (const TableSpec& t : Tables())
       if (!have.contains(std::string(t.name))) added += TableDdl(t.name) + TaxonomyInsert(t.name);
-    if (!added.empty()) COLLSCOPE_RETURN_IF_ERROR(Exec("BEGIN TRANSACTION;\n" + added + "COMMIT;\n"));
+    if (!added.empty())
+      COLLSCOPE_RETURN_IF_ERROR(Exec("BEGIN TRANSACTION;\n" + added + "COMMIT;\n"));
     const std::string definitions = std::string(kBandwidthMacrosSql) + kStoreViewsSql;
     const std::string fingerprint = DefinitionsFingerprint(definitions);
     Result<std::string> held = MetaValue("store_views");
@@ -148,16 +160,18 @@ Status Store::EnsureSchema() {
   }
   std::string ddl = "BEGIN TRANSACTION;\n" + SchemaDdl();
   ddl += "CREATE TABLE collscope_meta (key VARCHAR PRIMARY KEY, value VARCHAR);\n";
-  ddl += "INSERT INTO collscope_meta VALUES ('schema_version', '" +
-         std::to_string(kSchemaVersion) + "');\n";
-  ddl += "CREATE TABLE taxonomy (table_name VARCHAR, column_name VARCHAR, sql_type VARCHAR, "
-         "role VARCHAR, source VARCHAR, description VARCHAR);\n";
+  ddl += "INSERT INTO collscope_meta VALUES ('schema_version', '" + std::to_string(kSchemaVersion) +
+         "');\n";
+  ddl +=
+      "CREATE TABLE taxonomy (table_name VARCHAR, column_name VARCHAR, sql_type VARCHAR, "
+      "role VARCHAR, source VARCHAR, description VARCHAR);\n";
   ddl += "COMMENT ON TABLE taxonomy IS 'The role and meaning of every stored column';\n";
   ddl += TaxonomyInsert("");
   ddl += kBandwidthMacrosSql;
   ddl += kStoreViewsSql;
   ddl += "INSERT INTO collscope_meta VALUES ('store_views', " +
-         SqlString(DefinitionsFingerprint(std::string(kBandwidthMacrosSql) + kStoreViewsSql)) + ");\n";
+         SqlString(DefinitionsFingerprint(std::string(kBandwidthMacrosSql) + kStoreViewsSql)) +
+         ");\n";
   ddl += "COMMIT;\n";
   Status st = Exec(ddl);
   if (!st.ok()) Exec("ROLLBACK");
@@ -213,7 +227,8 @@ Result<QueryResult> Store::QueryReadOnly(const std::string& sql) {
   idx_t n = duckdb_extract_statements(conn_, sql.c_str(), &stmts);
   if (n == 0) {
     const char* why = stmts ? duckdb_extract_statements_error(stmts) : nullptr;
-    std::string msg = std::string("cannot parse SQL: ") + (why && *why ? why : "no statement given");
+    std::string msg =
+        std::string("cannot parse SQL: ") + (why && *why ? why : "no statement given");
     duckdb_destroy_extracted(&stmts);
     return Status::Error(msg);
   }
@@ -345,8 +360,8 @@ uint64_t* ChunkAppender::WritableValidity(size_t col) {
 }
 
 void ChunkAppender::SetString(size_t col, size_t row, const std::string& s) {
-  duckdb_vector_assign_string_element_len(duckdb_data_chunk_get_vector(chunk_, col), row,
-                                          s.data(), s.size());
+  duckdb_vector_assign_string_element_len(duckdb_data_chunk_get_vector(chunk_, col), row, s.data(),
+                                          s.size());
 }
 
 Status ChunkAppender::Append(size_t rows) {

@@ -30,9 +30,10 @@ class Store {
     // allowed_directories, which grants access without distinguishing reads from writes, so only
     // callers that issue reads there (core/readers/record_summary.cc) set it.
     std::vector<std::string> readable_dirs;
-    // Another process holding the store (a live agent's tick, an ingest) makes DuckDB refuse the
-    // open; it is retried for this long before the lock error is returned, so reading commands
-    // wait out a tick instead of failing.
+    // Another process holding the store (a live agent, an ingest) makes DuckDB refuse the open;
+    // it is retried for this long before the lock error is returned, so reading commands wait
+    // instead of failing. While it waits it leaves WantedPath(path), which a long-lived holder
+    // (the live agent) watches for and answers by closing the store.
     double lock_wait_s = 60;
     // DuckDB's memory_limit ("512MB"); empty: DuckDB's default (80% of RAM).
     std::string memory_limit;
@@ -42,6 +43,8 @@ class Store {
       return o;
     }
   };
+  // The file a process waiting for the store's lock leaves beside it: `path` + ".wanted".
+  static std::string WantedPath(const std::string& path) { return path + ".wanted"; }
   // Opens (creating if needed, unless read-only) the store at `path`; ":memory:" for a temporary.
   // Every connection is sandboxed: no file access outside the store (and `writable_dir`), no
   // extension installed or loaded, and no setting changed after Open.
