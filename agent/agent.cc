@@ -207,7 +207,12 @@ TickReport Agent::TickLocked() {
     phase_s_[phase] += now - mark_s;
     mark_s = now;
   };
-  const bool changed = watch_.Changed();
+  // inotify sees only this machine's writes: files that other hosts write to a network filesystem
+  // (NFS, Lustre, GPFS: an aggregator's summaries) raise no event, so the folders are also walked
+  // every `rescan_s` whatever the watch says.
+  bool changed = watch_.Changed();
+  if (o_.rescan_s > 0 && MonotonicSeconds() - last_rescan_s_ >= o_.rescan_s) changed = true;
+  if (changed) last_rescan_s_ = MonotonicSeconds();
   Store::Options so;
   so.memory_limit = o_.memory_limit;
   so.lock_wait_s = o_.store_wait_s;
@@ -597,9 +602,12 @@ void Agent::Run(const std::atomic<bool>& stop) {
   for (int n = 0; !stop.load() && (o_.max_ticks <= 0 || n < o_.max_ticks); ++n) {
     const double start = MonotonicSeconds();
     Tick();
+    // At least once per tick, even when ticks take longer than the interval: a reader must never
+    // wait on an agent that is always busy.
+    ReleaseStoreIfWanted();
     while (!stop.load() && MonotonicSeconds() - start < o_.interval_s) {
-      ReleaseStoreIfWanted();
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      ReleaseStoreIfWanted();
     }
   }
   store_.reset();

@@ -51,8 +51,10 @@ struct AgentOptions {
   double window_s = 300;        // job time diagnosed each tick
   double quiet_s = 60;          // no new records this long: diagnose through the newest record
   double diagnose_every_s = 0;  // diagnose at most this often; 0: max(interval, window / 10)
-  int resolve_after = 2;        // ticks a finding must be absent before it is resolved
-  double retention_s = 0;       // delete records older than this (job time); 0 keeps everything
+  double rescan_s =
+      10;  // walk the watched folders at least this often (other hosts' writes raise no event)
+  int resolve_after = 2;   // ticks a finding must be absent before it is resolved
+  double retention_s = 0;  // delete records older than this (job time); 0 keeps everything
   std::string memory_limit = "512MB";  // DuckDB's, per tick
   double store_wait_s = 2;             // wait this long for a reader's lock, else skip the tick
   int ingest_threads = 1;
@@ -123,6 +125,7 @@ class Agent {
   int64_t newest_dump_us_ = 0;             // newest record dump time seen
   double last_new_records_s_ = 0;          // monotonic time records last arrived
   double last_diagnosed_s_ = 0;            // monotonic time of the last diagnosis
+  double last_rescan_s_ = 0;               // monotonic time the folders were last walked
   std::map<std::string, double> phase_s_;  // tick wall time by phase
   bool last_quiet_ = false;
   std::vector<MetricFamily> job_metrics_;

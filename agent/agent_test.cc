@@ -294,6 +294,27 @@ TEST(Agent, ATickOnASlowHostsJobRaisesItsFindingAndARestartResumesIt) {
   EXPECT_FALSE(r.ingested && r.records_stored > 0) << "the ingest's progress survives the restart";
 }
 
+TEST(Agent, FoldersAreWalkedEveryRescanEvenWithoutAnEvent) {
+  // Files other hosts write to a network filesystem raise no inotify event; the rescan finds them.
+  testing::TempDir dir;
+  sim::SimConfig c = SmallJob(dir / "job", "", 2);
+  sim::SimStats stats;
+  std::string err;
+  ASSERT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
+  for (double rescan : {0.0, 0.05}) {
+    AgentOptions o;
+    o.watch = {dir / "job"};
+    o.db = dir / ("agent-" + std::to_string(rescan) + ".duckdb");
+    o.listen = "";
+    o.rescan_s = rescan;
+    auto a = Agent::Create(o);
+    ASSERT_TRUE(a.ok()) << a.status().message();
+    ASSERT_TRUE((*a)->Tick().ingested) << "the first tick walks the folders";
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_EQ((*a)->Tick().ingested, rescan > 0) << "rescan " << rescan;
+  }
+}
+
 TEST(Agent, AWaitingReaderGetsTheStoreAndTheTickItBlocksIsMadeUpLater) {
   testing::TempDir dir;
   sim::SimConfig c = SmallJob(dir / "job", "", 4);

@@ -50,15 +50,18 @@ bool ParseSeconds(const std::string& text, double* out) {
 
 struct Options {
   agent::AgentOptions agent;
-  std::string interval = "5s", window = "5m", quiet = "60s", retention = "0", diagnose_every = "0";
+  std::string interval = "5s", window = "5m", quiet = "60s", retention = "0", diagnose_every = "0",
+              rescan = "10s";
 };
 
 int Run(Options o) {
-  const std::pair<const std::string*, double*> durations[] = {{&o.interval, &o.agent.interval_s},
-                                                              {&o.window, &o.agent.window_s},
-                                                              {&o.quiet, &o.agent.quiet_s},
-                                                              {&o.retention, &o.agent.retention_s},
-      {&o.diagnose_every, &o.agent.diagnose_every_s}};
+  const std::pair<const std::string*, double*> durations[] = {
+      {&o.interval, &o.agent.interval_s},
+      {&o.window, &o.agent.window_s},
+      {&o.quiet, &o.agent.quiet_s},
+      {&o.retention, &o.agent.retention_s},
+      {&o.diagnose_every, &o.agent.diagnose_every_s},
+      {&o.rescan, &o.agent.rescan_s}};
   for (const auto& [text, value] : durations)
     if (!ParseSeconds(*text, value)) {
       std::fprintf(stderr, "collscope agent: '%s' is not a duration (5s, 2m, 1h, 7d)\n",
@@ -92,8 +95,9 @@ void Register(CLI::App& app) {
   cmd->add_option("--run", o->agent.run, "Run name in the store")->capture_default_str();
   cmd->add_option("--listen", o->agent.listen, "ADDRESS:PORT to serve on; '' serves nothing")
       ->capture_default_str();
-  cmd->add_option("--remote-write", o->agent.remote_write,
-                  "Prometheus remote-write URL (http://host:port/api/v1/write); repeat for more receivers");
+  cmd->add_option(
+      "--remote-write", o->agent.remote_write,
+      "Prometheus remote-write URL (http://host:port/api/v1/write); repeat for more receivers");
   cmd->add_option("--alertmanager", o->agent.alertmanager,
                   "Alertmanager base URL (http://host:9093)");
   cmd->add_option("--webhook", o->agent.webhook,
@@ -103,8 +107,14 @@ void Register(CLI::App& app) {
                   "Value of the 'job' label on alerts and remote-written series");
   cmd->add_option("--interval", o->interval, "Time between ticks")->capture_default_str();
   cmd->add_option("--window", o->window, "Job time diagnosed each tick")->capture_default_str();
+  cmd->add_option("--rescan", o->rescan,
+                  "Walk the watched folders at least this often, events or not (files other hosts "
+                  "write to a network "
+                  "filesystem raise no inotify event); 0: only on events")
+      ->capture_default_str();
   cmd->add_option("--diagnose-every", o->diagnose_every,
-                  "Diagnose the window at most this often (0: the larger of the interval and a tenth of the window)")
+                  "Diagnose the window at most this often (0: the larger of the interval and a "
+                  "tenth of the window)")
       ->capture_default_str();
   cmd->add_option("--quiet", o->quiet,
                   "No new records this long: diagnose through the newest (a hang shows)")

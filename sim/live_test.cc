@@ -269,9 +269,10 @@ struct LiveRun {
     EXPECT_GT(stats_.lines, 100u);
     EXPECT_GT(stats_.line_files, 16u);  // Inspector logs, step series and kernel summaries
     EXPECT_GT(stats_.documents, 16u);   // Kineto traces, state files, the ground truth
-    // The staging directory is gone.
+    // The staging directory is gone (this run's: other tests of the binary run beside it).
+    const std::string mine = "." + fs::path(live_dir_).filename().string() + ".live-staging";
     for (const auto& e : fs::directory_iterator(fs::path(live_dir_).parent_path()))
-      EXPECT_EQ(e.path().filename().string().find(".live-staging"), std::string::npos) << e.path();
+      EXPECT_FALSE(e.path().filename().string().starts_with(mine)) << e.path();
   }
 
   static void FilesGrowOverTime() {
@@ -428,8 +429,11 @@ void ExpectCleanStop(const std::string& out) {
     const std::string text = ReadAll(e.path());
     EXPECT_TRUE(text.empty() || text.back() == '\n') << e.path() << " ends in a partial line";
   }
+  // Only this run's staging folder (.<name>.live-staging-<pid>): other tests of this binary run
+  // beside it in the same parent, in parallel under ctest.
+  const std::string mine = "." + fs::path(out).filename().string() + ".live-staging";
   for (const auto& e : fs::directory_iterator(fs::path(out).parent_path()))
-    EXPECT_EQ(e.path().filename().string().find(".live-staging"), std::string::npos) << e.path();
+    EXPECT_FALSE(e.path().filename().string().starts_with(mine)) << e.path();
 }
 
 TEST(LiveStop, StopFlagEndsThePacingPromptly) {
