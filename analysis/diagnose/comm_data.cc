@@ -69,6 +69,34 @@ std::vector<P2pTransfer> CrossHostP2pTransfers(const CommData& d) {
       }
       sv = std::move(ms);
       rv = std::move(mr);
+    } else {
+      // Numbers that do not pair them: a side may have lost transfers at its head (a window's
+      // edge, a ring-buffer drop), and pairing by position would then shift every pair. The side
+      // that posted last waits for nobody, so in a right pair one time is the wire's, and a pair
+      // shifted by one transfer joins two waits. Of the alignments that skip up to 4 transfers at
+      // either head, the one with the least total wire time (the shorter side of each pair) over
+      // the same number of pairs is taken; the unshifted one unless another is clearly less.
+      const long ns = static_cast<long>(sv.size()), nr = static_cast<long>(rv.size());
+      const long span = std::min(ns, nr) - 4;
+      if (span >= 8) {
+        auto wire = [&](long offset) {  // Recv index = Send index + offset
+          double sum = 0;
+          for (long i = 4; i < 4 + span; ++i) {
+            const long j = i + offset;
+            if (j < 0 || j >= nr || i >= ns) return -1.0;
+            sum += std::min(sv[static_cast<size_t>(i)]->exec, rv[static_cast<size_t>(j)]->exec);
+          }
+          return sum;
+        };
+        long best = 0;
+        double least = wire(0);
+        for (long offset = -4; offset <= 4; ++offset) {
+          const double w = wire(offset);
+          if (w >= 0 && least >= 0 && w < 0.8 * least) least = w, best = offset;
+        }
+        if (best > 0) rv.erase(rv.begin(), rv.begin() + best);
+        if (best < 0) sv.erase(sv.begin(), sv.begin() - best);
+      }
     }
     for (size_t i = 0; i < std::min(sv.size(), rv.size()); ++i) {
       P2pTransfer t;

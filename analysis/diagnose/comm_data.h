@@ -65,8 +65,9 @@ struct P2p {
 // still match. Each process numbers its own operations on a communicator, so sequence numbers pair
 // them only where the two sides' numbers agree (most of them do, as in a symmetric pipeline): then
 // a side missing at the head or in the middle (a ring-buffer drop, a diagnosis window's edge)
-// drops its partner instead of shifting every later pair. The side that posted last waited for
-// nobody: the shorter time is the wire's.
+// drops its partner instead of shifting every later pair. Where they do not, a side that lost its
+// head is found by the waits: the side that posted last waited for nobody, so the shorter time of
+// a right pair is the wire's, and a pair shifted by one transfer joins two waits.
 struct P2pTransfer {
   int comm = 0, from = -1, to = -1;
   int64_t bytes = 0;

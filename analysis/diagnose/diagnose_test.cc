@@ -61,10 +61,13 @@ void Fill(CommData* d, int steps, int slow_host, int s0, int s1, int late_proc, 
       x.bytes = 1 << 24;
       x.n = static_cast<int>(cm.procs.size());
       double t = (cm.nnodes > 1 ? 400 : 100) * noise();
-      if (s >= s0 && s < s1 && std::find(cm.hosts.begin(), cm.hosts.end(), slow_host) != cm.hosts.end() && cm.nnodes > 1) t *= 5;
+      if (s >= s0 && s < s1 &&
+          std::find(cm.hosts.begin(), cm.hosts.end(), slow_host) != cm.hosts.end() && cm.nnodes > 1)
+        t *= 5;
       double wait = 10 * noise();
       x.pmin = cm.procs[s % cm.procs.size()];
-      if (s >= l0 && s < l1 && std::find(cm.procs.begin(), cm.procs.end(), late_proc) != cm.procs.end()) {
+      if (s >= l0 && s < l1 &&
+          std::find(cm.procs.begin(), cm.procs.end(), late_proc) != cm.procs.end()) {
         wait = late_us;
         x.pmin = late_proc;  // the synchronisation trap: the late rank shows the shortest time
       }
@@ -93,16 +96,18 @@ CommData PairData(const std::vector<int64_t>& send_sn, const std::vector<int64_t
   d.comms.push_back({});
   d.comms[0].procs = {0, 1};
   d.comms[0].n_ranks = 2;
-  for (int64_t sn : send_sn) d.p2p.push_back({0, 0, 1, true, 1 << 20, 100.0 + static_cast<double>(sn), sn, sn, 0});
-  for (int64_t sn : recv_sn) d.p2p.push_back({1, 0, 0, false, 1 << 20, 100.0 + static_cast<double>(sn), sn, sn, 0});
+  for (int64_t sn : send_sn)
+    d.p2p.push_back({0, 0, 1, true, 1 << 20, 100.0 + static_cast<double>(sn), sn, sn, 0});
+  for (int64_t sn : recv_sn)
+    d.p2p.push_back({1, 0, 0, false, 1 << 20, 100.0 + static_cast<double>(sn), sn, sn, 0});
   return d;
 }
 
 TEST(P2pPairs, AMissingSideDropsItsPartnerInsteadOfShiftingEveryPair) {
   // The first Send is missing (cut by a window's edge): every other transfer still pairs with its
   // own Recv, so both sides' times agree.
-  const std::vector<P2pTransfer> t = CrossHostP2pTransfers(PairData({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12},
-                                                                    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}));
+  const std::vector<P2pTransfer> t = CrossHostP2pTransfers(PairData(
+      {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}));
   ASSERT_EQ(t.size(), 12u);
   for (const P2pTransfer& p : t) EXPECT_EQ(p.send, p.recv);
   // Numbers that do not agree (each side numbers its own operations): the k-th pairs with the k-th.
@@ -110,6 +115,26 @@ TEST(P2pPairs, AMissingSideDropsItsPartnerInsteadOfShiftingEveryPair) {
   ASSERT_EQ(u.size(), 4u);
   EXPECT_EQ(u[0].send, 100);
   EXPECT_EQ(u[0].recv, 101);
+}
+
+TEST(P2pPairs, WithoutAgreeingNumbersALostHeadIsFoundByTheWaits) {
+  // Each side numbers its own operations (Sends even, Recvs odd: the numbers pair nothing). In
+  // transfer k the sender waits when k % 3 == 0, else the receiver does; the wire takes 100 us.
+  CommData d;
+  d.hosts = {"a", "b"};
+  d.procs = {{0, 0}, {1, 1}};
+  d.comms.push_back({});
+  d.comms[0].procs = {0, 1};
+  d.comms[0].n_ranks = 2;
+  for (int k = 0; k < 40; ++k) {
+    const double send = k % 3 == 0 ? 1000 : 100, recv = k % 3 == 0 ? 100 : 1000;
+    if (k > 0)
+      d.p2p.push_back({0, 0, 1, true, 1 << 20, send, k, 2 * k, 0});  // the first Send is lost
+    d.p2p.push_back({1, 0, 0, false, 1 << 20, recv, k, 2 * k + 1, 0});
+  }
+  const std::vector<P2pTransfer> t = CrossHostP2pTransfers(d);
+  ASSERT_EQ(t.size(), 39u);
+  for (const P2pTransfer& p : t) EXPECT_EQ(p.Wire(), 100) << p.order;
 }
 
 TEST(SlowLink, LocalizesHostFromCommunicatorsSpanningIt) {
@@ -235,8 +260,8 @@ TEST(Consolidate, TheCauseComesBeforeASurerStepSymptom) {
 }
 
 TEST(Consolidate, SlowComputeOfOneHostMergesAcrossDetectors) {
-  auto mk = [](std::string det, std::vector<std::string> hosts, std::vector<int> ranks, int64_t a, int64_t b,
-               double conf) {
+  auto mk = [](std::string det, std::vector<std::string> hosts, std::vector<int> ranks, int64_t a,
+               int64_t b, double conf) {
     Finding f;
     f.kind = Kind::kSlowCompute;
     f.detector = std::move(det);
@@ -250,9 +275,9 @@ TEST(Consolidate, SlowComputeOfOneHostMergesAcrossDetectors) {
   };
   std::vector<Finding> fs = {
       mk("comm.late_arrival", {"h1"}, {2}, 100, 300, 0.6),
-      mk("comm.stall", {"h1"}, {3}, 250, 400, 0.8),           // overlaps: same straggler host
-      mk("comm.late_arrival", {"h1"}, {3}, 900, 1000, 0.5),   // same host, later: separate
-      mk("comm.late_arrival", {"h2"}, {4}, 100, 300, 0.7),    // other host: separate
+      mk("comm.stall", {"h1"}, {3}, 250, 400, 0.8),          // overlaps: same straggler host
+      mk("comm.late_arrival", {"h1"}, {3}, 900, 1000, 0.5),  // same host, later: separate
+      mk("comm.late_arrival", {"h2"}, {4}, 100, 300, 0.7),   // other host: separate
   };
   Finding bubble = mk("comm.pipeline_bubble", {"h1"}, {2, 3}, 100, 300, 0.9);
   bubble.kind = Kind::kPipelineBubble;  // other kinds are never merged
@@ -263,9 +288,12 @@ TEST(Consolidate, SlowComputeOfOneHostMergesAcrossDetectors) {
   // The folded finding is kept with the rule that merged it.
   ASSERT_EQ(merged_away.size(), 1u) << SuppressedToText(merged_away);
   EXPECT_EQ(merged_away[0].finding.ranks, std::vector<int>({2}));
-  EXPECT_NE(merged_away[0].reason.find("merged into the comm.stall finding"), std::string::npos) << merged_away[0].reason;
+  EXPECT_NE(merged_away[0].reason.find("merged into the comm.stall finding"), std::string::npos)
+      << merged_away[0].reason;
   const std::string json = FindingsToJson(fs, merged_away);
-  EXPECT_NE(json.find("\"suppressed\": [\n  {\"reason\": \"merged into the comm.stall finding"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"suppressed\": [\n  {\"reason\": \"merged into the comm.stall finding"),
+            std::string::npos)
+      << json;
   std::vector<Finding> back;
   std::string err;
   ASSERT_TRUE(FindingsFromJson(json, &back, &err)) << err;
@@ -282,7 +310,8 @@ TEST(Consolidate, SlowComputeOfOneHostMergesAcrossDetectors) {
   EXPECT_DOUBLE_EQ(merged->confidence, 0.8);
   EXPECT_EQ(merged->victims, std::vector<int>({0, 1, 4, 5}));
   bool also = false;
-  for (const Evidence& e : merged->evidence) also |= e.key == "also_detected_by" && e.text == "comm.late_arrival";
+  for (const Evidence& e : merged->evidence)
+    also |= e.key == "also_detected_by" && e.text == "comm.late_arrival";
   EXPECT_TRUE(also);
 }
 
@@ -344,7 +373,10 @@ TEST(Mismatch, SampledRecordsCannotShowAMissingOp) {
   CommData d = Job();
   Fill(&d, 20, -1, 0, 0, -1, 0, 0);
   for (Inst& x : d.insts)
-    if (x.comm == 4) { x.n = 1; x.pmin = d.comms[4].procs[static_cast<size_t>(x.sn % 4)]; }
+    if (x.comm == 4) {
+      x.n = 1;
+      x.pmin = d.comms[4].procs[static_cast<size_t>(x.sn % 4)];
+    }
   d.insts.push_back(Record(4, 2, 0, 1, 4, d.t0));
   EXPECT_TRUE(DetectMismatch(d).empty()) << FindingsToText(DetectMismatch(d));
   // The same with complete records is a mismatch.
@@ -359,7 +391,10 @@ TEST(Mismatch, AMostlySampledRunCannotShowAMissingOp) {
   // no divergence: the others' dumps just missed theirs (a 128-GPU suite job blamed rank 95).
   CommData d = Job();
   Fill(&d, 20, -1, 0, 0, -1, 0, 0);
-  for (Inst& x : d.insts) { x.n = 1; x.pmin = d.comms[static_cast<size_t>(x.comm)].procs[0]; }
+  for (Inst& x : d.insts) {
+    x.n = 1;
+    x.pmin = d.comms[static_cast<size_t>(x.comm)].procs[0];
+  }
   for (int k = 0; k < 5; ++k) d.insts.push_back(Record(4, 1, k, 4, 2, d.t0 + k));
   d.insts.push_back(Record(4, 2, 0, 1, 4, d.t0));
   EXPECT_TRUE(DetectMismatch(d).empty()) << FindingsToText(DetectMismatch(d));
@@ -403,9 +438,10 @@ TEST(HangFromRecords, CommunicatorBehindItsSiblings) {
   for (auto& c : d.comms) c.name = c.id.substr(0, 3);
   Fill(&d, 20, -1, 0, 0, -1, 0, 0);
   // 0xd1 never completed its last two collectives.
-  d.insts.erase(std::remove_if(d.insts.begin(), d.insts.end(),
-                               [&](const Inst& x) { return d.comms[x.comm].id == "0xd1" && x.sn >= 18; }),
-                d.insts.end());
+  d.insts.erase(
+      std::remove_if(d.insts.begin(), d.insts.end(),
+                     [&](const Inst& x) { return d.comms[x.comm].id == "0xd1" && x.sn >= 18; }),
+      d.insts.end());
   auto f = DetectHangFromRecords(d);
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].comms, std::vector<std::string>({"0xd1"}));
@@ -450,7 +486,8 @@ TEST(Steps, RegressionWithPhaseAttribution) {
 // A framework's own iteration log is a job-level step series: `diagnose PATHS` stores it with the
 // step series and the L1 detectors read it from there. No rank is named: the log has none.
 TEST(Steps, AMegatronIterationLogUnderAnyNameGivesItsRegression) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("collscope-megatron-" + std::to_string(::getpid()));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("collscope-megatron-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "slurm-4711.out").string();
   {
@@ -458,7 +495,8 @@ TEST(Steps, AMegatronIterationLogUnderAnyNameGivesItsRegression) {
     out << "using world size: 16, data-parallel-size: 16\n";
     for (int i = 1; i <= 60; ++i)
       out << "node-7:  iteration " << i << "/ 60 | consumed samples: " << 64 * i
-          << " | elapsed time per iteration (ms): " << (i <= 30 ? 1000.0 : 1400.0) + (i % 3) << " | TFLOPs: 150.0 |\n";
+          << " | elapsed time per iteration (ms): " << (i <= 30 ? 1000.0 : 1400.0) + (i % 3)
+          << " | TFLOPs: 150.0 |\n";
   }
   InputSummary read;
   auto f = DiagnosePaths({path}, DiagnoseOptions{}, nullptr, nullptr, &read);
@@ -528,11 +566,14 @@ TEST(FlightRecorder, RealDumpsNameRank12InGroup74) {
 TEST(FlightRecorder, ARankWithoutADumpIsNamedFromItsPeersDumps) {
   const std::string dir = Fixtures() + "/flight-recorder/gpu_error_1st";
   if (!std::filesystem::exists(dir)) GTEST_SKIP() << "fixture absent: " << dir;
-  const std::filesystem::path tmp = std::filesystem::temp_directory_path() / ("collscope-fr-" + std::to_string(::getpid()));
+  const std::filesystem::path tmp =
+      std::filesystem::temp_directory_path() / ("collscope-fr-" + std::to_string(::getpid()));
   std::filesystem::remove_all(tmp);
   std::filesystem::create_directories(tmp);
   for (int r = 0; r < 16; ++r)
-    if (r != 12) std::filesystem::copy_file(dir + "/_dump_" + std::to_string(r), tmp / ("_dump_" + std::to_string(r)));
+    if (r != 12)
+      std::filesystem::copy_file(dir + "/_dump_" + std::to_string(r),
+                                 tmp / ("_dump_" + std::to_string(r)));
   std::ofstream(tmp / "_dump_12").flush();  // empty: rank 12 died while dumping
   InputSummary read;
   auto f = DiagnosePaths({tmp.string()}, DiagnoseOptions{}, nullptr, nullptr, &read);
@@ -541,9 +582,11 @@ TEST(FlightRecorder, ARankWithoutADumpIsNamedFromItsPeersDumps) {
   EXPECT_EQ((*f)[0].kind, Kind::kHang);
   EXPECT_EQ((*f)[0].ranks, std::vector<int>({12})) << FindingsToText(*f);
   EXPECT_EQ((*f)[0].comms, std::vector<std::string>({"74"}));
-  EXPECT_NE((*f)[0].summary.find("left no Flight Recorder dump"), std::string::npos) << (*f)[0].summary;
+  EXPECT_NE((*f)[0].summary.find("left no Flight Recorder dump"), std::string::npos)
+      << (*f)[0].summary;
   EXPECT_LT((*f)[0].confidence, 0.95);  // inferred, not shown
-  EXPECT_NE(read.ToText().find("_dump_12: an empty Flight Recorder dump"), std::string::npos) << read.ToText();
+  EXPECT_NE(read.ToText().find("_dump_12: an empty Flight Recorder dump"), std::string::npos)
+      << read.ToText();
 
   std::vector<std::string> without13;
   for (int r = 0; r < 16; ++r)
@@ -559,22 +602,30 @@ TEST(FlightRecorder, ARankWithoutADumpIsNamedFromItsPeersDumps) {
 // PyTorch's JSON dumps (`_dump_nccl_trace_json`) hold the pickle's dict: 4 ranks of one group,
 // rank 2 never enqueued all_reduce #5 that the others wait in.
 TEST(FlightRecorder, JsonDumpsAreReadLikeThePickles) {
-  const std::filesystem::path tmp = std::filesystem::temp_directory_path() / ("collscope-frjson-" + std::to_string(::getpid()));
+  const std::filesystem::path tmp =
+      std::filesystem::temp_directory_path() / ("collscope-frjson-" + std::to_string(::getpid()));
   std::filesystem::remove_all(tmp);
   std::filesystem::create_directories(tmp);
   for (int r = 0; r < 4; ++r) {
     const int last = r == 2 ? 4 : 5;
     std::ofstream out(tmp / ("nccl_trace_rank_" + std::to_string(r) + ".json"));
-    out << "{\"version\": \"2.9\", \"pg_config\": {\"0\": {\"name\": \"0\", \"desc\": \"default_pg\", \"ranks\": "
-        << (r == 0 ? "[0, 1, 2, 3]" : "\"[0, 1, 2, 3]\"") << "}}, \"pg_status\": {\"0\": {\"last_enqueued_collective\": "
-        << last << ", \"last_started_collective\": -1, \"last_completed_collective\": 4}}, \"entries\": [";
+    out << "{\"version\": \"2.9\", \"pg_config\": {\"0\": {\"name\": \"0\", \"desc\": "
+           "\"default_pg\", \"ranks\": "
+        << (r == 0 ? "[0, 1, 2, 3]" : "\"[0, 1, 2, 3]\"")
+        << "}}, \"pg_status\": {\"0\": {\"last_enqueued_collective\": " << last
+        << ", \"last_started_collective\": -1, \"last_completed_collective\": 4}}, \"entries\": [";
     for (int seq = 4; seq <= last; ++seq)
-      out << (seq > 4 ? ", " : "") << "{\"record_id\": " << seq << ", \"pg_id\": 0, \"process_group\": [\"0\", \"default_pg\"], "
+      out << (seq > 4 ? ", " : "") << "{\"record_id\": " << seq
+          << ", \"pg_id\": 0, \"process_group\": [\"0\", \"default_pg\"], "
           << "\"collective_seq_id\": " << seq << ", \"p2p_seq_id\": 0, \"op_id\": " << seq
-          << ", \"profiling_name\": \"nccl:all_reduce\", \"time_created_ns\": " << 1700000000000000000LL + seq * 1000000LL
-          << ", \"input_sizes\": [[1024, 1024]], \"input_dtypes\": [\"Float\"], \"output_sizes\": [[1024, 1024]], "
-          << "\"output_dtypes\": [\"Float\"], \"state\": \"" << (seq == 4 ? "completed" : "scheduled")
-          << "\", \"time_discovered_started_ns\": null, \"time_discovered_completed_ns\": null, \"retired\": false, "
+          << ", \"profiling_name\": \"nccl:all_reduce\", \"time_created_ns\": "
+          << 1700000000000000000LL + seq * 1000000LL
+          << ", \"input_sizes\": [[1024, 1024]], \"input_dtypes\": [\"Float\"], \"output_sizes\": "
+             "[[1024, 1024]], "
+          << "\"output_dtypes\": [\"Float\"], \"state\": \""
+          << (seq == 4 ? "completed" : "scheduled")
+          << "\", \"time_discovered_started_ns\": null, \"time_discovered_completed_ns\": null, "
+             "\"retired\": false, "
           << "\"timeout_ms\": 600000, \"is_p2p\": false}";
     out << "]}\n";
   }
@@ -586,7 +637,8 @@ TEST(FlightRecorder, JsonDumpsAreReadLikeThePickles) {
   ASSERT_EQ(f->size(), 1u) << FindingsToText(*f) << read.ToText();
   EXPECT_EQ((*f)[0].kind, Kind::kHang);
   EXPECT_EQ((*f)[0].ranks, std::vector<int>({2}));
-  EXPECT_NE((*f)[0].summary.find("nccl:all_reduce (1024x1024 Float) #5"), std::string::npos) << (*f)[0].summary;
+  EXPECT_NE((*f)[0].summary.find("nccl:all_reduce (1024x1024 Float) #5"), std::string::npos)
+      << (*f)[0].summary;
 }
 
 TEST(HostStall, PropagatedStallBlamesOnlyTheRoot) {
@@ -675,7 +727,8 @@ TEST(PipelineBubble, LateActivationsFromOneStage) {
 TEST(PipelineBubble, StageOfEveryRankFromThePipelineCommunicators) {
   // Processes 0,1 are stage 0 and 2,3 stage 1 of their pipeline communicators; the
   // tensor-parallel communicators carry no Send/Recv and place nobody.
-  EXPECT_EQ(PipelineStageOfRank(Pipeline(0, 0, 0)), (std::map<int, int>{{0, 0}, {1, 0}, {2, 1}, {3, 1}}));
+  EXPECT_EQ(PipelineStageOfRank(Pipeline(0, 0, 0)),
+            (std::map<int, int>{{0, 0}, {1, 0}, {2, 1}, {3, 1}}));
   CommData no_p2p = Pipeline(0, 0, 0);
   no_p2p.p2p.clear();
   EXPECT_TRUE(PipelineStageOfRank(no_p2p).empty());
@@ -708,7 +761,10 @@ TEST(Share, CclDAlphaBetaBoundaries) {
   EXPECT_EQ(v.rank, 1);
   // Everyone's communication grows: a communication slowdown.
   for (auto& row : s.rows)
-    if (row.step >= 10) { row.phases["forward"] = 50000; row.phases["dp_comm"] = 40000; }
+    if (row.step >= 10) {
+      row.phases["forward"] = 50000;
+      row.phases["dp_comm"] = 40000;
+    }
   v = ClassifySlowdown(s, after, before);
   EXPECT_EQ(v.cls, "communication");
 }
@@ -718,11 +774,13 @@ TEST(HangFromRecords, DependentCommunicatorsMakeOneFinding) {
   for (auto& c : d.comms) c.name = c.id.substr(0, 3);
   Fill(&d, 20, -1, 0, 0, -1, 0, 0);
   // 0xt1 hangs; 0xt3 (fed by it) stops too.
-  d.insts.erase(std::remove_if(d.insts.begin(), d.insts.end(),
-                               [&](const Inst& x) {
-                                 return (d.comms[x.comm].id == "0xt1" || d.comms[x.comm].id == "0xt3") && x.sn >= 15;
-                               }),
-                d.insts.end());
+  d.insts.erase(
+      std::remove_if(d.insts.begin(), d.insts.end(),
+                     [&](const Inst& x) {
+                       return (d.comms[x.comm].id == "0xt1" || d.comms[x.comm].id == "0xt3") &&
+                              x.sn >= 15;
+                     }),
+      d.insts.end());
   auto f = DetectHangFromRecords(d);
   ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
   EXPECT_EQ(f[0].comms, std::vector<std::string>({"0xt1", "0xt3"}));
