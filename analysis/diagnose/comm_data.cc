@@ -90,7 +90,7 @@ std::vector<P2pTransfer> CrossHostP2pTransfers(const CommData& d) {
         };
         long best = 0;
         double least = wire(0);
-        for (long offset = -4; offset <= 4; ++offset) {
+        for (long offset : {1L, -1L, 2L, -2L, 3L, -3L, 4L, -4L}) {  // the nearest first
           const double w = wire(offset);
           if (w >= 0 && least >= 0 && w < 0.8 * least) least = w, best = offset;
         }
