@@ -62,6 +62,9 @@ std::vector<std::string> HostsOf(const diagnose::Finding& f) {
 }
 
 constexpr const char* kMetaFindings = "agent.active_findings";
+// After letting go of the store for a reader, the agent waits this long before taking it back
+// (the reader retries every 50 ms at most).
+constexpr double kReaderGraceS = 1.0;
 
 }  // namespace
 
@@ -217,6 +220,11 @@ TickReport Agent::TickLocked() {
   so.memory_limit = o_.memory_limit;
   so.lock_wait_s = o_.store_wait_s;
   so.writable_dir = o_.export_summaries;
+  if (!store_ && MonotonicSeconds() - released_s_ < kReaderGraceS) {
+    // Just let go for a reader: give it time to take the store before taking it back.
+    if (changed) watch_.Requeue();
+    return r;
+  }
   if (!store_) {
     auto opened = Store::Open(o_.db, so);
     if (!opened.ok()) {
@@ -594,6 +602,7 @@ bool Agent::ReleaseStoreIfWanted() {
   // Closing checkpoints: the reader sees everything ingested so far.
   store_.reset();
   std::filesystem::remove(Store::WantedPath(o_.db), ec);
+  released_s_ = MonotonicSeconds();
   ++releases_;
   return true;
 }

@@ -134,6 +134,7 @@ class Agent {
   // Counters for the agent's own metrics.
   uint64_t ticks_ = 0, ticks_skipped_ = 0, errors_ = 0, records_ = 0, rejected_ = 0;
   uint64_t releases_ = 0;
+  double released_s_ = -1e9;  // monotonic time the store was last let go of
   uint64_t alerts_sent_ = 0, alert_errors_ = 0, rows_deleted_ = 0;
   uint64_t summary_files_ = 0, summary_bytes_ = 0;
   double last_tick_s_ = 0;

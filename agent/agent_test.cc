@@ -369,6 +369,8 @@ TEST(Agent, AWaitingReaderGetsTheStoreAndTheTickItBlocksIsMadeUpLater) {
   waitpid(child, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   for (int fd : {go[0], go[1], ready[0], ready[1], release[0], release[1]}) close(fd);
+  // The agent leaves the store to the reader for a second after letting go of it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   r = (*a)->Tick();
   EXPECT_TRUE(r.ran);
   EXPECT_TRUE(r.ingested) << "the change seen during the skipped tick is ingested now";

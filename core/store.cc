@@ -78,7 +78,8 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, Options opti
       if (f) std::fclose(f);
     }
     std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::milliseconds(500));
+    // Short retries: a holder that lets go (the agent) takes the store back at its next tick.
+    pause = std::min(pause * 2, std::chrono::milliseconds(50));
   }
   duckdb_destroy_config(&config);
   if (duckdb_connect(s->db_, &s->conn_) != DuckDBSuccess)
