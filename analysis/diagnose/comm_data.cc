@@ -79,12 +79,15 @@ std::vector<P2pTransfer> CrossHostP2pTransfers(const CommData& d) {
       const long ns = static_cast<long>(sv.size()), nr = static_cast<long>(rv.size());
       const long span = std::min(ns, nr) - 4;
       if (span >= 8) {
+        // (Plain references: a lambda may not capture structured bindings before C++20's fix.)
+        const std::vector<const P2p*>& sends_of = sv;
+        const std::vector<const P2p*>& recvs_of = rv;
         auto wire = [&](long offset) {  // Recv index = Send index + offset
           double sum = 0;
           for (long i = 4; i < 4 + span; ++i) {
             const long j = i + offset;
             if (j < 0 || j >= nr || i >= ns) return -1.0;
-            sum += std::min(sv[static_cast<size_t>(i)]->exec, rv[static_cast<size_t>(j)]->exec);
+            sum += std::min(sends_of[static_cast<size_t>(i)]->exec, recvs_of[static_cast<size_t>(j)]->exec);
           }
           return sum;
         };
