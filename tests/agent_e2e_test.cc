@@ -253,10 +253,11 @@ TEST(AgentEndToEnd, ASlowNicMidRunIsSeenEverywhereAlertedAndResolved) {
   ASSERT_TRUE(vm.ok()) << vm.status().message();
   EXPECT_NE(vm->body.find("\"host\":\"node-001\""), std::string::npos) << vm->body;
 
-  // SIGTERM: a clean exit.
+  // SIGTERM: a clean exit, after the tick in flight, the store's checkpoint and the remote-write
+  // flush (seconds; longer under the sanitizers).
   agent.Signal(SIGTERM);
   int status = -1;
-  for (int i = 0; i < 100 && status < 0; ++i) {
+  for (int i = 0; i < 600 && status < 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     status = agent.Poll();
   }
