@@ -73,9 +73,12 @@ std::vector<P2pTransfer> CrossHostP2pTransfers(const CommData& d) {
       // Numbers that do not pair them: a side may have lost transfers at its head (a window's
       // edge, a ring-buffer drop), and pairing by position would then shift every pair. The side
       // that posted last waits for nobody, so in a right pair one time is the wire's, and a pair
-      // shifted by one transfer joins two waits. Of the alignments that skip up to 4 transfers at
-      // either head, the one with the least total wire time (the shorter side of each pair) over
-      // the same number of pairs is taken; the unshifted one unless another is clearly less.
+      // shifted by one transfer joins two waits. Only the longer side can have lost its head (a
+      // side as long as the other lost nothing, or as much at both ends, and is paired as it is: a
+      // genuine outage makes both sides of a transfer long, and a shift must not pair it away).
+      // Of the alignments that skip up to 4 of the longer side's first transfers, the one with the
+      // least total wire time (the shorter side of each pair) over the same pairs is taken; the
+      // unshifted one unless another is clearly less.
       const long ns = static_cast<long>(sv.size()), nr = static_cast<long>(rv.size());
       const long span = std::min(ns, nr) - 4;
       if (span >= 8) {
@@ -87,15 +90,17 @@ std::vector<P2pTransfer> CrossHostP2pTransfers(const CommData& d) {
           for (long i = 4; i < 4 + span; ++i) {
             const long j = i + offset;
             if (j < 0 || j >= nr || i >= ns) return -1.0;
-            sum += std::min(sends_of[static_cast<size_t>(i)]->exec, recvs_of[static_cast<size_t>(j)]->exec);
+            sum += std::min(sends_of[static_cast<size_t>(i)]->exec,
+                            recvs_of[static_cast<size_t>(j)]->exec);
           }
           return sum;
         };
         long best = 0;
         double least = wire(0);
-        for (long offset : {1L, -1L, 2L, -2L, 3L, -3L, 4L, -4L}) {  // the nearest first
-          const double w = wire(offset);
-          if (w >= 0 && least >= 0 && w < 0.8 * least) least = w, best = offset;
+        for (long offset = 1; offset <= std::min(4L, std::labs(nr - ns));
+             ++offset) {  // the nearest first
+          const double w = wire(nr > ns ? offset : -offset);
+          if (w >= 0 && least >= 0 && w < 0.8 * least) least = w, best = nr > ns ? offset : -offset;
         }
         if (best > 0) rv.erase(rv.begin(), rv.begin() + best);
         if (best < 0) sv.erase(sv.begin(), sv.begin() - best);
