@@ -129,7 +129,6 @@ class Agent {
   std::map<std::string, double> phase_s_;  // tick wall time by phase
   bool last_quiet_ = false;
   std::vector<MetricFamily> job_metrics_;
-  bool run_known_ = false;
 
   // Counters for the agent's own metrics.
   uint64_t ticks_ = 0, ticks_skipped_ = 0, errors_ = 0, records_ = 0, rejected_ = 0;

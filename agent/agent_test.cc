@@ -162,6 +162,14 @@ sim::SimConfig SmallJob(const std::string& out, const std::string& fault, int st
   return c;
 }
 
+// Runs the simulator; a failure fails the test that asked.
+sim::SimStats RunJob(const sim::SimConfig& c) {
+  sim::SimStats stats;
+  std::string err;
+  EXPECT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
+  return stats;
+}
+
 std::map<Labels, double> SeriesOf(const std::vector<MetricFamily>& families,
                                   const std::string& name) {
   std::map<Labels, double> out;
@@ -172,10 +180,7 @@ std::map<Labels, double> SeriesOf(const std::vector<MetricFamily>& families,
 }
 
 std::unique_ptr<Store> SimulateAndIngest(const testing::TempDir& dir, const std::string& fault) {
-  sim::SimConfig c = SmallJob(dir / "job", fault);
-  sim::SimStats stats;
-  std::string err;
-  EXPECT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
+  RunJob(SmallJob(dir / "job", fault));
   auto store = Store::Open(dir / "s.duckdb");
   EXPECT_TRUE(store.ok());
   IngestOptions io;
@@ -254,9 +259,8 @@ sim::SimConfig DefaultJob(const std::string& out, const std::string& fault, int 
 TEST(Agent, ATickOnASlowHostsJobRaisesItsFindingAndARestartResumesIt) {
   testing::TempDir dir;
   sim::SimConfig c = DefaultJob(dir / "job", "kind=nic_degrade,host=1,factor=0.25", 30);
-  sim::SimStats stats;
-  std::string err;
-  ASSERT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
+  RunJob(c);
+  ASSERT_FALSE(::testing::Test::HasFailure());
   AgentOptions o;
   o.watch = {dir / "job"};
   o.db = dir / "agent.duckdb";
@@ -294,13 +298,41 @@ TEST(Agent, ATickOnASlowHostsJobRaisesItsFindingAndARestartResumesIt) {
   EXPECT_FALSE(r.ingested && r.records_stored > 0) << "the ingest's progress survives the restart";
 }
 
+TEST(Agent, RetentionDeletesRecordsOlderThanItsJobTime) {
+  testing::TempDir dir;
+  sim::SimConfig c = SmallJob(dir / "job", "", 8);
+  const sim::SimStats stats = RunJob(c);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  AgentOptions o;
+  o.watch = {dir / "job"};
+  o.db = dir / "agent.duckdb";
+  o.listen = "";
+  o.retention_s = 0.1;
+  {
+    auto a = Agent::Create(o);
+    ASSERT_TRUE(a.ok()) << a.status().message();
+    const TickReport r = (*a)->Tick();
+    ASSERT_TRUE(r.diagnosed) << r.error;
+    EXPECT_EQ((*a)->MetricsText().find("collscope_agent_records_deleted_total 0\n"), std::string::npos)
+        << "the deletion is counted";
+  }
+  auto store = Store::Open(o.db, Store::Options::ReadOnly());
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  auto kept = (*store)->QueryInt("SELECT count(*) FROM records");
+  auto old = (*store)->QueryInt(
+      "SELECT count(*) FROM records WHERE dump_ts_us < (SELECT max(dump_ts_us) FROM records) - 100000");
+  ASSERT_TRUE(kept.ok() && old.ok());
+  EXPECT_GT(*kept, 0) << "the newest 0.1 s stay";
+  EXPECT_LT(static_cast<uint64_t>(*kept), stats.coll_records + stats.p2p_records) << "older records are gone";
+  EXPECT_EQ(*old, 0);
+}
+
 TEST(Agent, FoldersAreWalkedEveryRescanEvenWithoutAnEvent) {
   // Files other hosts write to a network filesystem raise no inotify event; the rescan finds them.
   testing::TempDir dir;
   sim::SimConfig c = SmallJob(dir / "job", "", 2);
-  sim::SimStats stats;
-  std::string err;
-  ASSERT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
+  RunJob(c);
+  ASSERT_FALSE(::testing::Test::HasFailure());
   for (double rescan : {0.0, 0.05}) {
     AgentOptions o;
     o.watch = {dir / "job"};
@@ -318,9 +350,8 @@ TEST(Agent, FoldersAreWalkedEveryRescanEvenWithoutAnEvent) {
 TEST(Agent, AWaitingReaderGetsTheStoreAndTheTickItBlocksIsMadeUpLater) {
   testing::TempDir dir;
   sim::SimConfig c = SmallJob(dir / "job", "", 4);
-  sim::SimStats stats;
-  std::string err;
-  ASSERT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
+  RunJob(c);
+  ASSERT_FALSE(::testing::Test::HasFailure());
   AgentOptions o;
   o.watch = {dir / "job"};
   o.db = dir / "agent.duckdb";
