@@ -125,7 +125,7 @@ std::vector<Finding> DetectAll(const CommData& data, const DiagnoseOptions& o) {
   comm.suppressed = o.suppressed;
   for (const DetectorInfo& det : Detectors()) {
     if (!det.run) continue;
-    if (o.window.job_continues && det.name == std::string_view("comm.progress")) continue;
+    if (o.window.job_continues && det.needs_job_end) continue;
     auto f = det.run(data, comm);
     out.insert(out.end(), f.begin(), f.end());
   }

@@ -76,7 +76,7 @@ const std::vector<DetectorInfo>& Detectors() {
       {"comm.pipeline_bubble", {Kind::kPipelineBubble}, "point-to-point records of pipeline communicators", 'A',
        &DetectPipelineBubble},
       {"comm.mismatch", {Kind::kCollectiveMismatch}, "complete collective records", 'A', &Mismatch},
-      {"comm.progress", {Kind::kHang}, "complete collective records", 'A', &Progress},
+      {"comm.progress", {Kind::kHang}, "complete collective records", 'A', &Progress, true},
       {"inflight.state", {Kind::kHang, Kind::kCollectiveMismatch}, "collscope in-flight state files", 'B', nullptr},
       {"flight_recorder.wait_graph", {Kind::kHang}, "PyTorch Flight Recorder dumps", 'B', nullptr},
       {"steps.pelt", {Kind::kStepRegression}, "step series (steps, phases)", 'C', nullptr},

@@ -19,6 +19,9 @@ struct DetectorInfo {
   // Detectors over the communication records run through this; the others (dumps, state
   // files, step series, kernels) are run by DiagnosePaths on their own inputs.
   std::vector<Finding> (*run)(const CommData&, const CommOptions&) = nullptr;
+  // It reads the end of the data as where the job stopped, so it does not run on a window the
+  // job went on writing after (TimeWindow::job_continues).
+  bool needs_job_end = false;
 };
 const std::vector<DetectorInfo>& Detectors();
 
