@@ -24,6 +24,86 @@ uint64_t KernelKey(const CommData& d, const Inst& x) {
          static_cast<uint64_t>(x.bytes) * 0x9E3779B97F4A7C15ULL;
 }
 
+namespace {
+
+// When a Send and a Recv can have completed: at start + exec where the record has its start, else
+// between its dump pass's predecessor and its own dump (RecordEndSql's dump time).
+struct Completion {
+  int64_t lo = 0, hi = 0;
+};
+Completion CompletionOf(const P2p& x) {
+  if (x.earliest_ts >= x.ts) {
+    const int64_t t = x.ts + static_cast<int64_t>(x.exec);
+    return {t, t};
+  }
+  return {x.earliest_ts, x.ts};
+}
+
+// Hosts' clocks agree to within this (NTP on a cluster's network); two sides of one transfer,
+// which complete together, are never seen further apart.
+constexpr int64_t kClockAgreementUs = 10'000;
+
+// Pairs of one channel (Sends of one size from one process to another, and the Recvs at the other
+// end), each side in its own order, whose numbers do not pair them: made to pair by position.
+// A side may have lost transfers at either end: a window's edge, cut on each side by its own
+// clock or dump time, or a ring buffer's drop. A Recv index j = i + offset pairs the i-th Send.
+//  1. Time first: a Send and its Recv complete together, so a pairing whose sides cannot have
+//     completed within the hosts' clock agreement is wrong. Of the offsets within 4, the one with
+//     the fewest such impossible pairs is taken, where it has fewer than the unshifted one.
+//  2. Where time cannot tell (every pairing possible: dump times coarser than the transfers), the
+//     waits decide, for the longer side's head only: the side that posted last waits for nobody,
+//     so in a right pair one time is the wire's, and a pair shifted by one transfer joins two
+//     waits. A side as long as the other lost nothing, or as much at both ends, and is paired as it
+//     is: a genuine outage makes both sides of a transfer long, and a shift must not pair it away.
+//     Of the alignments that skip up to 4 of the longer side's first transfers, the one with the
+//     least total wire time (the shorter side of each pair) over the same pairs is taken; the
+//     unshifted one unless another is clearly less.
+void AlignByPosition(std::vector<const P2p*>* sends, std::vector<const P2p*>* recvs) {
+  const std::vector<const P2p*>& sv = *sends;
+  const std::vector<const P2p*>& rv = *recvs;
+  const long ns = static_cast<long>(sv.size()), nr = static_cast<long>(rv.size());
+  constexpr long kMaxShift = 4;
+  auto impossible = [&](long offset) {
+    long n = 0;
+    for (long i = std::max(0L, -offset); i < ns && i + offset < nr; ++i) {
+      const Completion a = CompletionOf(*sv[static_cast<size_t>(i)]);
+      const Completion b = CompletionOf(*rv[static_cast<size_t>(i + offset)]);
+      if (std::max(a.lo, b.lo) - std::min(a.hi, b.hi) > kClockAgreementUs) ++n;
+    }
+    return n;
+  };
+  long best = 0;
+  long fewest = impossible(0);
+  for (long shift = 1; shift <= kMaxShift && fewest > 0; ++shift)  // the nearest first
+    for (long offset : {shift, -shift}) {
+      const long n = impossible(offset);
+      if (n < fewest) fewest = n, best = offset;
+    }
+  if (best == 0) {
+    const long span = std::min(ns, nr) - kMaxShift;
+    if (span < 8) return;
+    auto wire = [&](long offset) {
+      double sum = 0;
+      for (long i = kMaxShift; i < kMaxShift + span; ++i) {
+        const long j = i + offset;
+        if (j < 0 || j >= nr || i >= ns) return -1.0;
+        sum += std::min(sv[static_cast<size_t>(i)]->exec, rv[static_cast<size_t>(j)]->exec);
+      }
+      return sum;
+    };
+    double least = wire(0);
+    for (long shift = 1; shift <= std::min(kMaxShift, std::labs(nr - ns)); ++shift) {
+      const long offset = nr > ns ? shift : -shift;
+      const double w = wire(offset);
+      if (w >= 0 && least >= 0 && w < 0.8 * least) least = w, best = offset;
+    }
+  }
+  if (best > 0) recvs->erase(recvs->begin(), recvs->begin() + best);
+  if (best < 0) sends->erase(sends->begin(), sends->begin() - best);
+}
+
+}  // namespace
+
 std::vector<P2pTransfer> CrossHostP2pTransfers(const CommData& d) {
   std::map<std::tuple<int, int, int, int64_t>, std::vector<const P2p*>> sends,
       recvs;  // (comm, from, to, bytes)
@@ -43,10 +123,18 @@ std::vector<P2pTransfer> CrossHostP2pTransfers(const CommData& d) {
     auto& rv = it->second;
     std::sort(sv.begin(), sv.end(), by_sn);
     std::sort(rv.begin(), rv.end(), by_sn);
-    // Where the sender's and the receiver's sequence numbers name the same transfers (most of them
-    // match), a Send pairs with the Recv of its number, so a side missing (dropped by the writer's
-    // ring buffer, or cut by a window's edge) leaves its partner out instead of shifting every
-    // later pair by one; otherwise the n-th Send pairs with the n-th Recv.
+    // Where the sender's and the receiver's sequence numbers name the same transfers, a Send pairs
+    // with the Recv of its number, so a side missing (dropped by the writer's ring buffer, or cut
+    // by a window's edge) leaves its partner out instead of shifting every later pair; otherwise
+    // the sides pair by position. Whether the numbers agree is judged where both sides' numbers
+    // overlap: a window's edges, which fall on each process's own dump times, can cut a second
+    // more of one side than of the other at each end.
+    const int64_t lo = std::max(sv.front()->sn, rv.front()->sn),
+                  hi = std::min(sv.back()->sn, rv.back()->sn);
+    auto within = [&](const std::vector<const P2p*>& side) {
+      return std::count_if(side.begin(), side.end(),
+                           [&](const P2p* x) { return x->sn >= lo && x->sn <= hi; });
+    };
     size_t common = 0;
     for (size_t i = 0, j = 0; i < sv.size() && j < rv.size();) {
       if (sv[i]->sn < rv[j]->sn)
@@ -56,7 +144,8 @@ std::vector<P2pTransfer> CrossHostP2pTransfers(const CommData& d) {
       else
         ++common, ++i, ++j;
     }
-    if (sv.front()->sn >= 0 && 10 * common >= 9 * std::min(sv.size(), rv.size()) &&
+    const size_t overlap = static_cast<size_t>(std::min(within(sv), within(rv)));
+    if (sv.front()->sn >= 0 && common > 0 && 10 * common >= 9 * overlap &&
         common < std::max(sv.size(), rv.size())) {
       std::vector<const P2p*> ms, mr;
       for (size_t i = 0, j = 0; i < sv.size() && j < rv.size();) {
@@ -70,41 +159,7 @@ std::vector<P2pTransfer> CrossHostP2pTransfers(const CommData& d) {
       sv = std::move(ms);
       rv = std::move(mr);
     } else {
-      // Numbers that do not pair them: a side may have lost transfers at its head (a window's
-      // edge, a ring-buffer drop), and pairing by position would then shift every pair. The side
-      // that posted last waits for nobody, so in a right pair one time is the wire's, and a pair
-      // shifted by one transfer joins two waits. Only the longer side can have lost its head (a
-      // side as long as the other lost nothing, or as much at both ends, and is paired as it is: a
-      // genuine outage makes both sides of a transfer long, and a shift must not pair it away).
-      // Of the alignments that skip up to 4 of the longer side's first transfers, the one with the
-      // least total wire time (the shorter side of each pair) over the same pairs is taken; the
-      // unshifted one unless another is clearly less.
-      const long ns = static_cast<long>(sv.size()), nr = static_cast<long>(rv.size());
-      const long span = std::min(ns, nr) - 4;
-      if (span >= 8) {
-        // (Plain references: a lambda may not capture structured bindings before C++20's fix.)
-        const std::vector<const P2p*>& sends_of = sv;
-        const std::vector<const P2p*>& recvs_of = rv;
-        auto wire = [&](long offset) {  // Recv index = Send index + offset
-          double sum = 0;
-          for (long i = 4; i < 4 + span; ++i) {
-            const long j = i + offset;
-            if (j < 0 || j >= nr || i >= ns) return -1.0;
-            sum += std::min(sends_of[static_cast<size_t>(i)]->exec,
-                            recvs_of[static_cast<size_t>(j)]->exec);
-          }
-          return sum;
-        };
-        long best = 0;
-        double least = wire(0);
-        for (long offset = 1; offset <= std::min(4L, std::labs(nr - ns));
-             ++offset) {  // the nearest first
-          const double w = wire(nr > ns ? offset : -offset);
-          if (w >= 0 && least >= 0 && w < 0.8 * least) least = w, best = nr > ns ? offset : -offset;
-        }
-        if (best > 0) rv.erase(rv.begin(), rv.begin() + best);
-        if (best < 0) sv.erase(sv.begin(), sv.begin() - best);
-      }
+      AlignByPosition(&sv, &rv);
     }
     for (size_t i = 0; i < std::min(sv.size(), rv.size()); ++i) {
       P2pTransfer t;

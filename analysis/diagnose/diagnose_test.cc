@@ -117,6 +117,17 @@ TEST(P2pPairs, AMissingSideDropsItsPartnerInsteadOfShiftingEveryPair) {
   EXPECT_EQ(u[0].recv, 101);
 }
 
+TEST(P2pPairs, NumbersThatAgreeWhereTheyOverlapPairEvenWhenTheEdgesCutTheSidesApart) {
+  // A window's edges fall on each process's own dump times: the Sends lost their first 30
+  // transfers, the Recvs their last 30. Of the 70 on each side only 40 can pair, and all 40 do.
+  std::vector<int64_t> send_sn, recv_sn;
+  for (int64_t k = 30; k < 100; ++k) send_sn.push_back(k);
+  for (int64_t k = 0; k < 70; ++k) recv_sn.push_back(k);
+  const std::vector<P2pTransfer> t = CrossHostP2pTransfers(PairData(send_sn, recv_sn));
+  ASSERT_EQ(t.size(), 40u);
+  for (const P2pTransfer& p : t) EXPECT_EQ(p.send, p.recv);
+}
+
 TEST(P2pPairs, WithoutAgreeingNumbersALostHeadIsFoundByTheWaits) {
   // Each side numbers its own operations (Sends even, Recvs odd: the numbers pair nothing). In
   // transfer k the sender waits when k % 3 == 0, else the receiver does; the wire takes 100 us.
@@ -135,6 +146,52 @@ TEST(P2pPairs, WithoutAgreeingNumbersALostHeadIsFoundByTheWaits) {
   const std::vector<P2pTransfer> t = CrossHostP2pTransfers(d);
   ASSERT_EQ(t.size(), 39u);
   for (const P2pTransfer& p : t) EXPECT_EQ(p.Wire(), 100) << p.order;
+}
+
+// A window whose edges cut the two sides of a channel apart: the sender's clock runs 4 ms ahead,
+// so at the window's start the first Recv is out while its Send is in, and at its end the last
+// Send is out while its Recv is in. Both sides are as long; pairing them as they stand would join
+// every Send with the next transfer's Recv. `exact`: records with start times; otherwise only dump
+// times (each side dumps every 50 ms, at its own phase: finer than the transfers, 60 ms apart, or
+// time could not tell the pairings apart).
+CommData CutApartByTheEdges(bool exact) {
+  CommData d;
+  d.hosts = {"a", "b"};
+  d.procs = {{0, 0}, {1, 1}};
+  d.comms.push_back({});
+  d.comms[0].procs = {0, 1};
+  d.comms[0].n_ranks = 2;
+  const int64_t t0 = 1'000'000'000, skew = 4'000;
+  auto dump_after = [](int64_t t, int64_t phase) {
+    const int64_t every = 50'000;
+    return ((t - phase) / every + 1) * every + phase;
+  };
+  for (int k = 0; k < 40; ++k) {
+    const int64_t done = t0 + 60'000 * k;  // completion of transfer k
+    const double send = k % 3 == 0 ? 1000 : 100, recv = k % 3 == 0 ? 100 : 1000;
+    P2p s{0, 0, 1, true, 1 << 20, send, 0, 2 * k, 0};
+    P2p r{1, 0, 0, false, 1 << 20, recv, 0, 2 * k + 1, 0};
+    if (exact) {
+      s.ts = s.earliest_ts = done + skew - static_cast<int64_t>(send);
+      r.ts = r.earliest_ts = done - static_cast<int64_t>(recv);
+    } else {
+      s.ts = dump_after(done + skew, 0);
+      s.earliest_ts = s.ts - 50'000;  // after the previous dump
+      r.ts = dump_after(done, 17'000);
+      r.earliest_ts = r.ts - 50'000;
+    }
+    if (k > 0) d.p2p.push_back(s);    // the first Recv is out of the window: its Send is in
+    if (k < 39) d.p2p.push_back(r);   // the last Send is out: its Recv is in
+  }
+  return d;
+}
+
+TEST(P2pPairs, SidesCutApartByAWindowsEdgesPairByWhenTheyCompleted) {
+  for (bool exact : {true, false}) {
+    const std::vector<P2pTransfer> t = CrossHostP2pTransfers(CutApartByTheEdges(exact));
+    ASSERT_EQ(t.size(), 38u) << "exact " << exact;
+    for (const P2pTransfer& p : t) EXPECT_EQ(p.Wire(), 100) << "exact " << exact << " " << p.order;
+  }
 }
 
 TEST(SlowLink, LocalizesHostFromCommunicatorsSpanningIt) {
