@@ -10,9 +10,9 @@ shift || true
 # Libraries come from Debian; tools may already be on the machine from elsewhere (an image's own
 # Node.js, say), so those are installed only when their command is missing.
 packages=(build-essential pkg-config ca-certificates
-          libsimdjson-dev libfmt-dev libcli11-dev libzstd-dev zlib1g-dev
+          libsimdjson-dev libcli11-dev libzstd-dev zlib1g-dev
           libgtest-dev libgmock-dev libbenchmark-dev chromium clang libclang-rt-14-dev
-          libsnappy-dev prometheus prometheus-alertmanager victoria-metrics)
+          libsnappy-dev file prometheus prometheus-alertmanager victoria-metrics)
 declare -A tools=([cmake]=cmake [git]=git [python3]=python3 [npm]="nodejs npm")
 missing=()
 for p in "${packages[@]}"; do

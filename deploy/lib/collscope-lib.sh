@@ -25,6 +25,9 @@ cs_log() {
 # cs_capture_env DUMP_DIR: export the environment that loads collscope's capture into every
 # training process started from this shell, writing into DUMP_DIR (created).
 #   COLLSCOPE_PREFIX   install prefix (default /opt/collscope)
+#   COLLSCOPE_LIBDIR, COLLSCOPE_PYTHONDIR   the libraries' and the Python package's folders (default
+#                      PREFIX/lib and PREFIX/python, deploy/install.sh's layout; `cmake --install`
+#                      installs this file with its own folders as the defaults, docs/install.md)
 #   COLLSCOPE_CAPTURE  which parts, any of: nccl cupti annotate (default: all three)
 #   COLLSCOPE_PROM     1: also the NCCL Inspector Prometheus textfile (NCCL_INSPECTOR_PROM_DUMP=1)
 # A part whose library is missing is left out, with a warning, rather than pointing a training
@@ -32,32 +35,34 @@ cs_log() {
 cs_capture_env() {
   local dump=${1:?cs_capture_env: dump folder}
   local prefix=${COLLSCOPE_PREFIX:-/opt/collscope}
+  local libdir=${COLLSCOPE_LIBDIR:-$prefix/lib}
+  local pydir=${COLLSCOPE_PYTHONDIR:-$prefix/python}
   local parts=" ${COLLSCOPE_CAPTURE:-nccl cupti annotate} "
   mkdir -p -- "$dump" || { cs_log "cannot create the dump folder $dump"; return 1; }
   export NCCL_INSPECTOR_DUMP_DIR="$dump" COLLSCOPE_DUMP_DIR="$dump"
   if [[ $parts == *" nccl "* ]]; then
-    if [[ -r $prefix/lib/libnccl-profiler-collscope.so ]]; then
-      export NCCL_PROFILER_PLUGIN="$prefix/lib/libnccl-profiler-collscope.so"
+    if [[ -r $libdir/libnccl-profiler-collscope.so ]]; then
+      export NCCL_PROFILER_PLUGIN="$libdir/libnccl-profiler-collscope.so"
       if [[ ${COLLSCOPE_PROM:-0} == 1 ]]; then
         export NCCL_INSPECTOR_PROM_DUMP=1
       fi
     else
-      cs_log "warning: $prefix/lib/libnccl-profiler-collscope.so missing: NCCL capture off"
+      cs_log "warning: $libdir/libnccl-profiler-collscope.so missing: NCCL capture off"
     fi
   fi
   if [[ $parts == *" cupti "* ]]; then
-    if [[ -r $prefix/lib/libcollscope-cupti.so ]]; then
-      export CUDA_INJECTION64_PATH="$prefix/lib/libcollscope-cupti.so"
+    if [[ -r $libdir/libcollscope-cupti.so ]]; then
+      export CUDA_INJECTION64_PATH="$libdir/libcollscope-cupti.so"
     else
-      cs_log "warning: $prefix/lib/libcollscope-cupti.so missing: kernel summaries off"
+      cs_log "warning: $libdir/libcollscope-cupti.so missing: kernel summaries off"
     fi
   fi
   if [[ $parts == *" annotate "* ]]; then
-    if [[ -r $prefix/lib/libcollscope-annotate.so && -d $prefix/python/collscope ]]; then
-      export COLLSCOPE_ANNOTATE_LIB="$prefix/lib/libcollscope-annotate.so"
-      export PYTHONPATH="$prefix/python${PYTHONPATH:+:$PYTHONPATH}"
+    if [[ -r $libdir/libcollscope-annotate.so && -d $pydir/collscope ]]; then
+      export COLLSCOPE_ANNOTATE_LIB="$libdir/libcollscope-annotate.so"
+      export PYTHONPATH="$pydir${PYTHONPATH:+:$PYTHONPATH}"
     else
-      cs_log "warning: the annotation package is not under $prefix: step/phase annotations off"
+      cs_log "warning: the annotation package is not in $pydir: step/phase annotations off"
     fi
   fi
 }
