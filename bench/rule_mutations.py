@@ -68,8 +68,10 @@ RULES = [
      'return ShareRank(a, b) && OverlapInTime(a, b); }},', 'return false && ShareRank(a, b) && OverlapInTime(a, b); }},'),
     ('merge: one link per host set', D + 'registry.cc',
      'return a.hosts == b.hosts; }},', 'return false && a.hosts == b.hosts; }},'),
-    ('merge: an ambiguous link takes its one late host', D + 'registry.cc',
-     'return Ambiguous(a) && b.hosts.size() == 1', 'return false && Ambiguous(a) && b.hosts.size() == 1'),
+    ('merge: a slow network takes its one late host', D + 'registry.cc',
+     'return b.hosts.size() == 1 && Subset(b.hosts, a.hosts)', 'return false && b.hosts.size() == 1'),
+    ('a network whose hosts the data cannot tell apart names no culprit', D + 'comm_detect.cc',
+     'f.kind = a.ambiguous ? Kind::kSlowNetwork : Kind::kSlowLink;', 'f.kind = Kind::kSlowLink;'),
     ('merge: one compute straggler per host', D + 'registry.cc',
      '(Subset(b.hosts, a.hosts) || Subset(a.hosts, b.hosts)) &&', 'false &&'),
 ]

@@ -163,6 +163,11 @@ void InferLayout(CommData* d);
 // A communicator as users name it: its comm_name; else, where the layout is known, its place
 // in it ("TP group 3 of PP stage 1", "PP group 5", "4-rank group of PP stage 2"); else its id.
 std::string CommLabel(const CommData& d, int comm);
+// How a slow_network finding's summary ends: why it names no host, and what would.
+inline constexpr const char* kUnlocalized =
+    "; every slow communicator spans all of these hosts, so the data cannot tell whose NIC or link it is, and none is "
+    "named as the cause (point-to-point records would tell: NCCL_INSPECTOR_ENABLE_P2P=1, or the collscope profiler "
+    "plugin); check their NICs, cables and switch ports.";
 // "0x5eed (TP group 3 of PP stage 1)", or the id alone when that is all CommLabel knows.
 std::string CommIdAndLabel(const CommData& d, int comm);
 

@@ -259,7 +259,10 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
         for (int w : a.windows) nwin += (w >= w0 && w <= w1);
         if (nwin < 2) continue;  // one window: contention, not a lasting degradation
         Finding f;
-        f.kind = Kind::kSlowLink;
+        // Hosts the data cannot tell apart are suspects, not a culprit: naming them all would
+        // send someone to drain healthy hosts. A late host among them can still name the link's
+        // host (registry.cc, LocalizeLink).
+        f.kind = a.ambiguous ? Kind::kSlowNetwork : Kind::kSlowLink;
         f.detector = "comm.slow_link";
         for (int h : hosts) f.hosts.push_back(d.hosts[h]);
         std::vector<int> comm_list(a.comms.begin(), a.comms.end());
@@ -268,8 +271,11 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
           f.comms.push_back(d.comms[chans[c].comm].id);
           for (int p : chans[c].procs) {
             const int gr = d.procs[p].global_rank;
-            if (std::find(hosts.begin(), hosts.end(), d.procs[p].host) != hosts.end()) f.ranks.push_back(gr);
-            else victims.insert(gr);
+            if (std::find(hosts.begin(), hosts.end(), d.procs[p].host) != hosts.end()) {
+              if (!a.ambiguous) f.ranks.push_back(gr);
+            } else {
+              victims.insert(gr);
+            }
           }
         }
         SortUnique(&f.ranks);
@@ -297,12 +303,14 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
           if (listed++ < 4) kinds += (kinds.empty() ? "" : ", ") + n;
         if (names.size() > 4) kinds += " and " + std::to_string(names.size() - 4) + " more";
         f.AddText("slow_in", kinds);
-        f.summary = (a.ambiguous ? "A network link of " : "The network link of ") + hs +
-                    " is degraded: the " + std::to_string(f.comms.size()) +
-                    " communicators spanning it (" + kinds + ") run at " + Fmt("%.0f", 100.0 / r) +
+        std::string all_hosts;
+        for (const std::string& h : f.hosts) all_hosts += (all_hosts.empty() ? "" : ", ") + h;
+        f.summary = (a.ambiguous ? "The network among " + std::to_string(f.hosts.size()) + " hosts (" + all_hosts + ")"
+                                 : "The network link of " + hs) +
+                    " is degraded: the " + std::to_string(f.comms.size()) + " communicators spanning " +
+                    (a.ambiguous ? "them" : "it") + " (" + kinds + ") run at " + Fmt("%.0f", 100.0 / r) +
                     "% of their usual bus bandwidth since " + FormatTimeUs(f.start_us) +
-                    "; check its NICs, cables and switch ports" +
-                    (a.ambiguous ? " (the data cannot tell these hosts apart)." : ".");
+                    (a.ambiguous ? std::string(kUnlocalized) : "; check its NICs, cables and switch ports.");
         if (group == &congested) {
           o.suppressed->push_back({std::move(f), std::to_string(hosts.size()) +
                                                      " hosts slow at once with no host in common: contention across the "

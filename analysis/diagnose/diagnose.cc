@@ -106,9 +106,11 @@ void MergeSame(std::vector<Finding>* fs, const MergeRule& rule, std::vector<Supp
 }  // namespace
 
 void Consolidate(std::vector<Finding>* fs, std::vector<Suppressed>* suppressed) {
-  // Hangs first, step-level symptoms (which name no culprit) last: an on-call engineer reads
+  // Hangs first, symptoms that name no culprit (step-level ones, a network not localised) last: an on-call engineer reads
   // the cause before the symptom, however sure the symptom is.
-  auto order = [](Kind k) { return k == Kind::kHang ? 0 : k == Kind::kStepRegression || k == Kind::kStepJitter ? 2 : 1; };
+  auto order = [](Kind k) {
+    return k == Kind::kHang ? 0 : k == Kind::kStepRegression || k == Kind::kStepJitter || k == Kind::kSlowNetwork ? 2 : 1;
+  };
   std::stable_sort(fs->begin(), fs->end(), [&](const Finding& a, const Finding& b) {
     if (order(a.kind) != order(b.kind)) return order(a.kind) < order(b.kind);
     return a.confidence > b.confidence;

@@ -207,6 +207,32 @@ TEST(SlowLink, LocalizesHostFromCommunicatorsSpanningIt) {
   EXPECT_TRUE(DetectSlowCompute(d, Opts()).empty()) << "a slow link is not a late rank";
 }
 
+TEST(SlowLink, HostsTheDataCannotTellApartAreSuspectsNotACulprit) {
+  // Cross-host traffic on record only within host pairs (h0,h1) and (h2,h3): a slow NIC on h2
+  // slows exactly the communicators that h3 spans too.
+  CommData d;
+  d.hosts = {"h0", "h1", "h2", "h3"};
+  for (int r = 0; r < 8; ++r) d.procs.push_back({r / 2, r});
+  for (std::vector<int> ps : std::vector<std::vector<int>>{{0, 1}, {2, 3}, {4, 5}, {6, 7}, {0, 2}, {1, 3}, {4, 6}, {5, 7}}) {
+    Comm c;
+    c.id = "0x" + std::to_string(ps[0]) + std::to_string(ps[1]);
+    c.procs = ps;
+    c.n_ranks = 2;
+    c.hosts = {ps[0] / 2, ps[1] / 2};
+    SortUnique(&c.hosts);
+    c.nnodes = static_cast<int>(c.hosts.size());
+    d.comms.push_back(c);
+  }
+  Fill(&d, 100, /*slow_host=*/2, 30, 70, -1, 0, 0);
+  std::vector<Finding> f = DetectSlowLink(d, Opts());
+  Consolidate(&f);
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].kind, Kind::kSlowNetwork) << FindingsToText(f);
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"h2", "h3"}));
+  EXPECT_TRUE(f[0].ranks.empty()) << "naming both hosts' ranks would send someone to drain a healthy host";
+  EXPECT_NE(f[0].summary.find("none is named as the cause"), std::string::npos) << f[0].summary;
+}
+
 TEST(SlowCompute, SynchronisationTrapBlamesTheRankWithTheShortestTime) {
   CommData d = Job();
   Fill(&d, 100, -1, 0, 0, /*late_proc=*/5, 20, 80);

@@ -12,7 +12,8 @@ namespace {
 
 constexpr std::string_view kNames[] = {"slow_link",       "slow_compute",   "host_stall",
                                        "hang",            "collective_mismatch",
-                                       "step_regression", "step_jitter",    "pipeline_bubble"};
+                                       "step_regression", "step_jitter",    "pipeline_bubble",
+                                       "slow_network"};
 
 void Str(std::string* o, std::string_view s) {
   o->push_back('"');

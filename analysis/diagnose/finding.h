@@ -20,6 +20,7 @@ enum class Kind : uint8_t {
   kStepRegression,      // a lasting change point in step time
   kStepJitter,          // transient step-time spikes
   kPipelineBubble,      // a pipeline stage delays its sends; the next stages idle
+  kSlowNetwork,         // a degraded network among hosts the data cannot tell apart: no culprit
   kCount
 };
 std::string_view KindName(Kind k);

@@ -21,23 +21,18 @@ bool ShareRank(const Finding& a, const Finding& b) {
 
 bool OverlapInTime(const Finding& a, const Finding& b) { return b.start_us <= a.end_us && a.start_us <= b.end_us; }
 
-bool Ambiguous(const Finding& f) {
-  for (const Evidence& e : f.evidence)
-    if (e.key == "ambiguous") return e.text.rfind("yes", 0) == 0;
-  return false;
-}
-
 bool ShareComm(const Finding& a, const Finding& b) {
   for (const std::string& c : b.comms)
     if (std::find(a.comms.begin(), a.comms.end(), c) != a.comms.end()) return true;
   return false;
 }
 
-// The link's data could not tell its hosts apart, and one of them is late in the very
-// communicators the link slows: its lateness is its NIC's (its other traffic, unrecorded, crosses
-// it slowly), so the link is that host's.
+// A slow network's data could not tell its hosts apart, and one of them is late in the very
+// communicators it slows: its lateness is its NIC's (its other traffic, unrecorded, crosses it
+// slowly), so the link is that host's.
 void LocalizeLink(Finding* link, const Finding& late) {
   const size_t suspects = link->hosts.size();
+  link->kind = Kind::kSlowLink;
   link->hosts = late.hosts;
   link->ranks = late.ranks;
   link->victims.insert(link->victims.end(), late.victims.begin(), late.victims.end());
@@ -51,12 +46,12 @@ void LocalizeLink(Finding* link, const Finding& late) {
     if (e.key == "ambiguous")
       e.text = "resolved: of the " + std::to_string(suspects) + " hosts the slow communicators span, only " +
                late.hosts[0] + "'s ranks arrive late in them";
-  const size_t cut = link->summary.find(" (the data cannot tell these hosts apart).");
+  const size_t cut = link->summary.find(kUnlocalized);
   if (cut != std::string::npos) link->summary.resize(cut);
   const size_t verb = link->summary.find(" is degraded");
   if (verb != std::string::npos) link->summary.replace(0, verb, "The network link of host " + late.hosts[0]);
-  link->summary += ": of the " + std::to_string(suspects) + " hosts they span only " + late.hosts[0] +
-                   "'s ranks arrive late in them.";
+  link->summary += "; check its NICs, cables and switch ports: of the " + std::to_string(suspects) +
+                   " hosts the slow communicators span, only " + late.hosts[0] + "'s ranks arrive late in them.";
   link->AddText("also_detected_by", late.detector);
 }
 
@@ -67,7 +62,8 @@ std::vector<Finding> Progress(const CommData& d, const CommOptions&) { return De
 
 const std::vector<DetectorInfo>& Detectors() {
   static const std::vector<DetectorInfo> d = {
-      {"comm.slow_link", {Kind::kSlowLink}, "collective and point-to-point records", 'A', &DetectSlowLink},
+      {"comm.slow_link", {Kind::kSlowLink, Kind::kSlowNetwork}, "collective and point-to-point records", 'A',
+       &DetectSlowLink},
       {"comm.link_flap", {Kind::kSlowLink}, "collective and point-to-point records (Send/Recv pairs)", 'A',
        &DetectLinkFlaps},
       {"comm.late_arrival", {Kind::kSlowCompute}, "collective records (complete or sampled), point-to-point records",
@@ -103,16 +99,18 @@ const std::vector<MergeRule>& MergeRules() {
        [](const Finding& a, const Finding& b) { return ShareRank(a, b) && OverlapInTime(a, b); }},
       // One link: a degradation seen in two runs of windows, or a flap that also slowed windows.
       {Kind::kSlowLink, "the same hosts' link", [](const Finding& a, const Finding& b) { return a.hosts == b.hosts; }},
-      // One compute straggler: one host (or hosts one covers, as a slow stage does), whichever
-      // detector saw it.
-      {Kind::kSlowLink,
-       "an ambiguous link's hosts hold exactly one late host, late in the communicators the link "
+      {Kind::kSlowNetwork, "the same hosts' network",
+       [](const Finding& a, const Finding& b) { return a.hosts == b.hosts; }},
+      // A slow network's one late host is its link's host.
+      {Kind::kSlowNetwork,
+       "a slow network's hosts hold exactly one late host, late in the communicators the network "
        "slows, overlapping windows: the link is that host's",
        [](const Finding& a, const Finding& b) {
-         return Ambiguous(a) && b.hosts.size() == 1 && Subset(b.hosts, a.hosts) && ShareComm(a, b) &&
-                OverlapInTime(a, b);
+         return b.hosts.size() == 1 && Subset(b.hosts, a.hosts) && ShareComm(a, b) && OverlapInTime(a, b);
        },
        false, Kind::kSlowCompute, LocalizeLink},
+      // One compute straggler: one host (or hosts one covers, as a slow stage does), whichever
+      // detector saw it.
       {Kind::kSlowCompute, "the same host (or a host set one covers), overlapping windows",
        [](const Finding& a, const Finding& b) {
          return !a.hosts.empty() && !b.hosts.empty() && (Subset(b.hosts, a.hosts) || Subset(a.hosts, b.hosts)) &&

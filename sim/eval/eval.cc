@@ -150,9 +150,10 @@ Status ScoreFindings(const std::string& gt_path, const std::vector<Finding>& fin
         credit_exact = exact;
       }
     }
-    // Step-level symptoms (step_regression, step_jitter) name no culprit by design: their
-    // confidence is that the step time moved, so they stay out of the culprit calibration.
-    const bool symptom = f.kind == Kind::kStepRegression || f.kind == Kind::kStepJitter;
+    // Symptoms name no culprit by design (step_regression, step_jitter: the step time moved;
+    // slow_network: a network the data cannot localise): they stay out of the culprit
+    // calibration, and each one still counts as a false finding of its job.
+    const bool symptom = f.kind == Kind::kStepRegression || f.kind == Kind::kStepJitter || f.kind == Kind::kSlowNetwork;
     CalibrationBin unused;
     CalibrationBin& cb = symptom ? unused
                                  : tier->calibration[std::clamp(static_cast<size_t>(f.confidence * 5), size_t{0}, size_t{4})];
@@ -593,8 +594,8 @@ std::string EvalReport::ToText() const {
          "host-level faults)\n";
     o << "kind                  findings  true exact dupl  faults found  precision recall  exact     F1  localize_s\n";
     for (const auto& [k, v] : ts.kinds) {
-      if (v.faults == 0 && (k == "step_regression" || k == "step_jitter")) {
-        std::snprintf(b, sizeof b, "%-20s %9d  (a step-level symptom: names no culprit, not scored)\n", k.c_str(), v.findings);
+      if (v.faults == 0 && (k == "step_regression" || k == "step_jitter" || k == "slow_network")) {
+        std::snprintf(b, sizeof b, "%-20s %9d  (a symptom: names no culprit, not scored per kind)\n", k.c_str(), v.findings);
         o << b;
         continue;
       }
