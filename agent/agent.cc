@@ -115,11 +115,11 @@ Status Agent::Init() {
     if (Status st = remotes_.back()->Start(); !st.ok())
       return Status::Error("--remote-write " + target + ": " + st.message());
   }
-  for (const std::string* u : {&o_.alertmanager, &o_.webhook}) {
-    if (u->empty()) continue;
-    auto url = ParseHttpUrl(*u);
-    if (!url.ok()) return Status::Error(*u + ": " + url.status().message());
-  }
+  for (const std::vector<std::string>* urls : {&o_.alertmanager, &o_.webhook})
+    for (const std::string& u : *urls) {
+      auto url = ParseHttpUrl(u);
+      if (!url.ok()) return Status::Error(u + ": " + url.status().message());
+    }
   if (!o_.listen.empty()) {
     const size_t colon = o_.listen.rfind(':');
     HttpServerOptions ho;
@@ -168,8 +168,8 @@ std::string Agent::Describe() const {
     s += "serving /metrics, /findings, /healthz on " + o_.listen.substr(0, o_.listen.rfind(':')) +
          ":" + std::to_string(port()) + "\n";
   for (const std::string& target : o_.remote_write) s += "remote-writing to " + target + "\n";
-  if (!o_.alertmanager.empty()) s += "alerting Alertmanager at " + o_.alertmanager + "\n";
-  if (!o_.webhook.empty()) s += "posting findings to " + o_.webhook + "\n";
+  for (const std::string& target : o_.alertmanager) s += "alerting Alertmanager at " + target + "\n";
+  for (const std::string& target : o_.webhook) s += "posting findings to " + target + "\n";
   if (!o_.hosts.empty()) s += "reading only the files of " + Join(o_.hosts, ", ") + "\n";
   if (!o_.export_summaries.empty())
     s += "writing record summaries to " + o_.export_summaries +
@@ -429,10 +429,11 @@ void Agent::Alert(const FindingTracker::Changes& ch) {
   std::vector<AlertmanagerAlert> alerts;
   for (const auto& [key, t] : tracker_.active()) alerts.push_back(to_alert(t, false));
   for (const TrackedFinding& t : ch.resolved) alerts.push_back(to_alert(t, true));
-  if (!o_.alertmanager.empty() && !alerts.empty()) {
-    Status st = PostAlerts(o_.alertmanager, alerts, 5000);
+  for (const std::string& target : o_.alertmanager) {
+    if (alerts.empty()) break;
+    Status st = PostAlerts(target, alerts, 5000);
     st.ok() ? ++alerts_sent_ : ++alert_errors_;
-    if (!st.ok()) std::fprintf(stderr, "collscope agent: alertmanager: %s\n", st.message().c_str());
+    if (!st.ok()) std::fprintf(stderr, "collscope agent: alertmanager %s: %s\n", target.c_str(), st.message().c_str());
   }
   if (!o_.webhook.empty() && (!ch.raised.empty() || !ch.resolved.empty())) {
     std::vector<diagnose::Finding> raised, resolved;
@@ -441,9 +442,11 @@ void Agent::Alert(const FindingTracker::Changes& ch) {
     std::string body = "{\"schema\": \"collscope.agent.alert.v1\", \"run\": \"" + o_.run +
                        "\", \"raised\": " + diagnose::FindingsToJson(raised) +
                        ", \"resolved\": " + diagnose::FindingsToJson(resolved) + "}";
-    Status st = PostWebhook(o_.webhook, body, 5000);
-    st.ok() ? ++alerts_sent_ : ++alert_errors_;
-    if (!st.ok()) std::fprintf(stderr, "collscope agent: webhook: %s\n", st.message().c_str());
+    for (const std::string& target : o_.webhook) {
+      Status st = PostWebhook(target, body, 5000);
+      st.ok() ? ++alerts_sent_ : ++alert_errors_;
+      if (!st.ok()) std::fprintf(stderr, "collscope agent: webhook %s: %s\n", target.c_str(), st.message().c_str());
+    }
   }
 }
 

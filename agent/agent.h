@@ -43,8 +43,10 @@ struct AgentOptions {
   std::string run = "live";               // run name in the store
   std::string listen;                     // "127.0.0.1:9464"; empty: serve nothing
   std::vector<std::string> remote_write;  // http://host:port/api/v1/write, each its own queue
-  std::string alertmanager;               // http://host:port (API v2 path appended); empty: none
-  std::string webhook;                    // http://...; empty: none
+  // Alertmanager base URLs (http://host:port, API v2 path appended): every member of an HA
+  // cluster gets every alert, as Prometheus sends them; the cluster deduplicates.
+  std::vector<std::string> alertmanager;
+  std::vector<std::string> webhook;       // http://..., each gets raised and resolved findings
   std::string report_url;                 // linked from alerts
   std::string job;  // the `job` label value of alerts and remote-written series
   double interval_s = 5;

@@ -15,6 +15,7 @@
 #include "agent/finding_tracker.h"
 #include "agent/job_metrics.h"
 #include "agent/metrics.h"
+#include "agent/scripted_peer.h"
 #include "agent/watch.h"
 #include "analysis/views.h"
 #include "core/ingest.h"
@@ -115,7 +116,7 @@ TEST(FindingTracker, StateSurvivesARestart) {
 }
 
 TEST(FolderWatch, SeesAppendsNewFilesAndNewFolders) {
-  testing::TempDir dir;
+  collscope::testing::TempDir dir;
   fs::create_directories(dir / "dumps");
   FolderWatch w({dir / "dumps"});
   if (w.polling()) GTEST_SKIP() << "inotify unavailable here: " << w.polling_reason();
@@ -179,7 +180,7 @@ std::map<Labels, double> SeriesOf(const std::vector<MetricFamily>& families,
   return out;
 }
 
-std::unique_ptr<Store> SimulateAndIngest(const testing::TempDir& dir, const std::string& fault) {
+std::unique_ptr<Store> SimulateAndIngest(const collscope::testing::TempDir& dir, const std::string& fault) {
   RunJob(SmallJob(dir / "job", fault));
   auto store = Store::Open(dir / "s.duckdb");
   EXPECT_TRUE(store.ok());
@@ -193,7 +194,7 @@ std::unique_ptr<Store> SimulateAndIngest(const testing::TempDir& dir, const std:
 }
 
 TEST(JobMetrics, ASlowNicMakesItsHostTheLowestBusBandwidthRatio) {
-  testing::TempDir dir;
+  collscope::testing::TempDir dir;
   auto store = SimulateAndIngest(dir, "kind=nic_degrade,host=1,factor=0.25");
   auto m = JobMetrics(*store, "live", {});
   ASSERT_TRUE(m.ok()) << m.status().message();
@@ -211,7 +212,7 @@ TEST(JobMetrics, ASlowNicMakesItsHostTheLowestBusBandwidthRatio) {
 }
 
 TEST(JobMetrics, AStragglerRankArrivesLastAndOnlyInsideTheWindowItIsIn) {
-  testing::TempDir dir;
+  collscope::testing::TempDir dir;
   auto store = SimulateAndIngest(dir, "kind=gpu_straggler,rank=13,factor=2.0");
   auto m = JobMetrics(*store, "live", {});
   ASSERT_TRUE(m.ok()) << m.status().message();
@@ -257,7 +258,7 @@ sim::SimConfig DefaultJob(const std::string& out, const std::string& fault, int 
 }
 
 TEST(Agent, ATickOnASlowHostsJobRaisesItsFindingAndARestartResumesIt) {
-  testing::TempDir dir;
+  collscope::testing::TempDir dir;
   sim::SimConfig c = DefaultJob(dir / "job", "kind=nic_degrade,host=1,factor=0.25", 30);
   RunJob(c);
   ASSERT_FALSE(::testing::Test::HasFailure());
@@ -298,8 +299,37 @@ TEST(Agent, ATickOnASlowHostsJobRaisesItsFindingAndARestartResumesIt) {
   EXPECT_FALSE(r.ingested && r.records_stored > 0) << "the ingest's progress survives the restart";
 }
 
+TEST(Agent, EveryAlertmanagerOfAnHaPairAndEveryWebhookGetsTheFinding) {
+  collscope::testing::TempDir dir;
+  sim::SimConfig c = DefaultJob(dir / "job", "kind=nic_degrade,host=1,factor=0.25", 30);
+  RunJob(c);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  // One member of the pair is down: the other still gets the alert, and the failure is counted.
+  agent::testing::ScriptedPeer down({agent::testing::StatusReply(503)}), up({agent::testing::StatusReply(200)}),
+      hook_a({agent::testing::StatusReply(200)}), hook_b({agent::testing::StatusReply(200)});
+  AgentOptions o;
+  o.watch = {dir / "job"};
+  o.db = dir / "agent.duckdb";
+  o.listen = "";
+  o.window_s = 3600;
+  o.alertmanager = {down.url("/"), up.url("/")};
+  o.webhook = {hook_a.url("/a"), hook_b.url("/b")};
+  auto a = Agent::Create(o);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  TickReport r = (*a)->Tick();
+  ASSERT_GE(r.raised, 1) << r.error;
+  for (const auto* peer : {&down, &up, &hook_a, &hook_b}) {
+    ASSERT_EQ(peer->requests().size(), 1u);
+    EXPECT_NE(peer->requests()[0].find("node-001"), std::string::npos) << peer->requests()[0];
+  }
+  EXPECT_EQ(up.requests()[0].rfind("POST /api/v2/alerts ", 0), 0u) << up.requests()[0];
+  EXPECT_EQ(hook_b.requests()[0].rfind("POST /b ", 0), 0u) << hook_b.requests()[0];
+  EXPECT_NE((*a)->MetricsText().find("collscope_agent_alert_post_errors_total 1\n"), std::string::npos)
+      << (*a)->MetricsText();
+}
+
 TEST(Agent, RetentionDeletesRecordsOlderThanItsJobTime) {
-  testing::TempDir dir;
+  collscope::testing::TempDir dir;
   sim::SimConfig c = SmallJob(dir / "job", "", 8);
   const sim::SimStats stats = RunJob(c);
   ASSERT_FALSE(::testing::Test::HasFailure());
@@ -329,7 +359,7 @@ TEST(Agent, RetentionDeletesRecordsOlderThanItsJobTime) {
 
 TEST(Agent, FoldersAreWalkedEveryRescanEvenWithoutAnEvent) {
   // Files other hosts write to a network filesystem raise no inotify event; the rescan finds them.
-  testing::TempDir dir;
+  collscope::testing::TempDir dir;
   sim::SimConfig c = SmallJob(dir / "job", "", 2);
   RunJob(c);
   ASSERT_FALSE(::testing::Test::HasFailure());
@@ -348,7 +378,7 @@ TEST(Agent, FoldersAreWalkedEveryRescanEvenWithoutAnEvent) {
 }
 
 TEST(Agent, AWaitingReaderGetsTheStoreAndTheTickItBlocksIsMadeUpLater) {
-  testing::TempDir dir;
+  collscope::testing::TempDir dir;
   sim::SimConfig c = SmallJob(dir / "job", "", 4);
   RunJob(c);
   ASSERT_FALSE(::testing::Test::HasFailure());

@@ -99,9 +99,9 @@ void Register(CLI::App& app) {
       "--remote-write", o->agent.remote_write,
       "Prometheus remote-write URL (http://host:port/api/v1/write); repeat for more receivers");
   cmd->add_option("--alertmanager", o->agent.alertmanager,
-                  "Alertmanager base URL (http://host:9093)");
+                  "Alertmanager base URL (http://host:9093); repeat for each member of an HA cluster");
   cmd->add_option("--webhook", o->agent.webhook,
-                  "URL that receives raised and resolved findings as JSON");
+                  "URL that receives raised and resolved findings as JSON; repeat for more");
   cmd->add_option("--report-url", o->agent.report_url, "Link put in alerts (the job's report)");
   cmd->add_option("--job", o->agent.job,
                   "Value of the 'job' label on alerts and remote-written series");
