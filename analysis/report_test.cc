@@ -2,14 +2,32 @@
 
 #include <gtest/gtest.h>
 
+#include "analysis/diagnose/diagnose.h"
 #include "analysis/views.h"
 #include "core/ingest.h"
 #include "tests/test_util.h"
+#ifdef COLLSCOPE_REPORT_TEST_SIM
+#include "sim/sim.h"
+#endif
 
 namespace collscope {
 namespace {
 
 using testing::CollLine;
+
+// The text between `<section id="ID"` and its `</section>`.
+std::string Section(const std::string& html, const std::string& id) {
+  const size_t at = html.find("<section id=\"" + id + "\"");
+  if (at == std::string::npos) return "";
+  const size_t end = html.find("</section>", at);
+  return html.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
 
 class Report : public ::testing::Test {
  protected:
@@ -35,10 +53,12 @@ TEST_F(Report, SelfContainedWithEverySectionAndNoNetwork) {
   ReportOptions o;
   auto html = RenderReport(*store_, o);
   ASSERT_TRUE(html.ok()) << html.status().message();
-  for (const char* id : {"id=\"overview\"", "id=\"findings\"", "id=\"hot-kernels\"",
+  for (const char* id : {"id=\"summary\"", "id=\"overview\"", "id=\"findings\"", "id=\"hot-kernels\"",
                          "id=\"ecdf\"", "id=\"temporal\"", "id=\"spatial\"", "id=\"ranges\"",
-                         "id=\"baseline\"", "id=\"report-data\"", "id=\"findings-data\">null"})
+                         "id=\"baseline\"", "id=\"report-data\"", "id=\"findings-data\""})
     EXPECT_NE(html->find(id), std::string::npos) << id;
+  // Findings first: the summary and the findings come before the overview.
+  EXPECT_LT(html->find("<section id=\"findings\""), html->find("<section id=\"overview\""));
   // Nothing is fetched: no external scripts, styles or URLs to load.
   EXPECT_EQ(html->find("<script src"), std::string::npos);
   EXPECT_EQ(html->find("<link"), std::string::npos);
@@ -51,18 +71,83 @@ TEST_F(Report, SelfContainedWithEverySectionAndNoNetwork) {
   EXPECT_NE(html->find("\"run\":\"job\""), std::string::npos);
 }
 
-TEST_F(Report, FindingsDocumentIsEmbeddedAndValidated) {
+// Without --findings the report diagnoses the store itself and says so at its top: the run, the
+// evidence tier the diagnosis had, and that the findings are its own.
+TEST_F(Report, DiagnosesTheStoreAndSaysWhatItRead) {
+  ReportOptions o;
+  auto html = RenderReport(*store_, o);
+  ASSERT_TRUE(html.ok()) << html.status().message();
+  const std::string top = Section(*html, "summary");
+  EXPECT_NE(top.find("Read run <b>job</b>"), std::string::npos) << top;
+  EXPECT_NE(top.find("20 NCCL records of 1 ranks on 1 hosts"), std::string::npos) << top;
+  EXPECT_NE(top.find("Evidence tier <b>A</b> (NCCL communication records)"), std::string::npos) << top;
+  EXPECT_NE(top.find("<b>diagnosed by this report</b>"), std::string::npos) << top;
+  // One healthy process: nothing found, said as such, and the document for programs is the
+  // diagnosis's own (an empty findings list, not null).
+  EXPECT_NE(top.find("No findings"), std::string::npos) << top;
+  EXPECT_NE(Section(*html, "findings").find("id=\"no-findings\""), std::string::npos);
+  EXPECT_NE(html->find("id=\"findings-data\">{\"schema\": \"collscope.findings.v1\", \"findings\": []"),
+            std::string::npos);
+}
+
+// A findings document: cards in plain words (culprit linked to its host row, victims and
+// communicators summarised, evidence as a table with units, no raw JSON), duplicates as one card,
+// the suppressed list behind a toggle, and the source said at the top.
+TEST_F(Report, FindingsDocumentInPlainWords) {
+  const std::string finding =
+      "{\"kind\":\"slow_link\",\"confidence\":0.9,\"hosts\":[\"h1\"],\"ranks\":[0],\"victims\":[1,2,3,4,5,6,7,"
+      "16,17,18,19,20,21,22,23],\"comms\":[\"0xa\"],\"start_us\":1767225602000000,\"end_us\":1767225606000000,"
+      "\"summary\":\"</script><b>x slow on 0xa (DP group 3)\",\"detector\":\"comm.slow_link\","
+      "\"evidence\":{\"bandwidth_share\":0.25,\"max_wait_us\":12000,\"msg_size_bytes\":4194304,"
+      "\"worst_kernel\":\"nic-only/2/AllReduce\"}}";
   testing::WriteFile(dir_ / "f.json",
-                     "{\"schema\":\"collscope.findings.v1\",\"findings\":[{\"kind\":\"nic_degrade\","
-                     "\"confidence\":0.9,\"hosts\":[\"h1\"],\"ranks\":[0],\"victims\":[],\"comms\":"
-                     "[\"0xa\"],\"start_us\":1,\"end_us\":2,\"summary\":\"</script><b>x\","
-                     "\"evidence\":{}}]}");
+                     "{\"schema\":\"collscope.findings.v1\",\"findings\":[" + finding + "," + finding +
+                         "],\"suppressed\":[{\"reason\":\"propagated lateness: it waited on others\",\"finding\":"
+                         "{\"kind\":\"slow_compute\",\"confidence\":0.5,\"hosts\":[\"h9\"],\"ranks\":[3],"
+                         "\"victims\":[],\"comms\":[],\"start_us\":1,\"end_us\":2,\"summary\":\"s\","
+                         "\"detector\":\"comm.late_arrival\",\"evidence\":{}}}]}");
   ReportOptions o;
   o.findings_path = dir_ / "f.json";
   auto html = RenderReport(*store_, o);
   ASSERT_TRUE(html.ok()) << html.status().message();
-  EXPECT_NE(html->find("nic_degrade"), std::string::npos);
   EXPECT_EQ(html->find("</script><b>x"), std::string::npos);  // cannot close the data script
+  const std::string top = Section(*html, "summary");
+  EXPECT_NE(top.find("read from " + (dir_ / "f.json")), std::string::npos) << top;
+  EXPECT_NE(top.find("Evidence tier: <b>not assessed</b>"), std::string::npos) << top;
+  EXPECT_NE(top.find("Culprit: <a href=\"#finding-1\"><span class=\"culprit-name\">h1</span>"), std::string::npos)
+      << top;
+  const std::string cards = Section(*html, "findings");
+  // One card for the two identical findings, saying it was seen twice.
+  EXPECT_EQ(Count(cards, "<article class=\"finding"), 1u) << cards;
+  EXPECT_NE(cards.find("2 occurrences"), std::string::npos);
+  EXPECT_NE(cards.find("<b>Culprit:</b> <a class=\"culprit-name\" href=\"#host-h1\">h1</a>"), std::string::npos)
+      << cards;
+  EXPECT_NE(cards.find("&lt;/script&gt;&lt;b&gt;x slow"), std::string::npos);
+  // Victims as ranges, never an elided list; the communicator by the label the summary gives it.
+  EXPECT_NE(cards.find("15 ranks: 1-7, 16-23 (they wait for it)"), std::string::npos) << cards;
+  EXPECT_EQ(cards.find("..."), std::string::npos);
+  EXPECT_NE(cards.find("DP group 3 <span class=\"muted\">0xa</span>"), std::string::npos) << cards;
+  // Evidence: a table with names and units, never a JSON block.
+  EXPECT_NE(cards.find("<table class=\"t evidence\">"), std::string::npos);
+  EXPECT_NE(cards.find("<td>bandwidth share</td><td class=\"num\">25 %</td>"), std::string::npos) << cards;
+  EXPECT_NE(cards.find("<td>max wait</td><td class=\"num\">12 ms</td>"), std::string::npos) << cards;
+  EXPECT_NE(cards.find("<td>msg size</td><td class=\"num\">4 MiB</td>"), std::string::npos) << cards;
+  EXPECT_EQ(cards.find("<pre"), std::string::npos);
+  EXPECT_EQ(cards.find("{\""), std::string::npos);
+  EXPECT_EQ(cards.find("\"bandwidth_share\""), std::string::npos);
+  EXPECT_NE(cards.find("id=\"confidence-note\""), std::string::npos);
+  EXPECT_NE(cards.find("confidence 0.90 \xC2\xB7 high"), std::string::npos);
+  // The suppressed candidate, collapsed, with its reason.
+  EXPECT_NE(cards.find("<details id=\"suppressed\""), std::string::npos);
+  EXPECT_EQ(cards.find("<details id=\"suppressed\" open"), std::string::npos);
+  EXPECT_NE(cards.find("propagated lateness: it waited on others"), std::string::npos);
+  // The host table names the culprit first and links back to its card.
+  const std::string hosts = html->substr(html->find("id=\"host-table\""));
+  EXPECT_NE(hosts.find("<tbody><tr id=\"host-h1\" class=\"culprit\">"), std::string::npos) << hosts.substr(0, 600);
+  EXPECT_NE(hosts.find("<a href=\"#finding-1\">#1 culprit</a>"), std::string::npos);
+  // The windows go to the charts.
+  EXPECT_NE(html->find("\"bands\":[{\"card\":1,\"kind\":\"slow_link\""), std::string::npos);
+
   testing::WriteFile(dir_ / "bad.json", "{\"findings\":[]}");
   o.findings_path = dir_ / "bad.json";
   EXPECT_FALSE(RenderReport(*store_, o).ok());
@@ -72,6 +157,104 @@ TEST_F(Report, FindingsDocumentIsEmbeddedAndValidated) {
   o.run = "nope";
   EXPECT_FALSE(RenderReport(*store_, o).ok());
 }
+
+// slow_network is a symptom: its hosts are suspects, never a culprit, in the card, the headline
+// and the host table.
+TEST_F(Report, SymptomNamesSuspectsNotACulprit) {
+  testing::WriteFile(dir_ / "f.json",
+                     "{\"schema\":\"collscope.findings.v1\",\"findings\":[{\"kind\":\"slow_network\",\"confidence\":"
+                     "0.6,\"hosts\":[\"h1\",\"h2\"],\"ranks\":[],\"victims\":[],\"comms\":[],\"start_us\":"
+                     "1767225602000000,\"end_us\":1767225606000000,\"summary\":\"a network is slow\",\"detector\":"
+                     "\"comm.slow_link\",\"evidence\":{}}]}");
+  ReportOptions o;
+  o.findings_path = dir_ / "f.json";
+  auto html = RenderReport(*store_, o);
+  ASSERT_TRUE(html.ok()) << html.status().message();
+  const std::string cards = Section(*html, "findings");
+  EXPECT_NE(cards.find("<b>No culprit:</b> a symptom. Suspects (none named as the cause): "
+                       "<a class=\"suspect-name\" href=\"#host-h1\">h1</a>"),
+            std::string::npos)
+      << cards;
+  EXPECT_EQ(cards.find("culprit-name"), std::string::npos);
+  EXPECT_NE(Section(*html, "summary").find("No culprit named"), std::string::npos);
+  EXPECT_NE(html->find("<tr id=\"host-h1\" class=\"suspect\">"), std::string::npos);
+  EXPECT_EQ(html->find("class=\"culprit\""), std::string::npos);
+  EXPECT_NE(html->find("\"named_hosts\":{\"culprits\":[],\"suspects\":[\"h1\",\"h2\"]}"), std::string::npos);
+}
+
+#ifdef COLLSCOPE_REPORT_TEST_SIM
+// A simulated job with one NIC-degraded host for steps 8-13 of 20 (4 hosts x 8 GPUs, TP 8 in a
+// host, PP 2; the example job's shape, another host and seed, no step series or kernels): the
+// report, with no findings given, diagnoses it and every view names that host.
+TEST(ReportOfSimulatedJob, NamesTheDegradedHostEverywhere) {
+  testing::TempDir dir;
+  sim::SimConfig c;
+  c.seed = 11;
+  c.cluster.hosts = 4;
+  c.cluster.gpus_per_host = 8;
+  c.parallel.tp = 8;
+  c.parallel.pp = 2;
+  c.workload.layers = 2;
+  c.workload.micro_batches = 2;
+  c.workload.hidden = 8192;
+  c.workload.seq_len = 8192;
+  c.workload.bucket_mparams = 250;
+  c.workload.steps = 20;
+  c.inspector.dump_interval_us = 200000;
+  c.output.dir = dir / "job";
+  c.output.kineto_max_ranks = 0;
+  c.output.steps = false;
+  sim::FaultSpec f;
+  std::string err;
+  ASSERT_TRUE(sim::ParseFaultSpec("kind=nic_degrade,host=2,factor=0.25,start_step=8,end_step=14", &f, &err)) << err;
+  c.faults.push_back(f);
+  sim::SimStats stats;
+  ASSERT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
+  auto store = Store::Open(dir / "s.duckdb");
+  ASSERT_TRUE(store.ok());
+  IngestOptions io;
+  io.run = "sim";
+  io.threads = 2;
+  ASSERT_TRUE(Ingest(**store, {dir / "job/nccl-inspector"}, io).ok());
+  ASSERT_TRUE(InstallAnalysisViews(**store, false).ok());
+
+  ReportOptions o;
+  auto html = RenderReport(**store, o);
+  ASSERT_TRUE(html.ok()) << html.status().message();
+  const std::string top = Section(*html, "summary"), cards = Section(*html, "findings");
+  EXPECT_NE(top.find("Read run <b>sim</b>"), std::string::npos) << top;
+  EXPECT_NE(top.find("of 32 ranks on 4 hosts"), std::string::npos) << top;
+  EXPECT_NE(top.find("Evidence tier <b>"), std::string::npos) << top;
+  EXPECT_NE(top.find("<b>diagnosed by this report</b>"), std::string::npos) << top;
+  // The first screen names the host, and so does the card.
+  EXPECT_NE(top.find("Culprit: <a href=\"#finding-1\"><span class=\"culprit-name\">node-002</span>"),
+            std::string::npos)
+      << top << cards;
+  EXPECT_NE(cards.find("<a class=\"culprit-name\" href=\"#host-node-002\">node-002</a>"), std::string::npos)
+      << cards;
+  EXPECT_EQ(cards.find("<pre"), std::string::npos);
+  EXPECT_EQ(cards.find("{\""), std::string::npos);
+  EXPECT_NE(cards.find("<table class=\"t evidence\">"), std::string::npos);
+  EXPECT_EQ(cards.find(", ... ("), std::string::npos);  // victims never as an elided list
+  // The host table puts it first and highlights it; the charts get its window.
+  const std::string hosts = html->substr(html->find("id=\"host-table\""));
+  EXPECT_NE(hosts.find("<tbody><tr id=\"host-node-002\" class=\"culprit\">"), std::string::npos)
+      << hosts.substr(0, 800);
+  EXPECT_EQ(Count(hosts.substr(0, hosts.find("</table>")), "class=\"culprit\""), 1u);
+  EXPECT_NE(html->find("\"named_hosts\":{\"culprits\":[\"node-002\"]"), std::string::npos);
+  EXPECT_NE(html->find("\"bands\":[{\"card\":1,"), std::string::npos);
+  // The suppressed list is there exactly when the diagnosis suppressed something.
+  std::vector<diagnose::Suppressed> suppressed;
+  diagnose::DiagnoseOptions d;
+  d.run = "sim";
+  d.suppressed = &suppressed;
+  ASSERT_TRUE(diagnose::DiagnoseStore(**store, d).ok());
+  EXPECT_EQ(cards.find("<details id=\"suppressed\"") != std::string::npos, !suppressed.empty());
+  if (!suppressed.empty()) {
+    EXPECT_NE(cards.find(std::to_string(suppressed.size()) + " candidate finding"), std::string::npos);
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace collscope

@@ -35,16 +35,19 @@ int Run(Options& o) {
 void Register(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
-      "report", "Write one self-contained, offline HTML report of a run: overview, findings, hot "
-                "kernels, busbw ECDFs, bandwidth over time, host and rank heatmaps, range bars and "
-                "the baseline comparison (docs/report.md).");
+      "report", "Write one self-contained, offline HTML report of a run, findings first: it diagnoses the "
+                "store itself (as `collscope diagnose --db` does) unless given --findings, and says which run, "
+                "which evidence tier and which findings it used; then the overview, hot kernels, busbw ECDFs, "
+                "bandwidth over time with the findings' windows, host and rank heatmaps, range bars and the "
+                "baseline comparison (docs/report.md).");
   cmd->add_option("--db", o->db, "Store file")->capture_default_str();
   cmd->add_option("-o,--output", o->output, "HTML file to write")->capture_default_str();
   cmd->add_option("--run", o->report.run, "Run to report (default: the one with most records)");
   cmd->add_option("--baseline", o->report.baseline,
                   "Baseline run (default: the first run holding nccl-tests results)");
   cmd->add_option("--findings", o->report.findings_path,
-                  "Findings JSON (collscope.findings.v1, from `collscope diagnose --json`)");
+                  "Show these findings (collscope.findings.v1, from `collscope diagnose --json`) instead of "
+                  "diagnosing the store");
   cmd->add_option("--top", o->report.top_kernels, "Hot kernels plotted")->capture_default_str();
   cmd->add_option("--bin-s", o->report.bin_s, "Time bin, seconds (widened for long runs)")
       ->capture_default_str();

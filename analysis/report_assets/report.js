@@ -57,7 +57,6 @@
 
   // ---- overview ----
   var ov = rows(D.overview)[0] || {};
-  document.getElementById('title').textContent = 'Run ' + D.meta.run;
   document.getElementById('subtitle').textContent = (ov.first_dump_text ? ov.first_dump_text + ' \u2013 ' + ov.last_dump_text + '  \u00b7  ' : '') + 'store ' + D.meta.store;
   var spanUs = ov.first_dump_text ? (Date.parse(ov.last_dump_text.replace(' ', 'T') + 'Z') - Date.parse(ov.first_dump_text.replace(' ', 'T') + 'Z')) * 1000 : 0;
   var cards = [['Records', num(ov.records, 0)], ['Hosts', num(ov.hosts, 0)], ['Processes (GPUs)', num(ov.processes, 0)], ['Communicators', num(ov.communicators, 0)],
@@ -75,23 +74,30 @@
   pie('chart-ops', D.counts_by_op, 'op');
   pie('chart-classes', D.counts_by_coll_type, 'coll_type');
 
-  // ---- findings ----
-  var fb = document.getElementById('findings-body');
-  var findings = F && F.findings ? F.findings : [];
-  if (!F) {
-    fb.innerHTML = '<div class="empty" id="no-findings">No findings: no diagnosis was supplied (run <code>collscope diagnose --json</code> and pass it with <code>--findings</code>).</div>';
-  } else if (!findings.length) {
-    fb.innerHTML = '<div class="empty" id="no-findings">No findings: the diagnosis found nothing wrong in this run.</div>';
-  } else {
-    findings.forEach(function (f) {
-      var conf = typeof f.confidence === 'number' ? f.confidence : null;
-      var win = (f.start_us && f.end_us) ? new Date(f.start_us / 1000).toISOString().replace('T', ' ').replace('Z', '') + ' \u2013 ' + new Date(f.end_us / 1000).toISOString().substr(11, 12) + ' (' + dur(f.end_us - f.start_us) + ')' : '';
-      var list = function (name, v) { return v && v.length ? '<b>' + name + '</b> ' + esc(v.slice(0, 24).join(', ')) + (v.length > 24 ? ' \u2026 (' + v.length + ')' : '') + '  ' : ''; };
-      var ev = f.evidence === undefined ? '' : (typeof f.evidence === 'string' ? esc(f.evidence) : esc(JSON.stringify(f.evidence, null, 1)));
-      fb.appendChild(el('div', {class: 'finding'}, '<div class="head"><span class="pill bad">' + esc(f.kind) + '</span>' + (conf !== null ? '<span class="pill ' + (conf > 0.7 ? 'bad' : 'warn') + '">confidence ' + conf.toFixed(2) + '</span>' : '') + '<span>' + esc(f.summary || '') + '</span></div>' +
-        '<div class="meta">' + list('hosts', f.hosts) + list('ranks', f.ranks) + list('victims', f.victims) + list('communicators', f.comms) + (win ? '<b>window</b> ' + esc(win) : '') + '</div>' + (ev ? '<pre>' + ev + '</pre>' : '')));
-    });
+  // ---- findings: rendered into the page by collscope (cards, host table); here their windows
+  // shade the time charts and the hosts they name stand out in the heatmaps ----
+  var BANDS = D.bands || [];
+  var NAMED = D.named_hosts || {culprits: [], suspects: []};
+  var culprit = {}, suspect = {};
+  NAMED.culprits.forEach(function (h) { culprit[h] = true; });
+  NAMED.suspects.forEach(function (h) { suspect[h] = true; });
+  function bandColor(b) { return b.symptom ? 'rgba(232,163,61,0.16)' : 'rgba(214,69,69,0.14)'; }
+  // markArea of the findings' windows on a time axis (milliseconds).
+  function timeBands() {
+    return {silent: true, label: {show: true, position: 'insideTopLeft', color: '#8a2d2d', fontSize: 11},
+      data: BANDS.map(function (b) { return [{name: b.label, xAxis: b.start_us / 1000, itemStyle: {color: bandColor(b)}}, {xAxis: b.end_us / 1000}]; })};
   }
+  // The same on a category axis of time bins (bin starts in us, sorted, each binUs wide).
+  function binBands(bins, binUs) {
+    var data = [];
+    BANDS.forEach(function (b) {
+      var first = -1, last = -1;
+      bins.forEach(function (s, i) { if (s < b.end_us && s + binUs > b.start_us) { if (first < 0) first = i; last = i; } });
+      if (first >= 0) data.push([{name: b.label, xAxis: first, itemStyle: {color: 'rgba(0,0,0,0)', borderColor: b.symptom ? '#e8a33d' : '#d64545', borderWidth: 2, borderType: 'dashed'}}, {xAxis: last}]);
+    });
+    return {silent: true, label: {show: true, position: 'insideTop', color: '#8a2d2d', fontSize: 11}, data: data};
+  }
+  function markBands(id, n) { var node = document.getElementById(id); if (node) node.setAttribute('data-bands', String(n)); }
 
   // ---- hot kernels ----
   var hot = rows(D.hot_kernels);
@@ -126,26 +132,23 @@
     var ts = function (r) { return r.bin_start_us / 1000; };
     chart('chart-temporal-bw', {tooltip: tip, legend: {type: 'scroll', top: 0, formatter: sizeOf}, grid: {left: 60, right: 30, top: 40, bottom: 60},
       xAxis: {type: 'time'}, yAxis: {type: 'value', name: 'busbw (GB/s)'}, dataZoom: zoomXY,
-      series: tkeys.map(function (k) { return {name: k, type: 'line', showSymbol: false, data: tk[k].map(function (r) { return [ts(r), r.mean_busbw_gbs]; })}; })});
+      series: tkeys.map(function (k, i) { return {name: k, type: 'line', showSymbol: false, markArea: i === 0 && BANDS.length ? timeBands() : undefined, data: tk[k].map(function (r) { return [ts(r), r.mean_busbw_gbs]; })}; })});
+    markBands('chart-temporal-bw', BANDS.length);
     chart('chart-temporal-exec', {tooltip: tip, legend: {type: 'scroll', top: 0, formatter: sizeOf}, grid: {left: 60, right: 30, top: 40, bottom: 60},
       xAxis: {type: 'time'}, yAxis: {type: 'log', name: 'mean exec time (\u00b5s)'}, dataZoom: zoomXY,
-      series: tkeys.map(function (k) { return {name: k, type: 'line', showSymbol: false, data: tk[k].map(function (r) { return [ts(r), Math.max(r.mean_exec_time_us, 1)]; })}; })});
+      series: tkeys.map(function (k, i) { return {name: k, type: 'line', showSymbol: false, markArea: i === 0 && BANDS.length ? timeBands() : undefined, data: tk[k].map(function (r) { return [ts(r), Math.max(r.mean_exec_time_us, 1)]; })}; })});
+    markBands('chart-temporal-exec', BANDS.length);
   }
 
   // ---- spatial ----
   var ht = rows(D.host_table);
-  var worst = ht.length ? ht[0].hostname : null;
-  table(document.getElementById('host-table'), [
-    {title: 'rank', key: 'rank', num: true}, {title: 'host', render: function (r) { return '<b>' + esc(r.hostname) + '</b>'; }},
-    {title: 'processes', key: 'processes', num: true}, {title: 'records', num: true, render: function (r) { return num(r.records, 0); }},
-    {title: 'cross-host transfers', render: function (r) { return normPill(r.transfer_norm_busbw); }}, {title: 'all records', render: function (r) { return normPill(r.norm_busbw); }},
-    {title: 'worst kernel', render: function (r) { return esc(sizeOf(r.worst_transfer_kernel || r.worst_kernel)); }}],
-    ht.slice(0, 12), {highlight: function (r) { return (r.transfer_norm_busbw !== null ? r.transfer_norm_busbw : r.norm_busbw) < 0.9; }});
-  if (ht.length > 12) document.getElementById('host-table').appendChild(el('p', {class: 'note'}, (ht.length - 12) + ' more hosts, all closer to 1.0.'));
   var hh = rows(D.host_heatmap);
   if (!hh.length) empty('chart-host-heatmap', 'No data.');
   else {
-    var hosts = ht.map(function (r) { return r.hostname; }).reverse();
+    // Culprits on top, then suspects, then the rest worst first (the host table's order).
+    var rankOf = function (h) { return culprit[h] ? 0 : suspect[h] ? 1 : 2; };
+    var hosts = ht.map(function (r, i) { return [rankOf(r.hostname), i, r.hostname]; }).sort(function (a, b) { return a[0] - b[0] || a[1] - b[1]; })
+      .map(function (x) { return x[2]; }).reverse();
     var hostIx = {}; hosts.forEach(function (h, i) { hostIx[h] = i; });
     var bins = Array.from(new Set(hh.map(function (r) { return r.bin_start_us; }))).sort(function (a, b) { return a - b; });
     var binIx = {}; bins.forEach(function (b, i) { binIx[b] = i; });
@@ -154,10 +157,14 @@
     chart('chart-host-heatmap', {tooltip: {confine: true, formatter: function (p) { return esc(hosts[p.value[1]]) + '<br>t = +' + ((bins[p.value[0]] - t0) / 1e6).toFixed(2) + ' s<br>normalised busbw ' + p.value[2] + '<br>' + p.value[3] + ' records'; }},
       grid: {left: 90, right: 70, top: 10, bottom: 70},
       xAxis: {type: 'category', data: bins.map(function (b) { return '+' + ((b - t0) / 1e6).toFixed(1) + ' s'; }), splitArea: {show: false}},
-      yAxis: {type: 'category', data: hosts},
+      yAxis: {type: 'category', data: hosts, axisLabel: {hideOverlap: true,
+        formatter: function (h) { return culprit[h] ? '{c|\u25b6 ' + h + '}' : suspect[h] ? '{s|' + h + '}' : h; },
+        rich: {c: {color: '#d64545', fontWeight: 'bold'}, s: {color: '#a86b0c', fontWeight: 'bold'}}}},
       visualMap: {dimension: 2, min: 0.5, max: 1.1, calculable: true, orient: 'vertical', right: 5, top: 'middle', precision: 2, inRange: {color: ['#b2182b', '#ef8a62', '#fddbc7', '#f7f7f7', '#d1e5f0', '#67a9cf']}},
       dataZoom: [{type: 'inside', xAxisIndex: 0}, {type: 'inside', yAxisIndex: 0}, {type: 'slider', xAxisIndex: 0, height: 18, bottom: 8}],
-      series: [{type: 'heatmap', data: cells, progressive: 20000}]});
+      series: [{type: 'heatmap', data: cells, progressive: 20000, markArea: BANDS.length ? binBands(bins, D.meta.bin_s * 1e6) : undefined}]});
+    markBands('chart-host-heatmap', BANDS.length);
+    document.getElementById('chart-host-heatmap').setAttribute('data-culprits', hosts.filter(function (h) { return culprit[h]; }).join(' '));
   }
   var rc = rows(D.rank_cells);
   if (!rc.length) empty('chart-rank-heatmap', 'No messages of at least ' + bytes(D.meta.min_bytes) + '.');
@@ -207,6 +214,27 @@
 
   document.getElementById('footer').textContent = 'Generated by collscope on ' + D.meta.generated + '. Charts: Apache ECharts ' + (window.echarts ? echarts.version : '(missing)') + ', inlined.';
   window.addEventListener('resize', function () { charts.forEach(function (c) { c.resize(); }); });
+  // Layout facts for the browser test, from DOM bounding boxes: the culprit names in view at
+  // load (the first screen), and text boxes of the findings, summary and host table that overlap.
+  var seen = [];
+  document.querySelectorAll('#headline .culprit-name, .finding a.culprit-name').forEach(function (e) {
+    var r = e.getBoundingClientRect();
+    if (r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight && seen.indexOf(e.textContent) < 0) seen.push(e.textContent);
+  });
+  document.body.setAttribute('data-first-screen-culprits', seen.join(' '));
+  var boxes = [];
+  document.querySelectorAll('#summary *, #findings *, #host-table *').forEach(function (e) {
+    if (e.children.length || !e.textContent.trim()) return;
+    Array.prototype.forEach.call(e.getClientRects(), function (r) { if (r.width > 0 && r.height > 0) boxes.push([r, e]); });
+  });
+  var overlaps = [];
+  for (var i = 0; i < boxes.length; i++) for (var j = i + 1; j < boxes.length; j++) {
+    var a = boxes[i][0], b = boxes[j][0];
+    if (boxes[i][1] !== boxes[j][1] && Math.min(a.right, b.right) - Math.max(a.left, b.left) > 1 && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 1)
+      overlaps.push(boxes[i][1].textContent.trim().slice(0, 30) + ' / ' + boxes[j][1].textContent.trim().slice(0, 30));
+  }
+  document.body.setAttribute('data-text-overlaps', String(overlaps.length));
+  if (overlaps.length) document.body.setAttribute('data-text-overlap-examples', overlaps.slice(0, 5).join(' | '));
   document.body.setAttribute('data-rendered', 'ok');
   document.body.setAttribute('data-charts', String(charts.length));
 })();
