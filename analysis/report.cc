@@ -513,7 +513,8 @@ std::string CardHtml(const Card& card, int world, int64_t t0, int64_t t1, const 
     h += "<table class=\"t evidence\"><thead><tr><th>evidence</th><th>value</th><th>what</th></tr></thead><tbody>";
     for (const dg::Evidence& e : f.evidence) {
       const EvidenceRow r = DescribeEvidence(e);
-      h += "<tr><td>" + HtmlEscape(r.name) + "</td><td class=\"num\">" + HtmlEscape(r.value) + "</td><td class=\"muted\">" +
+      h += "<tr><td>" + HtmlEscape(r.name) + "</td><td" + (e.text.empty() ? " class=\"num\"" : "") + ">" +
+           HtmlEscape(r.value) + "</td><td class=\"muted\">" +
            HtmlEscape(r.unit) + "</td></tr>";
     }
     h += "</tbody></table>";

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Renders the example job's report in headless Chromium and checks it: no JavaScript error, every
-# section and every plot present and drawn. Keeps report.html, dom.html and screenshot.png in
-# OUT_DIR as test artifacts. Exit 77 (CTest: skipped) when chromium or the example is absent.
+# Renders reports in headless Chromium and checks them: no JavaScript error, every section and plot
+# drawn, and every view naming the planted culprit (the first screen at 1400x900, a finding card,
+# the host table's first row, the heatmap's labels, finding bands on the time charts, no
+# overlapping text). Jobs: the bundled example (examples/job) and a simulated job with a degraded
+# NIC. Keeps the reports, their DOMs and screenshots (*.first_screen.png, *.page.png) in OUT_DIR. Exit 77 (CTest: skipped) when chromium or the example is absent.
 # Usage: browser_test.sh COLLSCOPE EXAMPLE_JOB_DIR OUT_DIR
 set -uo pipefail
 bin=$1 job=$2 out=$3
@@ -26,45 +28,95 @@ db=$tmp/job.duckdb
   --seed 7 >/dev/null || fail "simulate nccl-tests"
 "$bin" compare --db "$db" --baseline nccl-tests --baseline-log "$tmp/nt/nccl-tests.out" \
   2>/dev/null || fail "store baseline"
-# Findings from the diagnosis when the command exists; the report renders either way.
-findings=()
-"$bin" diagnose --db "$db" --run example --json >"$tmp/findings.json" 2>/dev/null || true
-if grep -q collscope.findings.v1 "$tmp/findings.json"; then
-  findings=(--findings "$tmp/findings.json")
-fi
-"$bin" report --db "$db" --run example -o "$out/report.html" "${findings[@]}" || fail "report"
+# The report diagnoses the store itself (no --findings): the whole answer from one command.
+"$bin" report --db "$db" --run example -o "$out/report.html" || fail "report"
 
 flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run
        --disable-background-networking --disable-component-update --disable-sync
        --user-data-dir="$tmp/profile" --virtual-time-budget=8000 --hide-scrollbars)
-timeout 120 "$chromium" "${flags[@]}" --enable-logging=stderr --v=0 --dump-dom \
-  "file://$out/report.html" >"$out/dom.html" 2>"$out/chromium.log" || fail "chromium --dump-dom"
-timeout 120 "$chromium" "${flags[@]}" --window-size=1400,4700 --screenshot="$out/screenshot.png" \
-  "file://$out/report.html" >/dev/null 2>>"$out/chromium.log" || fail "chromium --screenshot"
 
-dom=$out/dom.html
-grep -q "<title>JSERROR" "$dom" && fail "JavaScript error: $(grep -o '<title>[^<]*' "$dom")"
-grep -q 'data-rendered="ok"' "$dom" || fail "the report script did not finish (see $out/chromium.log)"
-if grep -E 'Uncaught|console\(.*\) "(Error|TypeError|ReferenceError)' "$out/chromium.log"; then
-  fail "console error"
+# The culprit the simulator planted: the first fault's hosts in ground_truth.json.
+truth_host() { sed -n '/"faults":/,$p' "$1" | grep -o '"hosts":\["[^"]*"' | head -1 | sed 's/.*\["//;s/"$//'; }
+
+# check NAME REPORT CULPRIT: renders REPORT (dom at 1400x900, screenshots of the first screen and
+# of the page) and checks that every view names CULPRIT.
+check() {
+  local name=$1 html=$2 culprit=$3
+  local dom=$out/$name.dom.html log=$out/$name.chromium.log
+  timeout 120 "$chromium" "${flags[@]}" --window-size=1400,900 --enable-logging=stderr --v=0 --dump-dom \
+    "file://$html" >"$dom" 2>"$log" || fail "$name: chromium --dump-dom"
+  timeout 120 "$chromium" "${flags[@]}" --window-size=1400,900 --screenshot="$out/$name.first_screen.png" \
+    "file://$html" >/dev/null 2>>"$log" || fail "$name: chromium --screenshot (first screen)"
+  timeout 120 "$chromium" "${flags[@]}" --window-size=1400,5200 --screenshot="$out/$name.page.png" \
+    "file://$html" >/dev/null 2>>"$log" || fail "$name: chromium --screenshot (page)"
+  grep -q "<title>JSERROR" "$dom" && fail "$name: JavaScript error: $(grep -o '<title>[^<]*' "$dom")"
+  grep -q 'data-rendered="ok"' "$dom" || fail "$name: the report script did not finish (see $log)"
+  if grep -E 'Uncaught|console\(.*\) "(Error|TypeError|ReferenceError)' "$log"; then
+    fail "$name: console error"
+  fi
+  for id in summary findings overview hot-kernels ecdf temporal spatial ranges baseline; do
+    grep -q "<section id=\"$id\"" "$dom" || fail "$name: section $id missing"
+  done
+  for id in chart-ops chart-classes chart-ecdf chart-temporal-bw chart-temporal-exec \
+            chart-host-heatmap chart-rank-heatmap chart-range-communicator chart-range-host \
+            chart-range-time_bin chart-range-sn_bin; do
+    grep -Eq "id=\"$id\"[^>]*data-chart=\"ok\"" "$dom" || fail "$name: plot $id not drawn"
+    grep -Eq "id=\"$id\"[^>]*>.*<canvas" "$dom" || fail "$name: plot $id has no canvas"
+  done
+  grep -q 'id="hot-table"><table' "$dom" || fail "$name: hot-kernel table missing"
+  # The top says which run, which evidence tier, and whose findings.
+  grep -q 'id="provenance"' "$dom" || fail "$name: no provenance line"
+  grep -q 'Evidence tier <b>[A-D]</b>' "$dom" || fail "$name: no evidence tier"
+  grep -q 'diagnosed by this report' "$dom" || fail "$name: does not say the findings are its own"
+  # The first screen (1400x900) names the culprit: DOM bounding boxes, measured by the page.
+  grep -Eq "data-first-screen-culprits=\"[^\"]*\\b$culprit\\b" "$dom" ||
+    fail "$name: the first screen does not name $culprit ($(grep -o 'data-first-screen-culprits="[^"]*"' "$dom"))"
+  grep -q "class=\"culprit-name\" href=\"#host-$culprit\">$culprit</a>" "$dom" || fail "$name: no card names $culprit"
+  # No raw JSON evidence: a table with units.
+  grep -q '<table class="t evidence">' "$dom" || fail "$name: no evidence table"
+  sed -n '/<section id="findings"/,/<\/section>/p' "$dom" | grep -q '<pre' && fail "$name: raw evidence block"
+  # The host table puts the culprit first, highlighted; the heatmap labels it.
+  grep -q "id=\"host-table\"><table class=\"t hosts\"><thead>.*</thead><tbody><tr id=\"host-$culprit\" class=\"culprit\">" "$dom" ||
+    fail "$name: $culprit is not first and highlighted in the host table"
+  grep -Eq "id=\"chart-host-heatmap\"[^>]*data-culprits=\"$culprit\"" "$dom" || fail "$name: heatmap does not mark $culprit"
+  # Finding bands on the time charts.
+  for id in chart-temporal-bw chart-temporal-exec chart-host-heatmap; do
+    grep -Eq "id=\"$id\"[^>]*data-bands=\"[1-9]" "$dom" || fail "$name: no finding band on $id"
+  done
+  # No text of the summary, the findings or the host table overlaps another (bounding boxes).
+  grep -q 'data-text-overlaps="0"' "$dom" ||
+    fail "$name: overlapping text: $(grep -o 'data-text-overlap[^>]*' "$dom" | head -c 600)"
+  [ -s "$out/$name.first_screen.png" ] || fail "$name: no screenshot"
+}
+
+check example "$out/report.html" "$(truth_host "$job/ground_truth.json")"
+grep -q 'id="baseline-body"><p' "$out/example.dom.html" || fail "baseline comparison missing"
+
+# A simulated 64-GPU job with one degraded NIC, Inspector logs with point-to-point records only
+# (evidence tier B: no step series, no kernels).
+"$bin" simulate -o "$tmp/nic" --hosts 8 --gpus-per-host 8 --tp 8 --pp 2 --layers 2 --micro-batches 2 \
+  --hidden 8192 --seq-len 8192 --bucket-mparams 250 --steps 20 --dump-interval-us 200000 \
+  --kineto-max-ranks 0 --no-steps --seed 5 \
+  --fault kind=nic_degrade,host=5,factor=0.25,start_step=8,end_step=14 >/dev/null || fail "simulate nic job"
+"$bin" ingest "$tmp/nic/nccl-inspector" --db "$tmp/nic.duckdb" --run nic -q || fail "ingest nic job"
+"$bin" report --db "$tmp/nic.duckdb" -o "$out/nic.html" 2>/dev/null || fail "report nic job"
+check nic "$out/nic.html" "$(truth_host "$tmp/nic/ground_truth.json")"
+
+# The same fault where the data cannot tell the host from its data-parallel partners (no
+# point-to-point records): a slow_network symptom, whose hosts are suspects and never a culprit.
+"$bin" simulate -o "$tmp/net" --hosts 8 --gpus-per-host 8 --tp 8 --pp 2 --layers 2 --steps 12 \
+  --kineto-max-ranks 0 --no-steps --seed 5 \
+  --fault kind=nic_degrade,host=5,factor=0.25,start_step=4,end_step=10 >/dev/null || fail "simulate net job"
+"$bin" ingest "$tmp/net/nccl-inspector" --db "$tmp/net.duckdb" --run net -q || fail "ingest net job"
+"$bin" report --db "$tmp/net.duckdb" -o "$out/net.html" 2>/dev/null || fail "report net job"
+if grep -q 'data-kind="slow_network"' "$out/net.html"; then
+  grep -q 'No culprit named' "$out/net.html" || fail "net: a symptom's headline names a culprit"
+  grep -q 'class="culprit-name"' "$out/net.html" && fail "net: a symptom's host is shown as a culprit"
+  grep -q '<tr id="host-[^"]*" class="suspect">' "$out/net.html" || fail "net: suspects not marked in the host table"
 fi
-for id in overview findings hot-kernels ecdf temporal spatial ranges baseline; do
-  grep -q "<section id=\"$id\"" "$dom" || fail "section $id missing"
-done
-for id in chart-ops chart-classes chart-ecdf chart-temporal-bw chart-temporal-exec \
-          chart-host-heatmap chart-rank-heatmap chart-range-communicator chart-range-host \
-          chart-range-time_bin chart-range-sn_bin; do
-  grep -Eq "id=\"$id\"[^>]*data-chart=\"ok\"" "$dom" || fail "plot $id not drawn"
-  grep -Eq "id=\"$id\"[^>]*>.*<canvas" "$dom" || fail "plot $id has no canvas"
-done
-grep -q '<table class="t">' "$dom" || fail "no tables"
-grep -q 'id="hot-table"><table' "$dom" || fail "hot-kernel table missing"
-grep -q 'id="host-table"><table' "$dom" || fail "host table missing"
-grep -q 'id="baseline-body"><p' "$dom" || fail "baseline comparison missing"
-if [ ${#findings[@]} -gt 0 ]; then
-  grep -q 'class="finding"' "$dom" || grep -q 'id="no-findings"' "$dom" || fail "findings not rendered"
-else
-  grep -q 'id="no-findings"' "$dom" || fail "no-findings state missing"
-fi
-[ -s "$out/screenshot.png" ] || fail "no screenshot"
-echo "PASS: report rendered in $(basename "$chromium") without errors; screenshot $out/screenshot.png"
+
+# Given findings, it says where they came from.
+"$bin" diagnose --db "$db" --run example --json >"$tmp/findings.json" 2>/dev/null
+"$bin" report --db "$db" --run example -o "$out/from_file.html" --findings "$tmp/findings.json" || fail "report --findings"
+grep -q "read from $tmp/findings.json" "$out/from_file.html" || fail "--findings: source not said"
+echo "PASS: reports rendered in $(basename "$chromium") without errors and name the culprit everywhere; first screens $out/*.first_screen.png"
