@@ -49,14 +49,15 @@ void PrintJson(const std::string& run, const Reports& all) {
       "\"kineto_kernels\": %lu, \"step_files_seen\": %lu, \"step_files_read\": %lu, \"steps\": %lu, "
       "\"step_phases\": %lu, \"step_lines_rejected\": %lu, \"step_events_dropped\": %lu, "
       "\"flight_recorder_dumps_seen\": %lu, \"flight_recorder_dumps_read\": %lu, \"state_files_seen\": %lu, "
-      "\"state_files_read\": %lu, \"kernel_summary_files_seen\": %lu, \"kernel_summary_files_read\": %lu, "
+      "\"state_files_read\": %lu, \"ras_reports_seen\": %lu, \"ras_reports_read\": %lu, \"ras_lines_unused\": %lu, \"kernel_summary_files_seen\": %lu, \"kernel_summary_files_read\": %lu, "
       "\"kernel_summaries\": %lu, \"kernel_summary_lines_rejected\": %lu, \"kernel_summary_lines_unknown\": %lu}\n",
       JsonString(run).c_str(), rep.run_id, rep.ingest_id, rep.files_seen, rep.files_read,
       rep.files_unchanged, rep.files_rewritten, rep.bytes_read, rep.lines_read,
       rep.records_stored, rep.dump_stats_stored, rep.lines_rejected, rep.incomplete_tail_bytes,
       rep.records_missing, rep.proxy_records_skipped, rep.records_without_timing_source, rep.seconds, kin.files_seen, kin.files_read, kin.steps, kin.kernels,
       steps.files_seen, steps.files_read, steps.steps, steps.phases, steps.lines_rejected, steps.dropped_events,
-      hang.dumps_seen, hang.dumps_read, hang.states_seen, hang.states_read, kern.files_seen, kern.files_read,
+      hang.dumps_seen, hang.dumps_read, hang.states_seen, hang.states_read, hang.ras_seen, hang.ras_read,
+      hang.ras_lines_unused, kern.files_seen, kern.files_read,
       kern.summaries, kern.lines_rejected, kern.lines_unknown);
 }
 
@@ -92,6 +93,9 @@ void PrintText(const std::string& db, const std::string& run, const Reports& all
   if (hang.dumps_seen || hang.states_seen)
     std::printf("hang evidence: %lu Flight Recorder dumps (%lu read), %lu in-flight state files (%lu read)\n",
                 hang.dumps_seen, hang.dumps_read, hang.states_seen, hang.states_read);
+  if (hang.ras_seen)
+    std::printf("NCCL RAS status reports: %lu (%lu read), %lu lines or values not understood\n", hang.ras_seen,
+                hang.ras_read, hang.ras_lines_unused);
   if (kern.files_seen)
     std::printf("kernel summaries (CUPTI): %lu files (%lu read): %lu summary rows, %lu lines rejected%s\n",
                 kern.files_seen, kern.files_read, kern.summaries, kern.lines_rejected,
@@ -149,7 +153,7 @@ int Run(const Options& o) {
   if (in.NoInputs()) {
     std::fprintf(stderr, "collscope ingest: no input files (*.log, *.jsonl, their .gz, "
                          "Kineto *.pt.trace.json[.gz], step/phase series, Megatron/NeMo iteration logs, Flight "
-                         "Recorder dumps, *.inflight.json state files or CUPTI kernel summaries) found\n");
+                         "Recorder dumps, *.inflight.json state files, NCCL RAS status reports or CUPTI kernel summaries) found\n");
     return 2;
   }
   if (failed || in.NothingStored()) return 2;

@@ -133,6 +133,39 @@ std::string StorablePath(const std::string& path) {
   return out;
 }
 
+bool LooksLikeRasReport(std::string_view head) {
+  if (head.starts_with("\xEF\xBB\xBF")) head.remove_prefix(3);
+  while (!head.empty() && (head[0] == ' ' || head[0] == '\t' || head[0] == '\r' || head[0] == '\n'))
+    head.remove_prefix(1);
+  if (head.starts_with("NCCL version"))
+    return head.find("\nCommunicators") != std::string_view::npos;
+  if (head.starts_with("{"))
+    return head.find("\"nccl_version\"") != std::string_view::npos &&
+           head.find("\"communicators\"") != std::string_view::npos;
+  return false;
+}
+
+bool IsRasReportFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  // Every file of a folder comes through here: a small first read tells nearly all apart.
+  std::string head(4096, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  std::string_view h = head;
+  while (!h.empty() && (h[0] == ' ' || h[0] == '\n' || h[0] == '\r' || h[0] == '\t')) h.remove_prefix(1);
+  if (h.starts_with("\xEF\xBB\xBF")) h.remove_prefix(3);
+  if (!h.starts_with("NCCL version") && !h.starts_with("{")) return false;
+  if (h.starts_with("{") && h.find("\"nccl_version\"") == std::string_view::npos) return false;
+  if (!LooksLikeRasReport(head) && in) {
+    const size_t had = head.size();
+    head.resize(size_t{1} << 20);
+    in.read(head.data() + had, static_cast<std::streamsize>(head.size() - had));
+    head.resize(had + static_cast<size_t>(in.gcount()));
+  }
+  return LooksLikeRasReport(head);
+}
+
 bool IsStepSeriesFile(const std::string& path) {
   static constexpr std::string_view kMagic = "{\"collscope_steps_version\":";
   std::ifstream in(path, std::ios::binary);

@@ -49,6 +49,14 @@ bool IsIterationLogLine(std::string_view line);
 // Such files are found by content, whatever their name, and are no Inspector log.
 bool IsIterationLog(const std::string& path);
 
+// True when `head` (a file's first bytes) opens a saved NCCL RAS status report
+// (core/readers/ras.h): text that starts with "NCCL version" and has a "Communicators" section,
+// or a JSON object with "nccl_version" and "communicators" keys.
+bool LooksLikeRasReport(std::string_view head);
+// The same for a plain file, reading at most its first MiB (a non-uniform job's summary comes
+// before the Communicators section). Found by content, whatever the name; no Inspector log.
+bool IsRasReportFile(const std::string& path);
+
 // A file's path as stored (a DuckDB VARCHAR must be UTF-8): valid UTF-8 as it is, a backslash
 // doubled, every byte of an invalid sequence as \xHH. Distinct paths stay distinct.
 std::string StorablePath(const std::string& path);

@@ -173,6 +173,7 @@ std::string InputSummary::ToText() const {
   }
   if (state_files) add(std::to_string(state_files) + " in-flight state files");
   if (flight_recorder_dumps) add(std::to_string(flight_recorder_dumps) + " Flight Recorder dumps");
+  if (ras_reports) add(std::to_string(ras_reports) + " NCCL RAS status report" + (ras_reports > 1 ? "s" : ""));
   if (step_series) add(std::to_string(step_series) + " step series");
   if (iteration_logs)
     add(std::to_string(iteration_logs) + " framework iteration log" + (iteration_logs > 1 ? "s" : "") +
@@ -263,15 +264,24 @@ Status DetectFromRecords(Store& store, const std::string& run, const DiagnoseOpt
 namespace {
 
 // The run's stored hang evidence (Flight Recorder dumps, in-flight state files) through the
-// wait-graph analyses.
+// wait-graph analyses, and its NCCL RAS status reports through theirs.
 Status DetectFromHangEvidence(Store& store, const std::string& run, std::vector<Finding>* out, InputSummary* read) {
   auto dumps = readers::LoadFlightRecorderDumps(store, run);
   if (!dumps.ok()) return dumps.status();
   auto states = readers::LoadInflightStates(store, run);
   if (!states.ok()) return states.status();
+  auto ras = readers::LoadRasReports(store, run);
+  if (!ras.ok()) return ras.status();
   if (read) {
     read->flight_recorder_dumps += static_cast<int>(dumps->size());
     read->state_files += static_cast<int>(states->size());
+    read->ras_reports += static_cast<int>(ras->size());
+    for (const readers::RasReport& r : *ras)
+      if (r.unused) read->unusable.push_back(r.path + ": " + std::to_string(r.unused) + " lines or values of this RAS report not understood (collscope ingest names them)");
+  }
+  if (!ras->empty()) {
+    auto f = AnalyzeRasReports(*ras);
+    out->insert(out->end(), f.begin(), f.end());
   }
   // Consolidate folds the records' hang guess into a hang finding that names the root cause.
   if (!dumps->empty()) {
@@ -354,6 +364,7 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
     const std::string name = fs::path(f).filename().string();
     if (IsStepSeriesFile(f) || IsIterationLog(f)) step_files.push_back(f);
     else if (IsKernelSummaryFile(f)) kernel_files.push_back(f);
+    else if (IsRasReportFile(f)) hang_files.push_back(f);  // found by content, whatever its name
     else if (IsInspectorLogName(name)) logs.push_back(f);
     else if (readers::IsHangEvidenceFile(f)) hang_files.push_back(f);
     else if (!readers::IsKinetoTraceName(f) && read)

@@ -37,6 +37,7 @@ struct InputSummary {
   std::string rank_source;      // how global ranks were known (comm_data.h)
   int tp = 0, pp = 0;           // the parallel layout inferred from the communicators (0: unknown)
   int state_files = 0, flight_recorder_dumps = 0, kineto_traces = 0;
+  int ras_reports = 0;     // saved NCCL RAS status reports (ncclras)
   int step_series = 0;     // per-rank step/phase series files (the annotation API's format)
   int iteration_logs = 0;  // frameworks' job-level iteration logs (Megatron, NeMo)
   bool stored_kernels = false;  // the store holds Kineto kernels (collscope ingest)
@@ -45,7 +46,7 @@ struct InputSummary {
   std::vector<std::string> unusable;  // "path: why", for inputs that were not used
   std::string Tier() const;     // "A".."D", or "" when nothing usable was read
   bool usable() const {
-    return records > 0 || state_files > 0 || flight_recorder_dumps > 0 || step_series > 0 || iteration_logs > 0 ||
+    return records > 0 || state_files > 0 || flight_recorder_dumps > 0 || ras_reports > 0 || step_series > 0 || iteration_logs > 0 ||
            kineto_traces > 0 || stored_kernels || kernel_summaries > 0;
   }
   std::string ToText() const;   // "read: ..." and "could not use: ..." lines
@@ -56,7 +57,8 @@ Result<std::vector<Finding>> DiagnoseStore(Store& store, const DiagnoseOptions& 
                                            DiagnoseTiming* timing = nullptr, InputSummary* read = nullptr);
 
 // Inputs given as paths: NCCL Inspector / collscope logs (ingested into a temporary store),
-// Flight Recorder dumps, collscope in-flight state files, step/phase series and CUPTI kernel
+// Flight Recorder dumps, collscope in-flight state files, NCCL RAS status reports (found by
+// content), step/phase series and CUPTI kernel
 // summaries (both found by content), PyTorch profiler (Kineto) traces.
 // `records`: a store whose run `o.run` holds the records instead (`--db`); the step series are
 // then checked against its findings and mapped to its hosts. Logs among the paths with a store

@@ -1,5 +1,5 @@
-// Hang root cause from PyTorch Flight Recorder dumps and from collscope's in-flight state files,
-// as the store holds them (core/readers/hang_evidence.h).
+// Hang root cause from PyTorch Flight Recorder dumps, collscope's in-flight state files and saved
+// NCCL RAS status reports, as the store holds them (core/readers/hang_evidence.h).
 #pragma once
 
 #include <cstdint>
@@ -9,6 +9,7 @@
 #include "analysis/diagnose/finding.h"
 #include "core/readers/flight_recorder.h"
 #include "core/readers/inflight_state.h"
+#include "core/readers/ras.h"
 #include "core/status.h"
 
 namespace collscope::diagnose {
@@ -39,5 +40,17 @@ struct InflightOptions {
 };
 std::vector<Finding> AnalyzeInflight(const std::vector<InflightState>& states,
                                      const InflightOptions& options = {});
+
+// NCCL RAS status reports (detector "ras.status"), one finding per report (reports naming the same
+// ranks are one). Per communicator and NCCL function, the ranks whose launched count is behind the
+// others' are root causes when they are fewer than half of the ranks that reported a count; the
+// ranks at the top count are victims. Ranks missing from the report, in a dead or unresponsive
+// process, or reporting an init or async error are root causes too; a rank whose only signal is
+// missing data lowers the confidence (0.5). Counts are launches, not completions: a rank stuck
+// inside a kernel shows its peers' count, and the evidence says so. Global ranks come from the
+// communicator whose size is the job's process count (its ranks are global; other communicators'
+// ranks map through their (host, pid)); otherwise hosts and processes are named and `ranks` stays
+// empty.
+std::vector<Finding> AnalyzeRasReports(const std::vector<readers::RasReport>& reports);
 
 }  // namespace collscope::diagnose

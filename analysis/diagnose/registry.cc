@@ -75,6 +75,7 @@ const std::vector<DetectorInfo>& Detectors() {
       {"comm.progress", {Kind::kHang}, "complete collective records", 'A', &Progress, true},
       {"inflight.state", {Kind::kHang, Kind::kCollectiveMismatch}, "collscope in-flight state files", 'B', nullptr},
       {"flight_recorder.wait_graph", {Kind::kHang}, "PyTorch Flight Recorder dumps", 'B', nullptr},
+      {"ras.status", {Kind::kHang}, "NCCL RAS status reports (ncclras)", 'A', nullptr},
       {"steps.pelt", {Kind::kStepRegression}, "step series (steps, phases)", 'C', nullptr},
       {"steps.window", {Kind::kStepJitter}, "step series", 'C', nullptr},
       {"steps.compute", {Kind::kSlowCompute}, "per-rank step phases", 'C', nullptr},
@@ -91,7 +92,8 @@ const std::vector<MergeRule>& MergeRules() {
       // same hang as any more confident hang finding, whichever inputs they came from.
       {Kind::kHang, "one hang stops the job: a finding naming no root cause is the same hang",
        [](const Finding&, const Finding& b) { return b.ranks.empty(); }, true},
-      // Flight Recorder and in-flight state files that blame the same rank describe one hang.
+      // Flight Recorder dumps, in-flight state files and RAS reports that blame the same rank
+      // describe one hang.
       {Kind::kHang, "they blame the same rank, from different inputs",
        [](const Finding& a, const Finding& b) { return a.detector != b.detector && ShareRank(a, b); }},
       // One bubble: the records' and the step phases' findings about a stage.

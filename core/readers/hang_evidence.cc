@@ -25,6 +25,7 @@ class Rows {
   Rows& I32(int32_t v) { return Check(duckdb_append_int32(a_, v)); }
   Rows& I64(int64_t v) { return Check(duckdb_append_int64(a_, v)); }
   Rows& U64(uint64_t v) { return Check(duckdb_append_uint64(a_, v)); }
+  Rows& F64(double v) { return Check(duckdb_append_double(a_, v)); }
   Rows& Bool(bool v) { return Check(duckdb_append_bool(a_, v)); }
   // VARCHAR holds UTF-8 only: a pickle's text is stored as StorablePath writes a path (valid
   // UTF-8 as it is, other bytes as \xHH), the same for every dump, so names still match.
@@ -171,6 +172,60 @@ Status StoreStates(Store& store, int32_t run_id, const std::vector<InflightState
   return ops.Close();
 }
 
+Status StoreRas(Store& store, int32_t run_id, const std::vector<RasReport>& reports) {
+  int32_t next = 0;
+  auto known = KnownFiles(store, "ras_reports", run_id, &next);
+  if (!known.ok()) return known.status();
+  std::string sql;
+  std::vector<int32_t> ids;
+  for (const RasReport& r : reports)
+    ids.push_back(FileId(*known, StorablePath(r.path), &next, run_id, {"ras_reports", "ras_comms", "ras_ranks"}, &sql));
+  if (!sql.empty()) COLLSCOPE_RETURN_IF_ERROR(store.Exec(sql));
+  Rows files, comms, ranks;
+  COLLSCOPE_RETURN_IF_ERROR(files.Open(store, "ras_reports"));
+  COLLSCOPE_RETURN_IF_ERROR(comms.Open(store, "ras_comms"));
+  COLLSCOPE_RETURN_IF_ERROR(ranks.Open(store, "ras_ranks"));
+  // One row per (entry, function with a count), or one row with no count.
+  auto rank_rows = [&](int32_t id, int32_t comm, int32_t entry, const RasRank& k) -> Status {
+    const size_t n = std::max<size_t>(1, k.launched.size());
+    for (size_t i = 0; i < n; ++i) {
+      ranks.I32(run_id).I32(id).I32(comm).I32(entry).I32(k.rank).I32(k.n_ranks).Str(k.host).I64(k.pid)
+          .I32(k.cuda_dev).I32(k.nvml_dev).Str(k.state).Str(k.detail)
+          .Str(k.launched.empty() ? std::string() : k.launched[i].first)
+          .I64(k.launched.empty() ? -1 : k.launched[i].second);
+      COLLSCOPE_RETURN_IF_ERROR(ranks.EndRow());
+    }
+    return Status::Ok();
+  };
+  for (size_t f = 0; f < reports.size(); ++f) {
+    const RasReport& r = reports[f];
+    files.I32(run_id).I32(ids[f]).Str(r.path).U64(FileBytes(r.path)).Str(r.format).Str(r.nccl_version)
+        .Str(r.timestamp).I64(r.job_processes).I64(r.job_nodes).F64(r.collection_s).I64(r.timeouts).U64(r.lines)
+        .U64(r.unused);
+    COLLSCOPE_RETURN_IF_ERROR(files.EndRow());
+    for (size_t c = 0; c < r.comms.size(); ++c) {
+      const RasComm& cm = r.comms[c];
+      comms.I32(run_id).I32(ids[f]).I32(static_cast<int32_t>(c)).Str(cm.hash).Str(cm.label).I32(cm.size)
+          .I32(cm.ranks_reported).I32(cm.missing).Str(cm.status).Str(cm.errors);
+      COLLSCOPE_RETURN_IF_ERROR(comms.EndRow());
+      for (size_t e = 0; e < cm.ranks.size(); ++e)
+        COLLSCOPE_RETURN_IF_ERROR(rank_rows(ids[f], static_cast<int32_t>(c), static_cast<int32_t>(e), cm.ranks[e]));
+    }
+    for (size_t e = 0; e < r.processes.size(); ++e) {
+      const RasProcess& p = r.processes[e];
+      RasRank k;
+      k.host = p.host;
+      k.pid = p.pid;
+      k.state = p.state;
+      k.detail = p.gpus;
+      COLLSCOPE_RETURN_IF_ERROR(rank_rows(ids[f], -1, static_cast<int32_t>(e), k));
+    }
+  }
+  COLLSCOPE_RETURN_IF_ERROR(files.Close());
+  COLLSCOPE_RETURN_IF_ERROR(comms.Close());
+  return ranks.Close();
+}
+
 // The run's id, or -1 when the store has no such run or (an older store opened read-only) not
 // the tables.
 Result<int32_t> StoredRun(Store& store, const std::string& run, const char* table) {
@@ -200,7 +255,8 @@ std::string Text(const std::optional<std::string>& v) { return v ? *v : std::str
 }  // namespace
 
 bool IsHangEvidenceFile(const std::string& path) {
-  return IsInflightStateName(path) || IsFlightRecorderDump(path) || IsEmptyFlightRecorderDump(path);
+  return IsInflightStateName(path) || IsFlightRecorderDump(path) || IsEmptyFlightRecorderDump(path) ||
+         IsRasReportFile(path);
 }
 
 Result<HangIngestReport> IngestHangEvidence(Store& store, const std::vector<std::string>& paths,
@@ -211,8 +267,20 @@ Result<HangIngestReport> IngestHangEvidence(Store& store, const std::vector<std:
   rep.skipped = found->skipped;
   std::vector<FrDump> dumps;
   std::vector<InflightState> states;
+  std::vector<RasReport> ras;
   for (const std::string& f : found->files) {
-    if (IsInflightStateName(f)) {
+    if (IsRasReportFile(f)) {
+      ++rep.ras_seen;
+      auto r = ReadRasReport(f);
+      if (!r.ok()) {
+        rep.failed.push_back(r.status().message());
+        continue;
+      }
+      rep.ras_lines_unused += r->unused;
+      for (const std::string& u : r->unused_named)
+        if (rep.ras_unused.size() < kMaxRasUnusedNamed) rep.ras_unused.push_back(u);
+      ras.push_back(std::move(*r));
+    } else if (IsInflightStateName(f)) {
       ++rep.states_seen;
       auto s = ReadInflightState(f);
       if (s.ok()) states.push_back(std::move(*s));
@@ -229,12 +297,13 @@ Result<HangIngestReport> IngestHangEvidence(Store& store, const std::vector<std:
       else rep.failed.push_back(d.status().message());
     }
   }
-  if (dumps.empty() && states.empty()) return rep;
+  if (dumps.empty() && states.empty() && ras.empty()) return rep;
   auto run_id = store.RunId(run, true);
   if (!run_id.ok()) return run_id.status();
   COLLSCOPE_RETURN_IF_ERROR(store.Exec("BEGIN TRANSACTION"));
   Status st = StoreDumps(store, *run_id, dumps);
   if (st.ok()) st = StoreStates(store, *run_id, states);
+  if (st.ok()) st = StoreRas(store, *run_id, ras);
   if (st.ok()) st = store.Exec("COMMIT");
   if (!st.ok()) {
     store.Exec("ROLLBACK");
@@ -242,6 +311,7 @@ Result<HangIngestReport> IngestHangEvidence(Store& store, const std::vector<std:
   }
   rep.dumps_read = dumps.size();
   rep.states_read = states.size();
+  rep.ras_read = ras.size();
   return rep;
 }
 
@@ -356,6 +426,85 @@ Result<std::vector<InflightState>> LoadInflightStates(Store& store, const std::s
     o.start_ts_us = Int(row[10]);
     o.enqueue_ts_us = Int(row[11]);
     out[at.at(Int(row[0]))].comms[static_cast<size_t>(Int(row[1]))].ops.push_back(std::move(o));
+  }
+  return out;
+}
+
+}  // namespace collscope::readers
+
+namespace collscope::readers {
+
+Result<std::vector<RasReport>> LoadRasReports(Store& store, const std::string& run) {
+  std::vector<RasReport> out;
+  auto run_id = StoredRun(store, run, "ras_reports");
+  if (!run_id.ok()) return run_id.status();
+  if (*run_id < 0) return out;
+  const std::string where = " WHERE run_id = " + std::to_string(*run_id);
+  auto files = store.Query("SELECT file_id, path, format, nccl_version, timestamp, job_processes, job_nodes, "
+                           "collection_s, timeouts, lines, lines_unused FROM ras_reports" + where + " ORDER BY path");
+  if (!files.ok()) return files.status();
+  std::map<int64_t, size_t> at;
+  for (const auto& row : files->rows) {
+    at[Int(row[0])] = out.size();
+    RasReport& r = out.emplace_back();
+    r.path = Text(row[1]);
+    r.format = Text(row[2]);
+    r.nccl_version = Text(row[3]);
+    r.timestamp = Text(row[4]);
+    r.job_processes = Int(row[5]);
+    r.job_nodes = Int(row[6]);
+    r.collection_s = row[7] ? std::stod(*row[7]) : -1;
+    r.timeouts = Int(row[8]);
+    r.lines = static_cast<uint64_t>(Int(row[9]));
+    r.unused = static_cast<uint64_t>(Int(row[10]));
+  }
+  auto comms = store.Query("SELECT file_id, comm_index, comm_hash, label, size, ranks_reported, missing_ranks, status, "
+                           "errors FROM ras_comms" + where + " ORDER BY file_id, comm_index");
+  if (!comms.ok()) return comms.status();
+  for (const auto& row : comms->rows) {
+    RasComm c;
+    c.hash = Text(row[2]);
+    c.label = Text(row[3]);
+    c.size = static_cast<int>(Int(row[4]));
+    c.ranks_reported = static_cast<int>(Int(row[5]));
+    c.missing = static_cast<int>(Int(row[6]));
+    c.status = Text(row[7]);
+    c.errors = Text(row[8]);
+    out[at.at(Int(row[0]))].comms.push_back(std::move(c));
+  }
+  auto ranks = store.Query("SELECT file_id, comm_index, entry, rank, n_ranks, host, pid, cuda_dev, nvml_dev, state, "
+                           "detail, func, launched FROM ras_ranks" + where + " ORDER BY file_id, comm_index, entry, rowid");
+  if (!ranks.ok()) return ranks.status();
+  int64_t last_file = -1, last_comm = -2, last_entry = -1;
+  for (const auto& row : ranks->rows) {
+    RasReport& r = out[at.at(Int(row[0]))];
+    const int64_t comm = Int(row[1]), entry = Int(row[2]);
+    const bool same = Int(row[0]) == last_file && comm == last_comm && entry == last_entry;
+    last_file = Int(row[0]);
+    last_comm = comm;
+    last_entry = entry;
+    if (comm < 0) {
+      if (same) continue;
+      RasProcess& p = r.processes.emplace_back();
+      p.host = Text(row[5]);
+      p.pid = Int(row[6]);
+      p.state = Text(row[9]);
+      p.gpus = Text(row[10]);
+      continue;
+    }
+    std::vector<RasRank>& list = r.comms.at(static_cast<size_t>(comm)).ranks;
+    if (!same) {
+      RasRank& k = list.emplace_back();
+      k.rank = static_cast<int>(Int(row[3]));
+      k.n_ranks = static_cast<int>(Int(row[4]));
+      k.host = Text(row[5]);
+      k.pid = Int(row[6]);
+      k.cuda_dev = static_cast<int>(Int(row[7]));
+      k.nvml_dev = static_cast<int>(Int(row[8]));
+      k.state = Text(row[9]);
+      k.detail = Text(row[10]);
+    }
+    if (!Text(row[11]).empty()) list.back().launched.emplace_back(Text(row[11]), Int(row[12]));
   }
   return out;
 }

@@ -1,6 +1,6 @@
 // Every input format `collscope ingest` takes, in one call: NCCL Inspector / collscope logs,
 // PyTorch-profiler (Kineto) traces, step/phase series and iteration logs, hang evidence (Flight
-// Recorder dumps, in-flight state files), CUPTI kernel summaries and the record summaries of
+// Recorder dumps, in-flight state files, NCCL RAS status reports), CUPTI kernel summaries and the record summaries of
 // per-host agents (core/readers/record_summary.h), each through its own importer into the same
 // run. A path that is a summary root (only host=... folders) goes to the record-summary importer
 // alone: the other importers would only sniff its Parquet files and pass them by, every tick. `collscope ingest` and the live agent both call it, so they store the same

@@ -1,0 +1,216 @@
+// Hang root cause from saved NCCL RAS status reports (core/readers/ras.h); see hang.h.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "analysis/diagnose/hang.h"
+
+namespace collscope::diagnose {
+namespace {
+
+using readers::RasComm;
+using readers::RasRank;
+using readers::RasReport;
+
+struct Culprit {
+  const RasComm* comm = nullptr;
+  const RasRank* k = nullptr;
+  int global = -1;
+  double confidence = 0;
+  std::string why;  // "launched up to AllReduce operation 911 while 7 ranks reached 912"
+};
+
+std::string CommName(const RasComm& c) { return c.hash + (c.label.empty() ? "" : " (" + c.label + ")"); }
+
+// "rank 5 (host 10.0.0.2, pid 4242, GPU 1)", or the process when the global rank is unknown.
+std::string Who(const Culprit& c) {
+  std::string where;
+  auto add = [&](const std::string& s) { where += (where.empty() ? "" : ", ") + s; };
+  if (!c.k->host.empty()) add("host " + c.k->host);
+  if (c.k->pid >= 0) add("pid " + std::to_string(c.k->pid));
+  if (c.k->cuda_dev >= 0)
+    add("GPU " + std::to_string(c.k->cuda_dev) +
+        (c.k->nvml_dev >= 0 && c.k->nvml_dev != c.k->cuda_dev ? " (NVML " + std::to_string(c.k->nvml_dev) + ")" : ""));
+  std::string who = c.global >= 0 ? "rank " + std::to_string(c.global)
+                                  : "rank " + std::to_string(c.k->rank) + " of communicator " + c.comm->hash;
+  return who + (where.empty() ? "" : " (" + where + ")");
+}
+
+// The job's processes as the report sees them: its Job summary, or the distinct processes it names.
+int64_t JobProcesses(const RasReport& r) {
+  if (r.job_processes >= 0) return r.job_processes;
+  std::set<std::pair<std::string, int64_t>> procs;
+  for (const RasComm& c : r.comms)
+    for (const RasRank& k : c.ranks)
+      if (k.rank >= 0 && k.pid >= 0) procs.insert({k.host, k.pid});
+  for (const auto& p : r.processes) procs.insert({p.host, p.pid});
+  return static_cast<int64_t>(procs.size());
+}
+
+Finding Analyze(const RasReport& r, bool* any) {
+  Finding f;
+  f.kind = Kind::kHang;
+  f.detector = "ras.status";
+  // The world communicator: its size is the job's process count; its ranks are global ranks, and
+  // the (host, pid) of its named ranks map other communicators' ranks to global ones.
+  const int64_t procs = JobProcesses(r);
+  const RasComm* world = nullptr;
+  for (const RasComm& c : r.comms)
+    if (procs > 0 && c.size == procs && !world) world = &c;
+  std::map<std::pair<std::string, int64_t>, int> global;
+  if (world)
+    for (const RasRank& k : world->ranks)
+      if (k.rank >= 0 && k.pid >= 0) global[{k.host, k.pid}] = k.rank;
+  auto global_of = [&](const RasComm& c, const RasRank& k) {
+    if (&c == world) return k.rank;
+    auto it = global.find({k.host, k.pid});
+    return k.pid >= 0 && it != global.end() ? it->second : -1;
+  };
+
+  std::vector<Culprit> culprits;
+  std::set<const RasRank*> blamed;
+  std::vector<int> victims;
+  std::vector<std::string> unnamed;  // behind or failing groups the text form does not name
+  auto blame = [&](const RasComm& c, const RasRank& k, double conf, std::string why) {
+    if (blamed.count(&k)) {
+      for (Culprit& x : culprits)
+        if (x.k == &k) x.why += "; " + why, x.confidence = std::max(x.confidence, conf);
+      return;
+    }
+    blamed.insert(&k);
+    culprits.push_back({&c, &k, global_of(c, k), conf, std::move(why)});
+  };
+  for (const RasComm& c : r.comms) {
+    // Launch counts per function: the ranks behind the others, when they are fewer than half of
+    // the ranks that reported a count, are what the others wait for.
+    std::set<std::string> funcs;
+    for (const RasRank& k : c.ranks)
+      for (const auto& l : k.launched) funcs.insert(l.first);
+    for (const std::string& fn : funcs) {
+      int64_t top = -1, total = 0, behind = 0, at_top = 0;
+      for (const RasRank& k : c.ranks)
+        if (k.Launched(fn) >= 0) top = std::max(top, k.Launched(fn)), total += k.n_ranks;
+      for (const RasRank& k : c.ranks) {
+        if (k.Launched(fn) < 0) continue;
+        if (k.Launched(fn) < top) behind += k.n_ranks;
+        else at_top += k.n_ranks;
+      }
+      if (behind == 0 || 2 * behind >= total) continue;
+      for (const RasRank& k : c.ranks) {
+        const int64_t n = k.Launched(fn);
+        if (n < 0) continue;
+        const std::string op = fn == "collective" ? "collective" : fn;
+        const std::string why = (n == 0 ? "launched no " + op + " operation" : "launched up to " + op + " operation " + std::to_string(n)) +
+                                " in communicator " + CommName(c) + " while " + std::to_string(at_top) + " of its " +
+                                std::to_string(total) + " reporting ranks reached " + std::to_string(top);
+        if (n < top && k.rank >= 0) blame(c, k, 0.9, why);
+        else if (n < top) unnamed.push_back(std::to_string(k.n_ranks) + " ranks " + why);
+        else if (k.rank >= 0 && global_of(c, k) >= 0) victims.push_back(global_of(c, k));
+        else if (&c == world && k.n_ranks > 1 && c.size > 0 && total == c.size) {
+          // The world's ranks at the top, counted together: every rank not behind.
+          std::set<int> named_behind;
+          for (const RasRank& b : c.ranks)
+            if (b.rank >= 0 && b.Launched(fn) >= 0 && b.Launched(fn) < top) named_behind.insert(b.rank);
+          for (int g = 0; g < c.size; ++g)
+            if (!named_behind.count(g)) victims.push_back(g);
+        }
+      }
+    }
+    // Ranks the report is missing, dead or unresponsive, and ranks with an init or async error.
+    for (const RasRank& k : c.ranks) {
+      if (k.state == "dead") blame(c, k, 0.85, "its process is considered dead by RAS (communicator " + CommName(c) + ")");
+      else if (k.state == "unresponsive") blame(c, k, 0.75, "its process does not respond to RAS (communicator " + CommName(c) + ")");
+      else if (k.state == "missing" && k.rank >= 0) blame(c, k, 0.5, "missing from the report (communicator " + CommName(c) + ")");
+      else if (k.state == "error" && k.rank >= 0) blame(c, k, 0.85, "reported " + k.detail + " (communicator " + CommName(c) + ")");
+      else if (k.state == "error") unnamed.push_back(std::to_string(k.n_ranks) + " ranks of communicator " + CommName(c) + " reported " + k.detail);
+    }
+  }
+  // Job processes RAS considers dead (or is missing), not already named through a communicator.
+  std::vector<RasRank> procs_as_ranks;
+  procs_as_ranks.reserve(r.processes.size());
+  for (const auto& p : r.processes) {
+    bool named = false;
+    for (const Culprit& c : culprits) named |= c.k->host == p.host && c.k->pid == p.pid;
+    if (named) continue;
+    RasRank& k = procs_as_ranks.emplace_back();
+    k.host = p.host;
+    k.pid = p.pid;
+    k.state = p.state;
+  }
+  static const RasComm kNoComm;
+  for (const RasRank& k : procs_as_ranks) {
+    auto it = global.find({k.host, k.pid});
+    Culprit c{&kNoComm, &k, it == global.end() ? -1 : it->second, k.state == "dead" ? 0.85 : 0.5,
+              k.state == "dead" ? "its process is considered dead by RAS" : "RAS has no data from its process"};
+    culprits.push_back(std::move(c));
+  }
+  if (culprits.empty() && unnamed.empty()) return f;
+  *any = true;
+
+  double conf = 0;
+  bool only_missing = true;
+  for (const Culprit& c : culprits) {
+    conf = std::max(conf, c.confidence);
+    only_missing &= c.k->state == "missing";
+    if (c.global >= 0) f.ranks.push_back(c.global);
+    if (!c.k->host.empty()) f.hosts.push_back(c.k->host);
+    if (!c.comm->hash.empty()) f.comms.push_back(c.comm->hash);
+  }
+  if (culprits.empty()) conf = 0.4;  // only unnamed groups: no one to name
+  if (r.timeouts > 0) conf *= 0.9;   // RAS timed out gathering: the data may be incomplete
+  f.confidence = conf;
+  SortUnique(&f.ranks);
+  SortUnique(&f.hosts);
+  SortUnique(&f.comms);
+  SortUnique(&victims);
+  std::set_difference(victims.begin(), victims.end(), f.ranks.begin(), f.ranks.end(), std::back_inserter(f.victims));
+
+  std::string s = "Hang: NCCL RAS names ";
+  for (size_t i = 0; i < culprits.size() && i < 3; ++i) s += (i ? "; " : "") + Who(culprits[i]) + ": " + culprits[i].why;
+  if (culprits.size() > 3) s += "; and " + std::to_string(culprits.size() - 3) + " more";
+  if (culprits.empty()) s += unnamed[0];
+  s += ". The others wait on " + std::string(culprits.size() + unnamed.size() > 1 ? "them" : "it") + ".";
+  f.summary = s;
+  for (const Culprit& c : culprits) f.AddText("culprit", Who(c) + ": " + c.why);
+  for (const std::string& u : unnamed) f.AddText("unnamed", u + " (the text report counts them without naming them: VERBOSE STATUS or -f json names each)");
+  f.AddText("counts_are_launches",
+            "RAS counts operations launched, not completed: a rank stuck inside a kernel shows its peers' count, so a "
+            "count behind means the rank did not launch; repeat ncclras to see whether the counts move");
+  if (only_missing && !culprits.empty())
+    f.AddText("missing_only", "the only signal is data missing from the report (no count, error or dead process): "
+                              "confidence lowered");
+  if (!world)
+    f.AddText("global_ranks", "no communicator of the job's size (" + std::to_string(procs) +
+                                  " processes) to map ranks to global ranks: hosts and processes named instead");
+  else
+    for (const Culprit& c : culprits)
+      if (c.global < 0)
+        f.AddText("global_ranks", Who(c) + ": its process is not among the world communicator's named ranks");
+  if (r.timeouts > 0) f.Add("ras_timeouts", static_cast<double>(r.timeouts));
+  f.AddText("report", r.path + " (NCCL " + r.nccl_version + ", " + r.format + ")");
+  return f;
+}
+
+}  // namespace
+
+std::vector<Finding> AnalyzeRasReports(const std::vector<RasReport>& reports) {
+  std::vector<Finding> out;
+  for (const RasReport& r : reports) {
+    bool any = false;
+    Finding f = Analyze(r, &any);
+    if (!any) continue;
+    // Repeated queries of one hang name the same ranks: one finding, the reports listed.
+    bool folded = false;
+    for (Finding& o : out)
+      if (o.ranks == f.ranks && o.hosts == f.hosts && o.comms == f.comms) {
+        for (const Evidence& e : f.evidence)
+          if (e.key == "report") o.AddText("report", e.text);
+        o.confidence = std::max(o.confidence, f.confidence);
+        folded = true;
+      }
+    if (!folded) out.push_back(std::move(f));
+  }
+  return out;
+}
+
+}  // namespace collscope::diagnose

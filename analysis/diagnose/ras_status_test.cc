@@ -1,0 +1,142 @@
+// Hang root cause from saved NCCL RAS status reports (detector ras.status).
+#include <gtest/gtest.h>
+
+#include "analysis/diagnose/diagnose.h"
+#include "analysis/diagnose/hang.h"
+#include "analysis/diagnose/registry.h"
+#include "tests/ras_samples.h"
+
+namespace collscope::diagnose {
+namespace {
+
+std::vector<Finding> Analyze(const std::string& content, const std::string& path = "ras.txt") {
+  auto r = readers::ParseRasReport(content, path);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return AnalyzeRasReports({*r});
+}
+
+bool HasEvidence(const Finding& f, const std::string& key) {
+  for (const Evidence& e : f.evidence)
+    if (e.key == key) return true;
+  return false;
+}
+
+// The rule: in a communicator whose launched counts differ, the minority behind is the root cause
+// and the ranks at the top are victims; the summary names rank, host, pid, GPU and the count.
+TEST(RasStatus, BehindMinorityIsTheRootCause) {
+  auto f = Analyze(testing::kRasTextMismatch);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, Kind::kHang);
+  EXPECT_EQ(f[0].detector, "ras.status");
+  EXPECT_EQ(f[0].ranks, std::vector<int>({5}));
+  EXPECT_EQ(f[0].victims, std::vector<int>({0, 1, 2, 3, 4, 6, 7}));
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"10.0.0.2"}));
+  EXPECT_EQ(f[0].comms, std::vector<std::string>({"0x00c0ffee12345678"}));
+  for (const char* s : {"rank 5 (host 10.0.0.2, pid 4242, GPU 1)", "AllReduce operation 911", "reached 912"})
+    EXPECT_NE(f[0].summary.find(s), std::string::npos) << s << "\n" << f[0].summary;
+  EXPECT_TRUE(HasEvidence(f[0], "counts_are_launches"));
+  EXPECT_GE(f[0].confidence, 0.85);
+}
+
+// Half or more behind is no minority: a mismatch alone names nobody.
+TEST(RasStatus, BehindMajorityNamesNobody) {
+  std::string t = testing::kRasTextMismatch;
+  t.replace(t.find("  7 ranks have launched up to operation 912"), 43, "  4 ranks have launched up to operation 912\n"
+                                                                       "  3 ranks have launched up to operation 911");
+  EXPECT_TRUE(Analyze(t).empty());
+}
+
+// 2.24's one collective count; a rank that launched nothing is behind too.
+TEST(RasStatus, CollectiveCounts224) {
+  auto f = Analyze(testing::kRasText224);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].ranks, std::vector<int>({9, 17}));
+  EXPECT_NE(f[0].summary.find("launched no collective operation"), std::string::npos) << f[0].summary;
+}
+
+// JSON: a count behind and a dead missing rank; global ranks from the world communicator.
+TEST(RasStatus, JsonBehindAndDead) {
+  auto f = Analyze(testing::kRasJson, "ras.json");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].ranks, std::vector<int>({1, 3}));
+  EXPECT_EQ(f[0].victims, std::vector<int>({0, 2}));
+  EXPECT_NE(f[0].summary.find("considered dead"), std::string::npos) << f[0].summary;
+  EXPECT_FALSE(HasEvidence(f[0], "missing_only"));
+}
+
+// Missing, dead and error ranks are root causes; sub-communicator ranks whose process is not named
+// in the world communicator keep only their host.
+TEST(RasStatus, MissingDeadAndErrorRanks) {
+  auto f = Analyze(testing::kRasTextIncomplete);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].ranks, std::vector<int>({6, 7}));
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"10.0.0.1", "10.0.0.2"}));
+  EXPECT_NE(f[0].summary.find("remote process exited"), std::string::npos) << f[0].summary;
+  EXPECT_TRUE(HasEvidence(f[0], "global_ranks"));
+  EXPECT_TRUE(HasEvidence(f[0], "ras_timeouts"));
+}
+
+// Missing data as the only signal lowers the confidence.
+TEST(RasStatus, MissingOnlyIsLessSure) {
+  std::string t = testing::kRasTextIncomplete;
+  t.erase(t.find("DEAD\n"), t.find("#0-0") - t.find("DEAD\n"));
+  t.erase(t.find("#1-0"), t.find("Warnings") - t.find("#1-0"));
+  t.erase(t.find("TIMEOUT"));
+  auto f = Analyze(t);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].ranks, std::vector<int>({6, 7}));
+  EXPECT_TRUE(HasEvidence(f[0], "missing_only"));
+  EXPECT_LE(f[0].confidence, 0.5);
+}
+
+// Without a communicator of the job's size the culprit is named by host and process, no rank.
+TEST(RasStatus, NoWorldCommunicatorNamesTheProcess) {
+  std::string t = testing::kRasTextMismatch;
+  t.erase(t.find("Job summary"), t.find("Communicators...") - t.find("Job summary"));
+  auto f = Analyze(t);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(f[0].ranks.empty());
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"10.0.0.2"}));
+  EXPECT_NE(f[0].summary.find("rank 5 of communicator 0x00c0ffee12345678 (host 10.0.0.2, pid 4242, GPU 1)"),
+            std::string::npos)
+      << f[0].summary;
+}
+
+// Repeated reports of one hang are one finding; a Flight Recorder finding blaming the same rank
+// merges with it (registry.cc MergeRules), and so does the records' hang guess naming nobody.
+TEST(RasStatus, MergesWithOtherHangDetectors) {
+  auto a = readers::ParseRasReport(testing::kRasTextMismatch, "a.txt");
+  auto b = readers::ParseRasReport(testing::kRasTextMismatch, "b.txt");
+  auto f = AnalyzeRasReports({*a, *b});
+  ASSERT_EQ(f.size(), 1u);
+  Finding fr;
+  fr.kind = Kind::kHang;
+  fr.confidence = 0.8;
+  fr.ranks = {5};
+  fr.detector = "flight_recorder.wait_graph";
+  Finding guess;
+  guess.kind = Kind::kHang;
+  guess.confidence = 0.3;
+  guess.detector = "comm.progress";
+  f.push_back(fr);
+  f.push_back(guess);
+  Consolidate(&f);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].detector, "ras.status");
+  EXPECT_EQ(f[0].ranks, std::vector<int>({5}));
+  std::string also;
+  for (const Evidence& e : f[0].evidence)
+    if (e.key == "also_detected_by") also = e.text;
+  EXPECT_NE(also.find("flight_recorder.wait_graph"), std::string::npos) << also;
+  EXPECT_NE(also.find("comm.progress"), std::string::npos) << also;
+}
+
+TEST(RasStatus, Registered) {
+  bool found = false;
+  for (const DetectorInfo& d : Detectors())
+    if (d.name == "ras.status") found = d.tier == 'A' && d.kinds == std::vector<Kind>{Kind::kHang};
+  EXPECT_TRUE(found);
+}
+
+}  // namespace
+}  // namespace collscope::diagnose

@@ -1,0 +1,249 @@
+#include "core/readers/ras.h"
+
+#include <gtest/gtest.h>
+
+#include "core/input_files.h"
+#include "core/readers/hang_evidence.h"
+#include "core/store.h"
+#include "tests/ras_samples.h"
+#include "tests/test_util.h"
+
+namespace collscope::readers {
+namespace {
+
+const RasRank* Find(const RasComm& c, int rank) {
+  for (const RasRank& k : c.ranks)
+    if (k.rank == rank) return &k;
+  return nullptr;
+}
+
+TEST(Ras, TextMismatch) {
+  auto r = ParseRasReport(testing::kRasTextMismatch, "ras.txt");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->format, "text");
+  EXPECT_EQ(r->nccl_version, "2.30.7");
+  EXPECT_EQ(r->job_processes, 8);
+  EXPECT_EQ(r->job_nodes, 2);
+  EXPECT_DOUBLE_EQ(r->collection_s, 5.012);
+  EXPECT_EQ(r->unused, 0u) << (r->unused_named.empty() ? "" : r->unused_named[0]);
+  ASSERT_EQ(r->comms.size(), 1u);
+  const RasComm& c = r->comms[0];
+  EXPECT_EQ(c.hash, "0x00c0ffee12345678");
+  EXPECT_EQ(c.label, "#0-0");
+  EXPECT_EQ(c.size, 8);
+  EXPECT_EQ(c.errors, "MISMATCH");
+  ASSERT_EQ(c.ranks.size(), 2u);
+  EXPECT_EQ(c.ranks[0].rank, -1);
+  EXPECT_EQ(c.ranks[0].n_ranks, 7);
+  EXPECT_EQ(c.ranks[0].Launched("AllReduce"), 912);
+  const RasRank* k = Find(c, 5);
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->Launched("AllReduce"), 911);
+  EXPECT_EQ(k->host, "10.0.0.2");
+  EXPECT_EQ(k->pid, 4242);
+  EXPECT_EQ(k->cuda_dev, 1);
+}
+
+TEST(Ras, TextIncompleteDeadErrorTimeout) {
+  auto r = ParseRasReport(testing::kRasTextIncomplete, "ras.txt");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->unused, 0u) << (r->unused_named.empty() ? "" : r->unused_named[0]);
+  EXPECT_EQ(r->nccl_version, "2.26.2+cuda12.8");
+  EXPECT_EQ(r->timeouts, 2);
+  ASSERT_EQ(r->processes.size(), 3u);
+  EXPECT_EQ(r->processes[0].state, "missing");
+  EXPECT_EQ(r->processes[2].state, "dead");
+  EXPECT_EQ(r->processes[2].pid, 5252);
+  ASSERT_EQ(r->comms.size(), 2u);
+  EXPECT_EQ(r->comms[0].missing, 2);
+  EXPECT_EQ(r->comms[0].size, 8);
+  const RasRank* six = Find(r->comms[0], 6);
+  const RasRank* seven = Find(r->comms[0], 7);
+  ASSERT_TRUE(six && seven);
+  EXPECT_EQ(six->state, "missing");
+  EXPECT_EQ(seven->state, "dead") << "its process is in the DEAD block";
+  const RasRank* two = Find(r->comms[1], 2);
+  ASSERT_NE(two, nullptr);
+  EXPECT_EQ(two->state, "error");
+  EXPECT_NE(two->detail.find("async error: remote process exited"), std::string::npos) << two->detail;
+  EXPECT_EQ(two->cuda_dev, 2);
+  EXPECT_EQ(two->nvml_dev, 6);
+}
+
+TEST(Ras, Text224CollectiveCounts) {
+  auto r = ParseRasReport(testing::kRasText224, "ras.txt");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->unused, 0u) << (r->unused_named.empty() ? "" : r->unused_named[0]);
+  EXPECT_EQ(r->job_processes, 32);
+  ASSERT_EQ(r->comms.size(), 1u);
+  const RasRank* nine = Find(r->comms[0], 9);
+  ASSERT_NE(nine, nullptr);
+  EXPECT_EQ(nine->Launched("collective"), 0);
+  EXPECT_EQ(nine->pid, -1) << "process information not found";
+  EXPECT_EQ(Find(r->comms[0], 17)->Launched("collective"), 76);
+}
+
+TEST(Ras, Json) {
+  auto r = ParseRasReport(testing::kRasJson, "ras.json");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->format, "json");
+  EXPECT_EQ(r->timestamp, "2026-07-01 10:00:00");
+  EXPECT_EQ(r->unused, 0u) << (r->unused_named.empty() ? "" : r->unused_named[0]);
+  ASSERT_EQ(r->comms.size(), 1u);
+  const RasComm& c = r->comms[0];
+  EXPECT_EQ(c.hash, "0x00c0ffee12345678") << "the same hash as the text form prints";
+  EXPECT_EQ(c.size, 4);
+  EXPECT_EQ(c.ranks_reported, 3);
+  ASSERT_EQ(c.ranks.size(), 4u);
+  EXPECT_EQ(Find(c, 1)->Launched("AllReduce"), 911);
+  EXPECT_EQ(Find(c, 2)->nvml_dev, 3);
+  EXPECT_EQ(Find(c, 3)->state, "dead");
+  EXPECT_EQ(Find(c, 3)->host, "10.0.0.4");
+}
+
+TEST(Ras, JsonErrorStates) {
+  std::string j = testing::kRasJson;
+  j.replace(j.find("\"async_error\": 0"), 16, "\"async_error\": 6");
+  auto r = ParseRasReport(j, "ras.json");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(Find(r->comms[0], 0)->state, "error");
+  EXPECT_EQ(Find(r->comms[0], 0)->detail, "async error: remote error");
+}
+
+TEST(Ras, Detection) {
+  EXPECT_TRUE(LooksLikeRasReport(testing::kRasTextMismatch));
+  EXPECT_TRUE(LooksLikeRasReport(testing::kRasJson));
+  EXPECT_FALSE(LooksLikeRasReport("NCCL version 2.30.7\nno sections\n"));
+  EXPECT_FALSE(LooksLikeRasReport(R"({"nccl_version": "2.21", "entries": []})")) << "a Flight Recorder dump";
+  EXPECT_FALSE(LooksLikeRasReport(R"({"header":{"id":"0x1"}})"));
+  testing::TempDir dir;
+  testing::WriteFile(dir / "ras.log", testing::kRasTextMismatch);
+  testing::WriteFile(dir / "x.log", "NCCL INFO something\n");
+  EXPECT_TRUE(IsRasReportFile(dir / "ras.log"));
+  EXPECT_FALSE(IsRasReportFile(dir / "x.log"));
+}
+
+// Hostile and damaged reports: refused with a reason, or each bad line counted and named; never a
+// crash, never a size taken from the input.
+TEST(Ras, HostileInput) {
+  // Garbage lines and absurd values are counted, named with file and line; the good lines stay.
+  std::string t = testing::kRasTextMismatch;
+  t.insert(t.find("  7 ranks"), "  Rank 99999999999 has launched up to operation 1 -- GPU 0 managed by process 1 on node h\n"
+                                "  Rank 9 has launched up to operation 1 -- GPU 0 managed by process 1 on node h\n"
+                                "  Rank 3 has launched up to operation 99999999999999999999 -- GPU 0 managed by process 1 on node h\n"
+                                "\x01\xff garbage\n");
+  t += "bogus trailing line\n";
+  auto r = ParseRasReport(t, "bad.txt");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->unused, 5u);
+  ASSERT_EQ(r->unused_named.size(), 5u);
+  EXPECT_EQ(r->unused_named[0].rfind("bad.txt:26: a rank number over", 0), 0u) << r->unused_named[0];
+  EXPECT_NE(r->unused_named[1].find("rank 9 outside its communicator of 8 ranks"), std::string::npos)
+      << r->unused_named[1];
+  EXPECT_NE(r->unused_named[2].find("operation count"), std::string::npos) << r->unused_named[2];
+  EXPECT_EQ(r->unused_named[3].rfind("bad.txt:29: ", 0), 0u) << r->unused_named[3];
+  EXPECT_NE(r->unused_named[4].find("bogus trailing line"), std::string::npos);
+  ASSERT_EQ(r->comms.size(), 1u);
+  EXPECT_EQ(Find(r->comms[0], 5)->Launched("AllReduce"), 911);
+
+  // Truncated anywhere: still a report or refused, never a crash.
+  for (const std::string* s : {&testing::kRasTextMismatch, &testing::kRasTextIncomplete, &testing::kRasJson})
+    for (size_t n = 0; n < s->size(); n += 7) (void)ParseRasReport(std::string_view(*s).substr(0, n), "cut");
+  auto cut = ParseRasReport(std::string_view(testing::kRasJson).substr(0, 300), "cut.json");
+  EXPECT_FALSE(cut.ok());
+  EXPECT_NE(cut.status().message().find("cut.json: not a RAS report: JSON does not parse"), std::string::npos);
+
+  // JSON with absurd values: each counted with its path.
+  std::string j = testing::kRasJson;
+  j.replace(j.find("\"rank\": 2,"), 10, "\"rank\": 2147483647,");
+  j.replace(j.find("\"AllReduce\": 912}"), 17, "\"AllReduce\": 18446744073709551615}");
+  j.replace(j.find("\"pid\": 100"), 10, "\"pid\": \"x\"");
+  auto jr = ParseRasReport(j, "bad.json");
+  ASSERT_TRUE(jr.ok()) << jr.status().message();
+  EXPECT_EQ(jr->unused, 3u);
+  bool named_rank = false, named_count = false, named_pid = false;
+  for (const std::string& u : jr->unused_named) {
+    named_rank |= u.find("bad.json: communicators[0].ranks[2].rank") == 0;
+    named_count |= u.find("bad.json: communicators[0].ranks[0].collective_counts.AllReduce") == 0;
+    named_pid |= u.find("bad.json: communicators[0].ranks[0].pid: not an integer") == 0;
+  }
+  EXPECT_TRUE(named_rank && named_count && named_pid) << [&] {
+    std::string all;
+    for (const std::string& u : jr->unused_named) all += u + "\n";
+    return all;
+  }();
+  ASSERT_EQ(jr->comms[0].ranks.size(), 3u) << "the rank outside the communicator is not kept";
+
+  // A huge communicator size is no allocation: it is refused as a value.
+  std::string big = testing::kRasJson;
+  big.replace(big.find("\"size\": 4"), 9, "\"size\": 4000000000000");
+  auto br = ParseRasReport(big, "big.json");
+  ASSERT_TRUE(br.ok());
+  EXPECT_EQ(br->comms[0].size, -1);
+  EXPECT_GE(br->unused, 1u);
+
+  // Many bad lines: all counted, only the first kMaxRasUnusedNamed named.
+  std::string many = testing::kRasTextMismatch;
+  for (int i = 0; i < 5000; ++i) many += "junk\n";
+  auto mr = ParseRasReport(many, "many.txt");
+  ASSERT_TRUE(mr.ok());
+  EXPECT_EQ(mr->unused, 5000u);
+  EXPECT_EQ(mr->unused_named.size(), kMaxRasUnusedNamed);
+
+  EXPECT_FALSE(ParseRasReport("", "empty").ok());
+  EXPECT_FALSE(ParseRasReport("{\"nccl_version\": 1, \"communicators\": []}", "v").ok());
+}
+
+TEST(Ras, StoreRoundTripAndReplace) {
+  testing::TempDir dir;
+  testing::WriteFile(dir / "job/ras.txt", testing::kRasTextIncomplete);
+  testing::WriteFile(dir / "job/ras.json", testing::kRasJson);
+  auto store = Store::Open(":memory:");
+  ASSERT_TRUE(store.ok());
+  auto rep = IngestHangEvidence(**store, {dir / "job"}, "r");
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  EXPECT_EQ(rep->ras_seen, 2u);
+  EXPECT_EQ(rep->ras_read, 2u);
+  auto back = LoadRasReports(**store, "r");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_EQ(back->size(), 2u);
+  // Ordered by path: ras.json, ras.txt.
+  auto direct_json = ParseRasReport(testing::kRasJson, dir / "job/ras.json");
+  auto direct_text = ParseRasReport(testing::kRasTextIncomplete, dir / "job/ras.txt");
+  for (auto [loaded, direct] : {std::pair{&(*back)[0], &*direct_json}, std::pair{&(*back)[1], &*direct_text}}) {
+    EXPECT_EQ(loaded->format, direct->format);
+    EXPECT_EQ(loaded->timeouts, direct->timeouts);
+    EXPECT_EQ(loaded->job_processes, direct->job_processes);
+    ASSERT_EQ(loaded->processes.size(), direct->processes.size());
+    ASSERT_EQ(loaded->comms.size(), direct->comms.size());
+    for (size_t c = 0; c < direct->comms.size(); ++c) {
+      const RasComm &a = loaded->comms[c], &b = direct->comms[c];
+      EXPECT_EQ(a.hash, b.hash);
+      EXPECT_EQ(a.size, b.size);
+      EXPECT_EQ(a.missing, b.missing);
+      ASSERT_EQ(a.ranks.size(), b.ranks.size());
+      for (size_t k = 0; k < b.ranks.size(); ++k) {
+        EXPECT_EQ(a.ranks[k].rank, b.ranks[k].rank);
+        EXPECT_EQ(a.ranks[k].host, b.ranks[k].host);
+        EXPECT_EQ(a.ranks[k].pid, b.ranks[k].pid);
+        EXPECT_EQ(a.ranks[k].state, b.ranks[k].state);
+        EXPECT_EQ(a.ranks[k].detail, b.ranks[k].detail);
+        EXPECT_EQ(a.ranks[k].launched, b.ranks[k].launched);
+      }
+    }
+  }
+  // Read again (rewritten): its rows are replaced, not added.
+  testing::WriteFile(dir / "job/ras.txt", testing::kRasTextMismatch);
+  ASSERT_TRUE(IngestHangEvidence(**store, {dir / "job"}, "r").ok());
+  auto n = (*store)->QueryInt("SELECT count(*) FROM ras_reports");
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 2);
+  auto again = LoadRasReports(**store, "r");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)[1].comms.size(), 1u);
+  EXPECT_EQ((*again)[1].processes.size(), 0u);
+  EXPECT_EQ((*again)[1].comms[0].ranks.size(), 2u);
+}
+
+}  // namespace
+}  // namespace collscope::readers

@@ -1,0 +1,72 @@
+// `collscope ingest` and `collscope diagnose` on saved NCCL RAS status reports, through the real
+// binary: the report is found by content, counted, stored, and its behind rank named.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/ras_samples.h"
+#include "tests/test_util.h"
+
+namespace collscope {
+namespace {
+
+using testing::Output;
+
+Output Collscope(const std::string& args) {
+  return testing::RunShell(testing::CollscopeBinary() + " " + args + " 2>&1");
+}
+
+TEST(RasCli, IngestCountsAndDiagnoseNamesTheBehindRank) {
+  testing::TempDir dir;
+  testing::WriteFile(dir / "job/ras-status.log", testing::kRasTextMismatch);  // *.log: still found by content
+  Output ing = Collscope("ingest " + dir / "job" + " --db " + dir / "s.duckdb");
+  EXPECT_EQ(ing.code, 0) << ing.text;
+  EXPECT_NE(ing.text.find("NCCL RAS status reports: 1 (1 read), 0 lines or values not understood"), std::string::npos)
+      << ing.text;
+  Output json = Collscope("ingest " + dir / "job" + " --db " + dir / "s.duckdb --json");
+  EXPECT_NE(json.text.find("\"ras_reports_read\": 1"), std::string::npos) << json.text;
+  Output rows = Collscope("sql --db " + dir / "s.duckdb" + " \"SELECT count(*) FROM ras_reports\"");
+  EXPECT_NE(rows.text.find("1"), std::string::npos) << rows.text;
+
+  for (const std::string& args : {"diagnose " + dir / "job", "diagnose --db " + dir / "s.duckdb"}) {
+    Output d = Collscope(args);
+    EXPECT_NE(d.text.find("1 NCCL RAS status report"), std::string::npos) << args << "\n" << d.text;
+    EXPECT_NE(d.text.find("rank 5 (host 10.0.0.2, pid 4242, GPU 1)"), std::string::npos) << args << "\n" << d.text;
+    Output dj = Collscope(args + " --json");
+    EXPECT_NE(dj.text.find("\"detector\": \"ras.status\""), std::string::npos) << dj.text;
+    EXPECT_NE(dj.text.find("\"ranks\": [5]"), std::string::npos) << dj.text;
+  }
+
+  // A report with lines it does not understand: stored, each line named, and the exit says so.
+  std::string bad = testing::kRasTextMismatch + "what is this\n";
+  testing::WriteFile(dir / "bad/ras.txt", bad);
+  Output b = Collscope("ingest " + dir / "bad" + " --db " + dir / "b.duckdb");
+  EXPECT_EQ(b.code, 1) << b.text;
+  EXPECT_NE(b.text.find("not understood: " + (dir / "bad/ras.txt") + ":29: "), std::string::npos) << b.text;
+  // A report that cannot be read at all is named.
+  testing::WriteFile(dir / "cut/ras.json", testing::kRasJson.substr(0, 400));
+  Output c = Collscope("ingest " + dir / "cut" + " --db " + dir / "c.duckdb");
+  EXPECT_NE(c.code, 0) << c.text;
+  EXPECT_NE(c.text.find("ras.json: not a RAS report: JSON does not parse"), std::string::npos) << c.text;
+}
+
+// A simulated hang job's Inspector logs beside a RAS report naming the rank that never launched:
+// one hang finding names it.
+TEST(RasCli, BesideASimulatedHang) {
+  if (Collscope("simulate --help").code != 0) GTEST_SKIP() << "collscope built without sim/";
+  testing::TempDir dir;
+  Output sim = Collscope("simulate -o " + dir / "job" + " --hosts 2 --gpus-per-host 4 --tp 2 --pp 2 --layers 2 "
+                         "--hidden 1024 --seq-len 1024 --steps 20 --kineto-max-ranks 0 --dump-interval-us 200000 "
+                         "--fault kind=hang,rank=5,comm=tp,op=AllReduce,coll_sn=37");
+  ASSERT_EQ(sim.code, 0) << sim.text;
+  testing::WriteFile(dir / "job/nccl-inspector/ras.txt", testing::kRasTextMismatch);
+  Output d = Collscope("diagnose " + dir / "job/nccl-inspector --json");
+  EXPECT_NE(d.text.find("ras.status"), std::string::npos) << d.text;
+  // The hang findings blaming rank 5 (RAS and the simulated job's own evidence) are one.
+  const size_t first = d.text.find("\"kind\": \"hang\"");
+  ASSERT_NE(first, std::string::npos) << d.text;
+  EXPECT_NE(d.text.find("\"ranks\": [5]"), std::string::npos) << d.text;
+}
+
+}  // namespace
+}  // namespace collscope
