@@ -43,7 +43,8 @@ void Fold(Finding* a, const Finding& b) {
   SortUnique(&a->hosts);
   a->comms.insert(a->comms.end(), b.comms.begin(), b.comms.end());
   SortUnique(&a->comms);
-  a->start_us = std::min(a->start_us, b.start_us);
+  // 0 is an unknown time (a RAS report's): it does not widen the other's window.
+  a->start_us = a->start_us == 0 ? b.start_us : b.start_us == 0 ? a->start_us : std::min(a->start_us, b.start_us);
   a->end_us = std::max(a->end_us, b.end_us);
   a->confidence = std::max(a->confidence, b.confidence);
   if (b.detector != a->detector) {
