@@ -87,15 +87,21 @@ CommOptions Opts() {
   return o;
 }
 
-// Two processes on two hosts; Sends from 0 to 1 with sequence numbers `send_sn`, the matching
-// Recvs with `recv_sn`. Transfer k takes 100 + k us on both sides, so a misaligned pair shows.
-CommData PairData(const std::vector<int64_t>& send_sn, const std::vector<int64_t>& recv_sn) {
+// Two processes on two hosts, one communicator of the two, no operation yet.
+CommData TwoHosts() {
   CommData d;
   d.hosts = {"a", "b"};
   d.procs = {{0, 0}, {1, 1}};
   d.comms.push_back({});
   d.comms[0].procs = {0, 1};
   d.comms[0].n_ranks = 2;
+  return d;
+}
+
+// Two processes on two hosts; Sends from 0 to 1 with sequence numbers `send_sn`, the matching
+// Recvs with `recv_sn`. Transfer k takes 100 + k us on both sides, so a misaligned pair shows.
+CommData PairData(const std::vector<int64_t>& send_sn, const std::vector<int64_t>& recv_sn) {
+  CommData d = TwoHosts();
   for (int64_t sn : send_sn)
     d.p2p.push_back({0, 0, 1, true, 1 << 20, 100.0 + static_cast<double>(sn), sn, sn, 0});
   for (int64_t sn : recv_sn)
@@ -131,12 +137,7 @@ TEST(P2pPairs, NumbersThatAgreeWhereTheyOverlapPairEvenWhenTheEdgesCutTheSidesAp
 TEST(P2pPairs, WithoutAgreeingNumbersALostHeadIsFoundByTheWaits) {
   // Each side numbers its own operations (Sends even, Recvs odd: the numbers pair nothing). In
   // transfer k the sender waits when k % 3 == 0, else the receiver does; the wire takes 100 us.
-  CommData d;
-  d.hosts = {"a", "b"};
-  d.procs = {{0, 0}, {1, 1}};
-  d.comms.push_back({});
-  d.comms[0].procs = {0, 1};
-  d.comms[0].n_ranks = 2;
+  CommData d = TwoHosts();
   for (int k = 0; k < 40; ++k) {
     const double send = k % 3 == 0 ? 1000 : 100, recv = k % 3 == 0 ? 100 : 1000;
     if (k > 0)
@@ -155,12 +156,7 @@ TEST(P2pPairs, WithoutAgreeingNumbersALostHeadIsFoundByTheWaits) {
 // times (each side dumps every 50 ms, at its own phase: finer than the transfers, 60 ms apart, or
 // time could not tell the pairings apart).
 CommData CutApartByTheEdges(bool exact) {
-  CommData d;
-  d.hosts = {"a", "b"};
-  d.procs = {{0, 0}, {1, 1}};
-  d.comms.push_back({});
-  d.comms[0].procs = {0, 1};
-  d.comms[0].n_ranks = 2;
+  CommData d = TwoHosts();
   const int64_t t0 = 1'000'000'000, skew = 4'000;
   auto dump_after = [](int64_t t, int64_t phase) {
     const int64_t every = 50'000;
