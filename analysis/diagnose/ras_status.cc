@@ -12,6 +12,10 @@ using readers::RasComm;
 using readers::RasRank;
 using readers::RasReport;
 
+// Confidence in a launch-count mismatch seen in one report, and in one that repeated reports show
+// unchanged.
+constexpr double kOneReport = 0.6, kUnchanged = 0.9;
+
 struct Culprit {
   const RasComm* comm = nullptr;
   const RasRank* k = nullptr;
@@ -103,7 +107,10 @@ Finding Analyze(const RasReport& r, bool* any) {
         const std::string why = (n == 0 ? "launched no " + op + " operation" : "launched up to " + op + " operation " + std::to_string(n)) +
                                 " in communicator " + CommName(c) + " while " + std::to_string(at_top) + " of its " +
                                 std::to_string(total) + " reporting ranks reached " + std::to_string(top);
-        if (n < top && k.rank >= 0) blame(c, k, 0.9, why);
+        // One report: a small collective can outrun RAS's gathering, so a running job shows
+        // transient mismatches too; counts that stay put across reports are a stall
+        // (AnalyzeRasReports).
+        if (n < top && k.rank >= 0) blame(c, k, kOneReport, why);
         else if (n < top) unnamed.push_back(std::to_string(k.n_ranks) + " ranks " + why);
         else if (k.rank >= 0 && global_of(c, k) >= 0) victims.push_back(global_of(c, k));
         else if (&c == world && k.n_ranks > 1 && c.size > 0 && total == c.size) {
@@ -199,16 +206,41 @@ std::vector<Finding> AnalyzeRasReports(const std::vector<RasReport>& reports) {
     bool any = false;
     Finding f = Analyze(r, &any);
     if (!any) continue;
-    // Repeated queries of one hang name the same ranks: one finding, the reports listed.
+    // Repeated queries of one hang name the same ranks: one finding, the reports listed. Where
+    // they also name the same counts, nothing moved between the queries: a stall, not a
+    // transient mismatch.
+    auto culprits = [](const Finding& x) {
+      std::vector<std::string> v;
+      for (const Evidence& e : x.evidence)
+        if (e.key == "culprit") v.push_back(e.text);
+      return v;
+    };
     bool folded = false;
     for (Finding& o : out)
       if (o.ranks == f.ranks && o.hosts == f.hosts && o.comms == f.comms) {
         for (const Evidence& e : f.evidence)
           if (e.key == "report") o.AddText("report", e.text);
         o.confidence = std::max(o.confidence, f.confidence);
+        if (culprits(o) == culprits(f)) {
+          o.confidence = std::max(o.confidence, kUnchanged);
+          bool said = false;
+          for (Evidence& e : o.evidence)
+            if (e.key == "unchanged_across_reports") e.value += 1, said = true;
+          if (!said) o.Add("unchanged_across_reports", 2);
+        }
         folded = true;
       }
     if (!folded) out.push_back(std::move(f));
+  }
+  for (Finding& f : out) {
+    bool counts = false, unchanged = false;
+    for (const Evidence& e : f.evidence) {
+      counts |= e.key == "culprit" && e.text.find(": launched ") != std::string::npos;
+      unchanged |= e.key == "unchanged_across_reports";
+    }
+    if (counts && !unchanged)
+      f.AddText("one_report", "the counts come from one report: a running job's small collectives can outrun RAS's "
+                              "gathering and look the same; run ncclras again: counts that do not move are a stall");
   }
   return out;
 }

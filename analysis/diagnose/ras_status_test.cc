@@ -35,7 +35,34 @@ TEST(RasStatus, BehindMinorityIsTheRootCause) {
   for (const char* s : {"rank 5 (host 10.0.0.2, pid 4242, GPU 1)", "AllReduce operation 911", "reached 912"})
     EXPECT_NE(f[0].summary.find(s), std::string::npos) << s << "\n" << f[0].summary;
   EXPECT_TRUE(HasEvidence(f[0], "counts_are_launches"));
-  EXPECT_GE(f[0].confidence, 0.85);
+  EXPECT_TRUE(HasEvidence(f[0], "one_report"));
+  EXPECT_LE(f[0].confidence, 0.6) << "one report cannot tell a stall from a transient mismatch";
+}
+
+// Counts that stay put across repeated reports are a stall; counts that moved are not confirmed.
+TEST(RasStatus, CountsUnchangedAcrossReportsConfirmTheStall) {
+  auto parse = [](const std::string& text, const std::string& path) {
+    auto r = readers::ParseRasReport(text, path);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return *r;
+  };
+  const std::string first = testing::kRasTextMismatch;
+  auto same = AnalyzeRasReports({parse(first, "a.txt"), parse(first, "b.txt")});
+  ASSERT_EQ(same.size(), 1u);
+  EXPECT_GE(same[0].confidence, 0.9);
+  EXPECT_TRUE(HasEvidence(same[0], "unchanged_across_reports"));
+  EXPECT_FALSE(HasEvidence(same[0], "one_report"));
+
+  std::string moved = first;
+  for (const char* from : {"operation 912", "operation 911"}) {
+    const size_t at = moved.find(from);
+    ASSERT_NE(at, std::string::npos);
+    moved.replace(at, std::string(from).size(), std::string(from) == "operation 912" ? "operation 950" : "operation 949");
+  }
+  auto progressed = AnalyzeRasReports({parse(first, "a.txt"), parse(moved, "b.txt")});
+  ASSERT_EQ(progressed.size(), 1u);
+  EXPECT_LE(progressed[0].confidence, 0.6) << "the counts moved between the reports: no stall confirmed";
+  EXPECT_FALSE(HasEvidence(progressed[0], "unchanged_across_reports"));
 }
 
 // Half or more behind is no minority: a mismatch alone names nobody.
