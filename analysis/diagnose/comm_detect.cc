@@ -613,7 +613,7 @@ std::vector<Finding> DetectHangFromRecords(const CommData& d) {
   Finding f;
   f.kind = Kind::kHang;
   f.detector = "comm.progress";
-  std::set<int> hosts, victims;
+  std::set<int> victims;
   int64_t first_stop = INT64_MAX, most = 0;
   std::string names;
   for (int c : behind) {
@@ -621,15 +621,15 @@ std::vector<Finding> DetectHangFromRecords(const CommData& d) {
     f.comms.push_back(cm.id);
     for (int p : cm.procs) {
       victims.insert(d.procs[p].global_rank);
-      hosts.insert(d.procs[p].host);
     }
     first_stop = std::min(first_stop, stop_ts[c]);
     most = std::max(most, deficit[c]);
     if (names.size() < 200) names += (names.empty() ? "" : ", ") + CommIdAndLabel(d, c);
   }
   SortUnique(&f.comms);
+  // No hosts either: its ranks' hosts are where the victims run, and naming them as the finding's
+  // hosts would point the agent's alerts and the report at every host of the job.
   f.victims.assign(victims.begin(), victims.end());
-  for (int h : hosts) f.hosts.push_back(d.hosts[h]);
   f.start_us = first_stop;
   f.end_us = d.t1;
   // Sure that the job stopped, not of who stopped it: it names no root cause, so as a

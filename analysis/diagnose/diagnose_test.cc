@@ -864,6 +864,7 @@ TEST(HangFromRecords, DependentCommunicatorsMakeOneFinding) {
   ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
   EXPECT_EQ(f[0].comms, std::vector<std::string>({"0xt1", "0xt3"}));
   EXPECT_TRUE(f[0].ranks.empty()) << "completion records cannot name the member";
+  EXPECT_TRUE(f[0].hosts.empty()) << "its ranks' hosts are the victims', not a culprit's";
 }
 
 TEST(Findings, TextPrintsIntegersAsIntegers) {
