@@ -20,6 +20,7 @@
 #include "analysis/views.h"
 #include "core/ingest.h"
 #include "sim/sim.h"
+#include "tests/sim_job.h"
 #include "tests/test_util.h"
 
 namespace collscope::agent {
@@ -136,40 +137,8 @@ TEST(FolderWatch, SeesAppendsNewFilesAndNewFolders) {
   EXPECT_FALSE(w.Changed());
 }
 
-// A small job: 4 hosts x 8 GPUs, TP 8 inside a host, PP 2, so that the communicators of one host
-// span different host pairs and a host's fault is told from its neighbours'.
-sim::SimConfig SmallJob(const std::string& out, const std::string& fault, int steps = 8) {
-  sim::SimConfig c;
-  c.seed = 3;
-  c.cluster.hosts = 4;
-  c.cluster.gpus_per_host = 8;
-  c.parallel.tp = 8;
-  c.parallel.pp = 2;
-  c.workload.layers = 2;
-  c.workload.micro_batches = 2;
-  c.workload.hidden = 2048;
-  c.workload.seq_len = 2048;
-  c.workload.steps = steps;
-  c.inspector.dump_interval_us = 200000;
-  c.output.dir = out;
-  c.output.kineto_max_ranks = 0;
-  c.output.steps = false;
-  if (!fault.empty()) {
-    sim::FaultSpec f;
-    std::string err;
-    EXPECT_TRUE(sim::ParseFaultSpec(fault, &f, &err)) << err;
-    c.faults.push_back(f);
-  }
-  return c;
-}
-
-// Runs the simulator; a failure fails the test that asked.
-sim::SimStats RunJob(const sim::SimConfig& c) {
-  sim::SimStats stats;
-  std::string err;
-  EXPECT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
-  return stats;
-}
+using collscope::testing::FourHostJob;
+using collscope::testing::RunSimulation;
 
 std::map<Labels, double> SeriesOf(const std::vector<MetricFamily>& families,
                                   const std::string& name) {
@@ -181,7 +150,7 @@ std::map<Labels, double> SeriesOf(const std::vector<MetricFamily>& families,
 }
 
 std::unique_ptr<Store> SimulateAndIngest(const collscope::testing::TempDir& dir, const std::string& fault) {
-  RunJob(SmallJob(dir / "job", fault));
+  RunSimulation(FourHostJob(dir / "job", fault));
   auto store = Store::Open(dir / "s.duckdb");
   EXPECT_TRUE(store.ok());
   IngestOptions io;
@@ -260,7 +229,7 @@ sim::SimConfig DefaultJob(const std::string& out, const std::string& fault, int 
 TEST(Agent, ATickOnASlowHostsJobRaisesItsFindingAndARestartResumesIt) {
   collscope::testing::TempDir dir;
   sim::SimConfig c = DefaultJob(dir / "job", "kind=nic_degrade,host=1,factor=0.25", 30);
-  RunJob(c);
+  RunSimulation(c);
   ASSERT_FALSE(::testing::Test::HasFailure());
   AgentOptions o;
   o.watch = {dir / "job"};
@@ -302,7 +271,7 @@ TEST(Agent, ATickOnASlowHostsJobRaisesItsFindingAndARestartResumesIt) {
 TEST(Agent, EveryAlertmanagerOfAnHaPairAndEveryWebhookGetsTheFinding) {
   collscope::testing::TempDir dir;
   sim::SimConfig c = DefaultJob(dir / "job", "kind=nic_degrade,host=1,factor=0.25", 30);
-  RunJob(c);
+  RunSimulation(c);
   ASSERT_FALSE(::testing::Test::HasFailure());
   // One member of the pair is down: the other still gets the alert, and the failure is counted.
   agent::testing::ScriptedPeer down({agent::testing::StatusReply(503)}), up({agent::testing::StatusReply(200)}),
@@ -330,8 +299,8 @@ TEST(Agent, EveryAlertmanagerOfAnHaPairAndEveryWebhookGetsTheFinding) {
 
 TEST(Agent, RetentionDeletesRecordsOlderThanItsJobTime) {
   collscope::testing::TempDir dir;
-  sim::SimConfig c = SmallJob(dir / "job", "", 8);
-  const sim::SimStats stats = RunJob(c);
+  sim::SimConfig c = FourHostJob(dir / "job", "", 8);
+  const sim::SimStats stats = RunSimulation(c);
   ASSERT_FALSE(::testing::Test::HasFailure());
   AgentOptions o;
   o.watch = {dir / "job"};
@@ -360,8 +329,8 @@ TEST(Agent, RetentionDeletesRecordsOlderThanItsJobTime) {
 TEST(Agent, FoldersAreWalkedEveryRescanEvenWithoutAnEvent) {
   // Files other hosts write to a network filesystem raise no inotify event; the rescan finds them.
   collscope::testing::TempDir dir;
-  sim::SimConfig c = SmallJob(dir / "job", "", 2);
-  RunJob(c);
+  sim::SimConfig c = FourHostJob(dir / "job", "", 2);
+  RunSimulation(c);
   ASSERT_FALSE(::testing::Test::HasFailure());
   for (double rescan : {0.0, 0.05}) {
     AgentOptions o;
@@ -379,8 +348,8 @@ TEST(Agent, FoldersAreWalkedEveryRescanEvenWithoutAnEvent) {
 
 TEST(Agent, AWaitingReaderGetsTheStoreAndTheTickItBlocksIsMadeUpLater) {
   collscope::testing::TempDir dir;
-  sim::SimConfig c = SmallJob(dir / "job", "", 4);
-  RunJob(c);
+  sim::SimConfig c = FourHostJob(dir / "job", "", 4);
+  RunSimulation(c);
   ASSERT_FALSE(::testing::Test::HasFailure());
   AgentOptions o;
   o.watch = {dir / "job"};

@@ -15,6 +15,7 @@
 #include "analysis/views.h"
 #include "core/ingest.h"
 #include "sim/sim.h"
+#include "tests/sim_job.h"
 #include "tests/test_util.h"
 
 namespace collscope {
@@ -42,27 +43,8 @@ uint64_t JsonNumber(const std::string& text, const std::string& key, size_t from
 
 TEST(DegradedHost, SpatialPrimitivesSingleOutTheHost) {
   testing::TempDir dir;
-  sim::SimConfig c;
-  c.seed = 3;
-  c.cluster.hosts = 4;
-  c.cluster.gpus_per_host = 8;
-  c.parallel.tp = 8;
-  c.parallel.pp = 2;
-  c.workload.layers = 2;
-  c.workload.micro_batches = 2;
-  c.workload.hidden = 2048;
-  c.workload.seq_len = 2048;
-  c.workload.steps = 8;
-  c.inspector.dump_interval_us = 200000;
-  c.output.dir = dir / "job";
-  c.output.kineto_max_ranks = 0;
-  c.output.steps = false;
-  sim::FaultSpec f;
-  std::string err;
-  ASSERT_TRUE(sim::ParseFaultSpec("kind=nic_degrade,host=1,factor=0.25", &f, &err)) << err;
-  c.faults.push_back(f);
-  sim::SimStats stats;
-  ASSERT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
+  testing::RunSimulation(testing::FourHostJob(dir / "job", "kind=nic_degrade,host=1,factor=0.25"));
+  ASSERT_FALSE(::testing::Test::HasFailure());
 
   auto store = Store::Open(dir / "s.duckdb");
   ASSERT_TRUE(store.ok());

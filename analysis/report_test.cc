@@ -7,7 +7,7 @@
 #include "core/ingest.h"
 #include "tests/test_util.h"
 #ifdef COLLSCOPE_REPORT_TEST_SIM
-#include "sim/sim.h"
+#include "tests/sim_job.h"
 #endif
 
 namespace collscope {
@@ -188,28 +188,14 @@ TEST_F(Report, SymptomNamesSuspectsNotACulprit) {
 // report, with no findings given, diagnoses it and every view names that host.
 TEST(ReportOfSimulatedJob, NamesTheDegradedHostEverywhere) {
   testing::TempDir dir;
-  sim::SimConfig c;
-  c.seed = 11;
-  c.cluster.hosts = 4;
-  c.cluster.gpus_per_host = 8;
-  c.parallel.tp = 8;
-  c.parallel.pp = 2;
-  c.workload.layers = 2;
-  c.workload.micro_batches = 2;
+  // The example job's model size, so that the NIC's share of a step is the example's.
+  sim::SimConfig c =
+      testing::FourHostJob(dir / "job", "kind=nic_degrade,host=2,factor=0.25,start_step=8,end_step=14", 20, 11);
   c.workload.hidden = 8192;
   c.workload.seq_len = 8192;
   c.workload.bucket_mparams = 250;
-  c.workload.steps = 20;
-  c.inspector.dump_interval_us = 200000;
-  c.output.dir = dir / "job";
-  c.output.kineto_max_ranks = 0;
-  c.output.steps = false;
-  sim::FaultSpec f;
-  std::string err;
-  ASSERT_TRUE(sim::ParseFaultSpec("kind=nic_degrade,host=2,factor=0.25,start_step=8,end_step=14", &f, &err)) << err;
-  c.faults.push_back(f);
-  sim::SimStats stats;
-  ASSERT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
+  testing::RunSimulation(c);
+  ASSERT_FALSE(::testing::Test::HasFailure());
   auto store = Store::Open(dir / "s.duckdb");
   ASSERT_TRUE(store.ok());
   IngestOptions io;

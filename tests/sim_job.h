@@ -1,0 +1,51 @@
+// Small simulated jobs for tests that need real Inspector logs of a known fault.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "sim/sim.h"
+
+namespace collscope::testing {
+
+// 4 hosts x 8 GPUs, TP 8 inside a host, PP 2 (the example job's shape): the communicators of one
+// host span different host pairs, so a host's fault can be told from its neighbours'. Inspector
+// logs only (no step series, no profiler traces), dumped every 0.2 s. `fault` is a
+// `simulate --fault` spec, or empty for a healthy job.
+inline sim::SimConfig FourHostJob(const std::string& out, const std::string& fault, int steps = 8,
+                                  uint64_t seed = 3) {
+  sim::SimConfig c;
+  c.seed = seed;
+  c.cluster.hosts = 4;
+  c.cluster.gpus_per_host = 8;
+  c.parallel.tp = 8;
+  c.parallel.pp = 2;
+  c.workload.layers = 2;
+  c.workload.micro_batches = 2;
+  c.workload.hidden = 2048;
+  c.workload.seq_len = 2048;
+  c.workload.steps = steps;
+  c.inspector.dump_interval_us = 200000;
+  c.output.dir = out;
+  c.output.kineto_max_ranks = 0;
+  c.output.steps = false;
+  if (!fault.empty()) {
+    sim::FaultSpec f;
+    std::string err;
+    EXPECT_TRUE(sim::ParseFaultSpec(fault, &f, &err)) << err;
+    c.faults.push_back(f);
+  }
+  return c;
+}
+
+// Runs the simulator; a failure fails the test that asked.
+inline sim::SimStats RunSimulation(const sim::SimConfig& c) {
+  sim::SimStats stats;
+  std::string err;
+  EXPECT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
+  return stats;
+}
+
+}  // namespace collscope::testing
