@@ -151,15 +151,7 @@ std::map<Labels, double> SeriesOf(const std::vector<MetricFamily>& families,
 
 std::unique_ptr<Store> SimulateAndIngest(const collscope::testing::TempDir& dir, const std::string& fault) {
   RunSimulation(FourHostJob(dir / "job", fault));
-  auto store = Store::Open(dir / "s.duckdb");
-  EXPECT_TRUE(store.ok());
-  IngestOptions io;
-  io.run = "live";
-  io.threads = 2;
-  auto rep = Ingest(**store, {dir / "job/nccl-inspector"}, io);
-  EXPECT_TRUE(rep.ok()) << rep.status().message();
-  EXPECT_TRUE(InstallAnalysisViews(**store, false).ok());
-  return std::move(*store);
+  return collscope::testing::IngestSimulatedJob(dir / "job", dir / "s.duckdb", "live");
 }
 
 TEST(JobMetrics, ASlowNicMakesItsHostTheLowestBusBandwidthRatio) {

@@ -46,24 +46,19 @@ TEST(DegradedHost, SpatialPrimitivesSingleOutTheHost) {
   testing::RunSimulation(testing::FourHostJob(dir / "job", "kind=nic_degrade,host=1,factor=0.25"));
   ASSERT_FALSE(::testing::Test::HasFailure());
 
-  auto store = Store::Open(dir / "s.duckdb");
-  ASSERT_TRUE(store.ok());
-  IngestOptions io;
-  io.run = "sim";
-  io.threads = 2;
-  auto rep = Ingest(**store, {dir / "job/nccl-inspector"}, io);
-  ASSERT_TRUE(rep.ok()) << rep.status().message();
-  ASSERT_GT(rep->records_stored, 1000u);
-  ASSERT_TRUE(InstallAnalysisViews(**store, false).ok());
+  uint64_t records = 0;
+  auto store = testing::IngestSimulatedJob(dir / "job", dir / "s.duckdb", "sim", &records);
+  ASSERT_TRUE(store && !::testing::Test::HasFailure());
+  ASSERT_GT(records, 1000u);
 
   AnalysisOptions o;
   // Host table: node-001 first (worst), clearly below the others.
-  ExpectFirstByMargin(**store, "node-001", 0.85);
+  ExpectFirstByMargin(*store, "node-001", 0.85);
 
   // Host x time heatmap: node-001 has the lowest mean normalised busbw over the bins.
   o.bin_s = 1;
   o.min_bytes = 1 << 20;
-  auto hm = HostTimeHeatmap(**store, o);
+  auto hm = HostTimeHeatmap(*store, o);
   ASSERT_TRUE(hm.ok()) << hm.status().message();
   std::map<std::string, std::pair<double, int>> mean;
   int h = ColumnOf(*hm, "hostname"), v = ColumnOf(*hm, "norm_busbw");
@@ -81,9 +76,9 @@ TEST(DegradedHost, SpatialPrimitivesSingleOutTheHost) {
 
   // Rank x communicator heatmap: the cross-host cells of node-001 are the slowest of their
   // communicators' kind: every cell of node-001 on a cross-host communicator is below 1.
-  auto rc = RankCells(**store, o);
+  auto rc = RankCells(*store, o);
   ASSERT_TRUE(rc.ok());
-  auto cross = (*store)->Query("SELECT id FROM communicators WHERE nnodes > 1");
+  auto cross = store->Query("SELECT id FROM communicators WHERE nnodes > 1");
   std::set<std::string> cross_ids;
   for (const auto& row : cross->rows) cross_ids.insert(*row[0]);
   int ch = ColumnOf(*rc, "hostname"), cc = ColumnOf(*rc, "comm"), cv = ColumnOf(*rc, "norm_busbw");
@@ -98,7 +93,7 @@ TEST(DegradedHost, SpatialPrimitivesSingleOutTheHost) {
   // The report renders from the same store.
   ReportOptions ro;
   ro.output = dir / "r.html";
-  EXPECT_TRUE(WriteReport(**store, ro).ok());
+  EXPECT_TRUE(WriteReport(*store, ro).ok());
 }
 
 // examples/job: node-001's NICs at 0.25x for steps 8-13 of 20, and it shares its data-parallel

@@ -196,16 +196,11 @@ TEST(ReportOfSimulatedJob, NamesTheDegradedHostEverywhere) {
   c.workload.bucket_mparams = 250;
   testing::RunSimulation(c);
   ASSERT_FALSE(::testing::Test::HasFailure());
-  auto store = Store::Open(dir / "s.duckdb");
-  ASSERT_TRUE(store.ok());
-  IngestOptions io;
-  io.run = "sim";
-  io.threads = 2;
-  ASSERT_TRUE(Ingest(**store, {dir / "job/nccl-inspector"}, io).ok());
-  ASSERT_TRUE(InstallAnalysisViews(**store, false).ok());
+  auto store = testing::IngestSimulatedJob(dir / "job", dir / "s.duckdb", "sim");
+  ASSERT_TRUE(store && !::testing::Test::HasFailure());
 
   ReportOptions o;
-  auto html = RenderReport(**store, o);
+  auto html = RenderReport(*store, o);
   ASSERT_TRUE(html.ok()) << html.status().message();
   const std::string top = Section(*html, "summary"), cards = Section(*html, "findings");
   EXPECT_NE(top.find("Read run <b>sim</b>"), std::string::npos) << top;
@@ -234,7 +229,7 @@ TEST(ReportOfSimulatedJob, NamesTheDegradedHostEverywhere) {
   diagnose::DiagnoseOptions d;
   d.run = "sim";
   d.suppressed = &suppressed;
-  ASSERT_TRUE(diagnose::DiagnoseStore(**store, d).ok());
+  ASSERT_TRUE(diagnose::DiagnoseStore(*store, d).ok());
   EXPECT_EQ(cards.find("<details id=\"suppressed\"") != std::string::npos, !suppressed.empty());
   if (!suppressed.empty()) {
     EXPECT_NE(cards.find(std::to_string(suppressed.size()) + " candidate finding"), std::string::npos);

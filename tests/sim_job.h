@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
+#include "analysis/views.h"
+#include "core/ingest.h"
 #include "sim/sim.h"
 
 namespace collscope::testing {
@@ -46,6 +49,24 @@ inline sim::SimStats RunSimulation(const sim::SimConfig& c) {
   std::string err;
   EXPECT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
   return stats;
+}
+
+// A simulated job's Inspector logs (`job_dir`/nccl-inspector) ingested as `run` into a new store
+// at `db`, with the analysis views; a failure fails the test that asked. `records_stored`, when
+// given, receives the ingest's count.
+inline std::unique_ptr<Store> IngestSimulatedJob(const std::string& job_dir, const std::string& db,
+                                                 const std::string& run, uint64_t* records_stored = nullptr) {
+  auto store = Store::Open(db);
+  EXPECT_TRUE(store.ok()) << store.status().message();
+  if (!store.ok()) return nullptr;
+  IngestOptions io;
+  io.run = run;
+  io.threads = 2;
+  auto rep = Ingest(**store, {job_dir + "/nccl-inspector"}, io);
+  EXPECT_TRUE(rep.ok()) << rep.status().message();
+  if (rep.ok() && records_stored) *records_stored = rep->records_stored;
+  EXPECT_TRUE(InstallAnalysisViews(**store, false).ok());
+  return std::move(*store);
 }
 
 }  // namespace collscope::testing

@@ -135,27 +135,17 @@ std::vector<P2pTransfer> CrossHostP2pTransfers(const CommData& d) {
       return std::count_if(side.begin(), side.end(),
                            [&](const P2p* x) { return x->sn >= lo && x->sn <= hi; });
     };
-    size_t common = 0;
+    std::vector<const P2p*> ms, mr;  // the pairs of equal numbers
     for (size_t i = 0, j = 0; i < sv.size() && j < rv.size();) {
       if (sv[i]->sn < rv[j]->sn)
         ++i;
       else if (rv[j]->sn < sv[i]->sn)
         ++j;
       else
-        ++common, ++i, ++j;
+        ms.push_back(sv[i++]), mr.push_back(rv[j++]);
     }
     const size_t overlap = static_cast<size_t>(std::min(within(sv), within(rv)));
-    if (sv.front()->sn >= 0 && common > 0 && 10 * common >= 9 * overlap &&
-        common < std::max(sv.size(), rv.size())) {
-      std::vector<const P2p*> ms, mr;
-      for (size_t i = 0, j = 0; i < sv.size() && j < rv.size();) {
-        if (sv[i]->sn < rv[j]->sn)
-          ++i;
-        else if (rv[j]->sn < sv[i]->sn)
-          ++j;
-        else
-          ms.push_back(sv[i++]), mr.push_back(rv[j++]);
-      }
+    if (sv.front()->sn >= 0 && !ms.empty() && 10 * ms.size() >= 9 * overlap) {
       sv = std::move(ms);
       rv = std::move(mr);
     } else {
