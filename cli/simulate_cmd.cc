@@ -156,6 +156,9 @@ void Register(CLI::App& app) {
   cmd->add_flag("--inspector-verbose", c.inspector.verbose,
                 "NCCL_INSPECTOR_DUMP_VERBOSE=1: per-channel event_trace_sn/_ts");
   cmd->add_flag("--no-p2p", opts->no_p2p, "NCCL_INSPECTOR_ENABLE_P2P=0");
+  cmd->add_flag("--inspector-proxy", c.inspector.proxy,
+                "NCCL_INSPECTOR_ENABLE_PROXY=1 (2.30 flavour): v4.4 marker streams with every "
+                "network transfer's proxy_trace records (nested, with step timings)");
   cmd->add_option("--min-size-bytes", c.inspector.min_size_bytes,
                   "NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES (2.30)")
       ->capture_default_str();

@@ -179,6 +179,13 @@ class Engine {
   void Segment(int r, int kind, int mb, double start, double end);
   void NcclKernel(int r, int comm, Op op, int64_t bytes, uint8_t dtype, double start, double end,
                   const CollCost& cost, int stream);
+  // With proxy tracking: the ProxyOps of member `i`'s network transfers in one collective.
+  void CollProxies(int c, int i, Op op, uint64_t sn, int64_t bytes, double start, double end);
+  // One side's ProxyOp of a transfer between `me` and `other` when they are on different hosts:
+  // posted at `op_start`, on the wire from `wire_start` (a send), done at `end`. A send spends
+  // the rest waiting for its GPU or for the receiver's credit; a receive waits for the data.
+  void SideProxy(int c, int me, int other, bool send, bool parent_p2p, int64_t parent_sn,
+                 double bytes, double op_start, double wire_start, double end, uint64_t key);
 
   const SimConfig& cfg_;
   Layout& L_;
@@ -471,6 +478,67 @@ bool Engine::LinkDead(int host, int rail, double /*start*/, double end, int* whi
   return false;
 }
 
+// Bytes each member sends to its ring neighbour: NCCL's ring moves 2(n-1)/n of the buffer for
+// AllReduce, (n-1)/n of it for AllGather and ReduceScatter (whose Inspector size is one rank's
+// share, so n-1 shares), and the buffer once for Broadcast and Reduce.
+double RingEdgeBytes(Op op, int n, int64_t bytes) {
+  const double b = static_cast<double>(bytes), k = static_cast<double>(n - 1);
+  switch (op) {
+    case Op::kAllReduce: return 2.0 * k / n * b;
+    case Op::kAllGather:
+    case Op::kReduceScatter: return k * b;
+    default: return b;
+  }
+}
+
+void Engine::SideProxy(int c, int me, int other, bool send, bool parent_p2p, int64_t parent_sn,
+                       double bytes, double op_start, double wire_start, double end, uint64_t key) {
+  const RankInfo& a = L_.ranks[me];
+  const RankInfo& b = L_.ranks[other];
+  if (a.host == b.host || parent_sn < 0 || !std::isfinite(end)) return;
+  const int kind = static_cast<int>(L_.comms[c].kind);
+  const double total = end - op_start;
+  InspectorWriter::ProxyTransfer t{b.comm_rank[kind], send, parent_p2p,
+                                   static_cast<uint64_t>(parent_sn), std::llround(bytes),
+                                   op_start, end, 0, 0, 0};
+  if (send) {
+    // The wire runs at the slower NIC of the two ends; an outage of either end's link stalls it.
+    const double bw = cfg_.cluster.nic_gbs *
+                      std::min(NicFactor(a.host, a.rail, wire_start), NicFactor(b.host, b.rail, wire_start));
+    double wire = bytes / (bw * 1e3) * LogNormal(key, comm_sigma_ * 0.5);
+    wire += std::max(FlapDelay(a.host, a.rail, wire_start, wire), FlapDelay(b.host, b.rail, wire_start, wire));
+    t.wire_us = std::clamp(wire, 0.0, std::max(0.0, end - wire_start));
+    const double credit = std::max(0.0, wire_start - op_start);
+    const double rest = std::max(0.0, total - credit - t.wire_us);
+    const double u = Uniform(Mix(key ^ 0x51DEULL));
+    t.wait_a_us = rest * u;
+    t.wait_b_us = credit + rest * (1.0 - u);
+  } else {
+    t.wait_a_us = std::min(1.0, total);
+    t.wait_b_us = std::min(2.0, std::max(0.0, total - t.wait_a_us));
+    t.wire_us = std::max(0.0, total - t.wait_a_us - t.wait_b_us);
+  }
+  insp_.AddProxy(me, c, t);
+}
+
+void Engine::CollProxies(int c, int i, Op op, uint64_t sn, int64_t bytes, double start, double end) {
+  if (!insp_.proxy()) return;
+  const CommInfo& ci = L_.comms[c];
+  const int n = static_cast<int>(ci.ranks.size());
+  if (!ci.multi_host || n < 2 || bytes < cfg_.inspector.min_size_bytes) return;
+  // The ring: a member sends to the next one and receives from the previous one.
+  const int me = ci.ranks[i], next = ci.ranks[(i + 1) % n], prev = ci.ranks[(i + n - 1) % n];
+  // Members that share a host cross to the next host over as many rails at once (NCCL's
+  // channels): each cross-host transfer carries that share of the ring's bytes.
+  const int rails = std::clamp(ci.max_per_host, 1, std::max(1, cfg_.cluster.nics_per_host));
+  const double edge = RingEdgeBytes(op, n, bytes) / rails;
+  const int64_t parent = static_cast<int64_t>(sn);
+  SideProxy(c, me, next, true, false, parent, edge, start, start, end,
+            Hash(cfg_.seed, 0x9A0ULL, static_cast<uint64_t>(c) << 32 | static_cast<uint64_t>(me),
+                 static_cast<uint64_t>(start * 8)));
+  SideProxy(c, me, prev, false, false, parent, edge, start, start, end, 0);
+}
+
 // ------------------------------------------------------------------------------------------------
 // Execution
 
@@ -693,11 +761,20 @@ void Engine::CompleteColl(int c, int arriving_rank) {
         const int64_t per_peer = in.bytes[i];
         for (int j = 0; j < n; ++j) {
           if (j == i) continue;
-          insp_.AddP2p(m, c, Op::kSend, j, per_peer, arr, my_end);
-          insp_.AddP2p(m, c, Op::kRecv, j, per_peer, arr, my_end);
+          const int64_t send_sn = insp_.AddP2p(m, c, Op::kSend, j, per_peer, arr, my_end);
+          const int64_t recv_sn = insp_.AddP2p(m, c, Op::kRecv, j, per_peer, arr, my_end);
+          // The pairs are exchanged at once: every proxy op spans the whole exchange.
+          const double bytes_d = static_cast<double>(per_peer);
+          const int peer = ci.ranks[j];
+          if (send_sn >= 0)
+            SideProxy(c, m, peer, true, true, send_sn, bytes_d, start, start, my_end,
+                      Hash(cfg_.seed, 0x9A2AULL, c, in.ordinal * 4099 + i * 64 + j));
+          if (recv_sn >= 0)
+            SideProxy(c, m, peer, false, true, recv_sn, bytes_d, start, start, my_end, 0);
         }
       } else {
         insp_.AddColl(m, c, mop, in.sn[i], in.bytes[i], arr, my_end, cost.channels);
+        CollProxies(c, i, mop, in.sn[i], in.bytes[i], start, my_end);
       }
       const ProgOp& mp = programs_[L_.ranks[m].pp][rs_[m].cursor];
       AddPhase(m, mp.phase, arr, my_end - arr);
@@ -810,8 +887,14 @@ void Engine::MatchPart(const Post& send, const Post& recv, int dir) {
   const RankInfo& si = L_.ranks[send.rank];
   const RankInfo& ri = L_.ranks[recv.rank];
   const int k = static_cast<int>(CommKind::kPp);
-  insp_.AddP2p(send.rank, c, Op::kSend, ri.comm_rank[k], send.bytes, send.t, end);
-  insp_.AddP2p(recv.rank, c, Op::kRecv, si.comm_rank[k], send.bytes, recv.t, end);
+  const int64_t send_sn = insp_.AddP2p(send.rank, c, Op::kSend, ri.comm_rank[k], send.bytes, send.t, end);
+  const int64_t recv_sn = insp_.AddP2p(recv.rank, c, Op::kRecv, si.comm_rank[k], send.bytes, recv.t, end);
+  if (insp_.proxy()) {
+    const double b = static_cast<double>(send.bytes);
+    SideProxy(c, send.rank, recv.rank, true, true, send_sn, b, send.t, start, end,
+              Hash(cfg_.seed, 0x9A1ULL, static_cast<uint64_t>(send.rank), static_cast<uint64_t>(start * 8)));
+    SideProxy(c, recv.rank, send.rank, false, true, recv_sn, b, recv.t, start, end, 0);
+  }
   if (!std::isfinite(end)) {
     // A side that posted but whose transfer never completes stays in flight.
     if (std::isfinite(send.t)) insp_.AddInflight(send.rank, c, Op::kSend, 0, ri.comm_rank[k], send.bytes, send.t, 1, cost);

@@ -79,6 +79,10 @@ struct InspectorConfig {
   int64_t min_size_bytes = 8192;      // NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES (2.30 only)
   int ring_size = 1024;               // NCCL_INSPECTOR_DUMP_COLL_RING_SIZE / _P2P_RING_SIZE
   std::string git_rev = "";
+  // NCCL_INSPECTOR_ENABLE_PROXY=1 (dev-line v4.4, 2.30 flavour only): the files become v4.4 marker
+  // streams, and every network transfer's ProxyOp is written as nested proxy_trace records (a
+  // proxy_op_start and a final proxy_op with its steps' time decomposition).
+  bool proxy = false;
 };
 
 struct OutputConfig {

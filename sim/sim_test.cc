@@ -644,3 +644,111 @@ TEST(SimInflight, HealthyJobHasNothingInFlightAndOptionOff) {
   for (const auto& e : fs::directory_iterator(fs::path(c.output.dir) / "nccl-inspector"))
     EXPECT_FALSE(e.path().string().ends_with(".inflight.json")) << e.path();
 }
+
+// With proxy tracking each file is a v4.4 marker stream: every marker announces exactly the
+// coll_perf, p2p_perf and proxy_trace lines that follow it, and every network transfer has a
+// start and a final proxy_op record. A degraded NIC slows the wire of exactly the sends that
+// touch its host (either end), whatever the ring around them waits for.
+TEST(SimProxy, MarkerStreamsAndWireTimeOnTheDegradedHostsTransfersOnly) {
+  SimConfig c = Small("proxy");
+  c.cluster.hosts = 4;
+  c.parallel.tp = 4;
+  c.parallel.pp = 2;
+  c.inspector.proxy = true;
+  FaultSpec f;
+  f.kind = "nic_degrade";
+  f.params = {{"host", "2"}, {"factor", "0.25"}};
+  c.faults.push_back(f);
+  RunOk(c);
+  simdjson::dom::parser parser;
+  std::map<std::pair<std::string, int64_t>, std::string> host_of;  // (comm id, comm rank)
+  struct Send {
+    std::string comm, host;
+    int64_t peer;
+    double bytes, wire;
+  };
+  std::vector<Send> sends;
+  uint64_t markers = 0, starts = 0, finals = 0, colls = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(c.output.dir) / "nccl-inspector")) {
+    if (e.path().extension() != ".log") continue;
+    std::ifstream in(e.path());
+    std::string line, comm, host;
+    int64_t rank = -1;
+    uint64_t left[3] = {0, 0, 0};
+    while (std::getline(in, line)) {
+      simdjson::dom::element d = parser.parse(line);
+      simdjson::dom::element stats;
+      if (!d["dump_stats"].get(stats)) {
+        for (uint64_t l : left) ASSERT_EQ(l, 0u) << e.path() << ": a batch ended early";
+        ++markers;
+        EXPECT_EQ(std::string_view(d["metadata"]["inspector_output_format_version"].get_string().value()), "v4.4");
+        comm = std::string(d["header"]["id"].get_string().value());
+        rank = d["header"]["rank"].get_int64().value();
+        host = std::string(d["metadata"]["hostname"].get_string().value());
+        host_of[{comm, rank}] = host;
+        left[0] = stats["coll_records"].get_uint64().value();
+        left[1] = stats["p2p_records"].get_uint64().value();
+        left[2] = stats["proxy_records"].get_uint64().value();
+        continue;
+      }
+      ASSERT_TRUE(d["header"].error()) << "a batch line carries no header: " << line;
+      simdjson::dom::element body;
+      if (!d["coll_perf"].get(body)) {
+        ASSERT_GT(left[0], 0u);
+        --left[0];
+        ++colls;
+      } else if (!d["p2p_perf"].get(body)) {
+        ASSERT_EQ(left[0], 0u) << "p2p records come after the collectives";
+        ASSERT_GT(left[1], 0u);
+        --left[1];
+      } else {
+        ASSERT_FALSE(d["proxy_trace"].get(body)) << line;
+        ASSERT_EQ(left[0] + left[1], 0u) << "proxy records come last";
+        ASSERT_GT(left[2], 0u);
+        --left[2];
+        std::string_view type = body["record_type"].get_string().value();
+        if (type == "proxy_op_start") {
+          ++starts;
+          continue;
+        }
+        ASSERT_EQ(type, "proxy_op");
+        ++finals;
+        EXPECT_EQ(body["rank"].get_int64().value(), rank);
+        if (std::string_view(body["direction"].get_string().value()) != "send") continue;
+        double wire = 0;
+        uint64_t steps = 0;
+        for (simdjson::dom::element s : body["steps"].get_array()) {
+          wire += static_cast<double>(s["wire_us"].get_uint64().value());
+          ++steps;
+        }
+        EXPECT_EQ(steps, body["n_steps"].get_uint64().value());
+        sends.push_back({comm, host, body["peer"].get_int64().value(),
+                         static_cast<double>(body["trans_size_bytes"].get_uint64().value()), wire});
+      }
+    }
+    for (uint64_t l : left) EXPECT_EQ(l, 0u) << e.path() << ": the last batch ended early";
+  }
+  EXPECT_GT(markers, 0u);
+  EXPECT_GT(colls, 0u);
+  EXPECT_EQ(starts, finals);
+  ASSERT_GT(sends.size(), 100u);
+  // Wire rate (bytes per us) of large sends, by whether an end is on node-002.
+  std::vector<double> touching, clear;
+  for (const Send& s : sends) {
+    if (s.bytes < (1 << 20) || s.wire <= 0) continue;
+    const std::string& peer_host = host_of[{s.comm, s.peer}];
+    ASSERT_FALSE(peer_host.empty());
+    const bool slow = s.host == "node-002" || peer_host == "node-002";
+    (slow ? touching : clear).push_back(s.bytes / s.wire);
+  }
+  ASSERT_GT(touching.size(), 10u);
+  ASSERT_GT(clear.size(), 10u);
+  std::sort(touching.begin(), touching.end());
+  std::sort(clear.begin(), clear.end());
+  const double slow_median = touching[touching.size() / 2], fast_median = clear[clear.size() / 2];
+  EXPECT_LT(slow_median, 0.4 * fast_median);
+  EXPECT_GT(slow_median, 0.1 * fast_median);
+  // The healthy wire runs near the NIC's 48 GB/s (48e3 bytes per us).
+  EXPECT_GT(fast_median, 30e3);
+  EXPECT_LT(fast_median, 60e3);
+}

@@ -168,6 +168,7 @@ int Simulate(const SimConfig& config, SimStats* stats, std::string* error) {
        "\",\"dump_interval_us\":" + std::to_string(config.inspector.dump_interval_us) +
        ",\"verbose\":" + (config.inspector.verbose ? "true" : "false") +
        ",\"p2p\":" + (config.inspector.p2p && config.inspector.flavor != "2.29" ? "true" : "false") +
+       ",\"proxy\":" + (config.inspector.proxy && config.inspector.flavor != "2.29" ? "true" : "false") +
        ",\"min_size_bytes\":" + std::to_string(config.inspector.min_size_bytes) +
        ",\"coll_records\":" + std::to_string(insp.coll_written()) +
        ",\"p2p_records\":" + std::to_string(insp.p2p_written()) +

@@ -58,6 +58,7 @@ InspectorWriter::InspectorWriter(const SimConfig& config, const Layout& layout,
                                  const std::string& dir)
     : config_(config), layout_(layout), dir_(dir) {
   v229_ = config.inspector.flavor == "2.29";
+  proxy_ = config.inspector.proxy && !v229_;
   procs_.resize(layout.world);
   budget_ = static_cast<size_t>(std::max<int64_t>(config.output.buffer_mb, 1)) << 20;
   for (Arena& a : arenas_) a.data.reserve(budget_ + (size_t{4} << 20));
@@ -124,7 +125,7 @@ void InspectorWriter::AddColl(int rank, int comm, Op op, uint64_t sn, int64_t by
     c.last_activity_us = std::max(c.last_activity_us, end_us);
   }
   if (!v229_ && bytes < config_.inspector.min_size_bytes) { ++filtered_; return; }
-  Pending p;
+  Pending p{};
   p.end_us = end_us;
   p.start_us = start_us;
   p.bytes = bytes;
@@ -134,15 +135,15 @@ void InspectorWriter::AddColl(int rank, int comm, Op op, uint64_t sn, int64_t by
   p.comm = comm;
   p.peer = -1;
   p.op = static_cast<uint8_t>(op);
-  p.p2p = 0;
+  p.p2p = kColl;
   p.channels = static_cast<uint16_t>(channels);
   procs_[rank].pending.push_back(p);
 }
 
-void InspectorWriter::AddP2p(int rank, int comm, Op op, int peer, int64_t bytes, double start_us,
-                             double end_us) {
-  if (v229_ || !config_.inspector.p2p) return;
-  if (!std::isfinite(end_us)) return;
+int64_t InspectorWriter::AddP2p(int rank, int comm, Op op, int peer, int64_t bytes,
+                                double start_us, double end_us) {
+  if (v229_ || !config_.inspector.p2p) return -1;
+  if (!std::isfinite(end_us)) return -1;
   const int kind = static_cast<int>(layout_.comms[comm].kind);
   const uint64_t sn = procs_[rank].p2p_sn[kind]++;  // counted even when filtered, as the plugin
   {
@@ -150,8 +151,8 @@ void InspectorWriter::AddP2p(int rank, int comm, Op op, int peer, int64_t bytes,
     c.completed++;
     c.last_activity_us = std::max(c.last_activity_us, end_us);
   }
-  if (bytes < config_.inspector.min_size_bytes) { ++filtered_; return; }
-  Pending p;
+  if (bytes < config_.inspector.min_size_bytes) { ++filtered_; return -1; }
+  Pending p{};
   p.end_us = end_us;
   p.start_us = start_us;
   p.bytes = bytes;
@@ -161,8 +162,30 @@ void InspectorWriter::AddP2p(int rank, int comm, Op op, int peer, int64_t bytes,
   p.comm = comm;
   p.peer = peer;
   p.op = static_cast<uint8_t>(op);
-  p.p2p = 1;
+  p.p2p = kP2p;
   p.channels = 1;
+  procs_[rank].pending.push_back(p);
+  return static_cast<int64_t>(sn);
+}
+
+void InspectorWriter::AddProxy(int rank, int comm, const ProxyTransfer& t) {
+  if (!proxy_ || !std::isfinite(t.end_us) || !std::isfinite(t.start_us)) return;
+  Pending p{};
+  p.end_us = t.end_us;
+  p.start_us = t.start_us;
+  p.bytes = t.bytes;
+  p.pass = PassOf(rank, t.end_us + 3.0);
+  p.pass_us = PassTime(rank, p.pass);
+  p.sn = t.parent_sn;
+  p.comm = comm;
+  p.peer = t.peer;
+  p.op = t.send ? 1 : 0;
+  p.p2p = kProxy;
+  p.channels = 1;
+  p.parent_p2p = t.parent_p2p ? 1 : 0;
+  p.wire_us = static_cast<float>(t.wire_us);
+  p.wait_a_us = static_cast<float>(t.wait_a_us);
+  p.wait_b_us = static_cast<float>(t.wait_b_us);
   procs_[rank].pending.push_back(p);
 }
 
@@ -289,7 +312,7 @@ void InspectorWriter::Advance(int rank, double now_us) {
 
 void InspectorWriter::Emit(int rank, std::vector<Pending>& ready) {
   // A dump pass walks the communicators in creation order and drains each one's collective ring,
-  // then its p2p ring, oldest first.
+  // then its p2p ring, then (v4.4 with proxy tracking) its proxy ring, oldest first.
   std::sort(ready.begin(), ready.end(), [](const Pending& a, const Pending& b) {
     if (a.pass != b.pass) return a.pass < b.pass;
     if (a.comm != b.comm) return a.comm < b.comm;
@@ -298,8 +321,9 @@ void InspectorWriter::Emit(int rank, std::vector<Pending>& ready) {
     return a.sn < b.sn;
   });
   const size_t ring = static_cast<size_t>(std::max(config_.inspector.ring_size, 1));
-  // Each line is below 600 bytes, plus ~110 bytes per channel in verbose mode.
-  const size_t est = ready.size() * (config_.inspector.verbose ? 4096 : 640);
+  // Each line is below 600 bytes, plus ~110 bytes per channel in verbose mode; a proxy op's two
+  // lines with up to 8 steps stay below 3 KB.
+  const size_t est = ready.size() * (config_.inspector.verbose ? 4096 : proxy_ ? 3072 : 640);
   if (arenas_[cur_].data.size() + est > arenas_[cur_].data.capacity()) Handoff();
   Arena& arena = arenas_[cur_];
   const size_t chunk_start = arena.data.size();
@@ -310,34 +334,183 @@ void InspectorWriter::Emit(int rank, std::vector<Pending>& ready) {
   const double wall0 = static_cast<double>(config_.start_time_us) +
                        layout_.clock_offset_us[layout_.ranks[rank].host];
   while (i < ready.size()) {
-    size_t j = i;
-    while (j < ready.size() && ready[j].pass == ready[i].pass && ready[j].comm == ready[i].comm &&
-           ready[j].p2p == ready[i].p2p)
-      ++j;
-    size_t first = i;
-    if (v229_) {
-      // 2.28/2.29: one slot per communicator, overwritten by every completion.
-      first = j - 1;
-    } else if (j - i > ring) {
-      first = j - ring;  // ring overflow: the oldest entries were overwritten
+    // One communicator's share of one dump pass, its rings in batch order.
+    size_t group_end = i;
+    while (group_end < ready.size() && ready[group_end].pass == ready[i].pass &&
+           ready[group_end].comm == ready[i].comm)
+      ++group_end;
+    size_t first[3], end[3];
+    uint64_t kept[3], dropped[3];
+    for (uint8_t kind = kColl; kind <= kProxy; ++kind) {
+      size_t begin = kind == kColl ? i : end[kind - 1];
+      size_t e = begin;
+      while (e < group_end && ready[e].p2p == kind) ++e;
+      first[kind] = begin;
+      if (v229_ && e > begin) {
+        first[kind] = e - 1;  // 2.28/2.29: one slot per communicator, overwritten by every completion
+      } else if (e - begin > ring) {
+        first[kind] = e - ring;  // ring overflow: the oldest entries were overwritten
+      }
+      end[kind] = e;
+      kept[kind] = e - first[kind];
+      dropped[kind] = first[kind] - begin;
+      dropped_ += dropped[kind];
     }
-    dropped_ += first - i;
     if (ready[i].pass != cur_pass) { cur_pass = ready[i].pass; line_in_pass = 0; }
     const double pass_wall = wall0 + PassTime(rank, cur_pass);
-    for (size_t k = first; k < j; ++k) {
-      const uint64_t ts = static_cast<uint64_t>(pass_wall) + line_in_pass / 4;
+    if (proxy_) {
+      FormatMarker(rank, ready[i].comm, static_cast<uint64_t>(pass_wall) + line_in_pass / 4, kept,
+                   dropped, &arena.data);
       ++line_in_pass;
-      FormatLine(rank, ready[k], ts, &arena.data);
       ++pr.lines;
-      if (ready[k].p2p) ++p2p_written_; else ++coll_written_;
     }
-    i = j;
+    for (uint8_t kind = kColl; kind <= kProxy; ++kind) {
+      for (size_t k = first[kind]; k < end[kind]; ++k) {
+        if (kind == kProxy) {
+          FormatProxy(rank, ready[k], &arena.data);
+          pr.lines += 2;
+          continue;
+        }
+        const uint64_t ts = proxy_ ? 0 : static_cast<uint64_t>(pass_wall) + line_in_pass / 4;
+        ++line_in_pass;
+        FormatLine(rank, ready[k], ts, &arena.data);
+        ++pr.lines;
+        if (kind == kP2p) ++p2p_written_; else ++coll_written_;
+      }
+    }
+    i = group_end;
   }
   if (arena.data.size() > chunk_start) {
     arena.chunks.push_back({rank, static_cast<uint32_t>(arena.chunks.size()), chunk_start,
                             arena.data.size() - chunk_start});
   }
   if (arena.data.size() >= budget_) Handoff();
+}
+
+void InspectorWriter::FormatMarker(int rank, int comm, uint64_t dump_ts, const uint64_t kept[3],
+                                   const uint64_t dropped[3], std::string* o) {
+  CommCounters& cc = Counters(rank, comm);
+  o->append(Prefix(rank, comm));
+  AppendU64(o, dump_ts);
+  o->append(proc_meta_[rank]);
+  static constexpr const char* kNames[3] = {"coll", "p2p", "proxy"};
+  o->append("\"dump_stats\":{");
+  for (int k = 0; k < 3; ++k) {
+    cc.dropped_total[k] += dropped[k];
+    if (k) o->push_back(',');
+    o->append("\"").append(kNames[k]).append("_records\":");
+    // Every proxy op is two records: its start and its final record.
+    AppendU64(o, k == kProxy ? 2 * kept[k] : kept[k]);
+    o->append(",\"").append(kNames[k]).append("_dropped_total\":");
+    AppendU64(o, cc.dropped_total[k]);
+    o->append(",\"").append(kNames[k]).append("_dropped_since_last_dump\":");
+    AppendU64(o, dropped[k]);
+  }
+  o->append(",\"proxy_ops_dropped_total\":0,\"proxy_ops_dropped_since_last_dump\":0,"
+            "\"proxy_steps_overwritten_total\":0,\"proxy_steps_overwritten_since_last_dump\":0,"
+            "\"proxy_output_mode\":\"nested\",\"proxy_segment_step_capacity\":8,"
+            "\"proxy_pxn_skipped_process_total\":0,\"proxy_steps_enabled\":1}}\n");
+}
+
+void InspectorWriter::FormatProxy(int rank, const Pending& p, std::string* o) {
+  CommCounters& cc = Counters(rank, p.comm);
+  const RankInfo& ri = layout_.ranks[rank];
+  const int kind = static_cast<int>(layout_.comms[p.comm].kind);
+  const bool send = p.op == 1;
+  const double wall = static_cast<double>(config_.start_time_us) + layout_.clock_offset_us[ri.host];
+  const uint64_t bytes = static_cast<uint64_t>(std::max<int64_t>(p.bytes, 1));
+  // NCCL moves a transfer in chunks of the protocol's slice (512 KiB for SIMPLE).
+  const uint64_t n_steps = std::clamp<uint64_t>((bytes + (uint64_t{512} << 10) - 1) >> 19, 1, 8);
+  const uint64_t chunk = (bytes + n_steps - 1) / n_steps;
+  const uint64_t t0 = static_cast<uint64_t>(wall + p.start_us);
+  const uint64_t t1 = std::max(t0, static_cast<uint64_t>(wall + p.end_us));
+  const uint64_t op_sn = ++cc.proxy_op_sn;
+  auto common = [&](const char* type, bool final) {
+    o->append("{\"proxy_trace\":{\"record_type\":\"").append(type).append("\",\"record_sn\":");
+    AppendU64(o, ++cc.proxy_record_sn);
+    o->append(p.parent_p2p ? ",\"parent_type\":\"p2p\",\"parent_sn\":" : ",\"parent_type\":\"coll\",\"parent_sn\":");
+    AppendU64(o, p.sn);
+    o->append(",\"proxy_op_sn\":");
+    AppendU64(o, op_sn);
+    if (final) {
+      o->append(",\"rank\":");
+      AppendI64(o, ri.comm_rank[kind]);
+    }
+    o->append(",\"channel_id\":0,\"peer\":");
+    AppendI64(o, p.peer);
+    o->append(send ? ",\"direction\":\"send\"" : ",\"direction\":\"recv\"");
+    o->append(",\"timing_source\":\"proxy_cpu\",\"is_final\":");
+    o->append(final ? "true" : "false");
+    o->append(",\"n_steps\":");
+    AppendU64(o, n_steps);
+    o->append(",\"chunk_size_bytes\":");
+    AppendU64(o, chunk);
+  };
+  common("proxy_op_start", false);
+  o->append(",\"event_trace_ts\":{\"proxy_op_start_ts\":");
+  AppendU64(o, t0);
+  o->append("}}}\n");
+
+  common("proxy_op", true);
+  o->append(",\"n_steps_started\":");
+  AppendU64(o, n_steps);
+  o->append(",\"n_steps_completed\":");
+  AppendU64(o, n_steps);
+  o->append(",\"n_steps_dropped\":0,\"trans_size_bytes\":");
+  AppendU64(o, bytes);
+  o->append(",\"total_us\":");
+  AppendU64(o, t1 - t0);
+  if (t1 > t0) {
+    o->append(",\"op_bw_gbs\":");
+    AppendFixed6(o, static_cast<double>(bytes) / (static_cast<double>(t1 - t0) * 1000.0));
+  }
+  o->append(",\"event_trace_ts\":{\"proxy_op_start_ts\":");
+  AppendU64(o, t0);
+  o->append(",\"proxy_op_in_progress_ts\":");
+  AppendU64(o, t0 + 1);
+  o->append(",\"proxy_op_stop_ts\":");
+  AppendU64(o, t1);
+  o->append("},\"steps\":[");
+  // The steps share the op's time evenly; within a step the phases follow NCCL's order (send:
+  // GPU produce, peer credit, wire; recv: wire, flush, GPU consume).
+  const double n = static_cast<double>(n_steps);
+  const double phase[3] = {send ? p.wait_a_us / n : p.wire_us / n,
+                           send ? p.wait_b_us / n : p.wait_a_us / n,
+                           send ? p.wire_us / n : p.wait_b_us / n};
+  static constexpr const char* kSendKeys[3] = {"gpu_produce_us", "peer_credit_us", "wire_us"};
+  static constexpr const char* kRecvKeys[3] = {"wire_us", "flush_us", "gpu_consume_us"};
+  static constexpr const char* kSendTs[3] = {"send_gpu_wait_ts", "send_peer_wait_ts", "send_wait_ts"};
+  static constexpr const char* kRecvTs[3] = {"recv_wait_ts", "recv_flush_wait_ts", "recv_gpu_wait_ts"};
+  const double step_us = static_cast<double>(t1 - t0) / n;
+  for (uint64_t k = 0; k < n_steps; ++k) {
+    const double s0 = static_cast<double>(t0) + step_us * static_cast<double>(k);
+    uint64_t ts[4];
+    ts[0] = static_cast<uint64_t>(s0);
+    for (int ph = 0; ph < 3; ++ph) ts[ph + 1] = ts[ph] + static_cast<uint64_t>(std::max(0.0, phase[ph]));
+    if (k) o->push_back(',');
+    o->append("{\"proxy_step_sn\":");
+    AppendU64(o, ++cc.proxy_record_sn);
+    o->append(",\"step\":");
+    AppendU64(o, k);
+    o->append(",\"trans_size_bytes\":");
+    AppendU64(o, k + 1 < n_steps ? chunk : bytes - chunk * (n_steps - 1));
+    o->append(",\"total_us\":");
+    AppendU64(o, ts[3] - ts[0]);
+    for (int ph = 0; ph < 3; ++ph) {
+      o->append(",\"").append(send ? kSendKeys[ph] : kRecvKeys[ph]).append("\":");
+      AppendU64(o, ts[ph + 1] - ts[ph]);
+    }
+    o->append(",\"event_trace_ts\":{\"proxy_step_start_ts\":");
+    AppendU64(o, ts[0]);
+    for (int ph = 0; ph < 3; ++ph) {
+      o->append(",\"").append(send ? kSendTs[ph] : kRecvTs[ph]).append("\":");
+      AppendU64(o, ts[ph]);
+    }
+    o->append(",\"proxy_step_stop_ts\":");
+    AppendU64(o, ts[3]);
+    o->append("}}");
+  }
+  o->append("]}}\n");
 }
 
 namespace {
@@ -376,7 +549,8 @@ const std::string& InspectorWriter::Prefix(int rank, int comm) {
     AppendU64(&s, ci.ranks.size());
     s += ",\"nnodes\":";
     AppendU64(&s, ci.hosts.size());
-    s += "},\"metadata\":{\"inspector_output_format_version\":\"v4.0\",\"git_rev\":\"";
+    s += proxy_ ? "},\"metadata\":{\"inspector_output_format_version\":\"v4.4\",\"git_rev\":\""
+                : "},\"metadata\":{\"inspector_output_format_version\":\"v4.0\",\"git_rev\":\"";
     s += config_.inspector.git_rev;
     s += "\",\"rec_mechanism\":\"nccl_profiler_interface\",\"dump_timestamp_us\":";
   }
@@ -395,8 +569,12 @@ void InspectorWriter::FormatLine(int rank, const Pending& p, uint64_t dump_ts, s
   const uint64_t exec_us = static_cast<uint64_t>(exec);  // truncated, as the plugin prints it
   double algbw = 0, busbw = 0;
   InspectorBandwidth(op, static_cast<int>(ci.ranks.size()), p.bytes, exec_us, &algbw, &busbw);
-  w.U64(dump_ts);
-  w.Lit(meta);
+  // A line of a v4.4 batch is a single-key object; its marker carries header and metadata.
+  const std::string_view head = dump_ts == 0 ? std::string_view("{") : std::string_view(prefix);
+  if (dump_ts != 0) {
+    w.U64(dump_ts);
+    w.Lit(meta);
+  }
   if (p.p2p) {
     w.Lit("\"p2p_perf\":{\"p2p\":\"");
     w.Lit(OpName(op));
@@ -428,15 +606,15 @@ void InspectorWriter::FormatLine(int rank, const Pending& p, uint64_t dump_ts, s
   }
   const size_t n = static_cast<size_t>(w.p - buf);
   const size_t old = o->size();
-  o->resize(old + prefix.size() + n + 3);
+  o->resize(old + head.size() + n + 3);
   char* d = o->data() + old;
-  std::memcpy(d, prefix.data(), prefix.size());
-  std::memcpy(d + prefix.size(), buf, n);
+  std::memcpy(d, head.data(), head.size());
+  std::memcpy(d + head.size(), buf, n);
   if (!config_.inspector.verbose) {
-    std::memcpy(d + prefix.size() + n, "}}\n", 3);
+    std::memcpy(d + head.size() + n, "}}\n", 3);
     return;
   }
-  o->resize(old + prefix.size() + n);
+  o->resize(old + head.size() + n);
   const std::string_view pre = p.p2p ? "p2p" : "coll";
   if (config_.inspector.verbose) {
     // Per-operation callback counters and wall-clock timestamps, one entry per channel.

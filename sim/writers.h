@@ -35,7 +35,23 @@ class InspectorWriter {
   void AddColl(int rank, int comm, Op op, uint64_t sn, int64_t bytes, double start_us,
                double end_us, int channels);
   // A completed point-to-point operation (op kSend or kRecv); peer is the comm rank of the peer.
-  void AddP2p(int rank, int comm, Op op, int peer, int64_t bytes, double start_us, double end_us);
+  // Returns its p2p_sn, or -1 when it is not recorded (2.29, p2p off, under the minimum size).
+  int64_t AddP2p(int rank, int comm, Op op, int peer, int64_t bytes, double start_us,
+                 double end_us);
+  bool proxy() const { return proxy_; }
+  // One network transfer's ProxyOp on `rank` (with `proxy()`): to or from `peer` (comm rank) for
+  // the parent record `parent_sn` (a collective's coll_sn, or a p2p_sn when `parent_p2p`), from
+  // `start_us` to `end_us` (true time). Send: `wire_us` on the wire, `wait_a_us` waiting for the
+  // GPU to produce, `wait_b_us` for the receiver's credit. Recv: `wire_us` waiting for the data,
+  // `wait_a_us` flushing, `wait_b_us` for the GPU to consume.
+  struct ProxyTransfer {
+    int peer;
+    bool send, parent_p2p;
+    uint64_t parent_sn;
+    int64_t bytes;
+    double start_us, end_us, wire_us, wait_a_us, wait_b_us;
+  };
+  void AddProxy(int rank, int comm, const ProxyTransfer& t);
   // An operation `rank` started at `start_us` that never completes (it waits on a member that
   // never arrives, or on a dead link): it stays in the plugin's in-flight list. Collectives give
   // their per-op `sn`; point-to-point ops (kSend/kRecv) their peer's comm rank. All its channels
@@ -74,9 +90,13 @@ class InspectorWriter {
     int32_t comm;
     int32_t peer;
     uint8_t op;
-    uint8_t p2p;
+    uint8_t p2p;  // kColl, kP2p or kProxy: the order of a v4.4 batch
     uint16_t channels;
+    // kProxy: `peer` and `sn` (the parent's) as above, `op` 1 for a send.
+    uint8_t parent_p2p;
+    float wire_us, wait_a_us, wait_b_us;
   };
+  static constexpr uint8_t kColl = 0, kP2p = 1, kProxy = 2;
   struct Chunk {
     int32_t rank;
     uint32_t seq;
@@ -106,6 +126,8 @@ class InspectorWriter {
   // Per (rank, comm kind): what the plugin's communicator counters would show.
   struct CommCounters {
     uint64_t completed = 0;
+    uint64_t dropped_total[3] = {0, 0, 0};  // per Pending::p2p: what the v4.4 marker counts
+    uint64_t proxy_op_sn = 0, proxy_record_sn = 0;
     double last_activity_us = 0;
     std::vector<InflightOp> inflight;
   };
@@ -113,7 +135,11 @@ class InspectorWriter {
   double PassTime(int rank, int64_t k) const;
   int64_t PassOf(int rank, double t_us) const;
   void Emit(int rank, std::vector<Pending>& ready);
+  // A v4.0 line carries its header and metadata; a line of a v4.4 batch (`dump_ts` 0) does not.
   void FormatLine(int rank, const Pending& p, uint64_t dump_ts, std::string* out);
+  void FormatMarker(int rank, int comm, uint64_t dump_ts, const uint64_t kept[3],
+                    const uint64_t dropped[3], std::string* out);
+  void FormatProxy(int rank, const Pending& p, std::string* out);
   const std::string& Prefix(int rank, int comm);  // header + metadata through dump_timestamp_us
   void Handoff();             // give the current arena to the writer thread
   void WriterLoop();
@@ -123,6 +149,7 @@ class InspectorWriter {
   const Layout& layout_;
   std::string dir_;
   bool v229_;
+  bool proxy_;
   std::vector<Proc> procs_;
   std::vector<std::string> comm_header_;  // per comm: {"header":{"id":"0x..",("comm_name":..,)
   std::vector<std::string> proc_meta_;    // per rank: ,"hostname":"..","pid":N},"
