@@ -44,7 +44,8 @@ void PrintJson(const std::string& run, const Reports& all) {
       "%lu, \"files_unchanged\": %lu, \"files_rewritten\": %lu, \"bytes_read\": %lu, "
       "\"lines_read\": %lu, \"records_stored\": %lu, \"dump_stats_stored\": %lu, "
       "\"lines_rejected\": %lu, \"incomplete_tail_bytes\": %lu, \"records_missing\": %lu, "
-      "\"proxy_records_skipped\": %lu, \"records_without_timing_source\": %lu, \"seconds\": %.3f, "
+      "\"proxy_ops_stored\": %lu, \"proxy_steps_stored\": %lu, "
+      "\"records_without_timing_source\": %lu, \"seconds\": %.3f, "
       "\"kineto_traces_seen\": %lu, \"kineto_traces_read\": %lu, \"kineto_steps\": %lu, "
       "\"kineto_kernels\": %lu, \"step_files_seen\": %lu, \"step_files_read\": %lu, \"steps\": %lu, "
       "\"step_phases\": %lu, \"step_lines_rejected\": %lu, \"step_events_dropped\": %lu, "
@@ -54,7 +55,7 @@ void PrintJson(const std::string& run, const Reports& all) {
       JsonString(run).c_str(), rep.run_id, rep.ingest_id, rep.files_seen, rep.files_read,
       rep.files_unchanged, rep.files_rewritten, rep.bytes_read, rep.lines_read,
       rep.records_stored, rep.dump_stats_stored, rep.lines_rejected, rep.incomplete_tail_bytes,
-      rep.records_missing, rep.proxy_records_skipped, rep.records_without_timing_source, rep.seconds, kin.files_seen, kin.files_read, kin.steps, kin.kernels,
+      rep.records_missing, rep.proxy_ops_stored, rep.proxy_steps_stored, rep.records_without_timing_source, rep.seconds, kin.files_seen, kin.files_read, kin.steps, kin.kernels,
       steps.files_seen, steps.files_read, steps.steps, steps.phases, steps.lines_rejected, steps.dropped_events,
       hang.dumps_seen, hang.dumps_read, hang.states_seen, hang.states_read, hang.ras_seen, hang.ras_read,
       hang.ras_lines_unused, kern.files_seen, kern.files_read,
@@ -76,9 +77,9 @@ void PrintText(const std::string& db, const std::string& run, const Reports& all
   if (rep.records_missing)
     std::printf("%lu records announced by v4.3/v4.4 markers are missing from the files (cut or "
                 "split mid-batch; see ingest_log)\n", rep.records_missing);
-  if (rep.proxy_records_skipped)
-    std::printf("%lu proxy_trace records read but not stored (collscope has no proxy table yet)\n",
-                rep.proxy_records_skipped);
+  if (rep.proxy_ops_stored || rep.proxy_steps_stored)
+    std::printf("proxy_trace: %lu ops, %lu steps stored\n", rep.proxy_ops_stored,
+                rep.proxy_steps_stored);
   if (rep.records_without_timing_source)
     std::printf("%lu records had no coll_timing_source (stored as NULL: unknown)\n",
                 rep.records_without_timing_source);

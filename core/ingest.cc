@@ -197,17 +197,13 @@ void ParseFile(const FileTask& task, size_t file_index, ParseContext& ctx, Batch
       } else if (parser.Parse(p, len, readable, &parsed, &reason)) {
         if (parsed.batch_lines_missing)
           batch->rejections.push_back({line_no, MissingBatchLines(parsed.batch_lines_missing, "before this line"), "", parsed.batch_lines_missing});
-        if (parsed.kind == ParsedLine::Kind::kProxy) {
-          ++batch->proxy_records;
-        } else {
-          batch->timing_source_missing += parsed.timing_source_missing;
-          batch->Add(line_no, parsed);
-        }
+        batch->timing_source_missing += parsed.timing_source_missing;
+        batch->Add(line_no, parsed);
       } else {
         batch->rejections.push_back({line_no, reason, Printable(p, len, 200)});
       }
       p = nl + 1;
-      if (batch->records() + batch->rejections.size() + batch->dump_stats.size() >= kBatchRows) {
+      if (batch->rows() >= kBatchRows) {
         batch->end_offset = block.offset + (p - block.data);
         batch->end_line = line_no;
         batch->bytes = batch->end_offset - batch_start;
@@ -274,6 +270,30 @@ void FillOverride(ChunkAppender& a, int col, const std::vector<double>& src,
   }
 }
 
+// One value of a row, NULL where it holds the sentinel for "absent".
+void SetU64(ChunkAppender& a, int col, size_t row, uint64_t v) {
+  a.Column<uint64_t>(col)[row] = v;
+  if (v == kNullU64) a.SetNull(col, row);
+}
+void SetI32(ChunkAppender& a, int col, size_t row, int32_t v) {
+  a.Column<int32_t>(col)[row] = v;
+  if (v == kNullI32) a.SetNull(col, row);
+}
+void SetDouble(ChunkAppender& a, int col, size_t row, double v) {
+  a.Column<double>(col)[row] = v;
+  if (std::isnan(v)) a.SetNull(col, row);
+}
+// A code of a proxy_trace string field as its name (VARCHAR), NULL for kNullEnum.
+template <size_t N>
+void SetName(ChunkAppender& a, int col, size_t row, const std::string_view (&names)[N],
+             uint8_t code) {
+  static const std::vector<std::string> text(std::begin(names), std::end(names));
+  if (code < N)
+    a.SetString(col, row, text[code]);
+  else
+    a.SetNull(col, row);
+}
+
 // The single writer: owns the connection's transaction, the dictionaries and the appenders.
 class Writer {
  public:
@@ -288,6 +308,8 @@ class Writer {
     COLLSCOPE_RETURN_IF_ERROR(kernel_events_.Open(c, "kernel_events"));
     COLLSCOPE_RETURN_IF_ERROR(annotations_.Open(c, "record_annotations"));
     COLLSCOPE_RETURN_IF_ERROR(dump_stats_.Open(c, "dump_stats"));
+    COLLSCOPE_RETURN_IF_ERROR(proxy_ops_.Open(c, "proxy_ops"));
+    COLLSCOPE_RETURN_IF_ERROR(proxy_steps_.Open(c, "proxy_steps"));
     COLLSCOPE_RETURN_IF_ERROR(comms_.Open(c, "communicators"));
     COLLSCOPE_RETURN_IF_ERROR(operations_.Open(c, "operations"));
     COLLSCOPE_RETURN_IF_ERROR(processes_.Open(c, "processes"));
@@ -306,6 +328,8 @@ class Writer {
     COLLSCOPE_RETURN_IF_ERROR(WriteKernelEvents(b));
     COLLSCOPE_RETURN_IF_ERROR(WriteAnnotations(b));
     COLLSCOPE_RETURN_IF_ERROR(WriteDumpStats(b, comm_ids, process_ids));
+    COLLSCOPE_RETURN_IF_ERROR(WriteProxyOps(b, comm_ids, process_ids));
+    COLLSCOPE_RETURN_IF_ERROR(WriteProxySteps(b, comm_ids, process_ids));
     COLLSCOPE_RETURN_IF_ERROR(WriteRejections(b, report));
     FileProgress& fp = progress_[b.file_index];
     report.lines_read += b.end_line - fp.lines_consumed;
@@ -316,15 +340,16 @@ class Writer {
     report.dump_stats_stored += b.dump_stats.size();
     report.bytes_read += b.bytes;
     if (b.last) report.incomplete_tail_bytes += b.incomplete_tail;
-    report.proxy_records_skipped += b.proxy_records;
+    report.proxy_ops_stored += b.proxy_ops.size();
+    report.proxy_steps_stored += b.proxy_steps.size();
     report.records_without_timing_source += b.timing_source_missing;
     return Status::Ok();
   }
 
   // Flushes the appenders and commits rows together with each touched file's progress.
   Status Commit(bool reopen) {
-    for (ChunkAppender* a :
-         {&comms_, &processes_, &operations_, &records_, &kernel_events_, &annotations_, &dump_stats_, &log_})
+    for (ChunkAppender* a : {&comms_, &processes_, &operations_, &records_, &kernel_events_,
+                             &annotations_, &dump_stats_, &proxy_ops_, &proxy_steps_, &log_})
       COLLSCOPE_RETURN_IF_ERROR(a->Flush());
     std::string upsert;
     for (size_t i = 0; i < tasks_.size(); ++i) {
@@ -364,8 +389,8 @@ class Writer {
   // The appenders hold rows not yet flushed; they must land in the transaction being rolled back,
   // not in an automatic one after it.
   void Rollback() {
-    for (ChunkAppender* a :
-         {&comms_, &processes_, &operations_, &records_, &kernel_events_, &annotations_, &dump_stats_, &log_})
+    for (ChunkAppender* a : {&comms_, &processes_, &operations_, &records_, &kernel_events_,
+                             &annotations_, &dump_stats_, &proxy_ops_, &proxy_steps_, &log_})
       a->Close();
     store_.Exec("ROLLBACK");
   }
@@ -589,10 +614,116 @@ class Writer {
         a.Column<int32_t>(3)[i] = process_ids[d.process_local];
         a.Column<int32_t>(4)[i] = comm_ids[d.comm_local];
         a.Column<int32_t>(5)[i] = d.rank;
-        const uint64_t vals[] = {d.dump_ts_us, d.coll_records, d.coll_dropped_total,
-                                 d.coll_dropped_since_last_dump, d.p2p_records,
-                                 d.p2p_dropped_total, d.p2p_dropped_since_last_dump};
-        for (int c = 0; c < 7; ++c) a.Column<uint64_t>(6 + c)[i] = vals[c];
+        const uint64_t vals[] = {d.dump_ts_us,
+                                 d.coll_records,
+                                 d.coll_dropped_total,
+                                 d.coll_dropped_since_last_dump,
+                                 d.p2p_records,
+                                 d.p2p_dropped_total,
+                                 d.p2p_dropped_since_last_dump,
+                                 d.proxy_records,
+                                 d.proxy_dropped_total,
+                                 d.proxy_dropped_since_last_dump};
+        for (int c = 0; c < 10; ++c) SetU64(a, 6 + c, i, vals[c]);
+      }
+      COLLSCOPE_RETURN_IF_ERROR(a.Append(n));
+    }
+    return Status::Ok();
+  }
+
+  Status WriteProxyOps(const RecordBatch& b, const std::vector<int32_t>& comm_ids,
+                       const std::vector<int32_t>& process_ids) {
+    auto col = [](const char* name) { return ColumnIndex("proxy_ops", name); };
+    static const int kRun = col("run_id"), kFile = col("file_id"), kLine = col("line"),
+                     kProcess = col("process_id"), kComm = col("comm_id"), kRank = col("rank"),
+                     kType = col("record_type"), kRecordSn = col("record_sn"),
+                     kParentType = col("parent_type"), kParentSn = col("parent_sn"),
+                     kOpSn = col("proxy_op_sn"), kChannel = col("channel_id"), kPeer = col("peer"),
+                     kDirection = col("direction"), kSteps = col("n_steps"),
+                     kChunk = col("chunk_size_bytes"), kCompleted = col("n_steps_completed"),
+                     kDropped = col("n_steps_dropped"), kBytes = col("trans_size_bytes"),
+                     kTotal = col("total_us"), kStartTs = col("start_ts_us"),
+                     kStopTs = col("stop_ts_us"), kDumpTs = col("dump_ts_us");
+    ChunkAppender& a = proxy_ops_;
+    const int32_t file_id = tasks_[b.file_index].file_id;
+    for (size_t off = 0; off < b.proxy_ops.size(); off += a.capacity()) {
+      const size_t n = std::min(a.capacity(), b.proxy_ops.size() - off);
+      for (size_t i = 0; i < n; ++i) {
+        const RecordBatch::ProxyOpRow& row = b.proxy_ops[off + i];
+        const ProxyRecord& o = row.op;
+        a.Column<int32_t>(kRun)[i] = run_id_;
+        a.Column<int32_t>(kFile)[i] = file_id;
+        a.Column<uint64_t>(kLine)[i] = row.line;
+        a.Column<int32_t>(kProcess)[i] = process_ids[row.process_local];
+        a.Column<int32_t>(kComm)[i] = comm_ids[row.comm_local];
+        a.Column<int32_t>(kRank)[i] = o.rank;
+        SetName(a, kType, i, kProxyRecordTypes, static_cast<uint8_t>(o.record_type));
+        SetU64(a, kRecordSn, i, o.record_sn);
+        SetName(a, kParentType, i, kProxyParentTypes, o.parent_type);
+        SetU64(a, kParentSn, i, o.parent_sn);
+        SetU64(a, kOpSn, i, o.proxy_op_sn);
+        SetI32(a, kChannel, i, o.channel_id);
+        SetI32(a, kPeer, i, o.peer);
+        SetName(a, kDirection, i, kProxyDirections, o.direction);
+        SetU64(a, kSteps, i, o.n_steps);
+        SetU64(a, kChunk, i, o.chunk_size_bytes);
+        SetU64(a, kCompleted, i, o.n_steps_completed);
+        SetU64(a, kDropped, i, o.n_steps_dropped);
+        SetU64(a, kBytes, i, o.trans_size_bytes);
+        SetDouble(a, kTotal, i, o.total_us);
+        SetU64(a, kStartTs, i, o.start_ts_us);
+        SetU64(a, kStopTs, i, o.stop_ts_us);
+        a.Column<uint64_t>(kDumpTs)[i] = row.dump_ts_us;
+      }
+      COLLSCOPE_RETURN_IF_ERROR(a.Append(n));
+    }
+    return Status::Ok();
+  }
+
+  Status WriteProxySteps(const RecordBatch& b, const std::vector<int32_t>& comm_ids,
+                         const std::vector<int32_t>& process_ids) {
+    auto col = [](const char* name) { return ColumnIndex("proxy_steps", name); };
+    static const int kRun = col("run_id"), kFile = col("file_id"), kLine = col("line"),
+                     kProcess = col("process_id"), kComm = col("comm_id"), kRank = col("rank"),
+                     kOpSn = col("proxy_op_sn"), kParentType = col("parent_type"),
+                     kParentSn = col("parent_sn"), kChannel = col("channel_id"),
+                     kPeer = col("peer"), kDirection = col("direction"),
+                     kStepSn = col("proxy_step_sn"), kStep = col("step"),
+                     kBytes = col("trans_size_bytes"), kTotal = col("total_us"),
+                     kProduce = col("gpu_produce_us"), kCredit = col("peer_credit_us"),
+                     kWire = col("wire_us"), kFlush = col("flush_us"),
+                     kConsume = col("gpu_consume_us"), kStopTs = col("stop_ts_us"),
+                     kDumpTs = col("dump_ts_us");
+    ChunkAppender& a = proxy_steps_;
+    const int32_t file_id = tasks_[b.file_index].file_id;
+    for (size_t off = 0; off < b.proxy_steps.size(); off += a.capacity()) {
+      const size_t n = std::min(a.capacity(), b.proxy_steps.size() - off);
+      for (size_t i = 0; i < n; ++i) {
+        const RecordBatch::ProxyStepRow& row = b.proxy_steps[off + i];
+        const ProxyStep& s = row.step;
+        a.Column<int32_t>(kRun)[i] = run_id_;
+        a.Column<int32_t>(kFile)[i] = file_id;
+        a.Column<uint64_t>(kLine)[i] = row.line;
+        a.Column<int32_t>(kProcess)[i] = process_ids[row.process_local];
+        a.Column<int32_t>(kComm)[i] = comm_ids[row.comm_local];
+        a.Column<int32_t>(kRank)[i] = row.rank;
+        SetU64(a, kOpSn, i, row.proxy_op_sn);
+        SetName(a, kParentType, i, kProxyParentTypes, row.parent_type);
+        SetU64(a, kParentSn, i, row.parent_sn);
+        SetI32(a, kChannel, i, row.channel_id);
+        SetI32(a, kPeer, i, row.peer);
+        SetName(a, kDirection, i, kProxyDirections, row.direction);
+        SetU64(a, kStepSn, i, s.proxy_step_sn);
+        SetI32(a, kStep, i, s.step);
+        SetU64(a, kBytes, i, s.trans_size_bytes);
+        SetDouble(a, kTotal, i, s.total_us);
+        SetDouble(a, kProduce, i, s.gpu_produce_us);
+        SetDouble(a, kCredit, i, s.peer_credit_us);
+        SetDouble(a, kWire, i, s.wire_us);
+        SetDouble(a, kFlush, i, s.flush_us);
+        SetDouble(a, kConsume, i, s.gpu_consume_us);
+        SetU64(a, kStopTs, i, s.stop_ts_us);
+        a.Column<uint64_t>(kDumpTs)[i] = row.dump_ts_us;
       }
       COLLSCOPE_RETURN_IF_ERROR(a.Append(n));
     }
@@ -631,7 +762,8 @@ class Writer {
   std::unordered_map<std::string, int32_t> comm_map_, process_map_;
   std::unordered_map<OpKey, int32_t, OpKeyHash> op_map_;
   int32_t next_comm_id_ = 1, next_process_id_ = 1, next_op_id_ = 1;
-  ChunkAppender records_, kernel_events_, annotations_, dump_stats_, comms_, processes_, operations_, log_;
+  ChunkAppender records_, kernel_events_, annotations_, dump_stats_, proxy_ops_, proxy_steps_,
+      comms_, processes_, operations_, log_;
   int commits_ = 0;
 };
 
@@ -737,8 +869,9 @@ Result<IngestReport> Ingest(Store& store, const std::vector<std::string>& paths,
     for (int32_t id : rewritten) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
     std::string where = " WHERE run_id = " + run + " AND file_id IN (" + ids + ")";
     Status st = store.Exec("BEGIN TRANSACTION; DELETE FROM records" + where +
-                           "; DELETE FROM kernel_events" + where + "; DELETE FROM record_annotations" + where +
-                           "; DELETE FROM dump_stats" +
+                           "; DELETE FROM kernel_events" + where +
+                           "; DELETE FROM record_annotations" + where + "; DELETE FROM dump_stats" +
+                           where + "; DELETE FROM proxy_ops" + where + "; DELETE FROM proxy_steps" +
                            where + "; DELETE FROM files" + where + "; COMMIT");
     if (!st.ok()) {
       store.Exec("ROLLBACK");

@@ -6,8 +6,9 @@
 // - Incremental and idempotent: each file's ingested prefix (complete lines) is remembered; a
 //   file that grew is read from where the last ingest stopped, an unchanged one is skipped, and one
 //   rewritten in place (its first bytes changed, or it shrank) has its old rows replaced.
-// - Every complete line is either stored (records, dump_stats) or written to ingest_log with its
-//   file, line number and reason. An incomplete last line is left for a later ingest.
+// - Every complete line is either stored (records, dump_stats, proxy_ops and proxy_steps) or
+//   written to ingest_log with its file, line number and reason. An incomplete last line is left
+//   for a later ingest.
 // - Rows and file progress are committed together, so a failure loses at most the uncommitted
 //   part of this ingest; nothing stored before is lost and a rerun resumes cleanly.
 #pragma once
@@ -46,7 +47,7 @@ struct IngestReport {
   uint64_t records_stored = 0, dump_stats_stored = 0, lines_rejected = 0;
   uint64_t incomplete_tail_bytes = 0;  // bytes of unfinished last lines left for later
   uint64_t records_missing = 0;  // announced by a v4.3/v4.4 marker, never in the file
-  uint64_t proxy_records_skipped = 0;  // v4.3/v4.4 proxy_trace lines: read, not stored yet
+  uint64_t proxy_ops_stored = 0, proxy_steps_stored = 0;  // v4.3/v4.4 proxy_trace records
   uint64_t records_without_timing_source = 0;  // stored with timing_source NULL
   double seconds = 0;
   std::vector<std::string> first_rejections;  // "path:line: reason", at most 10

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 
+#include "core/taxonomy.h"
 #include "tests/test_util.h"
 
 namespace collscope {
@@ -286,7 +287,7 @@ namespace collscope {
 namespace {
 
 // A v4.4 marker stream, as the reference's example: each batch's lines get their marker's
-// communicator, rank, host and pid in the store; proxy lines are counted; a batch cut short at
+// communicator, rank, host and pid in the store; proxy lines are stored; a batch cut short at
 // the end of the file is reported as missing records.
 TEST_F(IngestTest, V44MarkerStreamsAreAttributedToTheirMarker) {
   auto marker = [](const std::string& id, int rank, const std::string& host, int colls, int proxies) {
@@ -310,12 +311,187 @@ TEST_F(IngestTest, V44MarkerStreamsAreAttributedToTheirMarker) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->records_stored, 4u);
   EXPECT_EQ(r->dump_stats_stored, 3u);
-  EXPECT_EQ(r->proxy_records_skipped, 1u);
+  EXPECT_EQ(r->proxy_ops_stored, 1u);
+  EXPECT_EQ(r->proxy_steps_stored, 0u);
   EXPECT_EQ(r->records_missing, 2u);
   EXPECT_EQ(r->lines_rejected, 0u);
   EXPECT_EQ(Count(*store_, "SELECT count(*) FROM records_v WHERE comm = '0x9b2' AND rank = 1 AND hostname = 'gpu-a' AND pid = 77"), 3);
   EXPECT_EQ(Count(*store_, "SELECT count(*) FROM records_v WHERE comm = '0x9c3' AND rank = 3 AND sn = 7"), 1);
   EXPECT_EQ(Count(*store_, "SELECT count(*) FROM ingest_log WHERE reason LIKE '%2 record lines announced%end of the file%'"), 1);
+}
+
+}  // namespace
+}  // namespace collscope
+
+namespace collscope {
+namespace {
+
+// v4.4 proxy_trace records land in proxy_ops and proxy_steps with their marker's process,
+// communicator and (unless they carry their own) rank; nested steps take their record's
+// direction, peer and channel. A file rewritten in place replaces its proxy rows.
+std::string ProxyMarker(const std::string& version, int rank, int colls, int proxies,
+                        const std::string& host = "gpu-a", int pid = 77) {
+  return R"({"header":{"id":"0x9b2","comm_name":"dp","rank":)" + std::to_string(rank) +
+         R"(,"n_ranks":4,"nnodes":2},"metadata":{"inspector_output_format_version":")" + version +
+         R"(","git_rev":"","rec_mechanism":"nccl_profiler_interface","dump_timestamp_us":1800000000500000,"hostname":")" +
+         host + R"(","pid":)" + std::to_string(pid) + R"(},"dump_stats":{"coll_records":)" +
+         std::to_string(colls) +
+         R"(,"coll_dropped_total":0,"coll_dropped_since_last_dump":0,"p2p_records":0,"p2p_dropped_total":0,"p2p_dropped_since_last_dump":0,"proxy_records":)" +
+         std::to_string(proxies) +
+         R"(,"proxy_dropped_total":7,"proxy_dropped_since_last_dump":2,"proxy_output_mode":"nested"}})"
+         "\n";
+}
+const std::string kProxyColl =
+    R"({"coll_perf":{"coll":"AllReduce","coll_sn":3,"coll_msg_size_bytes":4194304,"coll_exec_time_us":120,"coll_timing_source":"kernel_gpu","coll_algobw_gbs":34.952533,"coll_busbw_gbs":52.4288}})"
+    "\n";
+const std::string kProxyStart =
+    R"({"proxy_trace":{"record_type":"proxy_op_start","record_sn":5,"parent_type":"coll","parent_sn":3,"proxy_op_sn":2,"channel_id":1,"peer":2,"direction":"recv","timing_source":"proxy_cpu","is_final":false,"n_steps":2,"chunk_size_bytes":524288,"event_trace_ts":{"proxy_op_start_ts":1800000000400000}}})"
+    "\n";
+const std::string kProxyFinal =
+    R"({"proxy_trace":{"record_type":"proxy_op","record_sn":6,"parent_type":"coll","parent_sn":3,"proxy_op_sn":2,"rank":1,"channel_id":1,"peer":2,"direction":"recv","timing_source":"proxy_cpu","is_final":true,"n_steps":2,"chunk_size_bytes":524288,"n_steps_started":2,"n_steps_completed":2,"n_steps_dropped":0,"trans_size_bytes":1048576,"total_us":90,"op_bw_gbs":11.650844,"event_trace_ts":{"proxy_op_start_ts":1800000000400000,"proxy_op_stop_ts":1800000000400090},"steps":[)"
+    R"({"proxy_step_sn":1,"step":0,"trans_size_bytes":524288,"total_us":50,"wire_us":30,"flush_us":5,"gpu_consume_us":10,"event_trace_ts":{"proxy_step_stop_ts":1800000000400051}},)"
+    R"({"proxy_step_sn":2,"step":1,"trans_size_bytes":524288,"total_us":38,"wire_us":31}]}})"
+    "\n";
+const std::string kProxyFlatSend =
+    R"({"proxy_trace":{"record_type":"proxy_step","record_sn":9,"parent_type":"coll","parent_sn":3,"proxy_op_sn":3,"channel_id":0,"peer":3,"direction":"send","timing_source":"proxy_cpu","proxy_step_sn":4,"step":0,"trans_size_bytes":65536,"total_us":20,"gpu_produce_us":2.5,"peer_credit_us":12,"wire_us":5}})"
+    "\n";
+
+TEST_F(IngestTest, ProxyTraceRecordsAreStored) {
+  // Marker rank 1: proxy_op_start has no rank of its own and takes 1; the final proxy_op says 1.
+  // The flat step of the second batch has its marker's 3.
+  WriteFile(dir_ / "logs/gpu-a-pid77.log", ProxyMarker("v4.4", 1, 1, 2) + kProxyColl + kProxyStart +
+                                               kProxyFinal + ProxyMarker("v4.4", 3, 0, 1) +
+                                               kProxyFlatSend);
+  // v4.3 flat steps carry their own rank (0 here, under a marker of rank 2), and no durations.
+  WriteFile(
+      dir_ / "logs/gpu-b-pid78.log",
+      ProxyMarker("v4.3", 2, 0, 1, "gpu-b", 78) +
+          R"({"proxy_trace":{"record_type":"proxy_step","record_sn":1,"parent_type":"coll","parent_sn":8,"proxy_op_sn":1,"rank":0,"channel_id":2,"peer":1,"direction":"recv","proxy_step_sn":1,"step":0,"trans_size_bytes":4096}})"
+          "\n");
+  Result<IngestReport> r = Run();
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->lines_rejected, 0u) << (r->first_rejections.empty() ? "" : r->first_rejections[0]);
+  EXPECT_EQ(r->records_missing, 0u);
+  EXPECT_EQ(r->proxy_ops_stored, 2u);
+  EXPECT_EQ(r->proxy_steps_stored, 4u);  // 2 nested, 2 flat
+  EXPECT_EQ(Count(*store_, "SELECT count(*) FROM proxy_ops"), 2);
+  EXPECT_EQ(Count(*store_, "SELECT count(*) FROM proxy_steps"), 4);
+
+  // Ops: the marker's process and communicator (the ones its records have), rank as resolved.
+  EXPECT_EQ(Count(*store_,
+                  "SELECT count(*) FROM proxy_ops o JOIN communicators c USING (run_id, comm_id) "
+                  "JOIN processes p USING (run_id, process_id) WHERE c.id = '0x9b2' AND "
+                  "p.hostname = 'gpu-a' AND p.pid = 77 AND o.rank = 1 AND o.peer = 2 AND "
+                  "o.channel_id = 1 AND o.direction = 'recv' AND o.parent_type = 'coll' AND "
+                  "o.parent_sn = 3 AND o.proxy_op_sn = 2 AND o.dump_ts_us = 1800000000500000"),
+            2);
+  EXPECT_EQ(Count(*store_,
+                  "SELECT count(DISTINCT comm_id) FROM (SELECT comm_id FROM proxy_ops UNION ALL "
+                  "SELECT o.comm_id FROM records JOIN operations o USING (run_id, op_id))"),
+            1);
+  EXPECT_EQ(Count(*store_,
+                  "SELECT count(*) FROM proxy_ops WHERE record_type = 'proxy_op_start' AND "
+                  "line = 3 AND record_sn = 5 AND n_steps = 2 AND chunk_size_bytes = 524288 AND "
+                  "start_ts_us = 1800000000400000 AND stop_ts_us IS NULL AND total_us IS NULL AND "
+                  "n_steps_completed IS NULL AND trans_size_bytes IS NULL"),
+            1);
+  EXPECT_EQ(Count(*store_,
+                  "SELECT count(*) FROM proxy_ops WHERE record_type = 'proxy_op' AND line = 4 AND "
+                  "n_steps_completed = 2 AND n_steps_dropped = 0 AND trans_size_bytes = 1048576 "
+                  "AND total_us = 90 AND stop_ts_us = 1800000000400090"),
+            1);
+
+  // Nested steps: their record's line, direction, peer, channel and op; their own timings.
+  EXPECT_EQ(Count(*store_,
+                  "SELECT count(*) FROM proxy_steps WHERE line = 4 AND rank = 1 AND "
+                  "direction = 'recv' AND peer = 2 AND channel_id = 1 AND proxy_op_sn = 2 AND "
+                  "parent_type = 'coll' AND parent_sn = 3 AND trans_size_bytes = 524288"),
+            2);
+  EXPECT_EQ(Count(*store_,
+                  "SELECT count(*) FROM proxy_steps WHERE step = 0 AND proxy_step_sn = 1 AND "
+                  "total_us = 50 AND wire_us = 30 AND flush_us = 5 AND gpu_consume_us = 10 AND "
+                  "gpu_produce_us IS NULL AND peer_credit_us IS NULL AND "
+                  "stop_ts_us = 1800000000400051"),
+            1);
+  EXPECT_EQ(Count(*store_,
+                  "SELECT count(*) FROM proxy_steps WHERE step = 1 AND wire_us = 31 AND "
+                  "flush_us IS NULL AND stop_ts_us IS NULL"),
+            1);
+  // Flat steps: the marker's rank unless the record has its own.
+  EXPECT_EQ(Count(*store_,
+                  "SELECT count(*) FROM proxy_steps WHERE line = 6 AND rank = 3 AND "
+                  "direction = 'send' AND peer = 3 AND gpu_produce_us = 2.5 AND "
+                  "peer_credit_us = 12 AND wire_us = 5 AND total_us = 20 AND "
+                  "trans_size_bytes = 65536"),
+            1);
+  EXPECT_EQ(Count(*store_,
+                  "SELECT count(*) FROM proxy_steps s JOIN processes p USING (run_id, process_id) "
+                  "WHERE p.hostname = 'gpu-b' AND s.rank = 0 AND s.total_us IS NULL AND "
+                  "s.wire_us IS NULL AND s.trans_size_bytes = 4096"),
+            1);
+  // The markers' proxy counters.
+  EXPECT_EQ(Count(*store_,
+                  "SELECT count(*) FROM dump_stats WHERE proxy_dropped_total = 7 AND "
+                  "proxy_dropped_since_last_dump = 2"),
+            3);
+  EXPECT_EQ(Count(*store_, "SELECT sum(proxy_records) FROM dump_stats"), 4);
+
+  // Rewritten in place (the first bytes differ): the file's proxy rows are replaced, not added.
+  WriteFile(dir_ / "logs/gpu-a-pid77.log", ProxyMarker("v4.4", 1, 0, 1) + kProxyFinal);
+  Result<IngestReport> again = Run();
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->files_rewritten, 1u);
+  EXPECT_EQ(again->proxy_ops_stored, 1u);
+  EXPECT_EQ(again->proxy_steps_stored, 2u);
+  EXPECT_EQ(Count(*store_, "SELECT count(*) FROM proxy_ops"), 1);
+  EXPECT_EQ(Count(*store_, "SELECT count(*) FROM proxy_steps"), 3);
+  EXPECT_EQ(Count(*store_,
+                  "SELECT count(*) FROM proxy_steps s JOIN processes p USING "
+                  "(run_id, process_id) WHERE p.hostname = 'gpu-a' AND s.line = 2"),
+            2);
+}
+
+TEST_F(IngestTest, BadProxyLinesAreLoggedAndTheRestStored) {
+  WriteFile(dir_ / "logs/gpu-a-pid77.log",
+            ProxyMarker("v4.4", 1, 0, 2) +
+                R"({"proxy_trace":{"record_type":"proxy_op","steps":[{"wire_us":-4}]}})"
+                "\n" +
+                kProxyFinal);
+  Result<IngestReport> r = Run();
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->lines_rejected, 1u);
+  EXPECT_EQ(r->proxy_ops_stored, 1u);
+  EXPECT_EQ(r->proxy_steps_stored, 2u);
+  EXPECT_EQ(Count(*store_,
+                  "SELECT count(*) FROM ingest_log WHERE line = 2 AND reason LIKE "
+                  "'proxy_trace.steps[].wire_us: impossible negative duration%'"),
+            1);
+}
+
+// A store made before the proxy tables and dump_stats' proxy counters gets them on open.
+TEST_F(IngestTest, OlderStoreGainsProxyTablesAndColumns) {
+  ASSERT_TRUE(
+      store_
+          ->Exec(
+              "DROP TABLE proxy_ops; DROP TABLE proxy_steps; ALTER TABLE dump_stats DROP COLUMN "
+              "proxy_records; ALTER TABLE dump_stats DROP COLUMN proxy_dropped_total; ALTER TABLE "
+              "dump_stats DROP COLUMN proxy_dropped_since_last_dump; DELETE FROM taxonomy WHERE "
+              "table_name LIKE 'proxy_%' OR column_name LIKE 'proxy_%'")
+          .ok());
+  store_.reset();
+  auto s = Store::Open(dir_ / "store.duckdb");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  store_ = std::move(*s);
+  EXPECT_EQ(static_cast<size_t>(Count(*store_, "SELECT count(*) FROM taxonomy")), Fields().size());
+  EXPECT_EQ(Count(*store_,
+                  "SELECT count(*) FROM duckdb_columns() WHERE table_name = 'dump_stats' "
+                  "AND column_name = 'proxy_dropped_total' AND comment LIKE 'counter: %'"),
+            1);
+  WriteFile(dir_ / "logs/gpu-a-pid77.log", ProxyMarker("v4.4", 1, 0, 1) + kProxyFinal);
+  Result<IngestReport> r = Run();
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(Count(*store_, "SELECT count(*) FROM proxy_steps"), 2);
+  EXPECT_EQ(Count(*store_, "SELECT count(*) FROM dump_stats WHERE proxy_records = 1"), 1);
 }
 
 }  // namespace

@@ -1,9 +1,11 @@
 #include "core/inspector_parser.h"
 
+#include <algorithm>
 #include <charconv>
-#include <utility>
+#include <cstdio>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "core/taxonomy.h"
 
@@ -75,6 +77,11 @@ class Reader {
 
   bool Fail(std::string_view key, std::string_view what) {
     *reason_ = std::string(key) + ": " + std::string(what);
+    return false;
+  }
+  // Puts `where` before the field name of the reason a failed read left ("proxy_trace.").
+  bool Within(std::string_view where) {
+    reason_->insert(0, where);
     return false;
   }
 
@@ -360,6 +367,7 @@ constexpr uint64_t kMaxMsgSizeBytes = uint64_t{1} << 50;  // 1 PiB in one operat
 constexpr uint64_t kMaxCounter = uint64_t{1} << 62;       // sequence numbers, dump_stats counters
 constexpr uint64_t kMaxPid = (uint64_t{1} << 31) - 1;
 constexpr int32_t kMaxRanks = 1 << 24;  // ranks in one communicator
+constexpr int32_t kMaxChannelId = 1 << 16;  // NCCL has at most 64 channels per communicator
 
 bool InRange(const ParsedLine& l, Reader& r) {
   auto check = [&](const char* field, uint64_t v, uint64_t max, const char* what) {
@@ -387,10 +395,209 @@ bool InRange(const ParsedLine& l, Reader& r) {
   for (uint64_t v : {l.coll_records, l.coll_dropped_total, l.coll_dropped_since_last_dump,
                      l.p2p_records, l.p2p_dropped_total, l.p2p_dropped_since_last_dump, l.proxy_records})
     ok = ok && check("dump_stats", v, kMaxCounter, "");
+  for (uint64_t v : {l.proxy_dropped_total, l.proxy_dropped_since_last_dump})
+    ok = ok && optional("dump_stats", v, kMaxCounter, "");
   for (const KernelEvent& k : l.kernel_events)
     for (uint64_t v : {k.start_ts_us, k.stop_ts_us, k.record_ts_us})
       ok = ok && optional("kernel_events", v, kMaxTimestampUs, "us since 1970");
   return ok;
+}
+
+// proxy_trace fields, each bounded as it is read; a reason names the field where it sits
+// ("proxy_trace.steps[].wire_us").
+class ProxyFields {
+ public:
+  ProxyFields(Reader& r, std::string_view where) : r_(r), where_(where) {}
+
+  bool Fail(std::string_view key, std::string_view what) {
+    r_.Fail(key, what);
+    return r_.Within(where_);
+  }
+  bool U64(value v, std::string_view key, uint64_t max, const char* what, uint64_t* out) {
+    if (!r_.U64(v, key, out)) return r_.Within(where_);
+    if (*out <= max) return true;
+    return Fail(key, std::to_string(*out) + " is out of range (more than " + std::to_string(max) +
+                         " " + what + ")");
+  }
+  bool I32(value v, std::string_view key, int32_t max, int32_t* out) {
+    if (!r_.I32(v, key, out)) return r_.Within(where_);
+    if (*out >= 0 && *out <= max) return true;
+    return Fail(key, std::to_string(*out) + " is out of range (0.." + std::to_string(max) + ")");
+  }
+  // Durations are written as integers in practice; a float is taken as written, "nan" as absent.
+  bool Duration(value v, std::string_view key, double* out) {
+    if (!r_.Double(v, key, out)) return r_.Within(where_);
+    if (std::isnan(*out)) return true;
+    if (*out < 0) return Fail(key, "impossible negative duration");
+    if (*out <= static_cast<double>(kMaxExecTimeUs)) return true;
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", *out);
+    return Fail(key, std::string(text) + " is out of range (more than " +
+                         std::to_string(kMaxExecTimeUs) + " us)");
+  }
+  bool Timestamp(value v, std::string_view key, uint64_t* out) {
+    return U64(v, key, kMaxTimestampUs, "us since 1970", out);
+  }
+  bool Counter(value v, std::string_view key, uint64_t* out) {
+    return U64(v, key, kMaxCounter, "for a counter", out);
+  }
+  bool Bytes(value v, std::string_view key, uint64_t* out) {
+    return U64(v, key, kMaxMsgSizeBytes, "bytes", out);
+  }
+  // event_trace_ts, whose fields sit at `where`: the timestamps a column keeps (null pointers:
+  // not kept here). The others (the phase entries the durations come from) are not stored.
+  bool Timestamps(value v, std::string_view where, uint64_t* op_start, uint64_t* op_stop,
+                  uint64_t* step_stop) {
+    object o;
+    if (v.get_object().get(o) != simdjson::SUCCESS)
+      return Fail("event_trace_ts", "expected an object");
+    ProxyFields fields(r_, where);
+    for (auto field_r : o) {
+      simdjson::ondemand::field field;
+      if (std::move(field_r).get(field) != simdjson::SUCCESS)
+        return r_.Fail("line", "malformed JSON");
+      std::string_view key = Key(field);
+      uint64_t* dst = key == "proxy_op_start_ts"    ? op_start
+                      : key == "proxy_op_stop_ts"   ? op_stop
+                      : key == "proxy_step_stop_ts" ? step_stop
+                                                    : nullptr;
+      if (dst && !fields.Timestamp(field.value(), key, dst)) return false;
+    }
+    return true;
+  }
+  // One of a step's own keys; `*matched` is false for a key a step does not have.
+  bool StepField(std::string_view key, value v, ProxyStep* s, bool* matched) {
+    *matched = true;
+    if (key == "proxy_step_sn") return Counter(v, key, &s->proxy_step_sn);
+    if (key == "step") return I32(v, key, INT32_MAX, &s->step);
+    if (key == "gpu_produce_us") return Duration(v, key, &s->gpu_produce_us);
+    if (key == "peer_credit_us") return Duration(v, key, &s->peer_credit_us);
+    if (key == "wire_us") return Duration(v, key, &s->wire_us);
+    if (key == "flush_us") return Duration(v, key, &s->flush_us);
+    if (key == "gpu_consume_us") return Duration(v, key, &s->gpu_consume_us);
+    *matched = false;
+    return true;
+  }
+
+ private:
+  Reader& r_;
+  std::string_view where_;
+};
+
+bool ParseProxySteps(value v, std::vector<ProxyStep>* steps, Reader& r) {
+  ProxyFields f(r, "proxy_trace.steps[].");
+  simdjson::ondemand::array arr;
+  if (v.get_array().get(arr) != simdjson::SUCCESS)
+    return r.Fail("proxy_trace.steps", "expected a list");
+  for (auto item : arr) {
+    object o;
+    if (item.get_object().get(o) != simdjson::SUCCESS)
+      return r.Fail("proxy_trace.steps", "expected objects");
+    ProxyStep& s = steps->emplace_back();
+    for (auto field_r : o) {
+      simdjson::ondemand::field field;
+      if (std::move(field_r).get(field) != simdjson::SUCCESS)
+        return r.Fail("line", "malformed JSON");
+      std::string_view key = Key(field);
+      value fv = field.value();
+      bool ok = true, matched = false;
+      if (key == "trans_size_bytes")
+        ok = f.Bytes(fv, key, &s.trans_size_bytes);
+      else if (key == "total_us")
+        ok = f.Duration(fv, key, &s.total_us);
+      else if (key == "event_trace_ts")
+        ok = f.Timestamps(fv, "proxy_trace.steps[].event_trace_ts.", nullptr, nullptr,
+                          &s.stop_ts_us);
+      else
+        ok = f.StepField(key, fv, &s, &matched);
+      if (!ok) return false;
+    }
+  }
+  return true;
+}
+
+// A proxy_trace object: an op-level record (proxy_op_start, proxy_op_segment, proxy_op) or a
+// flat proxy_step. Keys are read by name in any order; keys not known here are skipped.
+bool ParseProxy(value v, ProxyRecord* t, std::vector<ProxyStep>* steps, Reader& r) {
+  ProxyFields f(r, "proxy_trace.");
+  object o;
+  if (v.get_object().get(o) != simdjson::SUCCESS)
+    return r.Fail("proxy_trace", "expected an object");
+  bool typed = false;
+  ProxyStep flat;  // a flat proxy_step's own keys; trans_size_bytes and total_us are shared
+  for (auto field_r : o) {
+    simdjson::ondemand::field field;
+    if (std::move(field_r).get(field) != simdjson::SUCCESS) return r.Fail("line", "malformed JSON");
+    std::string_view key = Key(field);
+    value fv = field.value();
+    std::string_view s;
+    bool ok = true, matched = false;
+    if (key == "record_type") {
+      ok = r.String(fv, "proxy_trace.record_type", &s);
+      if (!ok) return false;
+      auto it = std::find(std::begin(kProxyRecordTypes), std::end(kProxyRecordTypes), s);
+      if (it == std::end(kProxyRecordTypes))
+        return r.Fail("proxy_trace.record_type",
+                      "unknown proxy record type \"" + std::string(s) + "\"");
+      t->record_type = static_cast<ProxyRecordType>(it - std::begin(kProxyRecordTypes));
+      typed = true;
+    } else if (key == "parent_type") {
+      ok = r.String(fv, "proxy_trace.parent_type", &s);
+      if (!ok) return false;
+      // Parents collscope does not know read as "unknown", as NCCL names an unknown parent.
+      auto it = std::find(std::begin(kProxyParentTypes), std::end(kProxyParentTypes), s);
+      if (it == std::end(kProxyParentTypes)) it = std::end(kProxyParentTypes) - 1;
+      t->parent_type = static_cast<uint8_t>(it - std::begin(kProxyParentTypes));
+    } else if (key == "direction") {
+      ok = r.String(fv, "proxy_trace.direction", &s);
+      if (!ok) return false;
+      auto it = std::find(std::begin(kProxyDirections), std::end(kProxyDirections), s);
+      if (it == std::end(kProxyDirections))
+        return r.Fail("proxy_trace.direction",
+                      "expected \"send\" or \"recv\", got \"" + std::string(s) + "\"");
+      t->direction = static_cast<uint8_t>(it - std::begin(kProxyDirections));
+    } else if (key == "record_sn") {
+      ok = f.Counter(fv, key, &t->record_sn);
+    } else if (key == "parent_sn") {
+      ok = f.Counter(fv, key, &t->parent_sn);
+    } else if (key == "proxy_op_sn") {
+      ok = f.Counter(fv, key, &t->proxy_op_sn);
+    } else if (key == "rank") {
+      ok = f.I32(fv, key, kMaxRanks - 1, &t->rank);  // checked against n_ranks once it is known
+    } else if (key == "channel_id") {
+      ok = f.I32(fv, key, kMaxChannelId, &t->channel_id);
+    } else if (key == "peer") {
+      ok = f.I32(fv, key, kMaxRanks - 1, &t->peer);
+    } else if (key == "n_steps") {
+      ok = f.Counter(fv, key, &t->n_steps);
+    } else if (key == "chunk_size_bytes") {
+      ok = f.Bytes(fv, key, &t->chunk_size_bytes);
+    } else if (key == "n_steps_completed") {
+      ok = f.Counter(fv, key, &t->n_steps_completed);
+    } else if (key == "n_steps_dropped") {
+      ok = f.Counter(fv, key, &t->n_steps_dropped);
+    } else if (key == "trans_size_bytes") {
+      ok = f.Bytes(fv, key, &t->trans_size_bytes);
+    } else if (key == "total_us") {
+      ok = f.Duration(fv, key, &t->total_us);
+    } else if (key == "event_trace_ts") {
+      ok = f.Timestamps(fv, "proxy_trace.event_trace_ts.", &t->start_ts_us, &t->stop_ts_us,
+                        &flat.stop_ts_us);
+    } else if (key == "steps") {
+      ok = ParseProxySteps(fv, steps, r);
+    } else {
+      ok = f.StepField(key, fv, &flat, &matched);
+    }
+    if (!ok) return false;
+  }
+  if (!typed) return r.Fail("proxy_trace.record_type", "missing field");
+  if (t->record_type == ProxyRecordType::kStep) {
+    flat.trans_size_bytes = t->trans_size_bytes;
+    flat.total_us = t->total_us;
+    steps->clear();
+    steps->push_back(flat);
+  }
+  return true;
 }
 
 }  // namespace
@@ -438,9 +645,12 @@ bool InspectorLineParser::Parse(const char* data, size_t len, size_t readable, P
   // Every field starts from its default: a value of an earlier line (a git_rev, a dump_stats
   // counter) never carries over, and no view into an earlier line's buffer survives.
   std::vector<KernelEvent> events = std::move(out->kernel_events);
+  std::vector<ProxyStep> steps = std::move(out->proxy_steps);
   events.clear();
+  steps.clear();
   *out = ParsedLine{};
   out->kernel_events = std::move(events);
+  out->proxy_steps = std::move(steps);
 
   simdjson::ondemand::document doc;
   if (parser_.iterate(data, len, readable).get(doc) != simdjson::SUCCESS)
@@ -536,14 +746,18 @@ bool InspectorLineParser::Parse(const char* data, size_t len, size_t readable, P
                         : sk == "p2p_dropped_total"            ? &out->p2p_dropped_total
                         : sk == "p2p_dropped_since_last_dump"  ? &out->p2p_dropped_since_last_dump
                         : sk == "proxy_records"                ? &out->proxy_records
-                                                               : nullptr;
+                        : sk == "proxy_dropped_total"          ? &out->proxy_dropped_total
+                        : sk == "proxy_dropped_since_last_dump"
+                            ? &out->proxy_dropped_since_last_dump
+                            : nullptr;
         if (dst && !r.U64(sv, sk, dst)) return false;
+        out->has_proxy_records |= dst == &out->proxy_records;
       }
     } else if (key == "collscope") {
       if (!ParseCollscope(v, out, r)) return false;
     } else if (key == "proxy_trace") {
       has_proxy = true;
-      if (v.get_object().get(o) != simdjson::SUCCESS) return r.Fail(key, "expected an object");
+      if (!ParseProxy(v, &out->proxy, &out->proxy_steps, r)) return false;
     }
   }
   // Past the object's closing brace there must be nothing: `{...}{...}` is two records glued.
@@ -572,15 +786,16 @@ bool InspectorLineParser::Parse(const char* data, size_t len, size_t readable, P
     out->batch_lines_missing = marker_.owed();
     marker_.active = false;
   }
-  if (has_proxy) {
-    out->kind = ParsedLine::Kind::kProxy;
-    return true;
-  }
+  if (has_proxy && (has_perf || has_stats))
+    return r.Fail("line", "a proxy_trace record together with coll_perf, p2p_perf or dump_stats");
 
+  // A proxy_trace line with its own header and metadata (the v4.3 proxy draft) is checked as
+  // any self-contained line; one of a batch has its marker's, checked with the marker.
   uint32_t need = kNeedHeader | kNeedMetadata;
   if (has_perf) need |= kNeedPerf | (is_p2p ? uint32_t{kPeer} : 0u);
   if (uint32_t missing = need & ~seen) return r.Fail(MissingName(missing), "missing field");
-  if (!has_perf && !has_stats) return r.Fail("line", "no coll_perf, p2p_perf or dump_stats");
+  if (!has_perf && !has_stats && !has_proxy)
+    return r.Fail("line", "no coll_perf, p2p_perf or dump_stats");
   if (has_perf && !(seen & kSource)) {
     // NVIDIA's README example leaves coll_timing_source out; released builds always write it.
     out->timing_source = kNullEnum;
@@ -598,6 +813,18 @@ bool InspectorLineParser::Parse(const char* data, size_t len, size_t readable, P
     return r.Fail("header.rank", "rank " + std::to_string(out->rank) + " outside 0.." +
                                      std::to_string(out->n_ranks - 1));
   if (!InRange(*out, r)) return false;
+  if (has_proxy) {
+    ProxyRecord& t = out->proxy;
+    if (t.rank == kNullI32) t.rank = out->rank;  // only final proxy_op records carry their own
+    if (t.rank >= out->n_ranks)
+      return r.Fail("proxy_trace.rank", "rank " + std::to_string(t.rank) + " outside 0.." +
+                                            std::to_string(out->n_ranks - 1));
+    if (t.peer != kNullI32 && t.peer >= out->n_ranks)
+      return r.Fail("proxy_trace.peer", "peer " + std::to_string(t.peer) + " outside 0.." +
+                                            std::to_string(out->n_ranks - 1));
+    out->kind = ParsedLine::Kind::kProxy;
+    return true;
+  }
   if (!has_perf) {
     out->kind = ParsedLine::Kind::kDumpStats;
     Remember(*out);

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
+#include <utility>
 
 #include "core/bandwidth.h"
 #include "core/taxonomy.h"
@@ -407,6 +409,207 @@ TEST(InspectorParser, TwoObjectsOnOneLineAreRefused) {
   EXPECT_FALSE(p.ok);
   EXPECT_NE(p.reason.find("more than one JSON value"), std::string::npos) << p.reason;
   EXPECT_TRUE(Parse(one + "  ").ok);
+}
+
+}  // namespace
+}  // namespace collscope
+
+namespace collscope {
+namespace {
+
+// The reference's self-made v4.4 batch (docs: inspector-formats-2.md §3.4), nested mode, with
+// the marker's rank 1 (so that a rank taken from nowhere, 0, shows) and its elided keys written.
+const std::string kV44Marker =
+    R"({"header":{"id":"0x9b2","comm_name":"dp","rank":1,"n_ranks":2,"nnodes":2},"metadata":{"inspector_output_format_version":"v4.4","git_rev":"","rec_mechanism":"nccl_profiler_interface","dump_timestamp_us":1800000000500000,"hostname":"gpu-a","pid":77},"dump_stats":{"coll_records":1,"coll_dropped_total":0,"coll_dropped_since_last_dump":0,"p2p_records":0,"p2p_dropped_total":0,"p2p_dropped_since_last_dump":0,"proxy_records":2,"proxy_dropped_total":5,"proxy_dropped_since_last_dump":3,"proxy_ops_dropped_total":0,"proxy_ops_dropped_since_last_dump":0,"proxy_steps_overwritten_total":0,"proxy_steps_overwritten_since_last_dump":0,"proxy_output_mode":"nested","proxy_segment_step_capacity":8,"proxy_pxn_skipped_process_total":0,"proxy_steps_enabled":1}})";
+const std::string kV44Start =
+    R"({"proxy_trace":{"record_type":"proxy_op_start","record_sn":5,"parent_type":"coll","parent_sn":3,"proxy_op_sn":2,"channel_id":1,"peer":0,"direction":"recv","timing_source":"proxy_cpu","is_final":false,"n_steps":2,"chunk_size_bytes":524288,"event_trace_ts":{"proxy_op_start_ts":1800000000400000}}})";
+const std::string kV44Final =
+    R"({"proxy_trace":{"record_type":"proxy_op","record_sn":6,"parent_type":"coll","parent_sn":3,"proxy_op_sn":2,"rank":1,"channel_id":1,"peer":0,"direction":"recv","timing_source":"proxy_cpu","is_final":true,"n_steps":2,"chunk_size_bytes":524288,"n_steps_started":2,"n_steps_completed":2,"n_steps_dropped":0,"trans_size_bytes":1048576,"total_us":90,"op_bw_gbs":11.650844,"event_trace_sn":{"proxy_op_start_sn":1,"proxy_op_in_progress_sn":2,"proxy_op_stop_sn":9},"event_trace_ts":{"proxy_op_start_ts":1800000000400000,"proxy_op_in_progress_ts":1800000000400004,"proxy_op_stop_ts":1800000000400090},"steps":[)"
+    R"({"proxy_step_sn":1,"step":0,"trans_size_bytes":524288,"total_us":50,"wire_us":30,"flush_us":5,"gpu_consume_us":10,"event_trace_ts":{"proxy_step_start_ts":1800000000400001,"recv_wait_ts":1800000000400006,"recv_flush_wait_ts":1800000000400036,"recv_gpu_wait_ts":1800000000400041,"proxy_step_stop_ts":1800000000400051}},)"
+    R"({"proxy_step_sn":2,"step":1,"trans_size_bytes":524288,"total_us":38,"wire_us":31,"event_trace_ts":{"proxy_step_start_ts":1800000000400052,"recv_wait_ts":1800000000400053}}]}})";
+
+TEST(InspectorParser, V44NestedProxyBatch) {
+  Stream s;
+  Parsed m = s.Next(kV44Marker);
+  ASSERT_TRUE(m.ok) << m.reason;
+  EXPECT_EQ(m.line.kind, ParsedLine::Kind::kDumpStats);
+  EXPECT_EQ(m.line.proxy_records, 2u);
+  EXPECT_TRUE(m.line.has_proxy_records);
+  EXPECT_EQ(m.line.proxy_dropped_total, 5u);
+  EXPECT_EQ(m.line.proxy_dropped_since_last_dump, 3u);
+  ASSERT_TRUE(s.Next(kBatchColl).ok);
+
+  Parsed start = s.Next(kV44Start);
+  ASSERT_TRUE(start.ok) << start.reason;
+  EXPECT_EQ(start.line.kind, ParsedLine::Kind::kProxy);
+  const ProxyRecord& a = start.line.proxy;
+  EXPECT_EQ(a.record_type, ProxyRecordType::kOpStart);
+  EXPECT_EQ(a.rank, 1) << "a record without rank has its marker's";
+  EXPECT_EQ(start.line.comm_hash, 0x9b2u);
+  EXPECT_EQ(start.line.pid, 77u);
+  EXPECT_EQ(a.record_sn, 5u);
+  EXPECT_EQ(kProxyParentTypes[a.parent_type], "coll");
+  EXPECT_EQ(a.parent_sn, 3u);
+  EXPECT_EQ(a.proxy_op_sn, 2u);
+  EXPECT_EQ(a.channel_id, 1);
+  EXPECT_EQ(a.peer, 0);
+  EXPECT_EQ(kProxyDirections[a.direction], "recv");
+  EXPECT_EQ(a.n_steps, 2u);
+  EXPECT_EQ(a.chunk_size_bytes, 524288u);
+  EXPECT_EQ(a.start_ts_us, 1800000000400000u);
+  EXPECT_EQ(a.stop_ts_us, kNullU64);
+  EXPECT_EQ(a.n_steps_completed, kNullU64);
+  EXPECT_TRUE(std::isnan(a.total_us));
+  EXPECT_TRUE(start.line.proxy_steps.empty());
+
+  Parsed fin = s.Next(kV44Final);
+  ASSERT_TRUE(fin.ok) << fin.reason;
+  const ProxyRecord& o = fin.line.proxy;
+  EXPECT_EQ(o.record_type, ProxyRecordType::kOp);
+  EXPECT_EQ(o.rank, 1);
+  EXPECT_EQ(o.n_steps_completed, 2u);
+  EXPECT_EQ(o.n_steps_dropped, 0u);
+  EXPECT_EQ(o.trans_size_bytes, 1048576u);
+  EXPECT_EQ(o.total_us, 90.0);
+  EXPECT_EQ(o.start_ts_us, 1800000000400000u);
+  EXPECT_EQ(o.stop_ts_us, 1800000000400090u);
+  ASSERT_EQ(fin.line.proxy_steps.size(), 2u);
+  const ProxyStep& s0 = fin.line.proxy_steps[0];
+  EXPECT_EQ(s0.proxy_step_sn, 1u);
+  EXPECT_EQ(s0.step, 0);
+  EXPECT_EQ(s0.trans_size_bytes, 524288u);
+  EXPECT_EQ(s0.total_us, 50.0);
+  EXPECT_EQ(s0.wire_us, 30.0);
+  EXPECT_EQ(s0.flush_us, 5.0);
+  EXPECT_EQ(s0.gpu_consume_us, 10.0);
+  EXPECT_TRUE(std::isnan(s0.gpu_produce_us)) << "a send phase of a recv step";
+  EXPECT_EQ(s0.stop_ts_us, 1800000000400051u);
+  const ProxyStep& s1 = fin.line.proxy_steps[1];
+  EXPECT_EQ(s1.step, 1);
+  EXPECT_EQ(s1.wire_us, 31.0);
+  EXPECT_TRUE(std::isnan(s1.flush_us));
+  EXPECT_EQ(s1.stop_ts_us, kNullU64) << "a step whose stop never fired";
+  EXPECT_EQ(s.parser.EndFile(), 0u);
+}
+
+TEST(InspectorParser, FlatProxyStepsV44AndV43) {
+  // v4.4 flat mode: a step is its own record, with the common keys but rank.
+  Stream s;
+  ASSERT_TRUE(s.Next(Marker("v4.4", "0x9b2", "dp", 2, "gpu-a", 77, 0, 0, 1)).ok);
+  Parsed f = s.Next(
+      R"({"proxy_trace":{"record_type":"proxy_step","record_sn":7,"parent_type":"p2p","parent_sn":4,"proxy_op_sn":3,"channel_id":0,"peer":3,"direction":"send","timing_source":"proxy_cpu","proxy_step_sn":11,"step":2,"trans_size_bytes":65536,"total_us":20,"gpu_produce_us":2.5,"peer_credit_us":12,"wire_us":5,"event_trace_ts":{"proxy_step_start_ts":1800000000400100,"send_gpu_wait_ts":1800000000400101,"proxy_step_stop_ts":1800000000400120}}})");
+  ASSERT_TRUE(f.ok) << f.reason;
+  EXPECT_EQ(f.line.proxy.record_type, ProxyRecordType::kStep);
+  EXPECT_EQ(f.line.proxy.rank, 2) << "the marker's";
+  EXPECT_EQ(kProxyDirections[f.line.proxy.direction], "send");
+  EXPECT_EQ(kProxyParentTypes[f.line.proxy.parent_type], "p2p");
+  EXPECT_EQ(f.line.proxy.peer, 3);
+  ASSERT_EQ(f.line.proxy_steps.size(), 1u);
+  const ProxyStep& st = f.line.proxy_steps[0];
+  EXPECT_EQ(st.proxy_step_sn, 11u);
+  EXPECT_EQ(st.step, 2);
+  EXPECT_EQ(st.trans_size_bytes, 65536u);
+  EXPECT_EQ(st.total_us, 20.0);
+  EXPECT_EQ(st.gpu_produce_us, 2.5) << "a float duration is taken as written";
+  EXPECT_EQ(st.peer_credit_us, 12.0);
+  EXPECT_EQ(st.wire_us, 5.0);
+  EXPECT_TRUE(std::isnan(st.flush_us));
+  EXPECT_EQ(st.stop_ts_us, 1800000000400120u);
+
+  // v4.3: flat only, steps carry their rank, no durations and no total_us.
+  Stream t;
+  ASSERT_TRUE(t.Next(Marker("v4.3", "0x5", "tp", 2, "gpu-b", 78, 0, 0, 2)).ok);
+  Parsed v43 = t.Next(
+      R"({"proxy_trace":{"record_type":"proxy_step","record_sn":1,"parent_type":"coll","parent_sn":8,"proxy_op_sn":1,"rank":3,"channel_id":2,"peer":0,"direction":"recv","timing_source":"proxy_cpu","proxy_step_sn":1,"step":0,"trans_size_bytes":4096,"event_trace_ts":{"proxy_step_start_ts":1800000000400000,"proxy_step_stop_ts":1800000000400009}}})");
+  ASSERT_TRUE(v43.ok) << v43.reason;
+  EXPECT_EQ(v43.line.proxy.rank, 3) << "the record's own rank over the marker's";
+  ASSERT_EQ(v43.line.proxy_steps.size(), 1u);
+  EXPECT_TRUE(std::isnan(v43.line.proxy_steps[0].total_us));
+  EXPECT_TRUE(std::isnan(v43.line.proxy_steps[0].wire_us));
+  EXPECT_EQ(v43.line.proxy_steps[0].trans_size_bytes, 4096u);
+  Parsed op43 = t.Next(
+      R"({"proxy_trace":{"record_type":"proxy_op","record_sn":2,"parent_type":"coll","parent_sn":8,"proxy_op_sn":1,"rank":3,"channel_id":2,"peer":0,"direction":"recv","n_steps":1,"chunk_size_bytes":4096,"n_steps_completed":1,"trans_size_bytes":4096}})");
+  ASSERT_TRUE(op43.ok) << op43.reason;
+  EXPECT_TRUE(std::isnan(op43.line.proxy.total_us));
+  EXPECT_EQ(op43.line.proxy.n_steps_dropped, kNullU64);
+  EXPECT_TRUE(op43.line.proxy_steps.empty()) << "flat mode: the op's steps are their own records";
+  EXPECT_EQ(t.parser.EndFile(), 0u);
+}
+
+TEST(InspectorParser, ProxyRecordsKeepOnlyWhatIsWrittenAndSkipUnknownKeys) {
+  Stream s;
+  ASSERT_TRUE(s.Next(Marker("v4.4", "0x9b2", "dp", 2, "gpu-a", 77, 0, 0, 2)).ok);
+  // A segment with nothing but its type and an empty step: every other field absent.
+  Parsed bare = s.Next(R"({"proxy_trace":{"record_type":"proxy_op_segment","steps":[{}]}})");
+  ASSERT_TRUE(bare.ok) << bare.reason;
+  const ProxyRecord& b = bare.line.proxy;
+  EXPECT_EQ(b.record_type, ProxyRecordType::kOpSegment);
+  EXPECT_EQ(b.record_sn, kNullU64);
+  EXPECT_EQ(b.parent_type, kNullEnum);
+  EXPECT_EQ(b.parent_sn, kNullU64);
+  EXPECT_EQ(b.proxy_op_sn, kNullU64);
+  EXPECT_EQ(b.channel_id, kNullI32);
+  EXPECT_EQ(b.peer, kNullI32);
+  EXPECT_EQ(b.direction, kNullEnum);
+  EXPECT_EQ(b.n_steps, kNullU64);
+  EXPECT_EQ(b.trans_size_bytes, kNullU64);
+  EXPECT_EQ(b.start_ts_us, kNullU64);
+  ASSERT_EQ(bare.line.proxy_steps.size(), 1u);
+  EXPECT_EQ(bare.line.proxy_steps[0].proxy_step_sn, kNullU64);
+  EXPECT_EQ(bare.line.proxy_steps[0].step, kNullI32);
+  EXPECT_TRUE(std::isnan(bare.line.proxy_steps[0].total_us));
+
+  // Keys of a later format, at any depth, are skipped; what is known still reads.
+  Parsed future = s.Next(
+      R"({"proxy_trace":{"record_type":"proxy_op","future_key":{"a":[1,{"b":2}]},"proxy_op_sn":4,"nic":"mlx5_0","steps":[{"step":3,"rdma_us":[1,2],"wire_us":7}],"total_us":9}})");
+  ASSERT_TRUE(future.ok) << future.reason;
+  EXPECT_EQ(future.line.proxy.proxy_op_sn, 4u);
+  EXPECT_EQ(future.line.proxy.total_us, 9.0);
+  ASSERT_EQ(future.line.proxy_steps.size(), 1u);
+  EXPECT_EQ(future.line.proxy_steps[0].step, 3);
+  EXPECT_EQ(future.line.proxy_steps[0].wire_us, 7.0);
+
+  // A marker without proxy fields (proxy tracking off) stores them as absent.
+  Parsed off = s.Next(Marker("v4.4", "0x9b2", "dp", 2, "gpu-a", 77, 0, 0, -1));
+  ASSERT_TRUE(off.ok) << off.reason;
+  EXPECT_FALSE(off.line.has_proxy_records);
+  EXPECT_EQ(off.line.proxy_dropped_total, kNullU64);
+  EXPECT_EQ(off.line.proxy_dropped_since_last_dump, kNullU64);
+}
+
+TEST(InspectorParser, BadProxyValuesAreRefusedNamingTheField) {
+  const std::pair<std::string, std::string> cases[] = {
+      {R"("record_type":"proxy_op","steps":[{"wire_us":-3}])",
+       "proxy_trace.steps[].wire_us: impossible negative"},
+      {R"("record_type":"proxy_op","total_us":1e15)",
+       "proxy_trace.total_us: 1e+15 is out of range"},
+      {R"("record_type":"proxy_op","chunk_size_bytes":2251799813685248)",
+       "proxy_trace.chunk_size_bytes: 2251799813685248 is out of range"},
+      {R"("record_type":"proxy_op","event_trace_ts":{"proxy_op_stop_ts":18446744073709551615})",
+       "proxy_trace.event_trace_ts.proxy_op_stop_ts: 18446744073709551615 is out of range"},
+      {R"("record_type":"proxy_step","event_trace_ts":{"proxy_step_stop_ts":9007199254740993})",
+       "proxy_trace.event_trace_ts.proxy_step_stop_ts: 9007199254740993 is out of range"},
+      {R"("record_type":"proxy_op","proxy_op_sn":-1)",
+       "proxy_trace.proxy_op_sn: impossible negative"},
+      {R"("record_type":"proxy_op","channel_id":70000)",
+       "proxy_trace.channel_id: 70000 is out of range"},
+      {R"("record_type":"proxy_op","steps":[{"step":"x"}])",
+       "proxy_trace.steps[].step: expected an integer"},
+      {R"("record_type":"proxy_op","peer":4)", "proxy_trace.peer: peer 4 outside 0..3"},
+      {R"("record_type":"proxy_op","rank":4)", "proxy_trace.rank: rank 4 outside 0..3"},
+      {R"("record_type":"proxy_op","direction":"sideways")",
+       "proxy_trace.direction: expected \"send\" or \"recv\""},
+      {R"("record_type":"proxy_flush")", "proxy_trace.record_type: unknown proxy record type"},
+      {R"("record_sn":1)", "proxy_trace.record_type: missing field"},
+      {R"("record_type":"proxy_op","steps":{})", "proxy_trace.steps: expected a list"},
+  };
+  for (const auto& [body, reason] : cases) {
+    Stream s;
+    ASSERT_TRUE(s.Next(Marker("v4.4", "0x9b2", "dp", 2, "gpu-a", 77, 0, 0, 1)).ok);
+    Parsed p = s.Next(R"({"proxy_trace":{)" + body + "}}");
+    EXPECT_FALSE(p.ok) << body;
+    EXPECT_EQ(p.reason.rfind(reason, 0), 0u) << body << " -> " << p.reason;
+  }
 }
 
 }  // namespace

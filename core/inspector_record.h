@@ -34,8 +34,39 @@ struct KernelEvent {
   uint64_t start_ts_us = kNullU64, stop_ts_us = kNullU64, record_ts_us = kNullU64;
 };
 
+// Codes of a proxy_trace record's string fields, indexes into these names (stored as VARCHAR).
+inline constexpr std::string_view kProxyRecordTypes[] = {"proxy_op", "proxy_step", "proxy_op_start",
+                                                         "proxy_op_segment"};
+enum class ProxyRecordType : uint8_t { kOp = 0, kStep = 1, kOpStart = 2, kOpSegment = 3 };
+inline constexpr std::string_view kProxyParentTypes[] = {"coll", "p2p", "unknown"};
+inline constexpr std::string_view kProxyDirections[] = {"send", "recv"};
+
+// One ProxyStep: an element of a proxy_op / proxy_op_segment record's steps[], or a flat
+// proxy_step record. Durations are the writer's, in microseconds; absent ones are NaN.
+struct ProxyStep {
+  uint64_t proxy_step_sn = kNullU64, trans_size_bytes = kNullU64, stop_ts_us = kNullU64;
+  int32_t step = kNullI32;
+  double total_us = kNullDouble, gpu_produce_us = kNullDouble, peer_credit_us = kNullDouble,
+         wire_us = kNullDouble, flush_us = kNullDouble, gpu_consume_us = kNullDouble;
+};
+
+// A v4.3/v4.4 proxy_trace record but its steps. Absent fields hold the kNull* sentinels.
+struct ProxyRecord {
+  ProxyRecordType record_type = ProxyRecordType::kOp;
+  uint8_t parent_type = kNullEnum, direction = kNullEnum;
+  // The record's own rank (v4.4 final proxy_op, v4.3 flat records), else the marker's
+  // header.rank: the parser resolves it.
+  int32_t rank = kNullI32;
+  int32_t channel_id = kNullI32, peer = kNullI32;
+  uint64_t record_sn = kNullU64, parent_sn = kNullU64, proxy_op_sn = kNullU64;
+  uint64_t n_steps = kNullU64, chunk_size_bytes = kNullU64, n_steps_completed = kNullU64,
+           n_steps_dropped = kNullU64, trans_size_bytes = kNullU64;
+  double total_us = kNullDouble;
+  uint64_t start_ts_us = kNullU64, stop_ts_us = kNullU64;  // proxy_op_start_ts, proxy_op_stop_ts
+};
+
 struct ParsedLine {
-  // kProxy: a v4.3/v4.4 proxy_trace record (counted, not stored yet).
+  // kProxy: a v4.3/v4.4 proxy_trace record, in `proxy`.
   enum class Kind { kRecord, kDumpStats, kProxy };
   Kind kind = Kind::kRecord;
 
@@ -73,7 +104,12 @@ struct ParsedLine {
   // dump_stats (v4.1)
   uint64_t coll_records = 0, coll_dropped_total = 0, coll_dropped_since_last_dump = 0;
   uint64_t p2p_records = 0, p2p_dropped_total = 0, p2p_dropped_since_last_dump = 0;
-  uint64_t proxy_records = 0;  // v4.3/v4.4 markers
+  uint64_t proxy_records = 0;  // v4.3/v4.4 markers; 0 when absent, as the marker protocol reads it
+  bool has_proxy_records = false;
+  uint64_t proxy_dropped_total = kNullU64, proxy_dropped_since_last_dump = kNullU64;
+  // proxy_trace: the record, and its nested steps[] or the one step a flat proxy_step is
+  ProxyRecord proxy;
+  std::vector<ProxyStep> proxy_steps;
   // What the line says about the stream rather than about an operation:
   bool timing_source_missing = false;  // v4.0 as in NVIDIA's README example; stored as NULL
   // Lines the previous v4.3/v4.4 marker announced that never came (the file was cut, split or

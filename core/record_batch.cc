@@ -82,7 +82,7 @@ void RecordBatch::SortByStream() {
 
 void RecordBatch::Clear() {
   file_index = 0;
-  end_offset = end_line = bytes = incomplete_tail = proxy_records = timing_source_missing = 0;
+  end_offset = end_line = bytes = incomplete_tail = timing_source_missing = 0;
   last = false;
   comms.clear();
   processes.clear();
@@ -100,6 +100,8 @@ void RecordBatch::Clear() {
   ke.clear();
   annotations.clear();
   dump_stats.clear();
+  proxy_ops.clear();
+  proxy_steps.clear();
   rejections.clear();
 }
 
@@ -109,7 +111,18 @@ void RecordBatch::Add(uint64_t line_no, const ParsedLine& p) {
   if (p.kind == ParsedLine::Kind::kDumpStats) {
     dump_stats.push_back({line_no, proc, comm, p.rank, p.dump_ts_us, p.coll_records,
                           p.coll_dropped_total, p.coll_dropped_since_last_dump, p.p2p_records,
-                          p.p2p_dropped_total, p.p2p_dropped_since_last_dump});
+                          p.p2p_dropped_total, p.p2p_dropped_since_last_dump,
+                          p.has_proxy_records ? p.proxy_records : kNullU64, p.proxy_dropped_total,
+                          p.proxy_dropped_since_last_dump});
+    return;
+  }
+  if (p.kind == ParsedLine::Kind::kProxy) {
+    const ProxyRecord& t = p.proxy;
+    for (const ProxyStep& s : p.proxy_steps)
+      proxy_steps.push_back({line_no, proc, comm, t.rank, t.parent_type, t.direction, t.channel_id,
+                             t.peer, t.proxy_op_sn, t.parent_sn, p.dump_ts_us, s});
+    if (t.record_type != ProxyRecordType::kStep)
+      proxy_ops.push_back({line_no, proc, comm, p.dump_ts_us, t});
     return;
   }
   OpKey key;

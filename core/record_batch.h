@@ -67,7 +67,6 @@ struct RecordBatch {
   bool last = false;        // no more batches follow for this file in this ingest
   uint64_t bytes = 0;       // input bytes covered by this batch (for progress)
   uint64_t incomplete_tail = 0;  // with `last`: bytes of an unfinished last line left unread
-  uint64_t proxy_records = 0;    // v4.3/v4.4 proxy_trace lines read (no table holds them yet)
   uint64_t timing_source_missing = 0;  // records stored without coll_timing_source
 
   std::vector<CommKey> comms;
@@ -111,12 +110,38 @@ struct RecordBatch {
     uint64_t dump_ts_us;
     uint64_t coll_records, coll_dropped_total, coll_dropped_since_last_dump;
     uint64_t p2p_records, p2p_dropped_total, p2p_dropped_since_last_dump;
+    uint64_t proxy_records, proxy_dropped_total, proxy_dropped_since_last_dump;  // kNullU64: absent
   };
   std::vector<DumpStatsRow> dump_stats;
+
+  // proxy_ops: the op-level proxy_trace records (proxy_op_start, proxy_op_segment, proxy_op)
+  struct ProxyOpRow {
+    uint64_t line;
+    uint32_t process_local, comm_local;
+    uint64_t dump_ts_us;
+    ProxyRecord op;
+  };
+  std::vector<ProxyOpRow> proxy_ops;
+  // proxy_steps: each nested step, with its parent record's fields, and each flat proxy_step
+  struct ProxyStepRow {
+    uint64_t line;
+    uint32_t process_local, comm_local;
+    int32_t rank;
+    uint8_t parent_type, direction;
+    int32_t channel_id, peer;
+    uint64_t proxy_op_sn, parent_sn, dump_ts_us;
+    ProxyStep step;
+  };
+  std::vector<ProxyStepRow> proxy_steps;
 
   std::vector<Rejection> rejections;
 
   size_t records() const { return line.size(); }
+  // Every row of every table the batch holds: what bounds a batch's size.
+  size_t rows() const {
+    return records() + dump_stats.size() + proxy_ops.size() + proxy_steps.size() +
+           rejections.size();
+  }
   // Empties the batch, keeping the vectors' capacity.
   void Clear();
   // Orders records by (communicator, kind, op), keeping line order within each: consecutive rows

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "core/bandwidth.h"
 #include "core/render.h"
@@ -112,11 +113,13 @@ Store::~Store() {
 
 namespace {
 
-// The taxonomy rows of `table` (every table when empty), as INSERT INTO taxonomy.
-std::string TaxonomyInsert(std::string_view table) {
+// The taxonomy rows of `table` (every table when empty; only `column` of it when given), as
+// INSERT INTO taxonomy.
+std::string TaxonomyInsert(std::string_view table, std::string_view column = {}) {
   std::string rows;
   for (const FieldSpec& f : Fields()) {
     if (!table.empty() && f.table != table) continue;
+    if (!column.empty() && f.name != column) continue;
     rows += std::string(rows.empty() ? "" : ", ") + "(" + SqlString(std::string(f.table)) + ", " +
             SqlString(std::string(f.name)) + ", " + SqlString(std::string(f.sql_type)) + ", " +
             SqlString(std::string(RoleName(f.role))) + ", " + SqlString(std::string(f.source)) +
@@ -149,6 +152,23 @@ Status Store::EnsureSchema() {
     std::string added;
     for (const TableSpec& t : Tables())
       if (!have.contains(std::string(t.name))) added += TableDdl(t.name) + TaxonomyInsert(t.name);
+    // Columns added to a table since (dump_stats' proxy counters): the taxonomy lists them at
+    // the table's end, where ADD COLUMN puts them, so appenders see the same column order.
+    auto columns = Query(
+        "SELECT table_name, column_name FROM duckdb_columns() WHERE database_name = "
+        "current_database()");
+    if (!columns.ok()) return columns.status();
+    std::set<std::pair<std::string, std::string>> have_columns;
+    for (const auto& row : columns->rows)
+      if (row[0] && row[1]) have_columns.emplace(*row[0], *row[1]);
+    for (const FieldSpec& f : Fields()) {
+      const std::string table(f.table), column(f.name);
+      if (!have.contains(table) || have_columns.contains({table, column})) continue;
+      added += "ALTER TABLE " + table + " ADD COLUMN " + column + " " + std::string(f.sql_type) +
+               ";\nCOMMENT ON COLUMN " + table + "." + column + " IS " +
+               SqlString(std::string(RoleName(f.role)) + ": " + std::string(f.description)) +
+               ";\n" + TaxonomyInsert(f.table, f.name);
+    }
     if (!added.empty())
       COLLSCOPE_RETURN_IF_ERROR(Exec("BEGIN TRANSACTION;\n" + added + "COMMIT;\n"));
     const std::string definitions = std::string(kBandwidthMacrosSql) + kStoreViewsSql;
