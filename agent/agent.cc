@@ -383,7 +383,7 @@ TickReport Agent::TickLocked() {
         "CREATE OR REPLACE TEMP TABLE agent_cut AS SELECT file_id, max(line) AS line FROM records "
         "WHERE run_id = " +
         rid + " AND dump_ts_us < " + horizon + " GROUP BY 1;\n";
-    for (const char* t : {"records", "kernel_events", "record_annotations", "dump_stats"})
+    for (const char* t : {"records", "kernel_events", "record_annotations", "dump_stats", "proxy_ops", "proxy_steps"})
       sql += std::string("DELETE FROM ") + t + " x USING agent_cut c WHERE x.run_id = " + rid +
              " AND x.file_id = c.file_id AND x.line <= c.line;\n";
     auto n = store.QueryInt("SELECT CAST(count(*) AS BIGINT) FROM records WHERE run_id = " + rid +

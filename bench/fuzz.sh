@@ -30,13 +30,16 @@ fi
 seeds=$out/seeds
 rm -rf "$seeds" && mkdir -p "$seeds"
 job=$out/seed-job
-rm -rf "$job"
+rm -rf "$job" "$job-229" "$job-proxy"
 "$sim" simulate -o "$job" --hosts 2 --gpus-per-host 2 --tp 2 --pp 2 --layers 2 --hidden 1024 \
   --seq-len 1024 --steps 4 --kineto-max-ranks 4 --kineto-last-step 0 --no-kineto-gzip --dump-interval-us 200000 >/dev/null
 "$sim" simulate -o "$job-229" --hosts 2 --gpus-per-host 2 --tp 2 --pp 2 --layers 2 --hidden 1024 \
   --seq-len 1024 --steps 4 --kineto-max-ranks 0 --inspector-flavor 2.29 --inspector-verbose >/dev/null
+# v4.4 marker streams with nested proxy_trace records.
+"$sim" simulate -o "$job-proxy" --hosts 2 --gpus-per-host 2 --tp 2 --pp 2 --layers 2 --hidden 1024 \
+  --seq-len 1024 --steps 2 --kineto-max-ranks 0 --inspector-proxy --dump-interval-us 200000 >/dev/null
 seed() { mkdir -p "$seeds/$1"; cp "$2" "$seeds/$1/$(basename "$2")-$RANDOM"; }
-for f in "$job"/nccl-inspector/*.log "$job-229"/nccl-inspector/*.log; do
+for f in "$job"/nccl-inspector/*.log "$job-229"/nccl-inspector/*.log "$job-proxy"/nccl-inspector/*.log; do
   head -n 40 "$f" > "$seeds/tmp"
   seed inspector_line "$seeds/tmp"
   { printf '\0'; cat "$seeds/tmp"; } > "$seeds/tmp.plain" && seed line_reader "$seeds/tmp.plain"

@@ -16,6 +16,7 @@ struct Options {
   bool json = false;
   int threads = 0;
   int kernel_ranks = 0;
+  bool inspector_proxy = false;
 };
 
 int Run(const Options& o) {
@@ -27,6 +28,7 @@ int Run(const Options& o) {
   eo.threads = o.threads;
   eo.only = o.only;
   eo.kernel_max_ranks = o.kernel_ranks;
+  eo.inspector_proxy = o.inspector_proxy;
   auto r = RunEval(suite, eo);
   if (!r.ok()) {
     std::fprintf(stderr, "collscope eval: %s\n", r.status().message().c_str());
@@ -59,6 +61,9 @@ void Register(CLI::App& app) {
   cmd->add_option("--kernel-ranks,--kineto-ranks", o->kernel_ranks,
                   "Also simulate the CUPTI library's kernel summaries of jobs up to this many ranks and score tier D "
                   "(L3 kernel modes) on them");
+  cmd->add_flag("--inspector-proxy", o->inspector_proxy,
+                "Simulate the 2.30 jobs' Inspector with NCCL_INSPECTOR_ENABLE_PROXY=1 (dev-line v4.4 proxy_trace "
+                "records) and score every tier on those logs");
   cmd->add_flag("--json", o->json, "JSON output");
   cmd->callback([o] { SetExitCode(Run(*o)); });
 }

@@ -244,7 +244,13 @@ struct LiveRun {
       const int64_t due =
           started.job_time_us + static_cast<int64_t>((after - started.wall_us + 20000) * speed_);
       for (const auto& [rel, text] : files) {
-        if (!text.empty() && text.back() != '\n' && partial_.size() < 5) partial_.push_back(rel);
+        // A reader can catch a write of several pages half done (the file grows page by page):
+        // only a tail that stays unfinished is a partial line the writer left.
+        if (!text.empty() && text.back() != '\n' && partial_.size() < 5) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          const std::string again = ReadAll(fs::path(out) / rel);
+          if (again.size() <= text.size()) partial_.push_back(rel);
+        }
         for (const auto& [line, t] : StatedTimes(rel, text)) {
           ++lines_checked_;
           if (t > due && early_.size() < 5)

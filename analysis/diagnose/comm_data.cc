@@ -526,6 +526,48 @@ Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWi
     x.earliest_ts = std::min(x.ts, p2->i[7][i]);
     d.p2p.push_back(x);
   }
+  // Network sends' time on the wire (proxy_trace steps), one per proxy op, peers mapped to
+  // processes through the communicator's rank order as for point-to-point records.
+  std::string window_proxy;
+  if (!window.all())
+    window_proxy = " HAVING t >= " + std::to_string(window.since_us) + " AND t <= " + std::to_string(window.until_us);
+  // A store written before proxy tables existed, opened read-only, has none.
+  auto has_proxy = Fetch(conn,
+                         "SELECT CAST(count(*) AS BIGINT) FROM duckdb_tables() WHERE database_name = "
+                         "current_database() AND table_name = 'proxy_steps'",
+                         "i");
+  if (!has_proxy.ok()) return has_proxy.status();
+  auto px = has_proxy->i[0][0] == 0 ? Result<Columns>(Columns{}) : Fetch(conn,
+                  "SELECT CAST(comm_id AS BIGINT), CAST(process_id AS BIGINT), CAST(any_value(peer) AS BIGINT), "
+                  "CAST(coalesce(max(stop_ts_us), max(dump_ts_us)) AS BIGINT) AS t, "
+                  "CAST(sum(trans_size_bytes) AS DOUBLE), CAST(sum(wire_us) AS DOUBLE) "
+                  "FROM proxy_steps WHERE run_id = " + run_filter +
+                      " AND direction = 'send' AND peer IS NOT NULL AND wire_us IS NOT NULL "
+                      "AND trans_size_bytes IS NOT NULL "
+                      "GROUP BY comm_id, process_id, rank, channel_id, peer, proxy_op_sn" + window_proxy,
+                  "iiiidd");
+  if (!px.ok()) return px.status();
+  d.proxy_sends.reserve(px->rows);
+  for (size_t i = 0; i < px->rows; ++i) {
+    auto ci = comm_index.find(px->i[0][i]);
+    auto pi = proc_index.find(px->i[1][i]);
+    if (ci == comm_index.end() || pi == proc_index.end()) continue;
+    const Comm& c = d.comms[ci->second];
+    const int64_t peer = px->i[2][i];
+    if (peer < 0 || c.procs.size() != static_cast<size_t>(c.n_ranks) || peer >= c.n_ranks) continue;
+    ProxySend x;
+    x.comm = ci->second;
+    x.from = pi->second;
+    x.to = c.procs[static_cast<size_t>(peer)];
+    x.ts = px->i[3][i];
+    x.bytes = px->d[0][i];
+    x.wire_us = px->d[1][i];
+    d.proxy_sends.push_back(x);
+  }
+  std::stable_sort(d.proxy_sends.begin(), d.proxy_sends.end(), [](const ProxySend& a, const ProxySend& b) {
+    return std::tie(a.ts, a.comm, a.from, a.to, a.bytes, a.wire_us) <
+           std::tie(b.ts, b.comm, b.from, b.to, b.bytes, b.wire_us);
+  });
   // One order for every run of a diagnosis: by time, then by what the instance is (the query's
   // order leaves ties of time to the ingest's numbering).
   std::stable_sort(d.insts.begin(), d.insts.end(), [](const Inst& a, const Inst& b) {

@@ -77,12 +77,22 @@ struct P2pTransfer {
   double Wire() const { return send < recv ? send : recv; }
 };
 
+// One network send's proxy op (Inspector v4.4 proxy_trace, NCCL_INSPECTOR_ENABLE_PROXY=1): the
+// bytes its steps moved and their time on the wire, apart from waiting for the GPU to produce
+// or for the receiver's credit. Durations on one host's clock, so clock skew cannot bias them.
+struct ProxySend {
+  int comm = 0, from = -1, to = -1;  // process indexes of the two ends
+  double bytes = 0, wire_us = 0;
+  int64_t ts = 0;  // when it completed (its last step's stop, else its dump)
+};
+
 struct CommData {
   std::vector<std::string> hosts;
   std::vector<Proc> procs;
   std::vector<Comm> comms;
   std::vector<Inst> insts;
   std::vector<P2p> p2p;
+  std::vector<ProxySend> proxy_sends;
   int64_t t0 = 0, t1 = 0;   // time range of the data
   bool timestamps_exact = false;  // start timestamps (verbose/plugin) rather than dump times
   std::string rank_source;        // "collscope", "world-communicator", "ordinal"
@@ -137,6 +147,8 @@ struct CommOptions {
 std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o);
 // slow_compute and host_stall: late arrivals judged against peers (late_arrival.h) and stalls.
 std::vector<Finding> DetectSlowCompute(const CommData& d, const CommOptions& o);
+// slow_link from proxy wire times (proxy.wire): the NIC ends whose sends run slowly on the wire.
+std::vector<Finding> DetectSlowWire(const CommData& d, const CommOptions& o);
 // collective_mismatch: ranks of one communicator recorded different sizes or ops for one
 // sequence number.
 std::vector<Finding> DetectMismatch(const CommData& d);
@@ -167,7 +179,7 @@ std::string CommLabel(const CommData& d, int comm);
 inline constexpr const char* kUnlocalized =
     "; every slow communicator spans all of these hosts, so the data cannot tell whose NIC or link it is, and none is "
     "named as the cause (point-to-point records would tell: NCCL_INSPECTOR_ENABLE_P2P=1, or the collscope profiler "
-    "plugin); check their NICs, cables and switch ports.";
+    "plugin; proxy traces name the end: NCCL_INSPECTOR_ENABLE_PROXY=1); check their NICs, cables and switch ports.";
 // "0x5eed (TP group 3 of PP stage 1)", or the id alone when that is all CommLabel knows.
 std::string CommIdAndLabel(const CommData& d, int comm);
 

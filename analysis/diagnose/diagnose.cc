@@ -84,7 +84,9 @@ void MergeSame(std::vector<Finding>* fs, const MergeRule& rule, std::vector<Supp
       const Finding& b = (*fs)[j];
       if (b.kind == rule.kind && rule.same(a, b)) {
         if (suppressed) suppressed->push_back({b, "merged into the " + a.detector + " finding: " + rule.relation});
-        if (rule.absorb) {
+        if (rule.fold) {
+          rule.fold(&a, b);
+        } else if (rule.absorb) {
           Finding only_who = b;
           only_who.ranks.clear();
           only_who.hosts.clear();

@@ -55,6 +55,44 @@ void LocalizeLink(Finding* link, const Finding& late) {
   link->AddText("also_detected_by", late.detector);
 }
 
+bool OneIsTheWire(const Finding& a, const Finding& b) {
+  return (a.detector == "proxy.wire") != (b.detector == "proxy.wire");
+}
+
+// The proxy's wire times name the NIC end of a link that the records saw only as slow
+// communicators (or as hosts they could not tell apart): the link is that end's, and the other
+// finding adds its detector, victims and communicators.
+void TakeTheWiresEnd(Finding* a, const Finding& b) {
+  const bool a_is_wire = a->detector == "proxy.wire";
+  Finding wire = a_is_wire ? *a : b;
+  const Finding& other = a_is_wire ? b : *a;
+  wire.victims.insert(wire.victims.end(), other.victims.begin(), other.victims.end());
+  wire.victims.insert(wire.victims.end(), other.ranks.begin(), other.ranks.end());
+  SortUnique(&wire.victims);
+  std::vector<int> v;
+  std::set_difference(wire.victims.begin(), wire.victims.end(), wire.ranks.begin(), wire.ranks.end(),
+                      std::back_inserter(v));
+  wire.victims = std::move(v);
+  wire.comms.insert(wire.comms.end(), other.comms.begin(), other.comms.end());
+  SortUnique(&wire.comms);
+  wire.start_us = std::min(wire.start_us, other.start_us);
+  wire.end_us = std::max(wire.end_us, other.end_us);
+  wire.confidence = std::max(wire.confidence, other.confidence);
+  std::string also = other.detector;
+  for (const Evidence& e : other.evidence)
+    if (e.key == "also_detected_by") also += ", " + e.text;
+  wire.AddText("also_detected_by", also);
+  *a = std::move(wire);
+}
+
+// The wire's host is one of the hosts the records' finding names, in a communicator both saw slow.
+bool WireHostAmongTheRecords(const Finding& a, const Finding& b) {
+  if (!OneIsTheWire(a, b)) return false;
+  const Finding& wire = a.detector == "proxy.wire" ? a : b;
+  const Finding& other = a.detector == "proxy.wire" ? b : a;
+  return Subset(wire.hosts, other.hosts) && ShareComm(a, b) && OverlapInTime(a, b);
+}
+
 std::vector<Finding> Mismatch(const CommData& d, const CommOptions&) { return DetectMismatch(d); }
 std::vector<Finding> Progress(const CommData& d, const CommOptions&) { return DetectHangFromRecords(d); }
 
@@ -66,6 +104,8 @@ const std::vector<DetectorInfo>& Detectors() {
        &DetectSlowLink},
       {"comm.link_flap", {Kind::kSlowLink}, "collective and point-to-point records (Send/Recv pairs)", 'A',
        &DetectLinkFlaps},
+      {"proxy.wire", {Kind::kSlowLink}, "Inspector v4.4 proxy_trace steps (NCCL_INSPECTOR_ENABLE_PROXY=1)", 'A',
+       &DetectSlowWire},
       {"comm.late_arrival", {Kind::kSlowCompute}, "collective records (complete or sampled), point-to-point records",
        'A', &DetectSlowCompute},
       {"comm.stall", {Kind::kHostStall, Kind::kSlowCompute}, "collective and point-to-point records", 'A', nullptr},
@@ -99,6 +139,10 @@ const std::vector<MergeRule>& MergeRules() {
       // One bubble: the records' and the step phases' findings about a stage.
       {Kind::kPipelineBubble, "one stage (shared ranks), overlapping windows",
        [](const Finding& a, const Finding& b) { return ShareRank(a, b) && OverlapInTime(a, b); }},
+      // Which end of the link: the wire times name it where the records name its communicators' hosts.
+      {Kind::kSlowLink,
+       "the proxy wire times name one end among the hosts of the slow communicators: the link is that end's",
+       &WireHostAmongTheRecords, false, Kind::kCount, &TakeTheWiresEnd},
       // One link: a degradation seen in two runs of windows, or a flap that also slowed windows.
       {Kind::kSlowLink, "the same hosts' link", [](const Finding& a, const Finding& b) { return a.hosts == b.hosts; }},
       {Kind::kSlowNetwork, "the same hosts' network",
@@ -111,6 +155,13 @@ const std::vector<MergeRule>& MergeRules() {
          return b.hosts.size() == 1 && Subset(b.hosts, a.hosts) && ShareComm(a, b) && OverlapInTime(a, b);
        },
        false, Kind::kSlowCompute, LocalizeLink},
+      {Kind::kSlowNetwork,
+       "the proxy wire times name one of a slow network's hosts, in the communicators it slows: the link is "
+       "that host's",
+       [](const Finding& a, const Finding& b) {
+         return b.detector == "proxy.wire" && Subset(b.hosts, a.hosts) && ShareComm(a, b) && OverlapInTime(a, b);
+       },
+       false, Kind::kSlowLink, TakeTheWiresEnd},
       // One compute straggler: one host (or hosts one covers, as a slow stage does), whichever
       // detector saw it.
       {Kind::kSlowCompute, "the same host (or a host set one covers), overlapping windows",

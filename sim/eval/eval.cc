@@ -470,6 +470,7 @@ Status Damage(const std::string& dir, const std::string& damage) {
 Result<EvalReport> RunEval(const std::vector<Scenario>& suite, const EvalOptions& o) {
   namespace fs = std::filesystem;
   EvalReport rep;
+  rep.inspector_proxy = o.inspector_proxy;
   std::string base = o.work_dir;
   if (base.empty()) {
     base = (fs::temp_directory_path() / ("collscope-eval-" + std::to_string(::getpid()))).string();
@@ -497,6 +498,7 @@ Result<EvalReport> RunEval(const std::vector<Scenario>& suite, const EvalOptions
       if (ok) cfg.faults.push_back(spec);
     }
     if (!ok) return Status::Error(sc.name + ": " + err);
+    cfg.inspector.proxy = o.inspector_proxy;  // the 2.29 flavour writes none
     double t = Now();
     sim::SimStats stats;
     if (sim::Simulate(cfg, &stats, &err) != 0) return Status::Error(sc.name + ": simulate: " + err);
@@ -590,8 +592,9 @@ std::string EvalReport::ToText() const {
     o << b;
   }
   for (const auto& [t, ts] : tiers) {
-    o << "\n== tier " << TierTitle(t) << " (strict: the finding must name the culprit rank, or host for "
-         "host-level faults)\n";
+    o << "\n== tier " << TierTitle(t)
+      << (inspector_proxy ? ", the 2.30 jobs' logs with proxy_trace records (NCCL_INSPECTOR_ENABLE_PROXY=1)" : "")
+      << " (strict: the finding must name the culprit rank, or host for host-level faults)\n";
     o << "kind                  findings  true exact dupl  faults found  precision recall  exact     F1  localize_s\n";
     for (const auto& [k, v] : ts.kinds) {
       if (v.faults == 0 && (k == "step_regression" || k == "step_jitter" || k == "slow_network")) {

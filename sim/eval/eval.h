@@ -93,6 +93,7 @@ struct ScenarioResult {
 struct EvalReport {
   std::map<std::string, TierScore> tiers;  // "A", "B", "D"
   std::vector<ScenarioResult> scenarios;
+  bool inspector_proxy = false;  // the 2.30 jobs' logs carried proxy_trace records
   std::string ToText() const;
   std::string ToJson() const;
 };
@@ -107,6 +108,9 @@ struct EvalOptions {
   int threads = 0;
   std::string only;      // run only scenarios whose name contains this
   int kernel_max_ranks = 0;  // also write kernel summaries of jobs up to this many ranks: tier D
+  // The 2.30 jobs' Inspector ran with NCCL_INSPECTOR_ENABLE_PROXY=1 (dev-line v4.4): their logs,
+  // in every tier, carry proxy_trace records. A separate run: most users' logs have none.
+  bool inspector_proxy = false;
 };
 Result<EvalReport> RunEval(const std::vector<Scenario>& suite, const EvalOptions& o);
 
