@@ -1,6 +1,7 @@
 // Every input format `collscope ingest` takes, in one call: NCCL Inspector / collscope logs,
 // PyTorch-profiler (Kineto) traces, step/phase series and iteration logs, hang evidence (Flight
-// Recorder dumps, in-flight state files, NCCL RAS status reports), CUPTI kernel summaries and the record summaries of
+// Recorder dumps, in-flight state files, NCCL RAS status reports), CUPTI kernel summaries, NCCL
+// Inspector Prometheus textfiles (prom_textfile.h) and the record summaries of
 // per-host agents (core/readers/record_summary.h), each through its own importer into the same
 // run. A path that is a summary root (only host=... folders) goes to the record-summary importer
 // alone: the other importers would only sniff its Parquet files and pass them by, every tick. `collscope ingest` and the live agent both call it, so they store the same
@@ -18,6 +19,7 @@
 #include "core/readers/hang_evidence.h"
 #include "core/readers/kernel_summary.h"
 #include "core/readers/kineto.h"
+#include "core/readers/prom_textfile.h"
 #include "core/readers/record_summary.h"
 #include "core/readers/step_file.h"
 
@@ -30,6 +32,7 @@ struct InputsReport {
   HangIngestReport hang;
   KernelSummaryIngestReport kernels;
   RecordSummaryIngestReport summaries;
+  PromIngestReport prom;  // NCCL Inspector Prometheus textfiles (prom_textfile.h)
 
   // No input file of any format was found.
   bool NoInputs() const;
