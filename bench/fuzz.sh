@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-600}
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(inspector_line line_reader kineto pickle nccl_tests inflight_state steps kernel_summary ras)
+((${#targets[@]})) || targets=(inspector_line line_reader kineto pickle nccl_tests inflight_state steps kernel_summary ras prom)
 fixtures=${COLLSCOPE_FIXTURES:-../shared/fixtures}
 out=${COLLSCOPE_FUZZ_BUILD:-build-fuzz}
 
@@ -57,6 +57,9 @@ done
 # RAS reports: the test samples (tests/ras_samples.h), one file each.
 awk -v d="$seeds" '/R"\(/ { f = 1; n++; sub(/.*R"\(/, ""); out = d "/ras" n } f && /^\)";/ { f = 0; close(out); next } f { print > out }' tests/ras_samples.h
 for f in "$seeds"/ras[0-9]*; do [ -e "$f" ] && seed ras "$f"; done
+# NCCL Inspector Prometheus textfiles: the test samples (tests/prom_samples.h), one file each.
+awk -v d="$seeds" '/R"\(/ { f = 1; n++; sub(/.*R"\(/, ""); out = d "/prom" n } f && /^\)";/ { f = 0; close(out); next } f { print > out }' tests/prom_samples.h
+for f in "$seeds"/prom[0-9]*; do [ -e "$f" ] && seed prom "$f"; done
 if [ -d "$fixtures" ]; then
   for f in "$fixtures"/flight-recorder/*/_dump_*; do [ -e "$f" ] && seed pickle "$f"; done
   for f in "$fixtures"/nccl-tests/*/*.log "$fixtures"/nccl-tests/*.log; do [ -e "$f" ] && seed nccl_tests "$f"; done
