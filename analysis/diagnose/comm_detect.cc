@@ -337,6 +337,40 @@ uint64_t Cell(size_t p, int w) { return Cell(p, 0xFFFFFF, w); }
 struct WaitLedger {
   std::unordered_map<uint64_t, double> by_comm;  // (proc, comm, window)
   std::unordered_map<uint64_t, double> total;    // (proc, window): collectives + p2p
+  // Who waited for whom: a wait whose awaited member is known (the last arriver of a
+  // collective; a Recv's sender). comm < 0: point-to-point.
+  struct Edge {
+    size_t waiter, on;
+    int comm, w;
+    double amount;
+  };
+  std::vector<Edge> edges;
+  std::map<int, std::vector<size_t>> edges_in_window;
+  void AddEdge(size_t waiter, size_t on, int comm, int w, double amount) {
+    edges_in_window[w].push_back(edges.size());
+    edges.push_back({waiter, on, comm, w, amount});
+  }
+  // What `p` waited in windows [w0, w1], outside `comm`, on ranks that waited on p at least as
+  // long there: the echo of p's stall. Held by p, its peers arrive late in other communicators
+  // p is already waiting in (one it posted before stalling); that wait is p's own stall coming
+  // back, not a cause of it. Of two ranks that waited on each other, the one waited on more
+  // held the other first (amounts, not times: with dump times only, when a wait began is known
+  // only to a dump interval).
+  double EchoOf(size_t p, int comm, int w0, int w1) const {
+    std::map<size_t, double> p_on, on_p;  // p waited on r (outside comm); r waited on p
+    for (auto it = edges_in_window.lower_bound(w0); it != edges_in_window.end() && it->first <= w1; ++it)
+      for (size_t i : it->second) {
+        const Edge& e = edges[i];
+        if (e.waiter == p && e.on != p && e.comm != comm) p_on[e.on] += e.amount;
+        if (e.on == p && e.waiter != p) on_p[e.waiter] += e.amount;
+      }
+    double echo = 0;
+    for (auto [r, amount] : p_on) {
+      auto it = on_p.find(r);
+      if (it != on_p.end() && it->second >= amount) echo += amount;
+    }
+    return echo;
+  }
   double Comm(size_t p, size_t c, int w) const {
     auto it = by_comm.find(Cell(p, c, w));
     return it == by_comm.end() ? 0 : it->second;
@@ -364,6 +398,7 @@ void AddP2pWaits(const CommData& d, double W, WaitLedger* led) {
     if (extra <= 0) continue;
     const int w = static_cast<int>(std::max<int64_t>(0, x.ts - d.t0) / W);
     led->total[Cell(static_cast<size_t>(x.proc), w)] += extra;
+    if (x.peer >= 0) led->AddEdge(static_cast<size_t>(x.proc), static_cast<size_t>(x.peer), -1, w, extra);
   }
 }
 
@@ -403,6 +438,7 @@ std::vector<Finding> DetectSlowCompute(const CommData& d, const CommOptions& o) 
       if (q == x.pmin) continue;
       led.by_comm[Cell(static_cast<size_t>(q), static_cast<size_t>(x.comm), w)] += wait;
       led.total[Cell(static_cast<size_t>(q), w)] += wait;
+      led.AddEdge(static_cast<size_t>(q), static_cast<size_t>(x.pmin), x.comm, w, wait);
     }
     if (stall) stalls[x.pmin].push_back({x.ts, wait, x.comm});
   }
@@ -422,6 +458,7 @@ std::vector<Finding> DetectSlowCompute(const CommData& d, const CommOptions& o) 
         waited += led.Total(p, w) - led.Comm(p, static_cast<size_t>(s.comm), w);
         if (static_cast<size_t>(w) < sibling_wait[p].size()) waited += sibling_wait[p][static_cast<size_t>(w)];
       }
+      waited -= led.EchoOf(p, s.comm, std::max(0, w0 - 1), w1 + 1);
       if (waited < o.explained_share * s.wait) {
         own.push_back(s);
       } else if (o.suppressed) {

@@ -737,6 +737,28 @@ TEST(HostStall, PropagatedStallBlamesOnlyTheRoot) {
   EXPECT_EQ(f[0].ranks, std::vector<int>({3}));
 }
 
+TEST(HostStall, TheStallsOwnEchoDoesNotExplainItAway) {
+  // Rank 3 stalls 3 s before its collectives; it had posted a pipeline transfer with rank 7
+  // before stalling, and rank 7, held by rank 3 in their data-parallel group, arrives there
+  // 2 s late. Rank 3's wait on rank 7 is its own stall coming back (rank 7 waited on it
+  // longer): rank 3 is the stall, rank 7 its victim.
+  CommData d = Job();
+  Fill(&d, 100, -1, 0, 0, /*late_proc=*/3, 50, 51, /*late_us=*/3e6);
+  for (Inst& x : d.insts)
+    if (d.comms[x.comm].id == "0xp13" && x.sn == 50) {
+      x.pmin = 7;
+      x.tmed = x.tmin + 2e6;
+      x.tmax = x.tmed * 1.01;
+    }
+  std::vector<Suppressed> dropped;
+  CommOptions o = Opts();
+  o.suppressed = &dropped;
+  auto f = DetectSlowCompute(d, o);
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f) << SuppressedToText(dropped);
+  EXPECT_EQ(f[0].kind, Kind::kHostStall);
+  EXPECT_EQ(f[0].ranks, std::vector<int>({3}));
+}
+
 // Two pipeline stages (processes 0,1 -> 2,3 over two pipeline communicators); 10 steps a window.
 CommData Pipeline(int bubble_w0, int bubble_w1, double bubble_us) {
   CommData d;
