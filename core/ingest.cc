@@ -783,7 +783,8 @@ Result<InputFiles> DiscoverInputs(const std::vector<std::string>& paths) {
     // Step/phase series and the CUPTI library's kernel summaries are JSON lines too, and
     // frameworks' iteration logs are often named *.log: all are found by content, with readers
     // of their own.
-    auto other_format = [&] { return IsStepSeriesFile(path) || IsIterationLog(path) || IsKernelSummaryFile(path) || IsRasReportFile(path); };
+    auto other_format = [&] { return IsStepSeriesFile(path) || IsIterationLog(path) || IsKernelSummaryFile(path) || IsRasReportFile(path) ||
+                                              IsPromTextfile(path); };
     if (named) return !(name.ends_with(".json") || name.ends_with(".json.gz")) && !other_format();
     return IsInspectorLogName(name) && !other_format();
   });

@@ -495,4 +495,24 @@ TEST_F(IngestTest, OlderStoreGainsProxyTablesAndColumns) {
 }
 
 }  // namespace
+// An Inspector Prometheus textfile is its own format (core/readers/prom_textfile.h): found by
+// content under an Inspector-like name, or named on the command line, it is not read as a log.
+TEST_F(IngestTest, APrometheusFileIsNoInspectorLogWhateverItsName) {
+  const std::string prom =
+      "nccl_bus_bandwidth_gbs{version=\"v5.1\",slurm_job_id=\"812\",node=\"n7\",gpu=\"GPU3\",comm_name=\"dp\","
+      "n_nodes=\"2\",nranks=\"16\",collective=\"AllReduce\",message_size=\"16-17MB\",algo_proto=\"RING_SIMPLE\"} 171.2\n";
+  WriteFile(dir_ / "logs/scraped.log", prom);
+  WriteFile(dir_ / "logs/node1-pid10.log", ProcessLog("node1", 10, 0, 1, 5));
+  Result<IngestReport> r = Run();
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->lines_rejected, 0u);
+  EXPECT_GT(r->records_stored, 0u);
+  IngestOptions o;
+  o.run = "named";
+  WriteFile(dir_ / "metrics.prom", prom);
+  Result<IngestReport> named = Ingest(*store_, {dir_ / "metrics.prom"}, o);
+  ASSERT_TRUE(named.ok()) << named.status().message();
+  EXPECT_EQ(named->lines_rejected, 0u);
+}
+
 }  // namespace collscope

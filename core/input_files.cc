@@ -6,6 +6,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -143,6 +144,39 @@ bool LooksLikeRasReport(std::string_view head) {
     return head.find("\"nccl_version\"") != std::string_view::npos &&
            head.find("\"communicators\"") != std::string_view::npos;
   return false;
+}
+
+bool LooksLikePromTextfile(std::string_view head) {
+  auto blanks = [](std::string_view* l) {
+    while (!l->empty() && (l->front() == ' ' || l->front() == '\t')) l->remove_prefix(1);
+  };
+  while (!head.empty()) {
+    const size_t e = std::min(head.find('\n'), head.size());
+    std::string_view line = head.substr(0, e);
+    head.remove_prefix(std::min(head.size(), e + 1));
+    blanks(&line);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty() || line.front() == '#') continue;
+    size_t n = 0;
+    while (n < line.size() && (std::isalnum(static_cast<unsigned char>(line[n])) || line[n] == '_' || line[n] == ':'))
+      ++n;
+    const std::string_view name = line.substr(0, n);
+    line.remove_prefix(n);
+    blanks(&line);
+    return name.starts_with("nccl_") && name.size() > 5 && !line.empty() && line.front() == '{';
+  }
+  return false;
+}
+
+bool IsPromTextfile(const std::string& path) {
+  if (path.ends_with(".prom")) return true;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::string head(65536, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  // A text file: the probe reads no further than the first line that is no comment.
+  return head.find('\0') == std::string::npos && LooksLikePromTextfile(head);
 }
 
 bool IsRasReportFile(const std::string& path) {

@@ -57,6 +57,13 @@ bool LooksLikeRasReport(std::string_view head);
 // before the Communicators section). Found by content, whatever the name; no Inspector log.
 bool IsRasReportFile(const std::string& path);
 
+// True when `head` (a file's first bytes) opens like an NCCL Inspector Prometheus textfile
+// (core/readers/prom_textfile.h): its first line that is no comment or blank is an `nccl_`
+// metric name followed by `{`.
+bool LooksLikePromTextfile(std::string_view head);
+// True for a plain file named *.prom, or whose first 64 KiB look like one. No Inspector log.
+bool IsPromTextfile(const std::string& path);
+
 // A file's path as stored (a DuckDB VARCHAR must be UTF-8): valid UTF-8 as it is, a backslash
 // doubled, every byte of an invalid sequence as \xHH. Distinct paths stay distinct.
 std::string StorablePath(const std::string& path);

@@ -368,7 +368,11 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
     if (IsStepSeriesFile(f) || IsIterationLog(f)) step_files.push_back(f);
     else if (IsKernelSummaryFile(f)) kernel_files.push_back(f);
     else if (IsRasReportFile(f)) hang_files.push_back(f);  // found by content, whatever its name
-    else if (IsInspectorLogName(name)) logs.push_back(f);
+    else if (IsPromTextfile(f)) {
+      if (read)
+        read->unusable.push_back(f + ": an NCCL Inspector Prometheus file (per-window means per size bucket); no "
+                                     "detector reads them yet (collscope ingest stores them)");
+    } else if (IsInspectorLogName(name)) logs.push_back(f);
     else if (readers::IsHangEvidenceFile(f)) hang_files.push_back(f);
     else if (!readers::IsKinetoTraceName(f) && read)
       read->unusable.push_back(f + ": not a format collscope diagnose reads");

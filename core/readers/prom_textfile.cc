@@ -391,32 +391,6 @@ std::string TooBig(const std::string& path, uint64_t size) {
 
 }  // namespace
 
-bool LooksLikePromTextfile(string_view head) {
-  while (!head.empty()) {
-    const size_t e = std::min(head.find('\n'), head.size());
-    string_view line = head.substr(0, e);
-    head.remove_prefix(std::min(head.size(), e + 1));
-    SkipBlanks(&line);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty() || line.front() == '#') continue;
-    string_view name = EatMetricName(&line);
-    SkipBlanks(&line);
-    return name.starts_with("nccl_") && name.size() > 5 && !line.empty() && line.front() == '{';
-  }
-  return false;
-}
-
-bool IsPromTextfile(const std::string& path) {
-  if (path.ends_with(".prom")) return true;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  char buf[65536];
-  in.read(buf, sizeof buf);
-  const string_view head(buf, static_cast<size_t>(in.gcount()));
-  // A text file: the probe reads no further than the first line that is no comment.
-  return head.find('\0') == string_view::npos && LooksLikePromTextfile(head);
-}
-
 Result<PromFile> ParsePromTextfile(string_view content, const std::string& path) {
   PromFile f;
   f.path = path;

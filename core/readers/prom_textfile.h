@@ -31,6 +31,8 @@
 // - A file over kMaxPromBytes is refused before it is read, with its path and why.
 #pragma once
 
+#include "core/input_files.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -74,11 +76,8 @@ struct PromFile {
   std::vector<std::string> unused_named;  // "path:line: why", the first kMaxPromUnusedNamed
 };
 
-// True when `head` (a file's first bytes) opens like an Inspector Prometheus file: its first line
-// that is no comment or blank is an `nccl_` metric name followed by `{`.
-bool LooksLikePromTextfile(std::string_view head);
-// True for a plain file named *.prom, or whose first 64 KiB look like one.
-bool IsPromTextfile(const std::string& path);
+// Found by collscope::IsPromTextfile (core/input_files.h), which the Inspector log reader also
+// uses to leave these files alone.
 
 // Parses a file's whole content; `path` names it in reasons.
 Result<PromFile> ParsePromTextfile(std::string_view content, const std::string& path);

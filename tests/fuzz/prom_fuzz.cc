@@ -8,7 +8,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view content(reinterpret_cast<const char*>(data), size);
   auto a = collscope::readers::ParsePromTextfile(content, "m.prom");
-  (void)collscope::readers::LooksLikePromTextfile(content);
+  (void)collscope::LooksLikePromTextfile(content);
   auto b = collscope::readers::ReadPromTextfile(collscope::fuzz::AsFile(data, size, "m.prom"));
   // The two readers agree on what they read.
   if (a.ok() != b.ok()) __builtin_trap();
