@@ -74,6 +74,16 @@ RULES = [
      'f.kind = a.ambiguous ? Kind::kSlowNetwork : Kind::kSlowLink;', 'f.kind = Kind::kSlowLink;'),
     ('merge: one compute straggler per host', D + 'registry.cc',
      '(Subset(b.hosts, a.hosts) || Subset(a.hosts, b.hosts)) &&', 'false &&'),
+    ('merge: the proxy wire names one end among the records\' slow hosts', D + 'registry.cc',
+     'return Subset(wire.hosts, other.hosts) && ShareComm(a, b) && OverlapInTime(a, b);', 'return false;'),
+    ('merge: a slow network\'s suspect that the proxy wire names is the link', D + 'registry.cc',
+     'return b.detector == "proxy.wire" && Subset(b.hosts, a.hosts)', 'return false && Subset(b.hosts, a.hosts)'),
+    ('proxy wire: the fewest ends that explain every slow wire (greedy cover)', D + 'proxy_wire.cc',
+     'return s->x->from == best || s->x->to == best; });', 'return s->x->from == best && s->x->to == best; });\n      slow[best] = 0;'),
+    ('proxy wire: a culprit end is mostly slow', D + 'proxy_wire.cc',
+     'if (n < kMinSlowInBin || slow[p] < kMostlySlow * all[p]) continue;', 'if (n < kMinSlowInBin) continue;'),
+    ('host stall: a stall\'s own echo does not explain it', D + 'comm_detect.cc',
+     'waited -= led.EchoOf(', '(void)led.EchoOf('),
 ]
 
 

@@ -5,57 +5,10 @@
 #include <optional>
 
 #include "core/input_files.h"
+#include "core/readers/rows.h"
 
 namespace collscope::readers {
 namespace {
-
-// Rows appended one value at a time through DuckDB's appender, into the connection's open
-// transaction (a rollback discards them).
-class Rows {
- public:
-  ~Rows() {
-    if (a_) duckdb_appender_destroy(&a_);
-  }
-  Status Open(Store& store, const char* table) {
-    table_ = table;
-    if (duckdb_appender_create(store.connection(), nullptr, table, &a_) != DuckDBSuccess)
-      return Status::Error(std::string(table) + ": cannot append");
-    return Status::Ok();
-  }
-  Rows& I32(int32_t v) { return Check(duckdb_append_int32(a_, v)); }
-  Rows& I64(int64_t v) { return Check(duckdb_append_int64(a_, v)); }
-  Rows& U64(uint64_t v) { return Check(duckdb_append_uint64(a_, v)); }
-  Rows& F64(double v) { return Check(duckdb_append_double(a_, v)); }
-  Rows& Bool(bool v) { return Check(duckdb_append_bool(a_, v)); }
-  // VARCHAR holds UTF-8 only: a pickle's text is stored as StorablePath writes a path (valid
-  // UTF-8 as it is, other bytes as \xHH), the same for every dump, so names still match.
-  Rows& Str(const std::string& v) {
-    const std::string s = StorablePath(v);
-    return Check(duckdb_append_varchar_length(a_, s.data(), s.size()));
-  }
-  Status EndRow() {
-    Check(duckdb_appender_end_row(a_));
-    return Error();
-  }
-  Status Close() {
-    if (ok_ && duckdb_appender_close(a_) != DuckDBSuccess) ok_ = false;
-    return Error();
-  }
-
- private:
-  Rows& Check(duckdb_state st) {
-    if (st != DuckDBSuccess && ok_) {
-      ok_ = false;
-      const char* e = duckdb_appender_error(a_);
-      error_ = table_ + ": " + (e ? e : "append failed");
-    }
-    return *this;
-  }
-  Status Error() const { return ok_ ? Status::Ok() : Status::Error(error_); }
-  duckdb_appender a_ = nullptr;
-  std::string table_, error_;
-  bool ok_ = true;
-};
 
 uint64_t FileBytes(const std::string& path) {
   std::error_code ec;

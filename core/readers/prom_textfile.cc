@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "core/input_files.h"
+#include "core/readers/rows.h"
 #include "core/line_reader.h"
 
 namespace collscope::readers {
@@ -448,61 +449,6 @@ Result<PromFile> ReadPromTextfile(const std::string& path) {
 // ---- store ----
 
 namespace {
-
-// Rows appended one value at a time through DuckDB's appender, into the connection's open
-// transaction (a rollback discards them). Text is valid UTF-8 already (label values are checked).
-class Rows {
- public:
-  ~Rows() {
-    if (a_) duckdb_appender_destroy(&a_);
-  }
-  Status Open(Store& store, const char* table) {
-    table_ = table;
-    if (duckdb_appender_create(store.connection(), nullptr, table, &a_) != DuckDBSuccess)
-      return Status::Error(std::string(table) + ": cannot append");
-    return Status::Ok();
-  }
-  Rows& I32(int32_t v) { return Check(duckdb_append_int32(a_, v)); }
-  Rows& I64(int64_t v) { return Check(duckdb_append_int64(a_, v)); }
-  Rows& U64(uint64_t v) { return Check(duckdb_append_uint64(a_, v)); }
-  Rows& F64(double v) { return Check(duckdb_append_double(a_, v)); }
-  Rows& Str(const std::string& v) { return Check(duckdb_append_varchar_length(a_, v.data(), v.size())); }
-  Rows& Null() { return Check(duckdb_append_null(a_)); }
-  template <typename T>
-  Rows& Opt(const std::optional<T>& v) {
-    if (!v) return Null();
-    if constexpr (std::is_same_v<T, std::string>) return Str(*v);
-    else if constexpr (std::is_same_v<T, int32_t>) return I32(*v);
-    else if constexpr (std::is_same_v<T, int64_t>) return I64(*v);
-    else return U64(*v);
-  }
-  Status EndRow() {
-    Check(duckdb_appender_end_row(a_));
-    return Error();
-  }
-  Status Close() {
-    if (ok_ && duckdb_appender_close(a_) != DuckDBSuccess) {
-      ok_ = false;
-      const char* e = duckdb_appender_error(a_);
-      error_ = table_ + ": " + (e ? e : "append failed");
-    }
-    return Error();
-  }
-
- private:
-  Rows& Check(duckdb_state st) {
-    if (st != DuckDBSuccess && ok_) {
-      ok_ = false;
-      const char* e = duckdb_appender_error(a_);
-      error_ = table_ + ": " + (e ? e : "append failed");
-    }
-    return *this;
-  }
-  Status Error() const { return ok_ ? Status::Ok() : Status::Error(error_); }
-  duckdb_appender a_ = nullptr;
-  std::string table_, error_;
-  bool ok_ = true;
-};
 
 Status StoreProm(Store& store, int32_t run_id, const std::vector<PromFile>& files) {
   auto known_rows = store.Query("SELECT path, file_id FROM prom_files WHERE run_id = " + std::to_string(run_id));
