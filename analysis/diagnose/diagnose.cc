@@ -154,6 +154,7 @@ void SummarizeRecords(const CommData& d, const std::string& run, InputSummary* r
   read->rank_source = d.rank_source;
   read->tp = d.tp;
   read->pp = d.pp;
+  read->proxy_sends = static_cast<int64_t>(d.proxy_sends.size());
 }
 
 }  // namespace
@@ -174,6 +175,8 @@ std::string InputSummary::ToText() const {
         " hosts, " + FormatTimeUs(t0) + " .. " + FormatTimeUs(t1) + (run.empty() ? "" : " (run " + run + ")") +
         (rank_source.empty() ? "" : "; global ranks from " + rank_source));
   }
+  if (proxy_sends)
+    add("wire times of " + std::to_string(proxy_sends) + " network sends (Inspector proxy_trace)");
   if (state_files) add(std::to_string(state_files) + " in-flight state files");
   if (flight_recorder_dumps) add(std::to_string(flight_recorder_dumps) + " Flight Recorder dumps");
   if (ras_reports) add(std::to_string(ras_reports) + " NCCL RAS status report" + (ras_reports > 1 ? "s" : ""));

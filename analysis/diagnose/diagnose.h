@@ -36,6 +36,7 @@ struct InputSummary {
   int64_t t0 = 0, t1 = 0;       // time span of the records, wall-clock us
   std::string rank_source;      // how global ranks were known (comm_data.h)
   int tp = 0, pp = 0;           // the parallel layout inferred from the communicators (0: unknown)
+  int64_t proxy_sends = 0;      // network sends with proxy wire times (Inspector v4.4 proxy_trace)
   int state_files = 0, flight_recorder_dumps = 0, kineto_traces = 0;
   int ras_reports = 0;     // saved NCCL RAS status reports (ncclras)
   int step_series = 0;     // per-rank step/phase series files (the annotation API's format)

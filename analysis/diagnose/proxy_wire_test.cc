@@ -58,8 +58,11 @@ std::vector<Finding> Diagnose(const std::string& dir, const Job& j, const std::v
     if (e.path().extension() == ".log") logs.push_back(e.path().string());
   DiagnoseOptions o;
   o.suppressed = suppressed;
-  auto f = DiagnosePaths(logs, o);
+  InputSummary read;
+  auto f = DiagnosePaths(logs, o, nullptr, nullptr, &read);
   EXPECT_TRUE(f.ok()) << f.status().message();
+  // What was read says so: the wire times are among the inputs.
+  EXPECT_NE(read.ToText().find(" network sends (Inspector proxy_trace)"), std::string::npos) << read.ToText();
   return f.ok() ? *f : std::vector<Finding>{};
 }
 
