@@ -33,8 +33,9 @@ struct MergeRule {
   const char* relation;
   bool (*same)(const Finding& a, const Finding& b);
   bool absorb = false;
-  // Cross-kind rules: b is of kind `absorbs` (when not `kind`), the rule applies only when exactly
-  // one such b relates to a, and `fold` (when set) folds it in place of the plain union.
+  // Cross-kind rules: b is of kind `absorbs` (when not `kind`), and the rule applies only when
+  // exactly one such b relates to a. `fold` (when set, in either kind of rule) folds b into a in
+  // place of the plain union.
   Kind absorbs = Kind::kCount;
   void (*fold)(Finding* a, const Finding& b) = nullptr;
 };
