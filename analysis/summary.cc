@@ -1,5 +1,7 @@
 #include "analysis/summary.h"
 
+#include <algorithm>
+
 namespace collscope {
 
 Result<std::vector<RunSummary>> Summarize(Store& store, const std::string& run, int top) {
@@ -45,6 +47,9 @@ Result<std::vector<RunSummary>> Summarize(Store& store, const std::string& run, 
       k.cumulative_time_share = std::stod(*h[12]);
       s.hot_kernels.push_back(std::move(k));
     }
+    auto coverage = SummarizeCoverage(store, s.run_id, static_cast<size_t>(std::max(top, 0)));
+    if (!coverage.ok()) return coverage.status();
+    s.coverage = std::move(*coverage);
     out.push_back(std::move(s));
   }
   return out;

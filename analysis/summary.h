@@ -1,10 +1,13 @@
 // Summary of a store: its runs and, per run, the hot kernels (the few kernel keys that carry the
-// time and the bytes). Backed by the run_overview and hot_kernels views.
+// time and the bytes) and what the records cover (core/coverage.h: what Inspector dropped, what no
+// member recorded, communicators missing members, ranks that recorded less than their peers, and
+// windows without dumps). Backed by the run_overview and hot_kernels views.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "core/coverage.h"
 #include "core/status.h"
 #include "core/store.h"
 
@@ -25,6 +28,7 @@ struct RunSummary {
            rejected_lines = 0;
   std::string first_dump, last_dump;
   std::vector<HotKernel> hot_kernels;  // at most `top` of them, hottest first
+  RunCoverage coverage;                // its lists hold at most `top` entries each
 };
 
 // Every run (or only `run` when not empty), with up to `top` hot kernels each.

@@ -1,6 +1,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "analysis/diagnose/finding.h"
 #include "analysis/summary.h"
 #include "analysis/views.h"
 #include "cli/command.h"
@@ -23,6 +24,103 @@ std::string Bytes(double b) {
   char buf[32];
   std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", b, units[u]);
   return buf;
+}
+
+std::string Percent(double share) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%.0f%%", 100 * share);
+  return buf;
+}
+
+std::string Ms(int64_t us) { return std::to_string((us + 500) / 1000) + " ms"; }
+
+std::string CommText(const std::string& comm, const std::string& name) {
+  return name.empty() ? comm : comm + " (" + name + ")";
+}
+
+// What the run's records cover, and what was lost where (core/coverage.h).
+void PrintCoverage(const RunCoverage& c) {
+  std::printf("  coverage:\n");
+  std::printf("    collective instances (between each communicator's first and last sequence numbers): %lu, ",
+              c.coll_issued);
+  if (c.coll_unrecorded == 0)
+    std::printf("every one recorded by some member\n");
+  else
+    std::printf("%lu of them recorded by no member (under NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES, discarded as not "
+                "kernel-timed, dropped by every member, or not sampled)\n",
+                c.coll_unrecorded);
+  if (c.has_dump_stats)
+    std::printf("    Inspector dropped %lu collective and %lu point-to-point records (%lu process-communicator "
+                "pairs dropped any; dump_stats)\n",
+                c.coll_dropped, c.p2p_dropped, c.dropping_pairs);
+  else
+    std::printf("    Inspector's drop counters: none in these logs (dump_stats comes with v4.1+), so drops are "
+                "unknown\n");
+  if (c.not_kernel_timed)
+    std::printf("    %lu records timed on the CPU (kernel_cpu, collective_cpu), not by the GPU kernel\n",
+                c.not_kernel_timed);
+  for (const IncompleteCommunicator& m : c.incomplete)
+    std::printf("    communicator %s: records from %d of its %d ranks\n", CommText(m.comm, m.comm_name).c_str(),
+                m.ranks_seen, m.n_ranks);
+  if (c.incomplete_total > c.incomplete.size())
+    std::printf("    ... and %lu more communicators missing ranks\n", c.incomplete_total - c.incomplete.size());
+  for (const MemberCoverage& m : c.low)
+    std::printf("    %s pid %lu, rank %d of %s: %lu of %lu %s instances (%s; its peers %s)\n", m.hostname.c_str(),
+                m.pid, m.rank, CommText(m.comm, m.comm_name).c_str(), m.seen, m.known, m.op.c_str(),
+                Percent(m.share()).c_str(), Percent(m.peer_share).c_str());
+  if (c.low_total > c.low.size())
+    std::printf("    ... and %lu more ranks that recorded under 90%% of what their peers did\n",
+                c.low_total - c.low.size());
+  for (const DumpGap& g : c.gaps) {
+    if (g.at_end)
+      std::printf("    %s pid %lu: no dump after %s while the job's go on to %s (usual interval %s)\n",
+                  g.hostname.c_str(), g.pid, diagnose::FormatTimeUs(g.from_us).c_str(),
+                  diagnose::FormatTimeUs(g.to_us).c_str(), Ms(g.usual_us).c_str());
+    else
+      std::printf("    %s pid %lu: no dump from %s to %s (usual interval %s)\n", g.hostname.c_str(), g.pid,
+                  diagnose::FormatTimeUs(g.from_us).c_str(), diagnose::FormatTimeUs(g.to_us).c_str(),
+                  Ms(g.usual_us).c_str());
+  }
+  if (c.gaps_total > c.gaps.size())
+    std::printf("    ... and %lu more windows without dumps\n", c.gaps_total - c.gaps.size());
+  if (c.incomplete_total == 0 && c.low_total == 0 && c.gaps_total == 0)
+    std::printf("    every member of every communicator recorded what its peers did, with no pause in its dumps\n");
+}
+
+std::string CoverageJson(const RunCoverage& c) {
+  std::string o = "{\"coll_issued\": " + std::to_string(c.coll_issued) +
+                  ", \"coll_unrecorded\": " + std::to_string(c.coll_unrecorded) +
+                  ", \"not_kernel_timed\": " + std::to_string(c.not_kernel_timed) + ", \"dump_stats\": " +
+                  (c.has_dump_stats ? "true" : "false") + ", \"coll_dropped\": " + std::to_string(c.coll_dropped) +
+                  ", \"p2p_dropped\": " + std::to_string(c.p2p_dropped) +
+                  ", \"dropping_pairs\": " + std::to_string(c.dropping_pairs) +
+                  ", \"incomplete_communicators_total\": " + std::to_string(c.incomplete_total) +
+                  ", \"incomplete_communicators\": [";
+  for (size_t i = 0; i < c.incomplete.size(); ++i) {
+    const IncompleteCommunicator& m = c.incomplete[i];
+    o += std::string(i ? ", " : "") + "{\"comm\": " + JsonString(m.comm) + ", \"comm_name\": " +
+         JsonString(m.comm_name) + ", \"n_ranks\": " + std::to_string(m.n_ranks) +
+         ", \"ranks_seen\": " + std::to_string(m.ranks_seen) + "}";
+  }
+  o += "], \"low_coverage_total\": " + std::to_string(c.low_total) + ", \"low_coverage\": [";
+  for (size_t i = 0; i < c.low.size(); ++i) {
+    const MemberCoverage& m = c.low[i];
+    char buf[96];
+    std::snprintf(buf, sizeof buf, ", \"share\": %.6f, \"peer_share\": %.6f}", m.share(), m.peer_share);
+    o += std::string(i ? ", " : "") + "{\"hostname\": " + JsonString(m.hostname) + ", \"pid\": " +
+         std::to_string(m.pid) + ", \"comm\": " + JsonString(m.comm) + ", \"rank\": " + std::to_string(m.rank) +
+         ", \"op\": " + JsonString(m.op) + ", \"seen\": " + std::to_string(m.seen) +
+         ", \"known\": " + std::to_string(m.known) + buf;
+  }
+  o += "], \"dump_gaps_total\": " + std::to_string(c.gaps_total) + ", \"dump_gaps\": [";
+  for (size_t i = 0; i < c.gaps.size(); ++i) {
+    const DumpGap& g = c.gaps[i];
+    o += std::string(i ? ", " : "") + "{\"hostname\": " + JsonString(g.hostname) + ", \"pid\": " +
+         std::to_string(g.pid) + ", \"from_us\": " + std::to_string(g.from_us) +
+         ", \"to_us\": " + std::to_string(g.to_us) + ", \"usual_us\": " + std::to_string(g.usual_us) +
+         ", \"at_end\": " + (g.at_end ? "true" : "false") + "}";
+  }
+  return o + "]}";
 }
 
 int Run(const Options& o) {
@@ -58,7 +156,7 @@ int Run(const Options& o) {
                       h.time_us, h.bytes_share, h.time_share, h.cumulative_time_share);
         out += buf;
       }
-      out += "]}";
+      out += "], \"coverage\": " + CoverageJson(r.coverage) + "}";
     }
     std::printf("%s]}\n", out.c_str());
     return 0;
@@ -77,6 +175,7 @@ int Run(const Options& o) {
       std::printf("  %4d  %-44s %10lu %10s %6.1f%% %6.1f%% %6.1f%%\n", h.rank,
                   h.kernel_key.c_str(), h.records, Bytes(double(h.bytes)).c_str(),
                   100 * h.time_share, 100 * h.cumulative_time_share, 100 * h.bytes_share);
+    PrintCoverage(r.coverage);
   }
   return 0;
 }
@@ -84,11 +183,13 @@ int Run(const Options& o) {
 void Register(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
-      "summary", "Summarise a store: records, runs, hosts, communicators, and the hot kernels "
-                 "ranked by share of time (with shares of bytes).");
+      "summary", "Summarise a store: records, runs, hosts, communicators, the hot kernels "
+                 "ranked by share of time (with shares of bytes), and what the records cover: what "
+                 "Inspector dropped, communicators missing ranks, ranks that recorded less than their "
+                 "peers, and windows without dumps.");
   cmd->add_option("--db", o->db, "Store file")->capture_default_str();
   cmd->add_option("--run", o->run, "Only this run");
-  cmd->add_option("--top", o->top, "Hot kernels to list per run")->capture_default_str();
+  cmd->add_option("--top", o->top, "Hot kernels (and coverage entries of each kind) to list per run")->capture_default_str();
   cmd->add_flag("--json", o->json, "JSON output");
   cmd->callback([o] { SetExitCode(Run(*o)); });
 }

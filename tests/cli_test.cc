@@ -86,6 +86,39 @@ TEST_F(CliTest, IngestSqlSummaryExportSchema) {
       << schema.text.substr(0, 500);
 }
 
+// summary says what the records cover: a communicator missing ranks, a rank whose log stops
+// early (fewer instances than its peers, and its dumps stop), in text and in JSON.
+TEST_F(CliTest, SummarySaysWhatTheRecordsCover) {
+  std::string logs[3];
+  for (int r = 0; r < 3; ++r)
+    for (uint64_t sn = 1; sn <= (r == 2 ? 20u : 80u); ++sn)
+      logs[r] += CollLine("host" + std::to_string(r), 40 + r, "0xcafe", r, 4, 3, "AllReduce", sn, 1048576, 100,
+                          "10.485760", "15.728640", 1760000000000000 + (sn + 9) / 10 * 200000);
+  for (int r = 0; r < 3; ++r)
+    testing::WriteFile(dir_ / ("cov/host" + std::to_string(r) + "-pid" + std::to_string(40 + r) + ".log"), logs[r]);
+  ASSERT_EQ(Collscope("ingest " + dir_ / "cov" + " --db " + db_ + " -q").code, 0);
+  Output text = Collscope("summary --db " + db_);
+  ASSERT_EQ(text.code, 0) << text.text;
+  EXPECT_NE(text.text.find("communicator 0xcafe: records from 3 of its 4 ranks"), std::string::npos) << text.text;
+  EXPECT_NE(text.text.find("host2 pid 42, rank 2 of 0xcafe: 20 of 80 AllReduce instances (25%; its peers 100%)"),
+            std::string::npos)
+      << text.text;
+  EXPECT_NE(text.text.find("host2 pid 42: no dump after"), std::string::npos) << text.text;
+  EXPECT_NE(text.text.find("every one recorded by some member"), std::string::npos) << text.text;
+  Output json = Collscope("summary --json --db " + db_);
+  ASSERT_EQ(json.code, 0) << json.text;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(json.text).get(doc), simdjson::SUCCESS) << json.text;
+  simdjson::dom::element cov = doc["runs"].at(0)["coverage"];
+  EXPECT_EQ(uint64_t(cov["incomplete_communicators_total"]), 1u);
+  EXPECT_EQ(uint64_t(cov["low_coverage_total"]), 1u);
+  EXPECT_EQ(std::string_view(cov["low_coverage"].at(0)["hostname"]), "host2");
+  EXPECT_DOUBLE_EQ(double(cov["low_coverage"].at(0)["share"]), 0.25);
+  EXPECT_EQ(uint64_t(cov["dump_gaps_total"]), 1u);
+  EXPECT_TRUE(bool(cov["dump_gaps"].at(0)["at_end"]));
+}
+
 // The most natural first query (a count by op, an ENUM column first) and every DuckDB type that
 // the row-wise accessors printed as blanks, in each output format, parsed back.
 TEST_F(CliTest, SqlOutputIsValidInEveryFormat) {
