@@ -34,17 +34,24 @@ double MemberCoverage::relative() const {
 
 Result<std::vector<MemberCoverage>> MemberCoverageOf(Store& store, const CoverageQuery& q) {
   std::string filter = "r.run_id = " + std::to_string(q.run_id) + " AND o.kind = 'coll'";
-  if (q.since_us > 0 || q.until_us != INT64_MAX) {
-    filter += " AND " + RecordEndSql("r") + " BETWEEN " + std::to_string(q.since_us) + " AND " +
-              std::to_string(q.until_us);
-  }
   if (!q.comms.empty()) filter += " AND c.id IN (" + InList(q.comms) + ")";
+  // The span is the sequence numbers whose instance time lies in the window: the earliest start
+  // (or dump) over its members, the time the detectors place an instance at (an Inspector record
+  // without timestamps is known only by its dump). Each member's records of those count wherever
+  // they were dumped: members dump at their own times, so a window's edges would otherwise cut
+  // some members' records of an instance and not others'.
+  std::string in_window = "true";
+  if (q.since_us > 0 || q.until_us != INT64_MAX)
+    in_window = "t BETWEEN " + std::to_string(q.since_us) + " AND " + std::to_string(q.until_us);
   // Sequence numbers count a communicator's collectives alike on every member, so the instances
   // any member recorded are the ones its peers could have recorded too.
   auto rows = store.Query(
-      "WITH r AS (SELECT r.process_id, r.rank, o.comm_id, CAST(o.op AS VARCHAR) AS op, r.sn "
-      "FROM records r JOIN operations o ON o.run_id = r.run_id AND o.op_id = r.op_id "
+      "WITH b AS (SELECT r.process_id, r.rank, o.comm_id, CAST(o.op AS VARCHAR) AS op, r.sn, "
+      "coalesce(r.start_ts_us, r.kernel_start_ts_us, r.dump_ts_us) AS t FROM records r JOIN operations o ON o.run_id = r.run_id AND o.op_id = r.op_id "
       "JOIN communicators c ON c.run_id = o.run_id AND c.comm_id = o.comm_id WHERE " + filter + "), "
+      "span AS (SELECT comm_id, op, min(sn) AS lo, max(sn) AS hi FROM (SELECT comm_id, op, sn, min(t) AS t "
+      "FROM b GROUP BY ALL) WHERE " + in_window + " GROUP BY ALL), "
+      "r AS (SELECT b.* FROM b JOIN span s USING (comm_id, op) WHERE b.sn BETWEEN s.lo AND s.hi), "
       "m AS (SELECT process_id, comm_id, op, min(rank) AS rank, count(DISTINCT sn) AS seen "
       "FROM r GROUP BY ALL), "
       "u AS (SELECT comm_id, op, count(DISTINCT sn) AS known FROM r GROUP BY ALL) "

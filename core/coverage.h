@@ -37,8 +37,10 @@ struct MemberCoverage {
 
 struct CoverageQuery {
   int32_t run_id = 0;
-  // Records that completed in [since_us, until_us] (wall clock; Inspector's dump time where the
-  // record has no stop time). The default takes every record.
+  // The instances (sequence numbers of each communicator and op) between the first and the last
+  // whose time lies in [since_us, until_us]: its members' earliest start, or dump where a record
+  // has no timestamps (wall clock, as the detectors place instances), with every member's records
+  // of them wherever dumped. The default: every record.
   int64_t since_us = 0, until_us = INT64_MAX;
   std::vector<std::string> comms;  // only these communicators (0x... ids); empty: all
 };

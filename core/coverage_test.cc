@@ -119,21 +119,25 @@ TEST_F(CoverageTest, MemberCoverageIsAgainstThePeersOfTheSameSpan) {
     EXPECT_EQ(m.known, 90u);
     EXPECT_DOUBLE_EQ(m.relative(), m.hostname == "h3" ? 0.5 : 1.0) << m.hostname;
   }
-  // Over the first half of the job, where rank 3's log still runs, it lost nothing.
+  // Over the first half of the job, where rank 3's log still runs, it lost nothing; rank 1's
+  // records of 41-49, dumped only after the 80th, still count: the window takes instances.
   q.since_us = static_cast<int64_t>(kT0);
   q.until_us = static_cast<int64_t>(kT0 + 5 * kDumpUs);
   auto half = MemberCoverageOf(*store_, q);
   ASSERT_TRUE(half.ok()) << half.status().message();
+  ASSERT_EQ(half->size(), 4u);
   for (const MemberCoverage& m : *half) {
-    if (m.hostname == "h1") {
-      // Rank 1's records of 41-50 were dumped only after the 80th.
-      EXPECT_EQ(m.seen, 36u);
-      continue;
-    }
     EXPECT_EQ(m.seen, 45u) << m.hostname;
     EXPECT_EQ(m.known, 45u) << m.hostname;
     EXPECT_DOUBLE_EQ(m.relative(), 1.0) << m.hostname;
   }
+  // Over the second half, rank 3 recorded none of the instances: it is not among the members.
+  q.since_us = static_cast<int64_t>(kT0 + 6 * kDumpUs);
+  q.until_us = static_cast<int64_t>(kT0 + 10 * kDumpUs);
+  auto late = MemberCoverageOf(*store_, q);
+  ASSERT_TRUE(late.ok()) << late.status().message();
+  EXPECT_EQ(late->size(), 3u);
+  for (const MemberCoverage& m : *late) EXPECT_NE(m.hostname, "h3");
 }
 
 }  // namespace

@@ -323,6 +323,7 @@ Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWi
     Proc p;
     p.host = it->second;
     p.global_rank = static_cast<int>(d.procs.size());  // ordinal fallback
+    p.process_id = pr->i[0][i];
     d.procs.push_back(p);
   }
   d.rank_source = "ordinal";

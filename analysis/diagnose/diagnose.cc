@@ -10,6 +10,7 @@
 
 #include "analysis/diagnose/bubble_steps.h"
 #include "analysis/diagnose/compute_growth.h"
+#include "analysis/diagnose/finding_coverage.h"
 #include "analysis/diagnose/hang.h"
 #include "analysis/diagnose/kernel_detect.h"
 #include "analysis/diagnose/kernel_summaries.h"
@@ -352,6 +353,11 @@ Result<std::vector<Finding>> DiagnoseStore(Store& store, const DiagnoseOptions& 
   COLLSCOPE_RETURN_IF_ERROR(DetectFromHangEvidence(store, run, &out, read));
   COLLSCOPE_RETURN_IF_ERROR(DetectFromStoredKernels(store, run, &out, read));
   Consolidate(&out, o.suppressed);
+  if (!data->procs.empty()) {
+    auto run_id = store.RunId(run, false);
+    if (!run_id.ok()) return run_id.status();
+    COLLSCOPE_RETURN_IF_ERROR(WeighByCoverage(store, *run_id, *data, &out));
+  }
   return out;
 }
 
