@@ -337,6 +337,28 @@ Status DetectFromStoredKernels(Store& store, const std::string& run, std::vector
 
 }  // namespace
 
+namespace {
+
+// The findings' confidence weighed by the coverage of the ranks they name (finding_coverage.h).
+Status WeighByRecordCoverage(Store& store, const std::string& run, const std::optional<CommData>& data,
+                             std::vector<Finding>* out) {
+  if (!data || data->procs.empty()) return Status::Ok();
+  // (No run named: LoadCommData's, the first.)
+  int64_t run_id = 0;
+  if (run.empty()) {
+    auto first = store.QueryInt("SELECT min(run_id) FROM runs");
+    if (!first.ok()) return first.status();
+    run_id = *first;
+  } else {
+    auto named = store.RunId(run, false);
+    if (!named.ok()) return named.status();
+    run_id = *named;
+  }
+  return WeighByCoverage(store, static_cast<int32_t>(run_id), *data, out);
+}
+
+}  // namespace
+
 Result<std::vector<Finding>> DiagnoseStore(Store& store, const DiagnoseOptions& o,
                                            DiagnoseTiming* timing, InputSummary* read) {
   DiagnoseOptions with_run = o;
@@ -353,11 +375,7 @@ Result<std::vector<Finding>> DiagnoseStore(Store& store, const DiagnoseOptions& 
   COLLSCOPE_RETURN_IF_ERROR(DetectFromHangEvidence(store, run, &out, read));
   COLLSCOPE_RETURN_IF_ERROR(DetectFromStoredKernels(store, run, &out, read));
   Consolidate(&out, o.suppressed);
-  if (!data->procs.empty()) {
-    auto run_id = store.RunId(run, false);
-    if (!run_id.ok()) return run_id.status();
-    COLLSCOPE_RETURN_IF_ERROR(WeighByCoverage(store, *run_id, *data, &out));
-  }
+  COLLSCOPE_RETURN_IF_ERROR(WeighByRecordCoverage(store, run, data, &out));
   return out;
 }
 
@@ -459,6 +477,7 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
   if (!k.ok()) return k.status();
   out.insert(out.end(), k->begin(), k->end());
   Consolidate(&out, o.suppressed);
+  if (records_store) COLLSCOPE_RETURN_IF_ERROR(WeighByRecordCoverage(*records_store, run, data, &out));
   return out;
 }
 

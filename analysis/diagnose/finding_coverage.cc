@@ -24,7 +24,7 @@ Status WeighByCoverage(Store& store, int32_t run_id, const CommData& data, std::
   for (const Proc& p : data.procs)
     if (p.global_rank >= 0 && p.process_id >= 0) process_of[p.global_rank] = p.process_id;
   for (Finding& f : *findings) {
-    if (f.ranks.empty()) continue;
+    if (f.ranks.empty() || f.detector.rfind("comm.", 0) != 0) continue;
     CoverageQuery q;
     q.run_id = run_id;
     if (f.end_us > f.start_us) {

@@ -15,7 +15,8 @@
 
 namespace collscope::diagnose {
 
-// Adds to each finding that names ranks the evidence `coverage` (the lowest share, over its named
+// Adds to each finding of the record detectors (comm.*: what other evidence finds rests on other
+// data) that names ranks the evidence `coverage` (the lowest share, over its named
 // ranks, of the instances their communicators' members recorded) and `coverage_vs_peers` (that
 // share against the peers' median, at most 1), with a sentence naming the least covered rank
 // ("rank 5 recorded 480 of 1000 collective instances its communicators' members recorded in this
