@@ -54,8 +54,8 @@ for f in "$job"/kernels/*.kernels.jsonl.gz; do
   seed kernel_summary "$seeds/tmp"
   gzip -c "$seeds/tmp" > "$seeds/tmp.gz" && seed kernel_summary "$seeds/tmp.gz"
 done
-# RAS reports: the test samples (tests/ras_samples.h), one file each.
-awk -v d="$seeds" '/R"\(/ { f = 1; n++; sub(/.*R"\(/, ""); out = d "/ras" n } f && /^\)";/ { f = 0; close(out); next } f { print > out }' tests/ras_samples.h
+# RAS reports and MONITOR logs: the test samples (tests/ras_samples.h), one file each.
+awk -v d="$seeds" '/R"[a-z]*\(/ { f = 1; n++; sub(/.*R"[a-z]*\(/, ""); out = d "/ras" n } f && /^\)[a-z]*";/ { f = 0; close(out); next } f { print > out }' tests/ras_samples.h
 for f in "$seeds"/ras[0-9]*; do [ -e "$f" ] && seed ras "$f"; done
 # NCCL Inspector Prometheus textfiles: the test samples (tests/prom_samples.h), one file each.
 awk -v d="$seeds" '/R"\(/ { f = 1; n++; sub(/.*R"\(/, ""); out = d "/prom" n } f && /^\)";/ { f = 0; close(out); next } f { print > out }' tests/prom_samples.h

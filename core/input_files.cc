@@ -146,6 +146,26 @@ bool LooksLikeRasReport(std::string_view head) {
   return false;
 }
 
+bool LooksLikeRasMonitorLog(std::string_view head) {
+  if (head.starts_with("\xEF\xBB\xBF")) head.remove_prefix(3);
+  while (!head.empty() && (head[0] == ' ' || head[0] == '\t' || head[0] == '\r' || head[0] == '\n'))
+    head.remove_prefix(1);
+  if (head.starts_with("RAS Monitor Mode")) return true;
+  // "[YYYY-MM-DD HH:MM:SS] PEER_"
+  if (head.size() > 28 && head[0] == '[' && head[20] == ']' && head.substr(22, 5) == "PEER_") {
+    for (size_t i : {1, 2, 3, 4, 6, 7, 9, 10, 12, 13, 15, 16, 18, 19})
+      if (!std::isdigit(static_cast<unsigned char>(head[i]))) return false;
+    return true;
+  }
+  if (head.starts_with("{")) {
+    const size_t end = std::min(head.size(), head.find('}'));
+    const std::string_view first = head.substr(0, end);
+    return first.find("\"event\"") != std::string_view::npos && first.find("\"PEER_") != std::string_view::npos &&
+           first.find("\"timestamp\"") != std::string_view::npos;
+  }
+  return false;
+}
+
 bool LooksLikePromTextfile(std::string_view head) {
   auto blanks = [](std::string_view* l) {
     while (!l->empty() && (l->front() == ' ' || l->front() == '\t')) l->remove_prefix(1);
@@ -189,6 +209,7 @@ bool IsRasReportFile(const std::string& path) {
   std::string_view h = head;
   while (!h.empty() && (h[0] == ' ' || h[0] == '\n' || h[0] == '\r' || h[0] == '\t')) h.remove_prefix(1);
   if (h.starts_with("\xEF\xBB\xBF")) h.remove_prefix(3);
+  if (LooksLikeRasMonitorLog(h)) return true;
   if (!h.starts_with("NCCL version") && !h.starts_with("{")) return false;
   if (h.starts_with("{") && h.find("\"nccl_version\"") == std::string_view::npos) return false;
   if (!LooksLikeRasReport(head) && in) {

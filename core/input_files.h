@@ -53,6 +53,8 @@ bool IsIterationLog(const std::string& path);
 // (core/readers/ras.h): text that starts with "NCCL version" and has a "Communicators" section,
 // or a JSON object with "nccl_version" and "communicators" keys.
 bool LooksLikeRasReport(std::string_view head);
+// The start of an `ncclras -m` MONITOR log: its banner, or a first event in text or JSON form.
+bool LooksLikeRasMonitorLog(std::string_view head);
 // The same for a plain file, reading at most its first MiB (a non-uniform job's summary comes
 // before the Communicators section). Found by content, whatever the name; no Inspector log.
 bool IsRasReportFile(const std::string& path);

@@ -649,7 +649,7 @@ constexpr FieldSpec kFields[] = {
     {"ras_reports", "file_id", "INTEGER", R::kIdentifier, "derived", "Report number within the run's RAS reports."},
     {"ras_reports", "path", "VARCHAR", R::kProvenance, "file system", "Path of the report."},
     {"ras_reports", "bytes", "UBIGINT", R::kProvenance, "file system", "Size of the file when read."},
-    {"ras_reports", "format", "VARCHAR", R::kConfiguration, "derived", "text or json."},
+    {"ras_reports", "format", "VARCHAR", R::kConfiguration, "derived", "text or json (a status report), monitor or monitor-json (a MONITOR event log)."},
     {"ras_reports", "nccl_version", "VARCHAR", R::kConfiguration, "NCCL version / nccl_version", "NCCL version of the process that answered."},
     {"ras_reports", "timestamp", "VARCHAR", R::kCounter, "timestamp", "When the report was made (JSON only; server local time, no zone)."},
     {"ras_reports", "job_processes", "BIGINT", R::kConfiguration, "Job summary", "Processes in the job (text Job summary; -1: not given)."},
@@ -687,6 +687,8 @@ constexpr FieldSpec kFields[] = {
      "NCCL function of the launched count (collective: 2.24's one count); empty when the row has none."},
     {"ras_ranks", "launched", "BIGINT", R::kCounter, "launched up to operation K / collective_counts",
      "Operations of the function launched (not completed); -1 when the row has none."},
+    {"ras_ranks", "events", "VARCHAR", R::kMeasurement, "MONITOR events",
+     "A MONITOR log's events about the process, oldest first (time EVENT: details; ...); empty for a status report."},
     // prom_files
     {"prom_files", "run_id", "INTEGER", R::kIdentifier, "derived", "Run."},
     {"prom_files", "file_id", "INTEGER", R::kIdentifier, "derived", "File number within the run's Prometheus files."},

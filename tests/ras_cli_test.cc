@@ -50,6 +50,25 @@ TEST(RasCli, IngestCountsAndDiagnoseNamesTheBehindRank) {
   EXPECT_NE(c.text.find("ras.json: not a RAS report: JSON does not parse"), std::string::npos) << c.text;
 }
 
+// A saved MONITOR log (`ncclras -m all > monitor.out`) under any name: stored, and the process its
+// peers' RAS threads declared dead is named with the events that lost it.
+TEST(RasCli, MonitorLogNamesTheDeadProcess) {
+  testing::TempDir dir;
+  testing::WriteFile(dir / "job/monitor.out", testing::kRasMonitorText);
+  Output ing = Collscope("ingest " + dir / "job" + " --db " + dir / "s.duckdb");
+  EXPECT_EQ(ing.code, 0) << ing.text;
+  EXPECT_NE(ing.text.find("NCCL RAS status reports: 1 (1 read), 0 lines or values not understood"), std::string::npos)
+      << ing.text;
+  for (const std::string& args : {"diagnose " + dir / "job", "diagnose --db " + dir / "s.duckdb"}) {
+    Output d = Collscope(args);
+    EXPECT_EQ(d.code, 1) << args << "\n" << d.text;
+    EXPECT_NE(d.text.find("the process (host 10.0.0.3, pid 301): its process is considered dead by RAS"), std::string::npos)
+        << args << "\n" << d.text;
+    EXPECT_NE(d.text.find("PEER_TIMEOUT_DEAD: peer failed to respond for 20s"), std::string::npos) << args << "\n" << d.text;
+    EXPECT_EQ(d.text.find("10.0.0.4"), std::string::npos) << "recovered: " << args << "\n" << d.text;
+  }
+}
+
 // A simulated hang job's Inspector logs beside a RAS report naming the rank that never launched:
 // one hang finding names it.
 TEST(RasCli, BesideASimulatedHang) {

@@ -155,4 +155,45 @@ inline const std::string kRasJson = R"({
 }
 )";
 
+// An `ncclras -m all` MONITOR log (NCCL 2.29+, text form as the reference gives it): the process
+// on 10.0.0.3 is declared dead after a send got stuck; 10.0.0.4 was unresponsive and recovered;
+// a peer known only by its socket address reconnects.
+inline const std::string kRasMonitorText = R"txt(RAS Monitor Mode - watching for peer changes (Ctrl+C to exit)...
+================================================================
+[2026-07-01 10:02:00] PEER_NEW: Process 301 on node 10.0.0.3 managing GPU 1 
+[2026-07-01 10:02:05] PEER_UNRESPONSIVE: Process 402 on node 10.0.0.4 managing GPUs 2,3 peer not responding for 5s (keepalive warning)
+[2026-07-01 10:02:07] PEER_RECOVERED: Process 402 on node 10.0.0.4 managing GPUs 2,3 peer responding again
+[2026-07-01 10:02:13] PEER_SEND_STUCK: Process 301 on node 10.0.0.3 managing GPU 1 send operation stuck for 10s, terminating connection
+[2026-07-01 10:02:20] PEER_TIMEOUT_DEAD: Process 301 on node 10.0.0.3 managing GPU 1 peer failed to respond for 20s, declaring dead
+[2026-07-01 10:02:21] PEER_RETRY: 10.0.0.9<41234> connection attempt timed out after 5s, attempting reconnect
+[2026-07-01 10:02:22] PEER_CONNECTED: 10.0.0.9<41234> connection established successfully
+)txt";
+
+// The same events in the JSON form: concatenated pretty-printed objects, not JSONL.
+inline const std::string kRasMonitorJson = R"json({
+  "timestamp": "2026-07-01 10:02:05",
+  "group": "TRACE",
+  "event": "PEER_UNRESPONSIVE",
+  "peer": {
+    "host": "10.0.0.2",
+    "pid": 200,
+    "cuda_devs": [0],
+    "nvml_devs": [0]
+  },
+  "details": "peer not responding for 5s (keepalive warning)"
+}
+{
+  "timestamp": "2026-07-01 10:02:30",
+  "group": "LIFECYCLE",
+  "event": "PEER_DEAD",
+  "peer": {
+    "host": "10.0.0.5",
+    "pid": 500,
+    "cuda_devs": [4, 5],
+    "nvml_devs": [4, 5]
+  },
+  "details": ""
+}
+)json";
+
 }  // namespace collscope::testing

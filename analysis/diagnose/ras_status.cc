@@ -35,8 +35,9 @@ std::string Who(const Culprit& c) {
   if (c.k->cuda_dev >= 0)
     add("GPU " + std::to_string(c.k->cuda_dev) +
         (c.k->nvml_dev >= 0 && c.k->nvml_dev != c.k->cuda_dev ? " (NVML " + std::to_string(c.k->nvml_dev) + ")" : ""));
-  std::string who = c.global >= 0 ? "rank " + std::to_string(c.global)
-                                  : "rank " + std::to_string(c.k->rank) + " of communicator " + c.comm->hash;
+  std::string who = c.global >= 0        ? "rank " + std::to_string(c.global)
+                    : c.comm->hash.empty() ? "the process"
+                                           : "rank " + std::to_string(c.k->rank) + " of communicator " + c.comm->hash;
   return who + (where.empty() ? "" : " (" + where + ")");
 }
 
@@ -143,12 +144,19 @@ Finding Analyze(const RasReport& r, bool* any) {
     k.host = p.host;
     k.pid = p.pid;
     k.state = p.state;
+    k.detail = p.events;
   }
   static const RasComm kNoComm;
   for (const RasRank& k : procs_as_ranks) {
     auto it = global.find({k.host, k.pid});
-    Culprit c{&kNoComm, &k, it == global.end() ? -1 : it->second, k.state == "dead" ? 0.85 : 0.5,
-              k.state == "dead" ? "its process is considered dead by RAS" : "RAS has no data from its process"};
+    // A MONITOR log's events say how its peers' RAS threads lost it; an unresponsive process may
+    // still recover (the events' own retry and keepalive warnings), a dead one does not.
+    const std::string events = k.detail.empty() ? "" : " (MONITOR: " + k.detail + ")";
+    Culprit c{&kNoComm, &k, it == global.end() ? -1 : it->second,
+              k.state == "dead" ? 0.85 : k.state == "unresponsive" ? 0.6 : 0.5,
+              k.state == "dead"           ? "its process is considered dead by RAS" + events
+              : k.state == "unresponsive" ? "its peers' RAS threads report it unresponsive" + events
+                                          : "RAS has no data from its process"};
     culprits.push_back(std::move(c));
   }
   if (culprits.empty() && unnamed.empty()) return f;
@@ -180,13 +188,16 @@ Finding Analyze(const RasReport& r, bool* any) {
   f.summary = s;
   for (const Culprit& c : culprits) f.AddText("culprit", Who(c) + ": " + c.why);
   for (const std::string& u : unnamed) f.AddText("unnamed", u + " (the text report counts them without naming them: VERBOSE STATUS or -f json names each)");
-  f.AddText("counts_are_launches",
-            "RAS counts operations launched, not completed: a rank stuck inside a kernel shows its peers' count, so a "
-            "count behind means the rank did not launch; repeat ncclras to see whether the counts move");
+  if (!r.format.starts_with("monitor"))
+    f.AddText("counts_are_launches",
+              "RAS counts operations launched, not completed: a rank stuck inside a kernel shows its peers' count, so a "
+              "count behind means the rank did not launch; repeat ncclras to see whether the counts move");
   if (only_missing && !culprits.empty())
     f.AddText("missing_only", "the only signal is data missing from the report (no count, error or dead process): "
                               "confidence lowered");
-  if (!world)
+  if (!world && r.format.starts_with("monitor"))
+    f.AddText("global_ranks", "a MONITOR log names processes by node and pid, not ranks: hosts and processes named");
+  else if (!world)
     f.AddText("global_ranks", "no communicator of the job's size (" + std::to_string(procs) +
                                   " processes) to map ranks to global ranks: hosts and processes named instead");
   else
@@ -194,7 +205,7 @@ Finding Analyze(const RasReport& r, bool* any) {
       if (c.global < 0)
         f.AddText("global_ranks", Who(c) + ": its process is not among the world communicator's named ranks");
   if (r.timeouts > 0) f.Add("ras_timeouts", static_cast<double>(r.timeouts));
-  f.AddText("report", r.path + " (NCCL " + r.nccl_version + ", " + r.format + ")");
+  f.AddText("report", r.path + " (" + (r.nccl_version.empty() ? "" : "NCCL " + r.nccl_version + ", ") + r.format + ")");
   return f;
 }
 

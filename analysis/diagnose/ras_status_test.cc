@@ -158,6 +158,24 @@ TEST(RasStatus, MergesWithOtherHangDetectors) {
   EXPECT_NE(also.find("comm.progress"), std::string::npos) << also;
 }
 
+// A MONITOR log's dead peer is the hang's root cause, named by node and pid with the events that
+// lost it; an unresponsive one is named less surely; a recovered one is not named.
+TEST(RasStatus, MonitorLogNamesTheDeadProcess) {
+  auto f = Analyze(testing::kRasMonitorText, "monitor.log");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, Kind::kHang);
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"10.0.0.3"}));
+  EXPECT_TRUE(f[0].ranks.empty()) << "a MONITOR log names no rank";
+  EXPECT_DOUBLE_EQ(f[0].confidence, 0.85);
+  for (const char* s : {"the process (host 10.0.0.3, pid 301)", "considered dead by RAS", "PEER_TIMEOUT_DEAD"})
+    EXPECT_NE(f[0].summary.find(s), std::string::npos) << s << "\n" << f[0].summary;
+  EXPECT_FALSE(HasEvidence(f[0], "counts_are_launches")) << "a MONITOR log has no counts";
+  auto j = Analyze(testing::kRasMonitorJson, "monitor.json");
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_EQ(j[0].hosts, std::vector<std::string>({"10.0.0.2", "10.0.0.5"}));
+  EXPECT_NE(j[0].summary.find("report it unresponsive"), std::string::npos) << j[0].summary;
+}
+
 TEST(RasStatus, Registered) {
   bool found = false;
   for (const DetectorInfo& d : Detectors())

@@ -139,13 +139,13 @@ Status StoreRas(Store& store, int32_t run_id, const std::vector<RasReport>& repo
   COLLSCOPE_RETURN_IF_ERROR(comms.Open(store, "ras_comms"));
   COLLSCOPE_RETURN_IF_ERROR(ranks.Open(store, "ras_ranks"));
   // One row per (entry, function with a count), or one row with no count.
-  auto rank_rows = [&](int32_t id, int32_t comm, int32_t entry, const RasRank& k) -> Status {
+  auto rank_rows = [&](int32_t id, int32_t comm, int32_t entry, const RasRank& k, const std::string& events) -> Status {
     const size_t n = std::max<size_t>(1, k.launched.size());
     for (size_t i = 0; i < n; ++i) {
       ranks.I32(run_id).I32(id).I32(comm).I32(entry).I32(k.rank).I32(k.n_ranks).Str(k.host).I64(k.pid)
           .I32(k.cuda_dev).I32(k.nvml_dev).Str(k.state).Str(k.detail)
           .Str(k.launched.empty() ? std::string() : k.launched[i].first)
-          .I64(k.launched.empty() ? -1 : k.launched[i].second);
+          .I64(k.launched.empty() ? -1 : k.launched[i].second).Str(events);
       COLLSCOPE_RETURN_IF_ERROR(ranks.EndRow());
     }
     return Status::Ok();
@@ -162,7 +162,7 @@ Status StoreRas(Store& store, int32_t run_id, const std::vector<RasReport>& repo
           .I32(cm.ranks_reported).I32(cm.missing).Str(cm.status).Str(cm.errors);
       COLLSCOPE_RETURN_IF_ERROR(comms.EndRow());
       for (size_t e = 0; e < cm.ranks.size(); ++e)
-        COLLSCOPE_RETURN_IF_ERROR(rank_rows(ids[f], static_cast<int32_t>(c), static_cast<int32_t>(e), cm.ranks[e]));
+        COLLSCOPE_RETURN_IF_ERROR(rank_rows(ids[f], static_cast<int32_t>(c), static_cast<int32_t>(e), cm.ranks[e], ""));
     }
     for (size_t e = 0; e < r.processes.size(); ++e) {
       const RasProcess& p = r.processes[e];
@@ -171,7 +171,7 @@ Status StoreRas(Store& store, int32_t run_id, const std::vector<RasReport>& repo
       k.pid = p.pid;
       k.state = p.state;
       k.detail = p.gpus;
-      COLLSCOPE_RETURN_IF_ERROR(rank_rows(ids[f], -1, static_cast<int32_t>(e), k));
+      COLLSCOPE_RETURN_IF_ERROR(rank_rows(ids[f], -1, static_cast<int32_t>(e), k, p.events));
     }
   }
   COLLSCOPE_RETURN_IF_ERROR(files.Close());
@@ -425,8 +425,12 @@ Result<std::vector<RasReport>> LoadRasReports(Store& store, const std::string& r
     c.errors = Text(row[8]);
     out[at.at(Int(row[0]))].comms.push_back(std::move(c));
   }
+  // (A store made before MONITOR logs were read, opened read-only, has no events column.)
+  auto has_events = store.QueryInt("SELECT count(*) FROM duckdb_columns() WHERE database_name = current_database() "
+                                   "AND table_name = 'ras_ranks' AND column_name = 'events'");
+  if (!has_events.ok()) return has_events.status();
   auto ranks = store.Query("SELECT file_id, comm_index, entry, rank, n_ranks, host, pid, cuda_dev, nvml_dev, state, "
-                           "detail, func, launched FROM ras_ranks" + where + " ORDER BY file_id, comm_index, entry, rowid");
+                           "detail, func, launched, " + std::string(*has_events ? "events" : "''") + " FROM ras_ranks" + where + " ORDER BY file_id, comm_index, entry, rowid");
   if (!ranks.ok()) return ranks.status();
   int64_t last_file = -1, last_comm = -2, last_entry = -1;
   for (const auto& row : ranks->rows) {
@@ -443,6 +447,7 @@ Result<std::vector<RasReport>> LoadRasReports(Store& store, const std::string& r
       p.pid = Int(row[6]);
       p.state = Text(row[9]);
       p.gpus = Text(row[10]);
+      p.events = Text(row[13]);
       continue;
     }
     std::vector<RasRank>& list = r.comms.at(static_cast<size_t>(comm)).ranks;

@@ -760,9 +760,10 @@ Result<RasReport> ParseRasReport(string_view content, const std::string& path) {
   if (content.size() > kMaxRasBytes)
     return Status::Error(path + ": not read: " + std::to_string(content.size()) + " bytes, over the " +
                          std::to_string(kMaxRasBytes >> 20) + " MiB a RAS report may have");
+  if (LooksLikeRasMonitorLog(content.substr(0, size_t{1} << 20))) return ParseRasMonitorLog(content, path);
   if (!LooksLikeRasReport(content.substr(0, size_t{1} << 20)))
     return Status::Error(path + ": not a RAS report (no \"NCCL version\" line and Communicators section, "
-                                "nor a JSON object with nccl_version and communicators)");
+                                "nor a JSON object with nccl_version and communicators, nor a MONITOR log)");
   string_view body = content;
   if (body.starts_with("\xEF\xBB\xBF")) body.remove_prefix(3);
   const size_t first = body.find_first_not_of(" \t\r\n");

@@ -3,12 +3,19 @@
 // `ncclras -f json`). During a hang they name what completion logs cannot: the ranks that have
 // launched fewer operations than their peers (MISMATCH), the ranks the report is missing
 // (INCOMPLETE), processes RAS considers dead (DEAD) and ranks with an init or async error (ERROR).
-// MONITOR logs are another format and are not read here.
+// MONITOR event logs (`ncclras -m`, 2.29+: one line, or one pretty-printed JSON object, per event a
+// RAS thread saw about a peer process) are read too (ParseRasMonitorLog, ras_monitor.cc): each
+// peer's events are folded into its last state, and a peer left dead (PEER_DEAD,
+// PEER_TIMEOUT_DEAD) or in trouble (unresponsive, send stuck, keepalive timeout, disconnected,
+// retrying, init timeout; not followed by PEER_RECOVERED, PEER_CONNECTED or PEER_NEW) becomes a
+// job process of the report, with its events.
 //
 // Contract:
 // - Found by content, whatever the file's name (core/input_files.h IsRasReportFile): the text form
 //   starts with "NCCL version" and has a "Communicators" section; the JSON form is one object
-//   with "nccl_version" and "communicators". A plain file only (not gzip).
+//   with "nccl_version" and "communicators"; a MONITOR log starts with its banner or an event
+//   ("[YYYY-MM-DD HH:MM:SS] PEER_...:", or a JSON object with "event": "PEER_..."). A plain file
+//   only (not gzip).
 // - The format varies by release (NVIDIA says so), so parsing is tolerant: every line of the text
 //   form is either understood or counted in `unused` as "path:line: why"; in the JSON form every
 //   value of a known key that has the wrong type or range is counted the same way, named by its
@@ -71,11 +78,13 @@ struct RasComm {
 struct RasProcess {
   std::string host, state, gpus;
   int64_t pid = -1;
+  // MONITOR logs: the events about it, oldest first ("2025-12-19 13:07:07 PEER_DEAD; ...").
+  std::string events;
 };
 
 struct RasReport {
   std::string path;
-  std::string format;           // "text" or "json"
+  std::string format;           // "text", "json", or "monitor" / "monitor-json" (a MONITOR log)
   std::string nccl_version;     // "2.30.7"
   std::string timestamp;        // JSON only ("YYYY-MM-DD HH:MM:SS", server local time)
   int64_t job_processes = -1;   // text Job summary's process total, -1 when not given
@@ -89,8 +98,11 @@ struct RasReport {
   std::vector<std::string> unused_named;  // "path:line: why", the first kMaxRasUnusedNamed
 };
 
-// Parses a report's whole content; `path` names it in reasons.
+// Parses a report's (or a MONITOR log's) whole content; `path` names it in reasons.
 Result<RasReport> ParseRasReport(std::string_view content, const std::string& path);
+// A MONITOR log: its peers left dead or in trouble as `processes`, the newest event's time as
+// `timestamp`, every event counted in `lines`, events and lines not understood in `unused`.
+Result<RasReport> ParseRasMonitorLog(std::string_view content, const std::string& path);
 Result<RasReport> ReadRasReport(const std::string& path);
 
 }  // namespace collscope::readers

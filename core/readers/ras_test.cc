@@ -123,6 +123,95 @@ TEST(Ras, Detection) {
   EXPECT_FALSE(IsRasReportFile(dir / "x.log"));
 }
 
+const RasProcess* FindProcess(const RasReport& r, const std::string& host) {
+  for (const RasProcess& p : r.processes)
+    if (p.host == host) return &p;
+  return nullptr;
+}
+
+// MONITOR logs: each peer's events fold into its last state; only peers left dead or in trouble
+// become processes, with their events; a recovered peer and a reconnected address do not.
+TEST(RasMonitor, TextEventsFoldIntoEachPeersLastState) {
+  EXPECT_TRUE(LooksLikeRasMonitorLog(testing::kRasMonitorText));
+  EXPECT_FALSE(LooksLikeRasReport(testing::kRasMonitorText));
+  auto r = ParseRasReport(testing::kRasMonitorText, "monitor.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->format, "monitor");
+  EXPECT_EQ(r->lines, 7u);
+  EXPECT_EQ(r->unused, 0u) << (r->unused_named.empty() ? "" : r->unused_named[0]);
+  EXPECT_EQ(r->timestamp, "2026-07-01 10:02:22");
+  ASSERT_EQ(r->processes.size(), 1u);
+  const RasProcess& p = r->processes[0];
+  EXPECT_EQ(p.host, "10.0.0.3");
+  EXPECT_EQ(p.pid, 301);
+  EXPECT_EQ(p.gpus, "1");
+  EXPECT_EQ(p.state, "dead");
+  EXPECT_NE(p.events.find("2026-07-01 10:02:13 PEER_SEND_STUCK: send operation stuck for 10s"), std::string::npos) << p.events;
+  EXPECT_NE(p.events.find("PEER_TIMEOUT_DEAD: peer failed to respond for 20s, declaring dead"), std::string::npos) << p.events;
+  // Without its recovery, 10.0.0.4 stays unresponsive.
+  std::string cut = testing::kRasMonitorText;
+  cut.erase(cut.find("[2026-07-01 10:02:07]"), cut.find("[2026-07-01 10:02:13]") - cut.find("[2026-07-01 10:02:07]"));
+  auto c = ParseRasReport(cut, "monitor.log");
+  ASSERT_TRUE(c.ok());
+  ASSERT_NE(FindProcess(*c, "10.0.0.4"), nullptr);
+  EXPECT_EQ(FindProcess(*c, "10.0.0.4")->state, "unresponsive");
+  EXPECT_EQ(FindProcess(*c, "10.0.0.4")->gpus, "2,3");
+}
+
+TEST(RasMonitor, JsonEventsAreAStreamOfObjects) {
+  EXPECT_TRUE(LooksLikeRasMonitorLog(testing::kRasMonitorJson));
+  EXPECT_FALSE(LooksLikeRasReport(testing::kRasMonitorJson));
+  auto r = ParseRasReport(testing::kRasMonitorJson, "monitor.json");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->format, "monitor-json");
+  EXPECT_EQ(r->lines, 2u);
+  EXPECT_EQ(r->unused, 0u) << (r->unused_named.empty() ? "" : r->unused_named[0]);
+  ASSERT_EQ(r->processes.size(), 2u);
+  EXPECT_EQ(FindProcess(*r, "10.0.0.2")->state, "unresponsive");
+  EXPECT_EQ(FindProcess(*r, "10.0.0.5")->state, "dead");
+  EXPECT_EQ(FindProcess(*r, "10.0.0.5")->pid, 500);
+  EXPECT_EQ(FindProcess(*r, "10.0.0.5")->gpus, "4,5");
+}
+
+// What a MONITOR log cannot be read as is counted and named; an unescaped quote in details (NCCL
+// inserts them raw) stops the JSON stream there, said so.
+TEST(RasMonitor, LinesAndEventsNotUnderstoodAreCountedAndNamed) {
+  std::string t = testing::kRasMonitorText + "[2026-07-01 10:03:00] PEER_FROM_THE_FUTURE: something\nnot an event\n";
+  auto r = ParseRasReport(t, "m.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->unused, 2u);
+  ASSERT_EQ(r->unused_named.size(), 2u);
+  EXPECT_NE(r->unused_named[0].find("m.log:10: event PEER_FROM_THE_FUTURE is not one collscope knows"), std::string::npos)
+      << r->unused_named[0];
+  EXPECT_NE(r->unused_named[1].find("m.log:11: not a MONITOR event line"), std::string::npos) << r->unused_named[1];
+  std::string j = testing::kRasMonitorJson;
+  j.insert(j.find("peer not responding"), "\"");
+  auto bad = ParseRasReport(j, "m.json");
+  ASSERT_TRUE(bad.ok()) << bad.status().message();
+  EXPECT_EQ(bad->unused, 1u);
+  EXPECT_NE(bad->unused_named.at(0).find("m.json: event[0]: JSON does not parse"), std::string::npos) << bad->unused_named[0];
+}
+
+TEST(RasMonitor, FoundByContentAndStored) {
+  testing::TempDir dir;
+  testing::WriteFile(dir / "job/monitor.out", testing::kRasMonitorText);
+  testing::WriteFile(dir / "job/monitor-json.out", testing::kRasMonitorJson);
+  EXPECT_TRUE(IsRasReportFile(dir / "job/monitor.out"));
+  EXPECT_TRUE(IsRasReportFile(dir / "job/monitor-json.out"));
+  auto store = Store::Open(dir / "s.duckdb");
+  ASSERT_TRUE(store.ok());
+  auto rep = IngestHangEvidence(**store, {dir / "job"}, "job");
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  EXPECT_EQ(rep->ras_read, 2u);
+  auto back = LoadRasReports(**store, "job");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_EQ(back->size(), 2u);
+  const RasReport& text = (*back)[0].format == "monitor" ? (*back)[0] : (*back)[1];
+  ASSERT_EQ(text.processes.size(), 1u);
+  EXPECT_EQ(text.processes[0].state, "dead");
+  EXPECT_NE(text.processes[0].events.find("PEER_TIMEOUT_DEAD"), std::string::npos) << text.processes[0].events;
+}
+
 // Hostile and damaged reports: refused with a reason, or each bad line counted and named; never a
 // crash, never a size taken from the input.
 TEST(Ras, HostileInput) {
