@@ -89,6 +89,20 @@ Result<std::vector<MemberCoverage>> MemberCoverageOf(Store& store, const Coverag
   return out;
 }
 
+Status CountDrops(Store& store, int32_t run_id, RunCoverage* c) {
+  // The counters are running totals: the newest of each (process, communicator, rank) counts.
+  auto drops = store.Query(
+      "SELECT count(*), sum(coll), sum(p2p), count(*) FILTER (WHERE coll + p2p > 0) FROM ("
+      "SELECT arg_max(coll_dropped_total, dump_ts_us) AS coll, arg_max(p2p_dropped_total, dump_ts_us) AS p2p "
+      "FROM dump_stats WHERE run_id = " + std::to_string(run_id) + " GROUP BY process_id, comm_id, rank)");
+  if (!drops.ok()) return drops.status();
+  c->has_dump_stats = U(drops->rows[0][0]) > 0;
+  c->coll_dropped = U(drops->rows[0][1]);
+  c->p2p_dropped = U(drops->rows[0][2]);
+  c->dropping_pairs = U(drops->rows[0][3]);
+  return Status::Ok();
+}
+
 Result<RunCoverage> SummarizeCoverage(Store& store, int32_t run_id, size_t max_listed) {
   const std::string run = std::to_string(run_id);
   RunCoverage c;
@@ -98,16 +112,7 @@ Result<RunCoverage> SummarizeCoverage(Store& store, int32_t run_id, size_t max_l
   if (!totals.ok()) return totals.status();
   c.records = U(totals->rows[0][0]);
   c.not_kernel_timed = U(totals->rows[0][1]);
-  // The counters are running totals: the newest of each (process, communicator, rank) counts.
-  auto drops = store.Query(
-      "SELECT count(*), sum(coll), sum(p2p), count(*) FILTER (WHERE coll + p2p > 0) FROM ("
-      "SELECT arg_max(coll_dropped_total, dump_ts_us) AS coll, arg_max(p2p_dropped_total, dump_ts_us) AS p2p "
-      "FROM dump_stats WHERE run_id = " + run + " GROUP BY process_id, comm_id, rank)");
-  if (!drops.ok()) return drops.status();
-  c.has_dump_stats = U(drops->rows[0][0]) > 0;
-  c.coll_dropped = U(drops->rows[0][1]);
-  c.p2p_dropped = U(drops->rows[0][2]);
-  c.dropping_pairs = U(drops->rows[0][3]);
+  COLLSCOPE_RETURN_IF_ERROR(CountDrops(store, run_id, &c));
   auto issued = store.Query(
       "SELECT sum(max_sn - min_sn + 1), sum(max_sn - min_sn + 1 - n) FROM ("
       "SELECT o.comm_id, min(r.sn) AS min_sn, max(r.sn) AS max_sn, count(DISTINCT r.sn) AS n "

@@ -85,4 +85,8 @@ struct RunCoverage {
 
 Result<RunCoverage> SummarizeCoverage(Store& store, int32_t run_id, size_t max_listed);
 
+// Inspector's drop counters of a run (RunCoverage's coll_dropped, p2p_dropped, dropping_pairs and
+// has_dump_stats alone): cheap, for every diagnosis to say what was lost.
+Status CountDrops(Store& store, int32_t run_id, RunCoverage* c);
+
 }  // namespace collscope

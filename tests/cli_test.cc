@@ -94,6 +94,8 @@ TEST_F(CliTest, SummarySaysWhatTheRecordsCover) {
     for (uint64_t sn = 1; sn <= (r == 2 ? 20u : 80u); ++sn)
       logs[r] += CollLine("host" + std::to_string(r), 40 + r, "0xcafe", r, 4, 3, "AllReduce", sn, 1048576, 100,
                           "10.485760", "15.728640", 1760000000000000 + (sn + 9) / 10 * 200000);
+  // Host 0's Inspector counted 7 records dropped from its ring (a v4.1 dump_stats line).
+  logs[0] += R"({"header":{"id":"0xcafe","rank":0,"n_ranks":4,"nnodes":3},"metadata":{"inspector_output_format_version":"v4.1","git_rev":"","rec_mechanism":"nccl_profiler_interface","dump_timestamp_us":1760000001600000,"hostname":"host0","pid":40},"dump_stats":{"coll_records":10,"coll_dropped_total":7,"coll_dropped_since_last_dump":7,"p2p_records":0,"p2p_dropped_total":0,"p2p_dropped_since_last_dump":0}})" "\n";
   for (int r = 0; r < 3; ++r)
     testing::WriteFile(dir_ / ("cov/host" + std::to_string(r) + "-pid" + std::to_string(40 + r) + ".log"), logs[r]);
   ASSERT_EQ(Collscope("ingest " + dir_ / "cov" + " --db " + db_ + " -q").code, 0);
@@ -105,6 +107,13 @@ TEST_F(CliTest, SummarySaysWhatTheRecordsCover) {
       << text.text;
   EXPECT_NE(text.text.find("host2 pid 42: no dump after"), std::string::npos) << text.text;
   EXPECT_NE(text.text.find("every one recorded by some member"), std::string::npos) << text.text;
+  EXPECT_NE(text.text.find("Inspector dropped 7 collective and 0 point-to-point records (1 process-communicator pairs"),
+            std::string::npos)
+      << text.text;
+  // diagnose says what was lost too.
+  Output diagnose = Collscope("diagnose --db " + db_);
+  EXPECT_NE(diagnose.text.find("could not use: 7 records NCCL Inspector dropped from its rings"), std::string::npos)
+      << diagnose.text;
   Output json = Collscope("summary --json --db " + db_);
   ASSERT_EQ(json.code, 0) << json.text;
   simdjson::dom::parser parser;

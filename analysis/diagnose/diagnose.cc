@@ -16,6 +16,7 @@
 #include "analysis/diagnose/kernel_summaries.h"
 #include "analysis/diagnose/registry.h"
 #include "analysis/diagnose/steps.h"
+#include "core/coverage.h"
 #include "core/ingest.h"
 #include "core/readers/hang_evidence.h"
 #include "core/readers/kernel_summary.h"
@@ -124,6 +125,14 @@ void Consolidate(std::vector<Finding>* fs, std::vector<Suppressed>* suppressed) 
 
 namespace {
 
+// The id of run `run`; with no run named, LoadCommData's: the first.
+Result<int32_t> RunIdOf(Store& store, const std::string& run) {
+  if (!run.empty()) return store.RunId(run, false);
+  auto first = store.QueryInt("SELECT min(run_id) FROM runs");
+  if (!first.ok()) return first.status();
+  return static_cast<int32_t>(*first);
+}
+
 // Every communication-level detector over loaded records.
 std::vector<Finding> DetectAll(const CommData& data, const DiagnoseOptions& o) {
   std::vector<Finding> out;
@@ -180,7 +189,12 @@ std::string InputSummary::ToText() const {
     add("wire times of " + std::to_string(proxy_sends) + " network sends (Inspector proxy_trace)");
   if (state_files) add(std::to_string(state_files) + " in-flight state files");
   if (flight_recorder_dumps) add(std::to_string(flight_recorder_dumps) + " Flight Recorder dumps");
-  if (ras_reports) add(std::to_string(ras_reports) + " NCCL RAS status report" + (ras_reports > 1 ? "s" : ""));
+  if (ras_reports > ras_monitor_logs) {
+    const int n = ras_reports - ras_monitor_logs;
+    add(std::to_string(n) + " NCCL RAS status report" + (n > 1 ? "s" : ""));
+  }
+  if (ras_monitor_logs)
+    add(std::to_string(ras_monitor_logs) + " NCCL RAS MONITOR log" + (ras_monitor_logs > 1 ? "s" : ""));
   if (step_series) add(std::to_string(step_series) + " step series");
   if (iteration_logs)
     add(std::to_string(iteration_logs) + " framework iteration log" + (iteration_logs > 1 ? "s" : "") +
@@ -194,6 +208,10 @@ std::string InputSummary::ToText() const {
   if (tier.size() == 1 && tier != "-") o += "; evidence tier " + tier;
   o += "\n";
   if (lines_rejected) o += "could not use: " + std::to_string(lines_rejected) + " malformed lines (collscope ingest lists them)\n";
+  if (records_dropped)
+    o += "could not use: " + std::to_string(records_dropped) +
+         " records NCCL Inspector dropped from its rings before they were dumped (dump_stats; collscope summary "
+         "shows whose)\n";
   // The first ten by name, then how many more: a folder of unrelated files is named, not dumped.
   for (size_t i = 0; i < unusable.size() && i < 10; ++i) o += "could not use: " + unusable[i] + "\n";
   if (unusable.size() > 10) o += "could not use: " + std::to_string(unusable.size() - 10) + " more\n";
@@ -257,6 +275,13 @@ Status DetectFromRecords(Store& store, const std::string& run, const DiagnoseOpt
   auto data = LoadCommData(store, run, o.window);
   if (!data.ok()) return data.status();
   SummarizeRecords(*data, run, read);
+  if (read && !data->procs.empty()) {
+    auto run_id = RunIdOf(store, run);
+    if (!run_id.ok()) return run_id.status();
+    RunCoverage drops;
+    COLLSCOPE_RETURN_IF_ERROR(CountDrops(store, *run_id, &drops));
+    read->records_dropped = drops.coll_dropped + drops.p2p_dropped;
+  }
   if (timing) timing->load_s = Now() - t;
   t = Now();
   auto f = DetectAll(*data, o);
@@ -283,6 +308,7 @@ Status DetectFromHangEvidence(Store& store, const std::string& run, std::vector<
     read->flight_recorder_dumps += static_cast<int>(dumps->size());
     read->state_files += static_cast<int>(states->size());
     read->ras_reports += static_cast<int>(ras->size());
+    for (const readers::RasReport& r : *ras) read->ras_monitor_logs += r.format.starts_with("monitor") ? 1 : 0;
     for (const readers::RasReport& r : *ras)
       if (r.unused) read->unusable.push_back(r.path + ": " + std::to_string(r.unused) + " lines or values of this RAS report not understood (collscope ingest names them)");
   }
@@ -344,17 +370,9 @@ Status WeighByRecordCoverage(Store& store, const std::string& run, const std::op
                              std::vector<Finding>* out) {
   if (!data || data->procs.empty()) return Status::Ok();
   // (No run named: LoadCommData's, the first.)
-  int64_t run_id = 0;
-  if (run.empty()) {
-    auto first = store.QueryInt("SELECT min(run_id) FROM runs");
-    if (!first.ok()) return first.status();
-    run_id = *first;
-  } else {
-    auto named = store.RunId(run, false);
-    if (!named.ok()) return named.status();
-    run_id = *named;
-  }
-  return WeighByCoverage(store, static_cast<int32_t>(run_id), *data, out);
+  auto run_id = RunIdOf(store, run);
+  if (!run_id.ok()) return run_id.status();
+  return WeighByCoverage(store, *run_id, *data, out);
 }
 
 }  // namespace

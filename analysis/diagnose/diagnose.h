@@ -38,7 +38,11 @@ struct InputSummary {
   int tp = 0, pp = 0;           // the parallel layout inferred from the communicators (0: unknown)
   int64_t proxy_sends = 0;      // network sends with proxy wire times (Inspector v4.4 proxy_trace)
   int state_files = 0, flight_recorder_dumps = 0, kineto_traces = 0;
-  int ras_reports = 0;     // saved NCCL RAS status reports (ncclras)
+  int ras_reports = 0;     // saved NCCL RAS status reports (ncclras) and MONITOR logs
+  int ras_monitor_logs = 0;  // of which MONITOR event logs (ncclras -m)
+  // Records Inspector counted as dropped from its rings (dump_stats, v4.1+: the newest running
+  // total of each process, communicator and rank), collective and point-to-point.
+  uint64_t records_dropped = 0;
   int step_series = 0;     // per-rank step/phase series files (the annotation API's format)
   int iteration_logs = 0;  // frameworks' job-level iteration logs (Megatron, NeMo)
   bool stored_kernels = false;  // the store holds Kineto kernels (collscope ingest)
