@@ -369,7 +369,6 @@ namespace {
 Status WeighByRecordCoverage(Store& store, const std::string& run, const std::optional<CommData>& data,
                              std::vector<Finding>* out) {
   if (!data || data->procs.empty()) return Status::Ok();
-  // (No run named: LoadCommData's, the first.)
   auto run_id = RunIdOf(store, run);
   if (!run_id.ok()) return run_id.status();
   return WeighByCoverage(store, *run_id, *data, out);

@@ -15,6 +15,7 @@
 
 #include "core/input_files.h"
 #include "core/readers/rows.h"
+#include "core/readers/text.h"
 #include "core/line_reader.h"
 
 namespace collscope::readers {
@@ -23,13 +24,6 @@ namespace {
 
 using std::string_view;
 
-// Printable ASCII for reasons.
-std::string Clip(string_view s, size_t max = 80) {
-  std::string out;
-  for (char c : s.substr(0, max)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
-  if (s.size() > max) out += "...";
-  return out;
-}
 
 bool IsNameStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool IsNameChar(char c) { return IsNameStart(c) || (c >= '0' && c <= '9'); }
@@ -206,22 +200,22 @@ class Parser {
     PromSample x;
     x.line = n;
     string_view name = EatMetricName(&s);
-    if (name.empty()) return Bad("not a Prometheus sample line: \"" + Clip(s) + "\"");
+    if (name.empty()) return Bad("not a Prometheus sample line: \"" + Clip(s, 80) + "\"");
     if (!name.starts_with("nccl_"))
-      return Bad("not an NCCL Inspector metric: " + Clip(name) + " (only nccl_* metrics are read)");
+      return Bad("not an NCCL Inspector metric: " + Clip(name, 80) + " (only nccl_* metrics are read)");
     x.metric = std::string(name);
     SkipBlanks(&s);
     if (!s.empty() && s.front() == '{') {
       s.remove_prefix(1);
       if (!LabelSet(&s, &labels, &why)) return Bad(x.metric + ": " + why);
     }
-    if (!s.empty() && !IsBlank(s.front())) return Bad(x.metric + ": no blank before the value: \"" + Clip(s) + "\"");
+    if (!s.empty() && !IsBlank(s.front())) return Bad(x.metric + ": no blank before the value: \"" + Clip(s, 80) + "\"");
     SkipBlanks(&s);
     const size_t vend = std::min(s.find_first_of(" \t"), s.size());
     const string_view value = s.substr(0, vend);
     s.remove_prefix(vend);
     if (value.empty()) return Bad(x.metric + ": no value");
-    if (!ParseValue(value, &x.value)) return Bad(x.metric + ": value \"" + Clip(value) + "\" is no number");
+    if (!ParseValue(value, &x.value)) return Bad(x.metric + ": value \"" + Clip(value, 80) + "\" is no number");
     SkipBlanks(&s);
     std::optional<int64_t> exposition_ts;
     if (!s.empty()) {
@@ -229,10 +223,10 @@ class Parser {
       const string_view ts = s.substr(0, tend);
       s.remove_prefix(tend);
       SkipBlanks(&s);
-      if (!s.empty()) return Bad(x.metric + ": more after the timestamp: \"" + Clip(s) + "\"");
+      if (!s.empty()) return Bad(x.metric + ": more after the timestamp: \"" + Clip(s, 80) + "\"");
       uint64_t ms = 0;
       if (!ParseCount(ts, static_cast<uint64_t>(kMaxPromTimestampUs / 1000), &ms))
-        return Bad(x.metric + ": timestamp \"" + Clip(ts) + "\" is no milliseconds count below 2^53 us");
+        return Bad(x.metric + ": timestamp \"" + Clip(ts, 80) + "\" is no milliseconds count below 2^53 us");
       exposition_ts = static_cast<int64_t>(ms) * 1000;
     }
     // The layout, by its labels.
@@ -268,7 +262,7 @@ class Parser {
       if (!v) return;
       uint64_t r = 0;
       if (ParseCount(*v, static_cast<uint64_t>(kMaxPromRanks), &r)) *out = static_cast<int32_t>(r);
-      else bad += std::string(bad.empty() ? "" : "; ") + key + " \"" + Clip(*v) + "\" is no count up to 2^24";
+      else bad += std::string(bad.empty() ? "" : "; ") + key + " \"" + Clip(*v, 80) + "\" is no count up to 2^24";
     };
     rank_label("rank", &x.rank);
     rank_label("n_nodes", &x.n_nodes);
@@ -277,18 +271,18 @@ class Parser {
     if (const std::string* v = Label(labels, "coll_sn")) {
       uint64_t sn = 0;
       if (ParseCount(*v, uint64_t{1} << 62, &sn)) x.coll_sn = sn;
-      else bad += std::string(bad.empty() ? "" : "; ") + "coll_sn \"" + Clip(*v) + "\" is no count below 2^62";
+      else bad += std::string(bad.empty() ? "" : "; ") + "coll_sn \"" + Clip(*v, 80) + "\" is no count below 2^62";
     }
     if (x.message_size) {
       uint64_t lo = 0, hi = 0;
       if (ParseMessageSize(*x.message_size, &lo, &hi)) x.size_lo_bytes = lo, x.size_hi_bytes = hi;
-      else bad += std::string(bad.empty() ? "" : "; ") + "message_size \"" + Clip(*x.message_size) +
+      else bad += std::string(bad.empty() ? "" : "; ") + "message_size \"" + Clip(*x.message_size, 80) +
                   "\" is no size (\"2.00GB\", \"4-5GB\") up to 1 PiB";
     }
     if (const std::string* v = Label(labels, "timestamp")) {
       int64_t us = 0;
       if (ParseIsoUtc(*v, &us)) x.ts_us = us;
-      else bad += std::string(bad.empty() ? "" : "; ") + "timestamp \"" + Clip(*v) + "\" is no ISO-8601 UTC time";
+      else bad += std::string(bad.empty() ? "" : "; ") + "timestamp \"" + Clip(*v, 80) + "\" is no ISO-8601 UTC time";
     }
     if (!x.ts_us) x.ts_us = exposition_ts;
     x.labels = "{";
@@ -339,10 +333,10 @@ class Parser {
       std::string name(s->substr(0, n));
       s->remove_prefix(n);
       SkipBlanks(s);
-      if (s->empty() || s->front() != '=') return *why = "label " + Clip(name) + " has no =", false;
+      if (s->empty() || s->front() != '=') return *why = "label " + Clip(name, 80) + " has no =", false;
       s->remove_prefix(1);
       SkipBlanks(s);
-      if (s->empty() || s->front() != '"') return *why = "label " + Clip(name) + "'s value is not quoted", false;
+      if (s->empty() || s->front() != '"') return *why = "label " + Clip(name, 80) + "'s value is not quoted", false;
       s->remove_prefix(1);
       std::string value;
       bool closed = false;
@@ -360,17 +354,17 @@ class Parser {
           if (e == '\\') value += '\\';
           else if (e == '"') value += '"';
           else if (e == 'n') value += '\n';
-          else return *why = "label " + Clip(name) + " has an unknown escape \\" + Clip(string_view(&e, 1)), false;
+          else return *why = "label " + Clip(name, 80) + " has an unknown escape \\" + Clip(string_view(&e, 1)), false;
         } else {
           value += c;
         }
         if (value.size() > kMaxPromLabelBytes)
-          return *why = "label " + Clip(name) + "'s value is over " + std::to_string(kMaxPromLabelBytes) + " bytes", false;
+          return *why = "label " + Clip(name, 80) + "'s value is over " + std::to_string(kMaxPromLabelBytes) + " bytes", false;
       }
-      if (!closed) return *why = "label " + Clip(name) + "'s value has no closing quote", false;
+      if (!closed) return *why = "label " + Clip(name, 80) + "'s value has no closing quote", false;
       if (!simdjson::validate_utf8(value.data(), value.size()))
-        return *why = "label " + Clip(name) + "'s value is not UTF-8", false;
-      if (Label(*labels, name)) return *why = "label " + Clip(name) + " twice", false;
+        return *why = "label " + Clip(name, 80) + "'s value is not UTF-8", false;
+      if (Label(*labels, name)) return *why = "label " + Clip(name, 80) + " twice", false;
       if (labels->size() >= kMaxPromLabels)
         return *why = "more than " + std::to_string(kMaxPromLabels) + " labels", false;
       labels->emplace_back(std::move(name), std::move(value));

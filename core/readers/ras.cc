@@ -11,6 +11,7 @@
 #include <set>
 
 #include "core/input_files.h"
+#include "core/readers/text.h"
 
 namespace collscope::readers {
 
@@ -27,20 +28,6 @@ using std::string_view;
 void Unused(RasReport* r, const std::string& where, const std::string& why) {
   ++r->unused;
   if (r->unused_named.size() < kMaxRasUnusedNamed) r->unused_named.push_back(where + ": " + why);
-}
-
-// Printable ASCII for reasons and stored text (a VARCHAR must be UTF-8).
-std::string Clip(string_view s, size_t max = 120) {
-  std::string out;
-  for (char c : s.substr(0, max)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
-  if (s.size() > max) out += "...";
-  return out;
-}
-
-string_view Trim(string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
 }
 
 // A non-negative decimal that fits in int64 (the whole of `s`).

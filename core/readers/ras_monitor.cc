@@ -10,6 +10,7 @@
 
 #include "core/input_files.h"
 #include "core/readers/ras.h"
+#include "core/readers/text.h"
 
 namespace collscope::readers {
 namespace {
@@ -27,20 +28,6 @@ Verdict VerdictOf(string_view event) {
   if (event == "PEER_RECOVERED" || event == "PEER_CONNECTED" || event == "PEER_NEW") return Verdict::kFine;
   if (event == "PEER_CONNECTING") return Verdict::kNone;
   return Verdict::kUnknown;
-}
-
-// Printable ASCII (stored text must be UTF-8; details come unescaped from NCCL).
-std::string Printable(string_view s, size_t max = 200) {
-  std::string out;
-  for (char c : s.substr(0, max)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
-  if (s.size() > max) out += "...";
-  return out;
-}
-
-string_view Trim(string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
 }
 
 struct Peer {
@@ -68,7 +55,7 @@ class Folder {
     ++r_->lines;
     const Verdict v = VerdictOf(event);
     if (v == Verdict::kUnknown) {
-      Unused(where, "event " + Printable(event, 40) + " is not one collscope knows (NCCL 2.29's MONITOR events)");
+      Unused(where, "event " + Clip(event, 40) + " is not one collscope knows (NCCL 2.29's MONITOR events)");
       return;
     }
     if (host.empty()) return;  // an event about no peer says nothing about a process
@@ -80,14 +67,14 @@ class Folder {
     // Dead stays dead: a process that comes back is a new one (a new pid), or a reconnect that
     // only a later report could confirm.
     if (p.state != Verdict::kDead && v != Verdict::kNone) p.state = v;
-    std::string text = Printable(time, 40) + " " + Printable(event, 40);
-    if (!details.empty()) text += ": " + Printable(details);
+    std::string text = Clip(time, 40) + " " + Clip(event, 40);
+    if (!details.empty()) text += ": " + Clip(details);
     if (p.n_events++ >= kMaxEvents) {
       const size_t cut = p.events.find("; ");
       p.events = cut == std::string::npos ? std::string() : p.events.substr(cut + 2);
     }
     p.events += (p.events.empty() ? "" : "; ") + text;
-    r_->timestamp = Printable(time, 40);  // the newest event's time
+    r_->timestamp = Clip(time, 40);  // the newest event's time
   }
 
   void Finish() {
@@ -126,14 +113,14 @@ void TextLine(string_view line, const std::string& where, Folder* f) {
   line = Trim(line);
   if (line.empty() || line.starts_with("RAS Monitor Mode") || line.find_first_not_of('=') == string_view::npos) return;
   if (line.size() < 22 || line[0] != '[' || line[20] != ']' || !IsTimestamp(line.substr(1, 19))) {
-    f->Unused(where, "not a MONITOR event line (\"[YYYY-MM-DD HH:MM:SS] EVENT: ...\"): " + Printable(line, 60));
+    f->Unused(where, "not a MONITOR event line (\"[YYYY-MM-DD HH:MM:SS] EVENT: ...\"): " + Clip(line, 60));
     return;
   }
   const string_view time = line.substr(1, 19);
   string_view rest = Trim(line.substr(21));
   const size_t colon = rest.find(':');
   if (colon == string_view::npos || !rest.starts_with("PEER_")) {
-    f->Unused(where, "no EVENT: after the time: " + Printable(rest, 60));
+    f->Unused(where, "no EVENT: after the time: " + Clip(rest, 60));
     return;
   }
   const string_view event = rest.substr(0, colon);
@@ -147,12 +134,12 @@ void TextLine(string_view line, const std::string& where, Folder* f) {
     const auto [p, ec] = std::from_chars(pid_text.data(), pid_text.data() + pid_text.size(), pid);
     if (ec != std::errc() || p != pid_text.data() + pid_text.size() || pid < 0 || sp == string_view::npos ||
         !rest.substr(sp).starts_with(" on node ")) {
-      f->Unused(where, "a peer not as \"Process <pid> on node <host> managing GPU(s) <list>\": " + Printable(rest, 60));
+      f->Unused(where, "a peer not as \"Process <pid> on node <host> managing GPU(s) <list>\": " + Clip(rest, 60));
       return;
     }
     rest.remove_prefix(sp + 9);
     const size_t host_end = rest.find(' ');
-    host = Printable(rest.substr(0, host_end), 100);
+    host = Clip(rest.substr(0, host_end), 100);
     rest = host_end == string_view::npos ? string_view() : Trim(rest.substr(host_end));
     if (rest.starts_with("managing GPUs ") || rest.starts_with("managing GPU ")) {
       rest.remove_prefix(rest.starts_with("managing GPUs ") ? 14 : 13);
@@ -164,7 +151,7 @@ void TextLine(string_view line, const std::string& where, Folder* f) {
   } else if (!rest.empty() && (std::isdigit(static_cast<unsigned char>(rest[0])) || rest[0] == '[')) {
     // An unknown peer: its socket address ("10.0.0.2<port>").
     const size_t sp = rest.find(' ');
-    host = Printable(rest.substr(0, sp), 100);
+    host = Clip(rest.substr(0, sp), 100);
     rest = sp == string_view::npos ? string_view() : Trim(rest.substr(sp));
   }
   f->Event(where, time, event, host, pid, gpus, rest);
@@ -199,8 +186,8 @@ Status JsonEvents(string_view body, const std::string& path, Folder* f) {
     simdjson::dom::object peer;
     if (!o["peer"].get_object().get(peer)) {
       string_view h;
-      if (!peer["host"].get_string().get(h)) host = Printable(h, 100);
-      else if (!peer["addr"].get_string().get(h)) host = Printable(h, 100);
+      if (!peer["host"].get_string().get(h)) host = Clip(h, 100);
+      else if (!peer["addr"].get_string().get(h)) host = Clip(h, 100);
       int64_t p = -1;
       if (!peer["pid"].get_int64().get(p) && p >= 0) pid = p;
       simdjson::dom::array devs;
