@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <map>
-#include <tuple>
-
-#include "core/store_views.h"
+#include <optional>
 
 namespace collscope {
 namespace {
@@ -12,11 +10,13 @@ namespace {
 uint64_t U(const std::optional<std::string>& v) { return v ? std::stoull(*v) : 0; }
 int64_t I(const std::optional<std::string>& v) { return v ? std::stoll(*v) : 0; }
 
-double MedianOf(std::vector<double> v) {
-  if (v.empty()) return 1;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+// The median of `sorted` with one element equal to `own` left out; 1 when nothing is left.
+double MedianWithout(const std::vector<double>& sorted, double own) {
+  if (sorted.size() < 2) return 1;
+  const size_t m = sorted.size() - 1;
+  const size_t k = static_cast<size_t>(std::lower_bound(sorted.begin(), sorted.end(), own) - sorted.begin());
+  auto at = [&](size_t j) { return j < k ? sorted[j] : sorted[j + 1]; };
+  return m % 2 ? at(m / 2) : (at(m / 2 - 1) + at(m / 2)) / 2;
 }
 
 std::string InList(const std::vector<std::string>& values) {
@@ -47,7 +47,8 @@ Result<std::vector<MemberCoverage>> MemberCoverageOf(Store& store, const Coverag
   // any member recorded are the ones its peers could have recorded too.
   auto rows = store.Query(
       "WITH b AS (SELECT r.process_id, r.rank, o.comm_id, CAST(o.op AS VARCHAR) AS op, r.sn, "
-      "coalesce(r.start_ts_us, r.kernel_start_ts_us, r.dump_ts_us) AS t FROM records r JOIN operations o ON o.run_id = r.run_id AND o.op_id = r.op_id "
+      "coalesce(r.start_ts_us, r.kernel_start_ts_us, r.dump_ts_us) AS t "
+      "FROM records r JOIN operations o ON o.run_id = r.run_id AND o.op_id = r.op_id "
       "JOIN communicators c ON c.run_id = o.run_id AND c.comm_id = o.comm_id WHERE " + filter + "), "
       "span AS (SELECT comm_id, op, min(sn) AS lo, max(sn) AS hi FROM (SELECT comm_id, op, sn, min(t) AS t "
       "FROM b GROUP BY ALL) WHERE " + in_window + " GROUP BY ALL), "
@@ -75,16 +76,16 @@ Result<std::vector<MemberCoverage>> MemberCoverageOf(Store& store, const Coverag
     m.known = U(row[8]);
     out.push_back(std::move(m));
   }
-  // Each member's peers: the other members of its communicator, for the same op.
+  // Each member's peers: the other members of its communicator, for the same op. Their median is
+  // the sorted shares' median with the member's own value left out (linear in a world
+  // communicator's ten thousand members, not quadratic).
   std::map<std::pair<std::string, std::string>, std::vector<size_t>> groups;
   for (size_t i = 0; i < out.size(); ++i) groups[{out[i].comm, out[i].op}].push_back(i);
   for (const auto& [key, members] : groups) {
-    for (size_t i : members) {
-      std::vector<double> others;
-      for (size_t j : members)
-        if (j != i) others.push_back(out[j].share());
-      out[i].peer_share = MedianOf(std::move(others));
-    }
+    std::vector<double> sorted;
+    for (size_t i : members) sorted.push_back(out[i].share());
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t i : members) out[i].peer_share = MedianWithout(sorted, out[i].share());
   }
   return out;
 }
