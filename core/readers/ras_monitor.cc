@@ -6,9 +6,7 @@
 #include <charconv>
 #include <map>
 #include <string>
-#include <tuple>
 
-#include "core/input_files.h"
 #include "core/readers/ras.h"
 #include "core/readers/text.h"
 
