@@ -50,9 +50,9 @@ void PrintCoverage(const RunCoverage& c) {
                 "kernel-timed, dropped by every member, or not sampled)\n",
                 c.coll_unrecorded);
   if (c.has_dump_stats)
-    std::printf("    Inspector dropped %lu collective and %lu point-to-point records (%lu process-communicator "
-                "pairs dropped any; dump_stats)\n",
-                c.coll_dropped, c.p2p_dropped, c.dropping_pairs);
+    std::printf("    Inspector dropped %lu collective and %lu point-to-point records (dump_stats; from %lu "
+                "process-communicator pair%s)\n",
+                c.coll_dropped, c.p2p_dropped, c.dropping_pairs, c.dropping_pairs == 1 ? "" : "s");
   else
     std::printf("    Inspector's drop counters: none in these logs (dump_stats comes with v4.1+), so drops are "
                 "unknown\n");

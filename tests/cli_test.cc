@@ -107,7 +107,7 @@ TEST_F(CliTest, SummarySaysWhatTheRecordsCover) {
       << text.text;
   EXPECT_NE(text.text.find("host2 pid 42: no dump after"), std::string::npos) << text.text;
   EXPECT_NE(text.text.find("every one recorded by some member"), std::string::npos) << text.text;
-  EXPECT_NE(text.text.find("Inspector dropped 7 collective and 0 point-to-point records (1 process-communicator pairs"),
+  EXPECT_NE(text.text.find("Inspector dropped 7 collective and 0 point-to-point records (dump_stats; from 1 process-communicator pair)"),
             std::string::npos)
       << text.text;
   // diagnose says what was lost too.
