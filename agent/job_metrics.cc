@@ -34,7 +34,7 @@ Result<std::vector<MetricFamily>> JobMetrics(Store& store, const std::string& ru
       "SELECT r.process_id, r.global_rank, r.rank, o.comm_id, o.op, r.sn, "
       "o.msg_size_bytes, c.n_ranks, "
       "CAST(r.exec_time_us AS DOUBLE) AS t, CAST(" +
-      RecordStartSql("r") + " AS BIGINT) AS ts, CAST(" + RecordEndSql("r") +
+      diagnose::RecordStartSql("r") + " AS BIGINT) AS ts, CAST(" + diagnose::RecordEndSql("r") +
       " AS BIGINT) AS te "
       "FROM records r JOIN operations o USING (run_id, op_id) "
       "JOIN communicators c ON c.run_id = o.run_id AND c.comm_id = o.comm_id "
@@ -132,8 +132,8 @@ Result<std::vector<MetricFamily>> JobMetrics(Store& store, const std::string& ru
   // whose communicators are all slow, not its partners.
   const std::string window_records =
       "(SELECT * FROM records WHERE run_id = " + rid + " AND dump_ts_us >= " + dumped_since +
-      " AND " + RecordStartSql("records") + " >= " + since + " AND " +
-      RecordEndSql("records") + " <= " + until + ")";
+      " AND " + diagnose::RecordStartSql("records") + " >= " + since + " AND " +
+      diagnose::RecordEndSql("records") + " <= " + until + ")";
   auto ratio = store.Query("SELECT hostname, transfer_norm_busbw FROM (" +
                            HostTransferTableSql(window_records) + ") ORDER BY 1");
   if (!ratio.ok()) return ratio.status();

@@ -43,8 +43,8 @@ Result<std::vector<MemberCoverage>> MemberCoverageOf(Store& store, const Coverag
   std::string in_window = "true";
   if (q.since_us > 0 || q.until_us != INT64_MAX)
     in_window = "t BETWEEN " + std::to_string(q.since_us) + " AND " + std::to_string(q.until_us);
-  // Sequence numbers count a communicator's collectives alike on every member, so the instances
-  // any member recorded are the ones its peers could have recorded too.
+  // Sequence numbers count a communicator's collectives of one function alike on every member, so
+  // the instances any member recorded are the ones its peers could have recorded too.
   auto rows = store.Query(
       "WITH b AS (SELECT r.process_id, r.rank, o.comm_id, CAST(o.op AS VARCHAR) AS op, r.sn, "
       "coalesce(r.start_ts_us, r.kernel_start_ts_us, r.dump_ts_us) AS t "
@@ -114,11 +114,12 @@ Result<RunCoverage> SummarizeCoverage(Store& store, int32_t run_id, size_t max_l
   c.records = U(totals->rows[0][0]);
   c.not_kernel_timed = U(totals->rows[0][1]);
   COLLSCOPE_RETURN_IF_ERROR(CountDrops(store, run_id, &c));
+  // coll_sn is NCCL's comm->seqNumber[func]: one count per communicator and collective function.
   auto issued = store.Query(
       "SELECT sum(max_sn - min_sn + 1), sum(max_sn - min_sn + 1 - n) FROM ("
-      "SELECT o.comm_id, min(r.sn) AS min_sn, max(r.sn) AS max_sn, count(DISTINCT r.sn) AS n "
+      "SELECT min(r.sn) AS min_sn, max(r.sn) AS max_sn, count(DISTINCT r.sn) AS n "
       "FROM records r JOIN operations o ON o.run_id = r.run_id AND o.op_id = r.op_id "
-      "WHERE r.run_id = " + run + " AND o.kind = 'coll' GROUP BY o.comm_id)");
+      "WHERE r.run_id = " + run + " AND o.kind = 'coll' GROUP BY o.comm_id, o.op)");
   if (!issued.ok()) return issued.status();
   c.coll_issued = U(issued->rows[0][0]);
   c.coll_unrecorded = U(issued->rows[0][1]);

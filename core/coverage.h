@@ -46,7 +46,7 @@ struct CoverageQuery {
 };
 
 // Every (member, communicator, collective op) in the query's span, members that recorded
-// nothing of an op in it excepted (MembersWithoutRecords lists those communicators).
+// nothing of an op in it excepted (RunCoverage::incomplete lists communicators missing members).
 Result<std::vector<MemberCoverage>> MemberCoverageOf(Store& store, const CoverageQuery& q);
 
 // A communicator some of whose members left no record at all in the run.
@@ -72,7 +72,7 @@ struct RunCoverage {
   uint64_t coll_dropped = 0, p2p_dropped = 0, dropping_pairs = 0;
   bool has_dump_stats = false;
   // Collective instances issued between each communicator's first and last recorded sequence
-  // number, and those no member recorded (under the size cutoff, discarded as not kernel-timed,
+  // number of each function, and those no member recorded (under the size cutoff, discarded as not kernel-timed,
   // dropped from every member's ring, or not sampled).
   uint64_t coll_issued = 0, coll_unrecorded = 0;
   std::vector<IncompleteCommunicator> incomplete;  // at most max_listed, largest gap first

@@ -31,7 +31,8 @@ std::string DumpStatsLine(const std::string& host, int pid, const std::string& c
 // (under the size cutoff). Each rank dumps after every tenth collective, 200 ms apart, except:
 // rank 1 pauses its dumps after the 40th (41-80 come in the dump after the 80th), and rank 3's log
 // stops after the 50th. Rank 0 also holds a 2-rank communicator 0xd0 whose other member left no
-// record, and one CPU-timed record; rank 2's Inspector counted 7 dropped records.
+// record (AllGathers and AllReduces), and one CPU-timed record; rank 2's Inspector counted 7
+// dropped records.
 class CoverageTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -49,9 +50,11 @@ class CoverageTest : public ::testing::Test {
         if (rank == 0 && sn == 1) line.replace(line.find("kernel_gpu"), 10, "kernel_cpu");
         log += line;
       }
+      // Sequence numbers count per function: 0xd0's AllGathers and AllReduces are both 1..5.
       if (rank == 0)
         for (uint64_t sn = 1; sn <= 5; ++sn)
-          log += CollLine(host, pid, "0xd0", 0, 2, 2, "AllGather", sn, 65536, 20, "3.2", "1.6", kT0 + kDumpUs);
+          log += CollLine(host, pid, "0xd0", 0, 2, 2, "AllGather", sn, 65536, 20, "3.2", "1.6", kT0 + kDumpUs) +
+                 CollLine(host, pid, "0xd0", 0, 2, 2, "AllReduce", sn, 65536, 20, "3.2", "1.6", kT0 + kDumpUs);
       if (rank == 2) log += DumpStatsLine(host, pid, "0xc0", 2, kT0 + kDumpUs, 3) + DumpStatsLine(host, pid, "0xc0", 2, kT0 + 2 * kDumpUs, 7);
       WriteFile(dir_ / ("logs/" + host + "-pid" + std::to_string(pid) + ".log"), log);
     }
@@ -75,13 +78,13 @@ class CoverageTest : public ::testing::Test {
 TEST_F(CoverageTest, RunCoverageCountsEachKindOfLossOnce) {
   auto c = SummarizeCoverage(*store_, run_id_, 10);
   ASSERT_TRUE(c.ok()) << c.status().message();
-  EXPECT_EQ(c->records, 90u * 3 + 45 + 5);
+  EXPECT_EQ(c->records, 90u * 3 + 45 + 5 + 5);
   EXPECT_EQ(c->not_kernel_timed, 1u);
   EXPECT_TRUE(c->has_dump_stats);
   EXPECT_EQ(c->coll_dropped, 7u) << "running totals: the newest counts, not their sum";
   EXPECT_EQ(c->dropping_pairs, 1u);
-  // 0xc0 spans sn 1..99 of which 9 no member recorded; 0xd0 spans 1..5, all recorded.
-  EXPECT_EQ(c->coll_issued, 99u + 5);
+  // 0xc0 spans sn 1..99 of which 9 no member recorded; 0xd0 spans 1..5 per function, all recorded.
+  EXPECT_EQ(c->coll_issued, 99u + 5 + 5);
   EXPECT_EQ(c->coll_unrecorded, 9u);
   ASSERT_EQ(c->incomplete.size(), 1u);
   EXPECT_EQ(c->incomplete[0].comm, "0xd0");

@@ -1,27 +1,8 @@
 // SQL views created in every store (after the tables of the taxonomy). They are the stable,
-// documented way to query: analyses and users read these rather than joining ids by hand. And
-// when a record started and completed, which every time-windowed query needs.
+// documented way to query: analyses and users read these rather than joining ids by hand.
 #pragma once
 
-#include <string>
-
 namespace collscope {
-
-// SQL for when a record of table alias `r` started and completed, in wall-clock microseconds:
-// its own start and stop where the writer recorded them, else from its dump time, which comes
-// after its completion (so a record known only by its dump completed by then and started its
-// exec time earlier).
-inline std::string RecordStartSql(const std::string& r) {
-  // (greatest: no unsigned underflow on a hostile exec time.)
-  return "coalesce(" + r + ".start_ts_us, " + r + ".kernel_start_ts_us, greatest(" + r +
-         ".dump_ts_us, " + r + ".exec_time_us) - " + r + ".exec_time_us)";
-}
-
-inline std::string RecordEndSql(const std::string& r) {
-  return "coalesce(" + r + ".stop_ts_us, " + r + ".kernel_stop_ts_us, " + r + ".start_ts_us + " +
-         r + ".exec_time_us, " + r + ".kernel_start_ts_us + " + r + ".exec_time_us, " + r +
-         ".dump_ts_us)";
-}
 
 inline constexpr const char* kStoreViewsSql = R"sql(
 CREATE OR REPLACE VIEW records_v AS

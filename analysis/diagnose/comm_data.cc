@@ -292,6 +292,18 @@ bool Complete(const CommData& d, const Inst& x) {
   return x.n >= 2 && x.pmin >= 0 && (x.n == m || (m >= 3 && x.n == m - 1));
 }
 
+std::string RecordStartSql(const std::string& r) {
+  // (greatest: no unsigned underflow on a hostile exec time.)
+  return "coalesce(" + r + ".start_ts_us, " + r + ".kernel_start_ts_us, greatest(" + r +
+         ".dump_ts_us, " + r + ".exec_time_us) - " + r + ".exec_time_us)";
+}
+
+std::string RecordEndSql(const std::string& r) {
+  return "coalesce(" + r + ".stop_ts_us, " + r + ".kernel_stop_ts_us, " + r + ".start_ts_us + " +
+         r + ".exec_time_us, " + r + ".kernel_start_ts_us + " + r + ".exec_time_us, " + r +
+         ".dump_ts_us)";
+}
+
 Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWindow& window) {
   duckdb_connection conn = store.connection();
   std::string run_filter;

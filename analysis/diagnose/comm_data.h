@@ -11,7 +11,6 @@
 #include "analysis/diagnose/finding.h"
 #include "core/status.h"
 #include "core/store.h"
-#include "core/store_views.h"  // RecordStartSql, RecordEndSql
 
 namespace collscope::diagnose {
 
@@ -118,6 +117,12 @@ struct TimeWindow {
   bool all() const { return since_us <= 0 && until_us == INT64_MAX; }
 };
 
+// SQL for when a record of table alias `r` started and completed, in wall-clock microseconds:
+// its own start and stop where the writer recorded them, else from its dump time, which comes
+// after its completion (so a record known only by its dump completed by then and started its
+// exec time earlier).
+std::string RecordStartSql(const std::string& r);
+std::string RecordEndSql(const std::string& r);
 
 // Loads run `run` (empty: the only/first run) from the store, limited to `window`.
 Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWindow& window = {});

@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <deque>
 #include <map>
 #include <string>
 
@@ -33,11 +34,10 @@ struct Peer {
   int64_t pid = -1;
   std::string gpus;
   Verdict state = Verdict::kFine;
-  std::string events;  // "2025-12-19 13:07:07 PEER_DEAD: details; ..." (the last kMaxEvents)
-  int n_events = 0;
+  std::deque<std::string> events;  // "2025-12-19 13:07:07 PEER_DEAD: details", the last kMaxEvents
 };
 
-constexpr int kMaxEvents = 8;
+constexpr size_t kMaxEvents = 8;
 
 class Folder {
  public:
@@ -67,11 +67,8 @@ class Folder {
     if (p.state != Verdict::kDead && v != Verdict::kNone) p.state = v;
     std::string text = Clip(time, 40) + " " + Clip(event, 40);
     if (!details.empty()) text += ": " + Clip(details);
-    if (p.n_events++ >= kMaxEvents) {
-      const size_t cut = p.events.find("; ");
-      p.events = cut == std::string::npos ? std::string() : p.events.substr(cut + 2);
-    }
-    p.events += (p.events.empty() ? "" : "; ") + text;
+    if (p.events.size() == kMaxEvents) p.events.pop_front();
+    p.events.push_back(std::move(text));
     r_->timestamp = Clip(time, 40);  // the newest event's time
   }
 
@@ -84,7 +81,7 @@ class Folder {
       out.pid = p.pid;
       out.gpus = p.gpus;
       out.state = p.state == Verdict::kDead ? "dead" : "unresponsive";
-      out.events = p.events;
+      for (const std::string& e : p.events) out.events += (out.events.empty() ? "" : "; ") + e;
     }
   }
 

@@ -156,6 +156,17 @@ TEST(RasMonitor, TextEventsFoldIntoEachPeersLastState) {
   ASSERT_NE(FindProcess(*c, "10.0.0.4"), nullptr);
   EXPECT_EQ(FindProcess(*c, "10.0.0.4")->state, "unresponsive");
   EXPECT_EQ(FindProcess(*c, "10.0.0.4")->gpus, "2,3");
+  // A peer's last 8 events are kept, whole, whatever its details hold.
+  std::string many;
+  for (int i = 0; i < 10; ++i)
+    many += "[2026-07-01 10:03:0" + std::to_string(i) + "] PEER_RETRY: Process 7 on node n7 managing GPU 0 try " +
+            std::to_string(i) + "; again\n";
+  auto m = ParseRasReport(many, "many.log");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  ASSERT_EQ(m->processes.size(), 1u);
+  EXPECT_EQ(m->processes[0].events.find("2026-07-01 10:03:02 PEER_RETRY: try 2; again"), 0u) << m->processes[0].events;
+  EXPECT_NE(m->processes[0].events.find("10:03:09 PEER_RETRY: try 9; again"), std::string::npos) << m->processes[0].events;
+  EXPECT_EQ(m->processes[0].events.find("try 1;"), std::string::npos) << m->processes[0].events;
 }
 
 TEST(RasMonitor, JsonEventsAreAStreamOfObjects) {
