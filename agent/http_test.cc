@@ -202,7 +202,9 @@ TEST(HttpRequest, RefusesHeadersThatWouldSplitTheRequestAndSendsNothing) {
 }
 
 TEST(HttpRequest, ARefusedConnectionNamesTheAddress) {
-  const uint16_t port = collscope::testing::FreeLoopbackPort();
+  const collscope::testing::ReservedLoopbackPort nobody_listens;
+  const uint16_t port = nobody_listens.port();
+  ASSERT_NE(port, 0);
   Result<HttpResponse> r =
       HttpRequest("GET", "http://127.0.0.1:" + std::to_string(port) + "/", {}, "", 5000);
   ASSERT_FALSE(r.ok());

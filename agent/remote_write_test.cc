@@ -198,8 +198,10 @@ TEST(RemoteWriter, AFullQueueDropsTheOldestBatchesAndCountsThem) {
 }
 
 TEST(RemoteWriter, StopGivesUpAtItsDeadlineAndCountsWhatWasLeft) {
-  const uint16_t port = collscope::testing::FreeLoopbackPort();  // nothing listens there
-  RemoteWriterOptions options = FastOptions("http://127.0.0.1:" + std::to_string(port) + "/w");
+  const collscope::testing::ReservedLoopbackPort nobody_listens;
+  ASSERT_NE(nobody_listens.port(), 0);
+  RemoteWriterOptions options =
+      FastOptions("http://127.0.0.1:" + std::to_string(nobody_listens.port()) + "/w");
   options.max_attempts = 1'000'000;
   RemoteWriter writer(options);
   ASSERT_TRUE(writer.Start().ok());

@@ -41,20 +41,41 @@ ServerSpec SpecOf(ServerKind kind) {
 
 }  // namespace
 
-uint16_t FreeLoopbackPort() {
+namespace {
+
+// Binds a socket to a port the kernel picks on 127.0.0.1; returns the socket, or -1.
+int BindLoopbackPort(uint16_t* port) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return 0;
+  if (fd < 0) return -1;
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof address;
-  uint16_t port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &len) == 0) {
-    port = ntohs(address.sin_port);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &len) != 0) {
+    close(fd);
+    return -1;
   }
-  close(fd);
+  *port = ntohs(address.sin_port);
+  return fd;
+}
+
+}  // namespace
+
+uint16_t FreeLoopbackPort() {
+  uint16_t port = 0;
+  const int fd = BindLoopbackPort(&port);
+  if (fd >= 0) close(fd);
   return port;
+}
+
+ReservedLoopbackPort::ReservedLoopbackPort() { fd_ = BindLoopbackPort(&port_); }
+
+ReservedLoopbackPort::~ReservedLoopbackPort() { Release(); }
+
+void ReservedLoopbackPort::Release() {
+  if (fd_ >= 0) close(fd_);
+  fd_ = -1;
 }
 
 RealServer::RealServer(ServerKind kind, uint16_t port)

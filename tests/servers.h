@@ -34,6 +34,26 @@ enum class ServerKind { kPrometheus, kVictoriaMetrics, kAlertmanager };
 // A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, then released).
 uint16_t FreeLoopbackPort();
 
+// A TCP port on 127.0.0.1 where nothing listens, held until Release or destruction: the socket
+// stays bound (not listening), so a connection to it is refused, and no other socket (a test
+// running beside this one that binds port 0 included) can take it meanwhile. A port that was
+// merely free a moment ago can be handed to a peer of another test, whose server then answers.
+class ReservedLoopbackPort {
+ public:
+  ReservedLoopbackPort();
+  ~ReservedLoopbackPort();
+  ReservedLoopbackPort(const ReservedLoopbackPort&) = delete;
+  ReservedLoopbackPort& operator=(const ReservedLoopbackPort&) = delete;
+
+  uint16_t port() const { return port_; }
+  // Frees the port for a server this test starts on it next.
+  void Release();
+
+ private:
+  int fd_ = -1;
+  uint16_t port_ = 0;
+};
+
 class RealServer {
  public:
   // Starts nothing. With `port` 0 a free one is picked; a fixed port lets a test hand out the
@@ -53,8 +73,9 @@ class RealServer {
   void Kill();
 
   uint16_t port() const { return port_; }
-  std::string url() const;  // http://127.0.0.1:PORT
-  std::string log() const;  // what the server has written to stdout and stderr
+  pid_t pid() const { return pid_; }  // -1 when not running
+  std::string url() const;            // http://127.0.0.1:PORT
+  std::string log() const;            // what the server has written to stdout and stderr
 
  private:
   Status Launch();
