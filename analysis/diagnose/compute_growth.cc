@@ -77,10 +77,7 @@ ComputeProfile AnalyzeComputeGrowth(const readers::StepSeries& s, const ComputeO
   // Own time per rank and step (complete steps only: an unfinished step has no duration).
   for (const readers::StepRow& r : s.rows) {
     if (r.rank < 0 || r.dur_us <= 0) continue;
-    double comm = 0;
-    for (const auto& [ph, v] : r.phases)
-      if (IsCommPhase(ph)) comm += v;
-    p.own[r.rank].push_back({r.step, r.start_us, r.start_us + static_cast<int64_t>(r.dur_us), r.dur_us - comm});
+    p.own[r.rank].push_back({r.step, r.start_us, r.start_us + static_cast<int64_t>(r.dur_us), OwnTimeUs(r)});
   }
   for (auto& [rank, steps] : p.own) {
     std::sort(steps.begin(), steps.end(), [](const OwnStep& a, const OwnStep& b) { return a.step < b.step; });

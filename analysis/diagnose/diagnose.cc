@@ -250,7 +250,7 @@ Status DetectFromSteps(Store& store, const std::string& run, const CommData* dat
     window_us = static_cast<int64_t>(WindowUs(*data, comm));
     stage_of = PipelineStageOfRank(*data);
   }
-  auto f = DetectStepAnomalies(*series, StepOptions{});
+  auto f = DetectStepAnomalies(*series, StepOptions{}, host_of);
   out->insert(out->end(), f.begin(), f.end());
   // L2 per-rank compute phases: names slow GPUs and hosts that communication records cannot
   // tell from waiting (a slow pipeline stage vs a bubble), and refutes late arrivals whose own

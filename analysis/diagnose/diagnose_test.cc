@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 
 #include "analysis/diagnose/comm_data.h"
 #include "analysis/diagnose/diagnose.h"
@@ -176,8 +178,8 @@ CommData CutApartByTheEdges(bool exact) {
       r.ts = dump_after(done, 17'000);
       r.earliest_ts = r.ts - 50'000;
     }
-    if (k > 0) d.p2p.push_back(s);    // the first Recv is out of the window: its Send is in
-    if (k < 39) d.p2p.push_back(r);   // the last Send is out: its Recv is in
+    if (k > 0) d.p2p.push_back(s);   // the first Recv is out of the window: its Send is in
+    if (k < 39) d.p2p.push_back(r);  // the last Send is out: its Recv is in
   }
   return d;
 }
@@ -209,7 +211,8 @@ TEST(SlowLink, HostsTheDataCannotTellApartAreSuspectsNotACulprit) {
   CommData d;
   d.hosts = {"h0", "h1", "h2", "h3"};
   for (int r = 0; r < 8; ++r) d.procs.push_back({r / 2, r});
-  for (std::vector<int> ps : std::vector<std::vector<int>>{{0, 1}, {2, 3}, {4, 5}, {6, 7}, {0, 2}, {1, 3}, {4, 6}, {5, 7}}) {
+  for (std::vector<int> ps : std::vector<std::vector<int>>{
+           {0, 1}, {2, 3}, {4, 5}, {6, 7}, {0, 2}, {1, 3}, {4, 6}, {5, 7}}) {
     Comm c;
     c.id = "0x" + std::to_string(ps[0]) + std::to_string(ps[1]);
     c.procs = ps;
@@ -225,7 +228,8 @@ TEST(SlowLink, HostsTheDataCannotTellApartAreSuspectsNotACulprit) {
   ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
   EXPECT_EQ(f[0].kind, Kind::kSlowNetwork) << FindingsToText(f);
   EXPECT_EQ(f[0].hosts, std::vector<std::string>({"h2", "h3"}));
-  EXPECT_TRUE(f[0].ranks.empty()) << "naming both hosts' ranks would send someone to drain a healthy host";
+  EXPECT_TRUE(f[0].ranks.empty())
+      << "naming both hosts' ranks would send someone to drain a healthy host";
   EXPECT_NE(f[0].summary.find("none is named as the cause"), std::string::npos) << f[0].summary;
 }
 
@@ -336,6 +340,30 @@ TEST(Consolidate, TheCauseComesBeforeASurerStepSymptom) {
   ASSERT_EQ(fs.size(), 2u);
   EXPECT_EQ(fs[0].kind, Kind::kSlowLink);
   EXPECT_EQ(fs[1].kind, Kind::kStepRegression);
+}
+
+// The records' stall (who the others waited for) and the step phases' (whose own time grew) are
+// one finding; another rank's, or a later one, stays apart.
+TEST(Consolidate, OneRanksStallFromRecordsAndStepsIsOneFinding) {
+  auto mk = [](std::string det, int rank, int64_t a, int64_t b, double conf) {
+    Finding f;
+    f.kind = Kind::kHostStall;
+    f.detector = std::move(det);
+    f.ranks = {rank};
+    f.start_us = a;
+    f.end_us = b;
+    f.confidence = conf;
+    return f;
+  };
+  std::vector<Finding> fs = {
+      mk("comm.stall", 13, 100, 300, 0.8), mk("steps.stall", 13, 200, 250, 0.8),
+      mk("steps.stall", 13, 900, 950, 0.8), mk("steps.stall", 12, 200, 250, 0.8)};
+  std::vector<Suppressed> merged_away;
+  Consolidate(&fs, &merged_away);
+  ASSERT_EQ(fs.size(), 3u) << FindingsToText(fs);
+  ASSERT_EQ(merged_away.size(), 1u);
+  EXPECT_EQ(merged_away[0].finding.detector, "steps.stall");
+  EXPECT_EQ(merged_away[0].finding.start_us, 200);
 }
 
 TEST(Consolidate, SlowComputeOfOneHostMergesAcrossDetectors) {
@@ -560,6 +588,95 @@ TEST(Steps, RegressionWithPhaseAttribution) {
   bool phase = false;
   for (auto& e : f[0].evidence) phase |= e.key == "phase_grew" && e.text == "dp_comm";
   EXPECT_TRUE(phase);
+}
+
+// 4 ranks on 2 hosts (h0: 0, 1; h1: 2, 3), 40 steps of 100 ms: forward, backward and their
+// communication phases. `tweak(rank, step, row)` applies a fault.
+StepSeries FourRankSteps(const std::function<void(int, int, readers::StepRow*)>& tweak) {
+  StepSeries s;
+  s.source = "annotation";
+  for (int r = 0; r < 4; ++r)
+    for (int i = 0; i < 40; ++i) {
+      readers::StepRow row;
+      row.rank = r;
+      row.step = i;
+      row.start_us = 1'000'000 + i * 100'000;
+      row.phases = {{"forward", 30000 + 10.0 * r},
+                    {"backward", 60000 - 10.0 * r},
+                    {"dp_comm", 8000 + 100.0 * (i % 3)}};
+      row.dur_us = 98000 + 100.0 * (i % 3);
+      tweak(r, i, &row);
+      s.rows.push_back(row);
+    }
+  return s;
+}
+
+double EvidenceValue(const Finding& f, const std::string& key) {
+  for (const Evidence& e : f.evidence)
+    if (e.key == key) return e.value;
+  return -1;
+}
+
+const std::map<int, std::string> kTwoHosts = {{0, "h0"}, {1, "h0"}, {2, "h1"}, {3, "h1"}};
+
+// Rank 2 stalls 2 s in step 20 (its own time grows; its phases do not); the others wait for it
+// in dp_comm, and rank 3, waiting, happens to end its step last: the one named is the rank whose
+// own time grew, never the slowest.
+TEST(Steps, AStallIsTheRankWhoseOwnTimeGrewNotTheSlowest) {
+  const StepSeries s = FourRankSteps([](int r, int i, readers::StepRow* row) {
+    if (i != 20) return;
+    row->dur_us += 2e6 + (r == 3 ? 500 : 0);
+    if (r != 2) row->phases["dp_comm"] += 2e6;
+  });
+  const auto f = DetectStepAnomalies(s, StepOptions{}, kTwoHosts);
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].kind, Kind::kHostStall);
+  EXPECT_EQ(f[0].detector, "steps.stall");
+  EXPECT_EQ(f[0].ranks, std::vector<int>({2}));
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"h1"}));
+  EXPECT_EQ(f[0].victims, std::vector<int>({0, 1, 3}));
+  EXPECT_EQ(f[0].confidence, 0.8);
+  EXPECT_NEAR(EvidenceValue(f[0], "max_stall_us"), 2e6, 1e3);
+  EXPECT_EQ(EvidenceValue(f[0], "worst_step"), 20);
+  // Without its host, the rank alone.
+  const auto alone = DetectStepAnomalies(s, StepOptions{});
+  ASSERT_EQ(alone.size(), 1u);
+  EXPECT_TRUE(alone[0].hosts.empty());
+  EXPECT_EQ(alone[0].ranks, std::vector<int>({2}));
+}
+
+// Both ranks of h1 stall together in step 20 and rank 3 again in step 30: one finding, the host's.
+TEST(Steps, AHostsStallsAreOneFinding) {
+  const StepSeries s = FourRankSteps([](int r, int i, readers::StepRow* row) {
+    const bool stalled = (i == 20 && r >= 2) || (i == 30 && r == 3);
+    if (i != 20 && i != 30) return;
+    row->dur_us += 1e6;
+    if (!stalled) row->phases["dp_comm"] += 1e6;
+  });
+  const auto f = DetectStepAnomalies(s, StepOptions{}, kTwoHosts);
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].kind, Kind::kHostStall);
+  EXPECT_EQ(f[0].ranks, std::vector<int>({2, 3}));
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"h1"}));
+  EXPECT_EQ(EvidenceValue(f[0], "stalls"), 2);
+}
+
+// A spike every rank spent in its own time (a job-wide pause), or one the series cannot place (no
+// communication phases): jitter, naming no rank.
+TEST(Steps, ASpikeNoRanksOwnTimeExplainsNamesNoRank) {
+  const StepSeries everyone = FourRankSteps([](int r, int i, readers::StepRow* row) {
+    if (i == 20) row->dur_us += 1e6 + 100 * r;
+  });
+  const StepSeries no_comm = FourRankSteps([](int r, int i, readers::StepRow* row) {
+    row->phases.erase("dp_comm");
+    if (i == 20) row->dur_us += 1e6 + (r == 2 ? 1000 : 0);
+  });
+  for (const StepSeries* s : {&everyone, &no_comm}) {
+    const auto f = DetectStepAnomalies(*s, StepOptions{}, kTwoHosts);
+    ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+    EXPECT_EQ(f[0].kind, Kind::kStepJitter);
+    EXPECT_TRUE(f[0].ranks.empty()) << FindingsToText(f);
+  }
 }
 
 // A framework's own iteration log is a job-level step series: `diagnose PATHS` stores it with the

@@ -535,7 +535,7 @@ Result<std::vector<Finding>> DiagnoseKineto(Store& store, const std::string& run
     auto s = readers::LoadKinetoSteps(store, run);
     if (!s.ok()) return s.status();
     if (!s->rows.empty()) {
-      auto f = DetectStepAnomalies(*s, StepOptions{});
+      auto f = DetectStepAnomalies(*s, StepOptions{}, known_hosts);
       out.insert(out.end(), f.begin(), f.end());
     }
   }

@@ -118,6 +118,7 @@ const std::vector<DetectorInfo>& Detectors() {
       {"ras.status", {Kind::kHang}, "NCCL RAS status reports (ncclras)", 'A', nullptr},
       {"steps.pelt", {Kind::kStepRegression}, "step series (steps, phases)", 'C', nullptr},
       {"steps.window", {Kind::kStepJitter}, "step series", 'C', nullptr},
+      {"steps.stall", {Kind::kHostStall}, "per-rank step phases", 'C', nullptr},
       {"steps.compute", {Kind::kSlowCompute}, "per-rank step phases", 'C', nullptr},
       {"steps.stage_idle", {Kind::kPipelineBubble}, "per-rank step phases and pipeline communicators", 'C', nullptr},
       {"kernel.modes", {Kind::kSlowCompute}, "kernels (Kineto traces)", 'D', nullptr},
@@ -136,6 +137,10 @@ const std::vector<MergeRule>& MergeRules() {
       // describe one hang.
       {Kind::kHang, "they blame the same rank, from different inputs",
        [](const Finding& a, const Finding& b) { return a.detector != b.detector && ShareRank(a, b); }},
+      // One stall: the records' (who the others waited for) and the step phases' (whose own
+      // time grew) findings about the same rank.
+      {Kind::kHostStall, "the same rank, overlapping windows",
+       [](const Finding& a, const Finding& b) { return ShareRank(a, b) && OverlapInTime(a, b); }},
       // One bubble: the records' and the step phases' findings about a stage.
       {Kind::kPipelineBubble, "one stage (shared ranks), overlapping windows",
        [](const Finding& a, const Finding& b) { return ShareRank(a, b) && OverlapInTime(a, b); }},

@@ -27,6 +27,13 @@ bool IsCommPhase(const std::string& p) {
          p == "world_comm";
 }
 
+double OwnTimeUs(const readers::StepRow& row) {
+  double comm = 0;
+  for (const auto& [phase, us] : row.phases)
+    if (IsCommPhase(phase)) comm += us;
+  return row.dur_us - comm;
+}
+
 ShareVerdict ClassifySlowdown(const readers::StepSeries& s, const std::vector<int64_t>& after,
                               const std::vector<int64_t>& before) {
   ShareVerdict v;

@@ -24,6 +24,9 @@ const char* ShareClass(double p);
 // Whether a step/phase series phase is communication (tp_comm, cp_comm, ep_comm, pp_p2p, dp_comm,
 // world_comm) rather than compute (forward, backward, optimizer, host_stall).
 bool IsCommPhase(const std::string& phase);
+// A rank's own time in a step: the step less its communication phases (compute, optimizer,
+// host-side gaps; never waiting on others). Phases that overlap may make it negative.
+double OwnTimeUs(const readers::StepRow& row);
 
 struct ShareVerdict {
   std::string cls = "none";  // compute | communication | mixed | none

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <set>
+#include <string>
 
 #include "analysis/diagnose/comm_data.h"
 #include "analysis/diagnose/share_ccld.h"
@@ -41,7 +43,10 @@ std::vector<size_t> Pelt(const std::vector<double>& x, double penalty, size_t mi
     for (size_t s : cand) {
       if (t - s < min_seg) continue;
       const double v = F[s] + cost(s, t) + penalty;
-      if (v < best) { best = v; arg = s; }
+      if (v < best) {
+        best = v;
+        arg = s;
+      }
     }
     F[t] = best;
     last[t] = arg;
@@ -69,25 +74,144 @@ std::vector<size_t> Spikes(const std::vector<double>& x, int window, double rati
   return out;
 }
 
-std::vector<Finding> DetectStepAnomalies(const StepSeries& s, const StepOptions& o) {
+namespace {
+
+// Per step, every rank's own time (the step less its communication phases) above the rank's
+// usual (median) own time.
+struct StallTimes {
+  std::map<int64_t, std::vector<std::pair<int, double>>> own_excess;  // step -> (rank, excess)
+};
+
+StallTimes StallTimesOf(const StepSeries& s) {
+  StallTimes t;
+  std::map<int, std::vector<double>> own;
+  for (const auto& r : s.rows)
+    if (r.rank >= 0 && r.dur_us > 0) own[r.rank].push_back(OwnTimeUs(r));
+  std::map<int, double> usual;
+  for (auto& [rank, v] : own) usual[rank] = Median(std::move(v));
+  for (const auto& r : s.rows) {
+    if (r.rank < 0 || r.dur_us <= 0) continue;
+    t.own_excess[r.step].push_back({r.rank, OwnTimeUs(r) - usual[r.rank]});
+  }
+  return t;
+}
+
+struct StepStall {
+  size_t index = 0;            // into the job series
+  std::vector<int> ranks;      // who stalled
+  double own_excess_us = 0;    // the least own-time growth among them
+  double spike_excess_us = 0;  // how much longer the step was than the job's median step
+};
+
+// Who stalled in `step`, whose longest rank took `excess_us` more than the job's median step. In
+// a synchronous job every rank's step stretches by a stall, but only the stalled ranks' own time
+// grows; the others' extra time is waiting, in their communication phases. The stalled ranks are
+// those whose own time grew by at least half the excess, when they are at most half the step's
+// ranks; none when the series cannot tell (without communication phases, everyone's own time
+// grows alike).
+StepStall WhoStalled(const StallTimes& t, int64_t step, double excess_us) {
+  StepStall st;
+  st.spike_excess_us = excess_us;
+  auto it = t.own_excess.find(step);
+  if (it == t.own_excess.end() || it->second.size() < 2 || excess_us <= 0) return st;
+  double least = INFINITY;
+  for (const auto& [rank, e] : it->second)
+    if (e >= 0.5 * excess_us) {
+      st.ranks.push_back(rank);
+      least = std::min(least, e);
+    }
+  if (2 * st.ranks.size() > it->second.size()) st.ranks.clear();
+  std::sort(st.ranks.begin(), st.ranks.end());
+  st.own_excess_us = st.ranks.empty() ? 0 : least;
+  return st;
+}
+
+// Stalls of one host are one finding (its ranks may take turns); elsewhere, of the same ranks.
+std::string CulpritKey(const std::vector<int>& ranks, const std::map<int, std::string>& host_of) {
+  std::set<std::string> hosts;
+  for (int r : ranks) {
+    auto it = host_of.find(r);
+    hosts.insert(it == host_of.end() ? "" : it->second);
+  }
+  if (hosts.size() == 1 && !hosts.begin()->empty()) return "host " + *hosts.begin();
+  std::string key = "ranks";
+  for (int r : ranks) key += " " + std::to_string(r);
+  return key;
+}
+
+template <typename When>
+Finding StallFinding(const std::string& key, const std::vector<StepStall>& v, const StallTimes& t,
+                     const std::vector<int64_t>& steps, const std::vector<double>& x,
+                     double median_step_us, const std::map<int, std::string>& host_of,
+                     const When& when) {
+  Finding f;
+  f.kind = Kind::kHostStall;
+  f.detector = "steps.stall";
+  std::set<int> ranks, others;
+  const StepStall* worst = &v[0];
+  double held = INFINITY;  // the weakest stall's own-time growth against its spike
+  for (const StepStall& st : v) {
+    ranks.insert(st.ranks.begin(), st.ranks.end());
+    if (x[st.index] > x[worst->index]) worst = &st;
+    held = std::min(held, st.own_excess_us / st.spike_excess_us);
+    for (const auto& [rank, excess] : t.own_excess.at(steps[st.index])) others.insert(rank);
+  }
+  f.ranks.assign(ranks.begin(), ranks.end());
+  for (int r : others)
+    if (!ranks.count(r)) f.victims.push_back(r);
+  if (key.rfind("host ", 0) == 0) f.hosts = {host_of.at(f.ranks[0])};
+  f.start_us = when(v.front().index);
+  f.end_us = when(v.back().index) + static_cast<int64_t>(x[v.back().index]);
+  // Own time that grew by about the whole spike leaves no doubt who held the step.
+  f.confidence = held >= 0.8 ? 0.8 : 0.6;
+  f.Add("stalls", static_cast<double>(v.size()));
+  f.Add("max_stall_us", std::round(worst->own_excess_us));
+  f.Add("worst_step", static_cast<double>(steps[worst->index]));
+  f.Add("worst_ratio", x[worst->index] / median_step_us);
+  f.Add("median_step_us", std::round(median_step_us));
+  std::string who =
+      f.ranks.size() == 1 ? "Rank " + std::to_string(f.ranks[0]) : "Ranks " + RankList(f.ranks);
+  if (!f.hosts.empty()) who += " on " + f.hosts[0];
+  f.summary = who + (f.ranks.size() == 1 ? " stalled " : " stalled together ") +
+              (v.size() == 1 ? "" : std::to_string(v.size()) + " times, ") + "for up to " +
+              Fmt("%.2f", worst->own_excess_us / 1e6) + " s (step " +
+              std::to_string(steps[worst->index]) + ", " +
+              Fmt("%.1f", x[worst->index] / median_step_us) +
+              "x the median step) in its own time, outside communication, while " +
+              std::to_string(f.victims.size()) +
+              " other ranks waited in their communication phases: a host-side stall (JIT "
+              "compilation, garbage "
+              "collection, data loading, I/O); check that rank's Python stack at that time.";
+  return f;
+}
+
+}  // namespace
+
+std::vector<Finding> DetectStepAnomalies(const StepSeries& s, const StepOptions& o,
+                                         const std::map<int, std::string>& host_of) {
   std::vector<Finding> out;
-  // Job-level series: slowest rank per step, and per-step phase maxima. Per-rank series, where
-  // there are any, decide: a framework's job-level iteration times (rank -1) may number their
+  // Job-level series: the longest step of any rank, and per-step phase maxima. Per-rank series,
+  // where there are any, decide: a framework's job-level iteration times (rank -1) may number their
   // steps otherwise.
-  const bool per_rank = std::any_of(s.rows.begin(), s.rows.end(), [](const auto& r) { return r.rank >= 0; });
+  const bool per_rank =
+      std::any_of(s.rows.begin(), s.rows.end(), [](const auto& r) { return r.rank >= 0; });
   std::map<int64_t, double> job;
   std::map<int64_t, int64_t> start;
   std::map<int64_t, std::map<std::string, double>> phases;
   std::map<int64_t, int> slowest;
   for (const auto& r : s.rows) {
     if (per_rank && r.rank < 0) continue;
-    if (r.dur_us > job[r.step]) { job[r.step] = r.dur_us; slowest[r.step] = r.rank; }
-    if (r.start_us && (!start.count(r.step) || r.start_us < start[r.step])) start[r.step] = r.start_us;
+    job[r.step] = std::max(job[r.step], r.dur_us);
+    if (r.start_us && (!start.count(r.step) || r.start_us < start[r.step]))
+      start[r.step] = r.start_us;
     for (const auto& [p, v] : r.phases) phases[r.step][p] = std::max(phases[r.step][p], v);
   }
   std::vector<int64_t> steps;
   std::vector<double> x;
-  for (auto& [k, v] : job) { steps.push_back(k); x.push_back(v); }
+  for (auto& [k, v] : job) {
+    steps.push_back(k);
+    x.push_back(v);
+  }
   if (x.size() < 4) return out;
   auto when = [&](size_t i) { return start.count(steps[i]) ? start[steps[i]] : 0; };
   auto grew = [&](size_t a, size_t b, const std::vector<size_t>& base) {
@@ -97,9 +221,13 @@ std::vector<Finding> DetectStepAnomalies(const StepSeries& s, const StepOptions&
       (void)v;
       std::vector<double> bv, av;
       for (size_t i : base) av.push_back(phases[steps[i]].count(p) ? phases[steps[i]][p] : 0);
-      for (size_t i = a; i < b; ++i) bv.push_back(phases[steps[i]].count(p) ? phases[steps[i]][p] : 0);
+      for (size_t i = a; i < b; ++i)
+        bv.push_back(phases[steps[i]].count(p) ? phases[steps[i]][p] : 0);
       const double d = Median(bv) - Median(av);
-      if (d > inc) { inc = d; best = p; }
+      if (d > inc) {
+        inc = d;
+        best = p;
+      }
     }
     return std::make_pair(best, inc);
   };
@@ -129,7 +257,10 @@ std::vector<Finding> DetectStepAnomalies(const StepSeries& s, const StepOptions&
     f.Add("step_us_after", after);
     f.Add("first_step", static_cast<double>(steps[b]));
     f.Add("steps", static_cast<double>(c - b));
-    if (!phase.empty()) { f.AddText("phase_grew", phase); f.Add("phase_growth_us", inc); }
+    if (!phase.empty()) {
+      f.AddText("phase_grew", phase);
+      f.Add("phase_growth_us", inc);
+    }
     // CCL-D share P (alpha 0.4 / beta 0.6): compute or communication slowdown, per rank.
     if (s.source == "annotation") {
       std::vector<int64_t> sa, sb;
@@ -139,44 +270,71 @@ std::vector<Finding> DetectStepAnomalies(const StepSeries& s, const StepOptions&
       if (v.cls != "none") {
         f.Add("comm_share_P", v.job_p);
         f.AddText("slowdown_class", v.cls);
-        if (v.rank >= 0) { f.Add("lowest_P_rank", v.rank); f.Add("lowest_P", v.rank_p); }
+        if (v.rank >= 0) {
+          f.Add("lowest_P_rank", v.rank);
+          f.Add("lowest_P", v.rank_p);
+        }
       }
     }
     char buf[256];
-    std::snprintf(buf, sizeof buf, "Step time rose from %.1f ms to %.1f ms (+%.0f%%) at step %lld for %zu steps",
-                  before / 1e3, after / 1e3, 100 * (after / before - 1), static_cast<long long>(steps[b]), c - b);
+    std::snprintf(buf, sizeof buf,
+                  "Step time rose from %.1f ms to %.1f ms (+%.0f%%) at step %lld for %zu steps",
+                  before / 1e3, after / 1e3, 100 * (after / before - 1),
+                  static_cast<long long>(steps[b]), c - b);
     f.summary = std::string(buf) + (phase.empty() ? "" : "; the " + phase + " phase grew most") +
                 ": look at the slow_* findings of that window for the cause.";
     out.push_back(std::move(f));
   }
-  // Spikes outside regressions.
-  auto sp = Spikes(x, o.window, o.jitter_ratio);
+  // Spikes outside regressions: a stall where the ranks' own time names who stalled, else jitter.
   std::vector<size_t> spikes;
-  for (size_t i : sp)
+  for (size_t i : Spikes(x, o.window, o.jitter_ratio))
     if (!in_regression[i]) spikes.push_back(i);
-  if (!spikes.empty()) {
+  std::vector<size_t> unexplained;
+  std::map<std::string, std::vector<StepStall>> stalls;  // culprit (host, or ranks) -> its stalls
+  const StallTimes times = per_rank ? StallTimesOf(s) : StallTimes{};
+  for (size_t i : spikes) {
+    StepStall st = WhoStalled(times, steps[i], x[i] - med);
+    if (st.ranks.empty()) {
+      unexplained.push_back(i);
+      continue;
+    }
+    st.index = i;
+    stalls[CulpritKey(st.ranks, host_of)].push_back(std::move(st));
+  }
+  for (const auto& [key, v] : stalls)
+    out.push_back(StallFinding(key, v, times, steps, x, med, host_of, when));
+  if (!unexplained.empty()) {
     Finding f;
     f.kind = Kind::kStepJitter;
     f.detector = "steps.window";
-    f.start_us = when(spikes.front());
-    f.end_us = when(spikes.back()) + static_cast<int64_t>(x[spikes.back()]);
+    f.start_us = when(unexplained.front());
+    f.end_us = when(unexplained.back()) + static_cast<int64_t>(x[unexplained.back()]);
     double worst = 0;
-    size_t wi = spikes[0];
-    for (size_t i : spikes) if (x[i] > worst) { worst = x[i]; wi = i; }
-    if (s.source == "annotation" && slowest[steps[wi]] >= 0) f.ranks = {slowest[steps[wi]]};
+    size_t wi = unexplained[0];
+    for (size_t i : unexplained)
+      if (x[i] > worst) {
+        worst = x[i];
+        wi = i;
+      }
     std::vector<size_t> base;
-    for (size_t i = 0; i < x.size(); ++i) if (!in_regression[i]) base.push_back(i);
+    for (size_t i = 0; i < x.size(); ++i)
+      if (!in_regression[i]) base.push_back(i);
     auto [phase, inc] = grew(wi, wi + 1, base);
-    f.confidence = std::min(1.0, 0.4 + 0.2 * spikes.size());
-    f.Add("spikes", static_cast<double>(spikes.size()));
+    f.confidence = std::min(1.0, 0.4 + 0.2 * unexplained.size());
+    f.Add("spikes", static_cast<double>(unexplained.size()));
     f.Add("worst_step", static_cast<double>(steps[wi]));
     f.Add("worst_ratio", worst / med);
     if (!phase.empty()) f.AddText("phase_grew", phase);
     char buf[200];
-    std::snprintf(buf, sizeof buf, "%zu step(s) spiked to up to %.1fx the median step time (worst: step %lld",
-                  spikes.size(), worst / med, static_cast<long long>(steps[wi]));
-    f.summary = std::string(buf) + (f.ranks.empty() ? "" : ", slowest rank " + std::to_string(f.ranks[0])) + ")" +
-                (phase.empty() ? "" : "; the " + phase + " phase grew") + ": transient; check for stalls or contention then.";
+    std::snprintf(buf, sizeof buf,
+                  "%zu step(s) spiked to up to %.1fx the median step time (worst: step %lld)",
+                  unexplained.size(), worst / med, static_cast<long long>(steps[wi]));
+    // The slowest rank of a synchronous step is chance (every rank waits out the same spike), so
+    // none is named: the ranks' own time did not tell who held the others.
+    f.summary = std::string(buf) + (phase.empty() ? "" : "; the " + phase + " phase grew") +
+                ": transient, and no rank's own time (outside communication) grew by it; check for "
+                "stalls or "
+                "contention then.";
     out.push_back(std::move(f));
   }
   return out;

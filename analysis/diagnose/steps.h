@@ -1,6 +1,8 @@
 // L1 (iteration level) and L2 (phase attribution) detectors over step time series.
 #pragma once
 
+#include <map>
+#include <string>
 #include <vector>
 
 #include "analysis/diagnose/finding.h"
@@ -11,10 +13,10 @@ namespace collscope::diagnose {
 using readers::StepSeries;
 
 struct StepOptions {
-  int window = 8;              // sliding-window length (steps) for the jitter baseline
-  double jitter_ratio = 1.5;   // a step this much above the window median is a spike
+  int window = 8;                  // sliding-window length (steps) for the jitter baseline
+  double jitter_ratio = 1.5;       // a step this much above the window median is a spike
   double regression_ratio = 1.15;  // a lasting level shift of at least this much
-  int min_segment = 5;         // steps on each side of a change point
+  int min_segment = 5;             // steps on each side of a change point
 };
 
 // PELT (Killick et al. 2012) for changes in mean with a Gaussian cost; returns change indexes
@@ -24,8 +26,13 @@ std::vector<size_t> Pelt(const std::vector<double>& x, double penalty, size_t mi
 // Sliding-window, ratio-gated spikes: indexes i with x[i] > ratio * median(previous window).
 std::vector<size_t> Spikes(const std::vector<double>& x, int window, double ratio);
 
-// Job step time = slowest rank per step. step_regression and step_jitter findings, each with
-// the phase that grew most (L2) in its evidence.
-std::vector<Finding> DetectStepAnomalies(const StepSeries& s, const StepOptions& o);
+// Job step time = the longest rank's step. step_regression and step_jitter findings, each with
+// the phase that grew most (L2) in its evidence. A spike in which a minority of ranks' own time
+// (the step less its communication phases) grew by at least half of it is their stall: a
+// host_stall finding (detector steps.stall) naming them, one per host (`host_of`: global rank ->
+// host; empty: per rank set), the other ranks of those steps its victims; the remaining spikes
+// are one step_jitter finding naming no rank.
+std::vector<Finding> DetectStepAnomalies(const StepSeries& s, const StepOptions& o,
+                                         const std::map<int, std::string>& host_of = {});
 
 }  // namespace collscope::diagnose
