@@ -98,6 +98,7 @@ ComputeProfile AnalyzeComputeGrowth(const readers::StepSeries& s, const ComputeO
     usual_fwd[rank] = Quantile(f, o.baseline_quantile);
     usual_bwd[rank] = Quantile(b, o.baseline_quantile);
     if (usual[rank] <= 0) continue;
+    p.usual_compute_us[rank] = usual[rank];
     p.coverage[rank] = {obs.front().start, std::max(obs.back().end, obs.back().start)};
     for (const Obs& x : obs) ratios[x.step].push_back(x.c / usual[rank]);
   }
@@ -262,12 +263,30 @@ std::vector<Finding> DetectComputeGrowth(const ComputeProfile& p, const std::map
   return out;
 }
 
-int DemoteFlatLateArrivals(const ComputeProfile& p, int64_t slack_us, std::vector<Finding>* fs) {
+double ComputeAboveStagePeers(const ComputeProfile& p, int rank, const std::map<int, int>& stage_of) {
+  auto it = p.usual_compute_us.find(rank);
+  if (it == p.usual_compute_us.end()) return std::nan("");
+  auto stage = [&](int r) {
+    auto s = stage_of.find(r);
+    return s == stage_of.end() ? -1 : s->second;
+  };
+  std::vector<double> peers;
+  for (const auto& [r, us] : p.usual_compute_us)
+    if (r != rank && stage(r) == stage(rank)) peers.push_back(us);
+  if (peers.size() < 2) return std::nan("");
+  const double median = Median(std::move(peers));
+  return median > 0 ? it->second / median - 1 : std::nan("");
+}
+
+int DemoteFlatLateArrivals(const ComputeProfile& p, int64_t slack_us, std::vector<Finding>* fs,
+                           const std::map<int, int>& stage_of, std::vector<Suppressed>* suppressed) {
   if (p.coverage.empty()) return 0;
+  // Its compute grew in the window against its own history, or stands above its stage peers'
+  // throughout (a GPU slow from the first step has no faster history to grow from).
   auto grew = [&](int rank, int64_t a, int64_t b) {
     for (const ComputeRun& r : p.runs)
       if (r.rank == rank && Coincide(r.start_us, r.end_us, a, b, slack_us)) return true;
-    return false;
+    return ComputeAboveStagePeers(p, rank, stage_of) >= p.threshold;
   };
   auto covered = [&](int rank, int64_t a, int64_t b) {
     auto it = p.coverage.find(rank);
@@ -308,12 +327,17 @@ int DemoteFlatLateArrivals(const ComputeProfile& p, int64_t slack_us, std::vecto
       if (Coincide(g.start_us, g.end_us, f.start_us, f.end_us, slack_us)) why.push_back(j);
     }
     if (why.empty()) continue;  // late for a reason the inputs do not show: keep it
+    std::string explained_by;
     for (size_t j : why) {
       Finding& g = (*fs)[j];
       for (int r : f.ranks)
         if (std::find(g.ranks.begin(), g.ranks.end(), r) == g.ranks.end()) g.victims.push_back(r);
       SortUnique(&g.victims);
+      explained_by += (explained_by.empty() ? "" : ", ") + std::string(KindName(g.kind)) + " (" + g.detector + ")";
     }
+    if (suppressed)
+      suppressed->push_back({f, "propagated lateness: its compute neither grew in its window nor stands above its "
+                                "stage peers', and " + explained_by + " in the same window explains it"});
     drop[i] = true;
     ++dropped;
   }
@@ -363,7 +387,8 @@ void Erase(const std::vector<bool>& drop, std::vector<Finding>* fs) {
 
 }  // namespace
 
-int DemotePropagatedStalls(const ComputeProfile& p, int64_t slack_us, std::vector<Finding>* fs) {
+int DemotePropagatedStalls(const ComputeProfile& p, int64_t slack_us, std::vector<Finding>* fs,
+                           std::vector<Suppressed>* suppressed) {
   std::vector<bool> drop(fs->size(), false);
   int dropped = 0;
   for (size_t i = 0; i < fs->size(); ++i) {
@@ -387,6 +412,11 @@ int DemotePropagatedStalls(const ComputeProfile& p, int64_t slack_us, std::vecto
       g.victims.push_back(f.ranks[0]);
       SortUnique(&g.victims);
     }
+    if (suppressed)
+      suppressed->push_back({f, "propagated stall: its own time (outside communication) rose by " +
+                                    Fmt("%.0f", own / 1e3) + " ms, under half its " + Fmt("%.0f", wait / 1e3) +
+                                    " ms wait, while rank " + std::to_string(stalled[0]) +
+                                    "'s own time rose by that much then"});
     drop[i] = true;
     ++dropped;
   }
@@ -394,7 +424,8 @@ int DemotePropagatedStalls(const ComputeProfile& p, int64_t slack_us, std::vecto
   return dropped;
 }
 
-int DemoteBubbles(const ComputeProfile& p, int64_t slack_us, std::vector<Finding>* fs) {
+int DemoteBubbles(const ComputeProfile& p, int64_t slack_us, std::vector<Finding>* fs,
+                  std::vector<Suppressed>* suppressed) {
   std::vector<bool> drop(fs->size(), false);
   int dropped = 0;
   // Per bubble finding: did its ranks' own time grow by half of what its receivers idled (their
@@ -434,6 +465,9 @@ int DemoteBubbles(const ComputeProfile& p, int64_t slack_us, std::vector<Finding
         explained |= Coincide(g.start_us, g.end_us, f.start_us, f.end_us, slack_us);
       }
       if (explained) {
+        if (suppressed)
+          suppressed->push_back({f, "inherited lateness: the stage's own time did not grow by what its receivers "
+                                    "idled, and another finding in the same window explains it upstream"});
         drop[i] = true;
         ++dropped;
       }
@@ -448,6 +482,9 @@ int DemoteBubbles(const ComputeProfile& p, int64_t slack_us, std::vector<Finding
         g.AddText("also_seen_as", "pipeline_bubble (" + f.detector +
                                       "): the stage's own compute grew, so its late activations are a slow stage");
     }
+    if (suppressed)
+      suppressed->push_back({f, "a slow stage, not a bubble: most of its ranks' compute grew in its window "
+                                "(steps.compute)"});
     drop[i] = true;
     ++dropped;
   }

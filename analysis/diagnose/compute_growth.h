@@ -58,6 +58,7 @@ struct OwnStep {
 struct ComputeProfile {
   std::vector<ComputeRun> runs;
   std::map<int, std::vector<OwnStep>> own;  // per rank, in step order
+  std::map<int, double> usual_compute_us;   // per rank, its usual forward + backward per step
   // Ranks with compute phases and the wall-clock span their steps cover.
   std::map<int, std::pair<int64_t, int64_t>> coverage;
   double sigma = 0;          // robust sigma of the excess over all (rank, step)
@@ -73,14 +74,23 @@ ComputeProfile AnalyzeComputeGrowth(const readers::StepSeries& s, const ComputeO
 // a rank finding. `host_of` maps global rank -> host name (empty: no host attribution).
 std::vector<Finding> DetectComputeGrowth(const ComputeProfile& p, const std::map<int, std::string>& host_of);
 
+// How much more compute (forward + backward) `rank` usually does per step than the median of its
+// peers doing the same work: the other ranks of its pipeline stage (`stage_of`: global rank ->
+// stage; ranks it does not know are one stage). NaN with fewer than two peers. A GPU slow for
+// the whole job shows here, not against its own history.
+double ComputeAboveStagePeers(const ComputeProfile& p, int rank, const std::map<int, int>& stage_of);
+
 // Late-arrival findings cross-checked against compute: a slow_compute finding of another
-// detector whose ranks' compute is covered in its window but did not grow there, while something
-// else explains the lateness (a compute run of another rank, or a finding of another kind in the
-// same window), is propagated lateness, not a root cause: it is dropped and its ranks become
-// victims of the explaining findings. Ranks of a finding that did not grow while others of it
-// did move to its victims. `slack_us`: how far apart windows may be and still coincide.
-// Returns the number of findings dropped.
-int DemoteFlatLateArrivals(const ComputeProfile& p, int64_t slack_us, std::vector<Finding>* findings);
+// detector whose ranks' compute is covered in its window, did not grow there and is not above
+// their stage peers' (ComputeAboveStagePeers under the growth threshold), while something else
+// explains the lateness (a compute run of another rank, or a finding of another kind in the same
+// window), is propagated lateness, not a root cause: it is dropped, with its reason in
+// `suppressed`, and its ranks become victims of the explaining findings. Ranks of a finding that
+// did not grow while others of it did move to its victims. `slack_us`: how far apart windows may
+// be and still coincide. Returns the number of findings dropped.
+int DemoteFlatLateArrivals(const ComputeProfile& p, int64_t slack_us, std::vector<Finding>* findings,
+                           const std::map<int, int>& stage_of = {},
+                           std::vector<Suppressed>* suppressed = nullptr);
 
 // The largest own-time excess of `rank` in the steps that overlap [a_us, b_us]; -1 when the
 // series has none there.
@@ -92,8 +102,9 @@ double OwnTimeTypicalExcess(const ComputeProfile& p, int rank, int64_t a_us, int
 // gap is its own), its peers' extra time is waiting (communication phases). A host_stall finding
 // whose rank's own time rose by less than half its `max_wait_us`, while another rank's rose by
 // that much in the same window, is a peer that waited for the stall: it is dropped and named a
-// victim of the findings about that rank. Returns the number dropped.
-int DemotePropagatedStalls(const ComputeProfile& p, int64_t slack_us, std::vector<Finding>* findings);
+// victim of the findings about that rank (its reason in `suppressed`). Returns the number dropped.
+int DemotePropagatedStalls(const ComputeProfile& p, int64_t slack_us, std::vector<Finding>* findings,
+                           std::vector<Suppressed>* suppressed = nullptr);
 
 // pipeline_bubble findings against the stage's own phases. A bubble is a host-side gap before
 // the stage's sends: the stage's own time grows by about the delay and its compute stays as it
@@ -103,7 +114,9 @@ int DemotePropagatedStalls(const ComputeProfile& p, int64_t slack_us, std::vecto
 // of a step) inherited the lateness from upstream (a slow link, a straggler in an earlier
 // stage): dropped when a finding of another kind in the same window explains it. Bubbles of
 // `steps.stage_idle` are left alone (they were found from the stage's own gap and flat compute)
-// and count as a real bubble upstream. Returns the number dropped.
-int DemoteBubbles(const ComputeProfile& p, int64_t slack_us, std::vector<Finding>* findings);
+// and count as a real bubble upstream. Returns the number dropped, each with its reason in
+// `suppressed`.
+int DemoteBubbles(const ComputeProfile& p, int64_t slack_us, std::vector<Finding>* findings,
+                  std::vector<Suppressed>* suppressed = nullptr);
 
 }  // namespace collscope::diagnose

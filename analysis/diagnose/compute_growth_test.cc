@@ -48,6 +48,13 @@ std::map<int, std::string> Hosts() {
   return h;
 }
 
+// Each host is one pipeline stage.
+std::map<int, int> Stages() {
+  std::map<int, int> st;
+  for (int r = 0; r < 16; ++r) st[r] = r / 4;
+  return st;
+}
+
 std::vector<Finding> Detect(const readers::StepSeries& s) {
   return DetectComputeGrowth(AnalyzeComputeGrowth(s, ComputeOptions{}), Hosts());
 }
@@ -89,8 +96,10 @@ TEST(ComputeGrowth, PipelineBubbleAndStallAddNoComputeSoNoFinding) {
   // bubble: host_stall phase) and one long stall of rank 9: forward/backward are unchanged.
   auto s = Job(50, [](int r, int st, readers::StepRow* row) {
     if (st >= 10 && st <= 25) {
-      if (r / 4 == 1) row->phases["host_stall"] = 9000;
-      else row->phases["pp_p2p"] += 9000;
+      if (r / 4 == 1)
+        row->phases["host_stall"] = 9000;
+      else
+        row->phases["pp_p2p"] += 9000;
     }
     if (r == 9 && st == 30) row->phases["host_stall"] = 3e6;
   });
@@ -163,7 +172,8 @@ TEST(ComputeGrowth, OverlappingFaultsStaySeparate) {
   });
   auto f = Detect(s);
   ASSERT_EQ(f.size(), 2u);
-  std::sort(f.begin(), f.end(), [](const Finding& a, const Finding& b) { return a.ranks[0] < b.ranks[0]; });
+  std::sort(f.begin(), f.end(),
+            [](const Finding& a, const Finding& b) { return a.ranks[0] < b.ranks[0]; });
   EXPECT_EQ(f[0].ranks, std::vector<int>{2});
   EXPECT_EQ(Ev(f[0], "first_step"), 10);
   EXPECT_EQ(Ev(f[0], "last_step"), 30);
@@ -213,8 +223,13 @@ TEST(DemoteFlatLateArrivals, PropagatedLatenessBecomesVictimsOfTheStraggler) {
   ASSERT_EQ(fs.size(), 1u);
   fs.push_back(Late({8}, "h2", 15, 41));
   fs.push_back(Late({12, 13}, "h3", 20, 41));
-  EXPECT_EQ(DemoteFlatLateArrivals(p, 200000, &fs), 1);
+  std::vector<Suppressed> suppressed;
+  EXPECT_EQ(DemoteFlatLateArrivals(p, 200000, &fs, Stages(), &suppressed), 1);
   ASSERT_EQ(fs.size(), 2u);
+  ASSERT_EQ(suppressed.size(), 1u);
+  EXPECT_EQ(suppressed[0].finding.ranks, (std::vector<int>{12, 13}));
+  EXPECT_NE(suppressed[0].reason.find("propagated lateness"), std::string::npos)
+      << suppressed[0].reason;
   EXPECT_EQ(fs[0].ranks, std::vector<int>{8});
   EXPECT_EQ(fs[0].victims, (std::vector<int>{12, 13}));
   EXPECT_EQ(fs[1].detector, "comm.late_arrival");
@@ -224,7 +239,8 @@ TEST(DemoteFlatLateArrivals, PropagatedLatenessBecomesVictimsOfTheStraggler) {
   ASSERT_EQ(fs.size(), 1u);
   bool named = false;
   for (const Evidence& e : fs[0].evidence)
-    named |= e.key == "also_detected_by" && (e.text == "comm.late_arrival" || e.text == "steps.compute");
+    named |=
+        e.key == "also_detected_by" && (e.text == "comm.late_arrival" || e.text == "steps.compute");
   EXPECT_TRUE(named);
 }
 
@@ -234,10 +250,40 @@ TEST(DemoteFlatLateArrivals, HostMateWithFlatComputeMovesToVictims) {
   });
   const ComputeProfile p = AnalyzeComputeGrowth(s, ComputeOptions{});
   std::vector<Finding> fs = {Late({10, 11}, "h2", 22, 48)};
-  EXPECT_EQ(DemoteFlatLateArrivals(p, 200000, &fs), 0);
+  EXPECT_EQ(DemoteFlatLateArrivals(p, 200000, &fs, Stages()), 0);
   ASSERT_EQ(fs.size(), 1u);
   EXPECT_EQ(fs[0].ranks, std::vector<int>{11});
   EXPECT_EQ(fs[0].victims, std::vector<int>{10});
+}
+
+// Rank 9 computes 1.5x its stage peers in every step (a GPU slow from the start): it never grew
+// against its own history, yet it is the straggler, not a victim of the slow link beside it.
+// Rank 13, in the heaviest stage, computes as much as its own stage: flat, and demoted.
+TEST(DemoteFlatLateArrivals, AStragglerFromTheFirstStepIsJudgedAgainstItsStagePeers) {
+  auto s = Job(50, [](int r, int, readers::StepRow* row) {
+    if (r == 9) {
+      row->phases["forward"] *= 1.5;
+      row->phases["backward"] *= 1.5;
+    }
+  });
+  const ComputeProfile p = AnalyzeComputeGrowth(s, ComputeOptions{});
+  EXPECT_TRUE(DetectComputeGrowth(p, Hosts()).empty());  // invisible against its own history
+  EXPECT_NEAR(ComputeAboveStagePeers(p, 9, Stages()), 0.5, 0.03);
+  EXPECT_NEAR(ComputeAboveStagePeers(p, 13, Stages()), 0.0, 0.03);
+  Finding link;
+  link.kind = Kind::kSlowLink;
+  link.detector = "comm.slow_link";
+  link.hosts = {"h0"};
+  link.ranks = {0, 1, 2, 3};
+  link.start_us = kT0;
+  link.end_us = kT0 + 50 * kStepUs;
+  std::vector<Finding> fs = {link, Late({9}, "h2", 0, 50), Late({13}, "h3", 0, 50)};
+  EXPECT_EQ(DemoteFlatLateArrivals(p, 200000, &fs, Stages()), 1);
+  ASSERT_EQ(fs.size(), 2u);
+  EXPECT_EQ(fs[1].ranks, std::vector<int>{9});
+  // Without the stages, rank 13's heavier stage would make it look slow too.
+  fs = {link, Late({9}, "h2", 0, 50), Late({13}, "h3", 0, 50)};
+  EXPECT_EQ(DemoteFlatLateArrivals(p, 200000, &fs), 0);
 }
 
 TEST(DemoteFlatLateArrivals, LateWithFlatComputeIsExplainedByASlowLink) {
@@ -270,9 +316,14 @@ TEST(DemoteFlatLateArrivals, UnexplainedOrUncoveredLateArrivalsStay) {
   EXPECT_EQ(DemoteFlatLateArrivals(p, 200000, &fs), 0);
   EXPECT_EQ(fs.size(), 1u);
   // A rank the step series does not cover is never judged.
-  auto comp = DetectComputeGrowth(AnalyzeComputeGrowth(Job(50, [](int r, int st, readers::StepRow* row) {
-                                     if (r == 1 && st > 10 && st < 30) row->phases["forward"] *= 2;
-                                   }), ComputeOptions{}), Hosts());
+  auto comp =
+      DetectComputeGrowth(AnalyzeComputeGrowth(Job(50,
+                                                   [](int r, int st, readers::StepRow* row) {
+                                                     if (r == 1 && st > 10 && st < 30)
+                                                       row->phases["forward"] *= 2;
+                                                   }),
+                                               ComputeOptions{}),
+                          Hosts());
   ASSERT_EQ(comp.size(), 1u);
   fs = {comp[0], Late({40}, "h9", 10, 30)};
   EXPECT_EQ(DemoteFlatLateArrivals(p, 200000, &fs), 0);
@@ -298,8 +349,10 @@ TEST(DemotePropagatedStalls, APeerThatWaitedIsAVictimOfTheStalledRank) {
   auto s = Job(50, [](int r, int st, readers::StepRow* row) {
     if (st != 30) return;
     row->dur_us += 3e6;
-    if (r == 9) row->phases["host_stall"] = 3e6;
-    else row->phases["dp_comm"] += 3e6;
+    if (r == 9)
+      row->phases["host_stall"] = 3e6;
+    else
+      row->phases["dp_comm"] += 3e6;
   });
   const ComputeProfile p = AnalyzeComputeGrowth(s, ComputeOptions{});
   EXPECT_NEAR(OwnTimeJump(p, 9, kT0 + 30 * kStepUs, kT0 + 30 * kStepUs + 10), 3e6, 2e3);
@@ -312,7 +365,8 @@ TEST(DemotePropagatedStalls, APeerThatWaitedIsAVictimOfTheStalledRank) {
   EXPECT_EQ(fs[0].ranks, std::vector<int>{9});
   EXPECT_EQ(fs[0].victims, std::vector<int>{13});
   // Without the real stall in the series, nothing explains rank 13's wait: it stays.
-  const ComputeProfile healthy = AnalyzeComputeGrowth(Job(50, [](int, int, readers::StepRow*) {}), ComputeOptions{});
+  const ComputeProfile healthy =
+      AnalyzeComputeGrowth(Job(50, [](int, int, readers::StepRow*) {}), ComputeOptions{});
   fs = {Stall(13, 30, 2.9e6)};
   EXPECT_EQ(DemotePropagatedStalls(healthy, 100000, &fs), 0);
   EXPECT_EQ(fs.size(), 1u);
@@ -383,8 +437,10 @@ TEST(DemoteBubbles, InheritedLatenessIsNotTheStagesBubble) {
   // A real bubble of stage 2 (a 4 ms gap before its sends per step: own time) stays, link or not.
   auto real = Job(50, [](int r, int st, readers::StepRow* row) {
     if (st < 10 || st > 25 || r / 4 < 2) return;
-    if (r / 4 == 2) row->phases["host_stall"] = 4000;
-    else row->phases["pp_p2p"] += 4000;
+    if (r / 4 == 2)
+      row->phases["host_stall"] = 4000;
+    else
+      row->phases["pp_p2p"] += 4000;
     row->dur_us += 4000;
   });
   const ComputeProfile q = AnalyzeComputeGrowth(real, ComputeOptions{});

@@ -59,9 +59,35 @@ void Fold(Finding* a, const Finding& b) {
   }
 }
 
+bool NamesACulprit(const Finding& f) {
+  return f.kind != Kind::kStepRegression && f.kind != Kind::kStepJitter && f.kind != Kind::kSlowNetwork &&
+         (!f.ranks.empty() || !f.hosts.empty());
+}
+
 // Folds every finding that `rule` relates to an earlier (more confident) one into it; after a
 // merge the grown finding is compared again with all later ones.
 void MergeSame(std::vector<Finding>* fs, const MergeRule& rule, std::vector<Suppressed>* suppressed) {
+  if (rule.symptom) {
+    for (size_t j = 0; j < fs->size();) {
+      const Finding symptom = (*fs)[j];
+      std::vector<size_t> causes;
+      if (symptom.kind == rule.kind && symptom.ranks.empty() && symptom.hosts.empty())
+        for (size_t i = 0; i < fs->size(); ++i)
+          if (NamesACulprit((*fs)[i]) && rule.same((*fs)[i], symptom)) causes.push_back(i);
+      if (causes.empty()) {
+        ++j;
+        continue;
+      }
+      std::string into;
+      for (size_t i : causes) {
+        rule.fold(&(*fs)[i], symptom);
+        into += (into.empty() ? "" : ", ") + std::string(KindName((*fs)[i].kind)) + " (" + (*fs)[i].detector + ")";
+      }
+      if (suppressed) suppressed->push_back({symptom, "the impact of the " + into + " finding: " + rule.relation});
+      fs->erase(fs->begin() + static_cast<std::ptrdiff_t>(j));
+    }
+    return;
+  }
   if (rule.absorbs != Kind::kCount) {
     // Cross-kind: only an unambiguous partner is folded in.
     for (size_t i = 0; i < fs->size(); ++i) {
@@ -262,9 +288,9 @@ Status DetectFromSteps(Store& store, const std::string& run, const CommData* dat
   auto b = DetectStageIdle(*series, stage_of, host_of, StageIdleOptions{});
   out->insert(out->end(), b.begin(), b.end());
   const int64_t slack = std::max<int64_t>(window_us, static_cast<int64_t>(2 * prof.step_us));
-  DemoteBubbles(prof, slack, out);
-  DemotePropagatedStalls(prof, slack, out);
-  DemoteFlatLateArrivals(prof, slack, out);
+  DemoteBubbles(prof, slack, out, comm.suppressed);
+  DemotePropagatedStalls(prof, slack, out, comm.suppressed);
+  DemoteFlatLateArrivals(prof, slack, out, stage_of, comm.suppressed);
   return Status::Ok();
 }
 

@@ -327,6 +327,12 @@ TEST(SlowCompute, SameHostRanksAtDifferentTimesStaySeparate) {
   EXPECT_EQ(ranks, std::vector<int>({2, 3}));
 }
 
+double EvidenceValue(const Finding& f, const std::string& key) {
+  for (const Evidence& e : f.evidence)
+    if (e.key == key) return e.value;
+  return -1;
+}
+
 TEST(Consolidate, TheCauseComesBeforeASurerStepSymptom) {
   Finding symptom;
   symptom.kind = Kind::kStepRegression;
@@ -364,6 +370,56 @@ TEST(Consolidate, OneRanksStallFromRecordsAndStepsIsOneFinding) {
   ASSERT_EQ(merged_away.size(), 1u);
   EXPECT_EQ(merged_away[0].finding.detector, "steps.stall");
   EXPECT_EQ(merged_away[0].finding.start_us, 200);
+}
+
+// A step regression that lasted as long as a slow link is its impact: folded into it, said in its
+// summary, and kept in the suppressed list with the reason. A straggler of the whole job did not
+// make the step time rise then; a regression nothing coincides with stays a symptom.
+TEST(Consolidate, AStepRegressionIsTheImpactOfTheCauseItCoincidesWith) {
+  Finding regression;
+  regression.kind = Kind::kStepRegression;
+  regression.detector = "steps.pelt";
+  regression.start_us = 1'000'000;
+  regression.end_us = 2'300'000;
+  regression.confidence = 0.94;
+  regression.Add("step_us_before", 80800);
+  regression.Add("step_us_after", 116700);
+  Finding link;
+  link.kind = Kind::kSlowLink;
+  link.detector = "comm.slow_link";
+  link.hosts = {"node-000"};
+  link.start_us = 1'040'000;
+  link.end_us = 2'240'000;
+  link.confidence = 1.0;
+  link.summary = "The link of node-000 is degraded.";
+  Finding straggler;
+  straggler.kind = Kind::kSlowCompute;
+  straggler.detector = "comm.late_arrival";
+  straggler.ranks = {11};
+  straggler.start_us = 0;
+  straggler.end_us = 4'000'000;
+  straggler.confidence = 0.95;
+  Finding later = regression;
+  later.start_us = 5'000'000;
+  later.end_us = 6'000'000;
+  std::vector<Finding> fs = {regression, straggler, link, later};
+  std::vector<Suppressed> suppressed;
+  Consolidate(&fs, &suppressed);
+  ASSERT_EQ(fs.size(), 3u) << FindingsToText(fs);
+  EXPECT_EQ(fs[0].kind, Kind::kSlowLink);
+  EXPECT_EQ(fs[0].summary,
+            "The link of node-000 is degraded. Meanwhile the job's step time rose 44% (80.8 -> "
+            "116.7 ms).");
+  EXPECT_EQ(EvidenceValue(fs[0], "job_step_time_rise_pct"), 44);
+  EXPECT_EQ(fs[1].kind, Kind::kSlowCompute);
+  EXPECT_EQ(EvidenceValue(fs[1], "job_step_time_rise_pct"), -1);
+  EXPECT_EQ(fs[2].kind, Kind::kStepRegression);
+  EXPECT_EQ(fs[2].start_us, 5'000'000);
+  ASSERT_EQ(suppressed.size(), 1u);
+  EXPECT_EQ(suppressed[0].finding.kind, Kind::kStepRegression);
+  EXPECT_NE(suppressed[0].reason.find("the impact of the slow_link (comm.slow_link) finding"),
+            std::string::npos)
+      << suppressed[0].reason;
 }
 
 TEST(Consolidate, SlowComputeOfOneHostMergesAcrossDetectors) {
@@ -609,12 +665,6 @@ StepSeries FourRankSteps(const std::function<void(int, int, readers::StepRow*)>&
       s.rows.push_back(row);
     }
   return s;
-}
-
-double EvidenceValue(const Finding& f, const std::string& key) {
-  for (const Evidence& e : f.evidence)
-    if (e.key == key) return e.value;
-  return -1;
 }
 
 const std::map<int, std::string> kTwoHosts = {{0, "h0"}, {1, "h0"}, {2, "h1"}, {3, "h1"}};

@@ -1,6 +1,7 @@
 #include "analysis/diagnose/registry.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <string>
 
@@ -93,6 +94,36 @@ bool WireHostAmongTheRecords(const Finding& a, const Finding& b) {
   return Subset(wire.hosts, other.hosts) && ShareComm(a, b) && OverlapInTime(a, b);
 }
 
+// The symptom and the cause mostly coincide: their overlap is at least half of each one's window
+// (a cause that lasted the whole job did not make the step time rise at one step). The step
+// series is the whole job's, so any culprit of the job relates to it in space; time says which.
+bool Coincide(const Finding& cause, const Finding& symptom) {
+  const int64_t overlap = std::min(cause.end_us, symptom.end_us) - std::max(cause.start_us, symptom.start_us);
+  return overlap > 0 && 2 * overlap >= symptom.end_us - symptom.start_us &&
+         2 * overlap >= cause.end_us - cause.start_us;
+}
+
+double Value(const Finding& f, const char* key) {
+  for (const Evidence& e : f.evidence)
+    if (e.key == key) return e.value;
+  return 0;
+}
+
+// What the job lost: the step time's rise (a regression) or spikes (jitter) while the cause lasted.
+void AddStepImpact(Finding* cause, const Finding& symptom) {
+  if (symptom.kind == Kind::kStepRegression) {
+    const double before = Value(symptom, "step_us_before"), after = Value(symptom, "step_us_after");
+    if (before <= 0) return;
+    cause->Add("job_step_time_rise_pct", std::round(100 * (after / before - 1)));
+    cause->summary += " Meanwhile the job's step time rose " + Fmt("%.0f", 100 * (after / before - 1)) + "% (" +
+                      Fmt("%.1f", before / 1e3) + " -> " + Fmt("%.1f", after / 1e3) + " ms).";
+  } else {
+    cause->Add("job_step_spikes", Value(symptom, "spikes"));
+    cause->summary += " Meanwhile " + Fmt("%.0f", Value(symptom, "spikes")) + " of the job's steps spiked, to up to " +
+                      Fmt("%.1f", Value(symptom, "worst_ratio")) + "x the median step.";
+  }
+}
+
 std::vector<Finding> Mismatch(const CommData& d, const CommOptions&) { return DetectMismatch(d); }
 std::vector<Finding> Progress(const CommData& d, const CommOptions&) { return DetectHangFromRecords(d); }
 
@@ -174,6 +205,12 @@ const std::vector<MergeRule>& MergeRules() {
          return !a.hosts.empty() && !b.hosts.empty() && (Subset(b.hosts, a.hosts) || Subset(a.hosts, b.hosts)) &&
                 OverlapInTime(a, b);
        }},
+      // A step-level symptom is the impact of the causes that lasted as long as it did (after the
+      // merges above, so each cause is counted once).
+      {Kind::kStepRegression, "the step time rose while the cause lasted (windows mostly coincide)", &Coincide,
+       false, Kind::kCount, &AddStepImpact, true},
+      {Kind::kStepJitter, "the steps spiked while the cause lasted (windows mostly coincide)", &Coincide, false,
+       Kind::kCount, &AddStepImpact, true},
   };
   return r;
 }

@@ -38,6 +38,10 @@ struct MergeRule {
   // place of the plain union.
   Kind absorbs = Kind::kCount;
   void (*fold)(Finding* a, const Finding& b) = nullptr;
+  // Symptom rules: `kind` names no culprit (a job-level step finding). Each finding of it that
+  // `same(culprit, symptom)` relates to one or more findings naming a culprit is their impact:
+  // `fold` adds it to each of them and the symptom is suppressed.
+  bool symptom = false;
 };
 const std::vector<MergeRule>& MergeRules();
 
