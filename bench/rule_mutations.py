@@ -85,6 +85,15 @@ RULES = [
      'if (n < kMinSlowInBin || slow[p] < kMostlySlow * all[p]) continue;', 'if (n < kMinSlowInBin) continue;'),
     ('host stall: a stall\'s own echo does not explain it', D + 'comm_detect.cc',
      'waited -= led.EchoOf(', '(void)led.EchoOf('),
+    ('merge: one rank\'s stall from records and steps', D + 'registry.cc',
+     'return OverlapInTime(a, b) && ShareRank(a, b); }},', 'return false && ShareRank(a, b); }},'),
+    ('symptom: a step regression or jitter is the impact of the cause it coincides with', D + 'registry.cc',
+     'return overlap > 0 && 2 * overlap', 'return false && overlap > 0 && 2 * overlap'),
+    ('steps: a stall is whose own time grew, a minority', D + 'steps.cc',
+     'if (2 * st.ranks.size() > it->second.size()) st.ranks.clear();', ''),
+    ('late arrival refuted: compute above its stage peers is not flat', D + 'compute_growth.cc',
+     'return ComputeAboveStagePeers(p, rank, stage_of) >= p.threshold;',
+     'return false && ComputeAboveStagePeers(p, rank, stage_of) >= p.threshold;'),
 ]
 
 

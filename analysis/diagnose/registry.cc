@@ -171,7 +171,7 @@ const std::vector<MergeRule>& MergeRules() {
       // One stall: the records' (who the others waited for) and the step phases' (whose own
       // time grew) findings about the same rank.
       {Kind::kHostStall, "the same rank, overlapping windows",
-       [](const Finding& a, const Finding& b) { return ShareRank(a, b) && OverlapInTime(a, b); }},
+       [](const Finding& a, const Finding& b) { return OverlapInTime(a, b) && ShareRank(a, b); }},
       // One bubble: the records' and the step phases' findings about a stage.
       {Kind::kPipelineBubble, "one stage (shared ranks), overlapping windows",
        [](const Finding& a, const Finding& b) { return ShareRank(a, b) && OverlapInTime(a, b); }},
