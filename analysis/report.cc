@@ -436,6 +436,38 @@ std::string WindowText(const dg::Finding& f, int64_t t0, int64_t t1) {
   return o;
 }
 
+// What the fault cost, in words, from the finding's own evidence: the job's step time where the
+// step series measured it, else what its peers or communicators lost. Empty when the evidence
+// holds none of these.
+std::string ImpactText(const dg::Finding& f) {
+  std::map<std::string, double> v;
+  for (const dg::Evidence& e : f.evidence)
+    if (e.text.empty()) v.emplace(e.key, e.value);
+  std::vector<std::string> parts;
+  auto has = [&](const char* k) { return v.count(k) > 0; };
+  if (has("job_step_time_rise_pct"))
+    parts.push_back("the job's step time rose " + dg::Fmt("%.0f", v["job_step_time_rise_pct"]) + "% while it lasted");
+  if (has("job_step_spikes"))
+    parts.push_back(dg::Fmt("%.0f", v["job_step_spikes"]) + " of the job's steps spiked while it lasted");
+  if (has("peer_wait_share"))
+    parts.push_back("its peers spent " + dg::Fmt("%.1f", 100 * v["peer_wait_share"]) +
+                    "% of their time waiting for it");
+  if (has("bandwidth_share"))
+    parts.push_back("its communicators ran at " + dg::Fmt("%.0f", 100 * v["bandwidth_share"]) +
+                    "% of their usual bandwidth");
+  if (has("extra_idle_share"))
+    parts.push_back("the receiving stage idled " + dg::Fmt("%.0f", 100 * v["extra_idle_share"]) +
+                    "% more of each step");
+  if (f.kind == dg::Kind::kHostStall && (has("max_stall_us") || has("max_wait_us")))
+    parts.push_back("the other ranks stood waiting for up to " +
+                    Duration(has("max_stall_us") ? v["max_stall_us"] : v["max_wait_us"]));
+  if (has("compute_growth"))
+    parts.push_back("its compute took " + dg::Fmt("%.0f", 100 * v["compute_growth"]) + "% longer than usual");
+  std::string o;
+  for (size_t i = 0; i < parts.size() && i < 2; ++i) o += (i ? "; " : "") + parts[i];
+  return o;
+}
+
 // One card per (kind, culprit): the first finding in diagnose's order leads, later ones of the
 // same kind naming the same hosts and ranks are its other occurrences (never repeated cards).
 struct Card {
@@ -501,6 +533,8 @@ std::string CardHtml(const Card& card, int world, int64_t t0, int64_t t1, const 
   h += "<dt>When</dt><dd>" + HtmlEscape(WindowText(f, t0, t1));
   if (card.occurrences.size() > 1) h += "; " + std::to_string(card.occurrences.size()) + " occurrences (below)";
   h += "</dd>";
+  const std::string impact = ImpactText(f);
+  if (!impact.empty()) h += "<dt>Impact</dt><dd>" + HtmlEscape(impact) + "</dd>";
   const std::string vt = VictimsText(victims, f.ranks, world);
   if (!vt.empty())
     h += "<dt>Victims</dt><dd>" + HtmlEscape(vt) + (symptom ? "" : " (they wait for it)") + "</dd>";

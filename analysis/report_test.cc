@@ -98,7 +98,7 @@ TEST_F(Report, FindingsDocumentInPlainWords) {
       "{\"kind\":\"slow_link\",\"confidence\":0.9,\"hosts\":[\"h1\"],\"ranks\":[0],\"victims\":[1,2,3,4,5,6,7,"
       "16,17,18,19,20,21,22,23],\"comms\":[\"0xa\"],\"start_us\":1767225602000000,\"end_us\":1767225606000000,"
       "\"summary\":\"</script><b>x slow on 0xa (DP group 3)\",\"detector\":\"comm.slow_link\","
-      "\"evidence\":{\"bandwidth_share\":0.25,\"max_wait_us\":12000,\"msg_size_bytes\":4194304,"
+      "\"evidence\":{\"bandwidth_share\":0.25,\"job_step_time_rise_pct\":44,\"max_wait_us\":12000,\"msg_size_bytes\":4194304,"
       "\"worst_kernel\":\"nic-only/2/AllReduce\"}}";
   testing::WriteFile(dir_ / "f.json",
                      "{\"schema\":\"collscope.findings.v1\",\"findings\":[" + finding + "," + finding +
@@ -123,6 +123,11 @@ TEST_F(Report, FindingsDocumentInPlainWords) {
   EXPECT_NE(cards.find("<b>Culprit:</b> <a class=\"culprit-name\" href=\"#host-h1\">h1</a>"), std::string::npos)
       << cards;
   EXPECT_NE(cards.find("&lt;/script&gt;&lt;b&gt;x slow"), std::string::npos);
+  // What it cost, in words: the job's step time first, then what its communicators lost.
+  EXPECT_NE(cards.find("<dt>Impact</dt><dd>the job's step time rose 44% while it lasted; its communicators ran at "
+                       "25% of their usual bandwidth</dd>"),
+            std::string::npos)
+      << cards;
   // Victims as ranges, never an elided list; the communicator by the label the summary gives it.
   EXPECT_NE(cards.find("15 ranks: 1-7, 16-23 (they wait for it)"), std::string::npos) << cards;
   EXPECT_EQ(cards.find("..."), std::string::npos);
