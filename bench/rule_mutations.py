@@ -91,9 +91,9 @@ RULES = [
      'return overlap > 0 && 2 * overlap', 'return false && overlap > 0 && 2 * overlap'),
     ('steps: a stall is whose own time grew, a minority', D + 'steps.cc',
      'if (2 * st.ranks.size() > it->second.size()) st.ranks.clear();', ''),
-    ('late arrival refuted: compute above its stage peers is not flat', D + 'compute_growth.cc',
-     'return ComputeAboveStagePeers(p, rank, stage_of) >= p.threshold;',
-     'return false && ComputeAboveStagePeers(p, rank, stage_of) >= p.threshold;'),
+    ('late arrival refuted: compute above its peers is not flat', D + 'compute_growth.cc',
+     'return ComputeAbovePeers(p, rank, groups) >= p.threshold;',
+     'return false && ComputeAbovePeers(p, rank, groups) >= p.threshold;'),
 ]
 
 

@@ -287,6 +287,26 @@ std::string CommIdAndLabel(const CommData& d, int comm) {
   return label == "communicator " + id ? id : id + " (" + label + ")";
 }
 
+std::vector<std::vector<int>> SameWorkGroups(const CommData& d) {
+  int world = 0;
+  for (const Proc& p : d.procs) world += p.global_rank >= 0;
+  // Only communicators that run collectives: a pipeline communicator (Send/Recv between stages)
+  // spans stages.
+  std::vector<bool> collective(d.comms.size(), false);
+  for (const Inst& x : d.insts) collective[static_cast<size_t>(x.comm)] = true;
+  std::set<std::vector<int>> groups;
+  for (size_t i = 0; i < d.comms.size(); ++i) {
+    const Comm& c = d.comms[i];
+    if (!collective[i] || c.n_ranks < 3 || c.n_ranks >= world) continue;
+    std::vector<int> g;
+    for (int p : c.procs)
+      if (d.procs[static_cast<size_t>(p)].global_rank >= 0) g.push_back(d.procs[static_cast<size_t>(p)].global_rank);
+    std::sort(g.begin(), g.end());
+    if (g.size() >= 3) groups.insert(std::move(g));
+  }
+  return {groups.begin(), groups.end()};
+}
+
 bool Complete(const CommData& d, const Inst& x) {
   const int m = static_cast<int>(d.comms[static_cast<size_t>(x.comm)].procs.size());
   return x.n >= 2 && x.pmin >= 0 && (x.n == m || (m >= 3 && x.n == m - 1));

@@ -156,6 +156,12 @@ std::vector<Finding> DetectMismatch(const CommData& d);
 // pipeline_bubble: every pipeline link out of one stage delivers activations late (the next
 // stage idles) while the stage's own collectives stay balanced (bubble_detect.cc).
 std::vector<Finding> DetectPipelineBubble(const CommData& d, const CommOptions& o);
+// Groups of global ranks that do the same work each step: the members of each communicator that
+// runs collectives, of 3 or more ranks short of the whole job (tensor-, data-, expert- and
+// context-parallel groups stay inside one pipeline stage; the world communicator, 2-rank groups
+// such as the first and last stages' embedding group, and pipeline communicators, which carry
+// only Send/Recv, span stages). Identical groups are listed once.
+std::vector<std::vector<int>> SameWorkGroups(const CommData& d);
 // Pipeline stage of every global rank in a pipeline communicator (its communicator rank there);
 // what the step-phase bubble check (bubble_steps.h) groups ranks by.
 std::map<int, int> PipelineStageOfRank(const CommData& d);

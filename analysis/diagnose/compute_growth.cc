@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
 
 #include "analysis/diagnose/comm_data.h"
 #include "analysis/diagnose/share_ccld.h"
@@ -99,6 +100,7 @@ ComputeProfile AnalyzeComputeGrowth(const readers::StepSeries& s, const ComputeO
     usual_bwd[rank] = Quantile(b, o.baseline_quantile);
     if (usual[rank] <= 0) continue;
     p.usual_compute_us[rank] = usual[rank];
+    for (const Obs& x : obs) p.compute_us[rank][x.step] = x.c;
     p.coverage[rank] = {obs.front().start, std::max(obs.back().end, obs.back().start)};
     for (const Obs& x : obs) ratios[x.step].push_back(x.c / usual[rank]);
   }
@@ -263,30 +265,130 @@ std::vector<Finding> DetectComputeGrowth(const ComputeProfile& p, const std::map
   return out;
 }
 
-double ComputeAboveStagePeers(const ComputeProfile& p, int rank, const std::map<int, int>& stage_of) {
+double ComputeAbovePeers(const ComputeProfile& p, int rank, const SameWork& groups, size_t* group) {
   auto it = p.usual_compute_us.find(rank);
   if (it == p.usual_compute_us.end()) return std::nan("");
-  auto stage = [&](int r) {
-    auto s = stage_of.find(r);
-    return s == stage_of.end() ? -1 : s->second;
+  double most = std::nan("");
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (!std::binary_search(groups[g].begin(), groups[g].end(), rank)) continue;
+    std::vector<double> peers;
+    for (int r : groups[g]) {
+      auto u = p.usual_compute_us.find(r);
+      if (r != rank && u != p.usual_compute_us.end()) peers.push_back(u->second);
+    }
+    if (peers.size() < 2) continue;
+    const double median = Median(std::move(peers));
+    if (median <= 0) continue;
+    const double above = it->second / median - 1;
+    if (!(above <= most)) {
+      most = above;
+      if (group) *group = g;
+    }
+  }
+  return most;
+}
+
+std::vector<Finding> DetectComputeAbovePeers(const ComputeProfile& p, const SameWork& groups,
+                                             const std::map<int, std::string>& host_of, const ComputeOptions& o) {
+  std::set<int> in_runs;
+  for (const ComputeRun& run : p.runs) in_runs.insert(run.rank);
+  struct Slow {
+    int rank;
+    double above, steps_share, usual_us, peers_us;
   };
-  std::vector<double> peers;
-  for (const auto& [r, us] : p.usual_compute_us)
-    if (r != rank && stage(r) == stage(rank)) peers.push_back(us);
-  if (peers.size() < 2) return std::nan("");
-  const double median = Median(std::move(peers));
-  return median > 0 ? it->second / median - 1 : std::nan("");
+  std::map<std::string, std::vector<Slow>> by_host;  // host, or "rank N" where unknown
+  for (const auto& [r, steps] : p.compute_us) {
+    if (in_runs.count(r)) continue;
+    size_t g = 0;
+    const double above = ComputeAbovePeers(p, r, groups, &g);
+    if (!(above >= p.threshold)) continue;
+    int counted = 0, over = 0;
+    for (const auto& [step, c] : steps) {
+      std::vector<double> peers;
+      for (int q : groups[g]) {
+        auto qc = p.compute_us.find(q);
+        if (q == r || qc == p.compute_us.end()) continue;
+        auto it = qc->second.find(step);
+        if (it != qc->second.end()) peers.push_back(it->second);
+      }
+      if (peers.size() < 2) continue;
+      const double m = Median(std::move(peers));
+      if (m <= 0) continue;
+      ++counted;
+      if (c / m - 1 >= p.threshold / 2) ++over;
+    }
+    if (counted < 2 * o.min_steps || over < 0.8 * counted) continue;
+    auto h = host_of.find(r);
+    const std::string host = h == host_of.end() ? "" : h->second;
+    by_host[host.empty() ? "rank " + std::to_string(r) : host].push_back(
+        {r, above, static_cast<double>(over) / counted, p.usual_compute_us.at(r),
+         p.usual_compute_us.at(r) / (1 + above)});
+  }
+  std::map<std::string, int> host_size;
+  for (const auto& [rank, h] : host_of) host_size[h]++;
+  std::vector<Finding> out;
+  for (const auto& [key, v] : by_host) {
+    Finding f;
+    f.kind = Kind::kSlowCompute;
+    f.detector = "steps.compute";
+    auto h = host_of.find(v[0].rank);
+    const std::string host = h == host_of.end() ? "" : h->second;
+    if (!host.empty()) f.hosts = {host};
+    std::vector<double> above, share, usual, peers;
+    f.start_us = INT64_MAX;
+    f.end_us = 0;
+    for (const Slow& x : v) {
+      f.ranks.push_back(x.rank);
+      above.push_back(x.above);
+      share.push_back(x.steps_share);
+      usual.push_back(x.usual_us);
+      peers.push_back(x.peers_us);
+      auto cov = p.coverage.find(x.rank);
+      if (cov != p.coverage.end()) {
+        f.start_us = std::min(f.start_us, cov->second.first);
+        f.end_us = std::max(f.end_us, cov->second.second);
+      }
+    }
+    if (f.start_us > f.end_us) f.start_us = f.end_us = 0;
+    const double a = Median(above), sh = Median(share);
+    // As sure as a long run of slow steps: every step of the job is one.
+    f.confidence = std::min(0.95, 0.5 + a) * sh;
+    if (p.wall_timed) f.confidence *= 0.85;
+    f.AddText("phase_timing", p.wall_timed ? "host wall clock (no GPU time measured; a phase may include waiting)"
+                                           : "GPU time (CUDA events)");
+    f.Add("compute_above_peers", a);
+    f.Add("steps_above_share", sh);
+    f.Add("usual_compute_us", std::round(Median(usual)));
+    f.Add("peers_compute_us", std::round(Median(peers)));
+    f.Add("noise_sigma", p.sigma);
+    const int hn = host.empty() ? 0 : host_size[host];
+    const bool whole_host = f.ranks.size() > 1 && static_cast<int>(f.ranks.size()) == hn;
+    std::string who;
+    if (f.ranks.size() == 1)
+      who = "Rank " + std::to_string(f.ranks[0]) + (host.empty() ? "" : " on " + host) + " computes";
+    else if (whole_host)
+      who = "All " + std::to_string(hn) + " ranks of host " + host + " (" + RankList(f.ranks) + ") compute";
+    else
+      who = "Ranks " + RankList(f.ranks) + (host.empty() ? "" : " of host " + host) + " compute";
+    f.summary = who + " " + Pct(a) + " longer per step (forward + backward) than the peers doing the same work " +
+                "in " + (f.ranks.size() == 1 ? "its" : "their") + " communicators, in " + Pct(sh) +
+                " of the steps, however far back the series goes: " +
+                (whole_host ? "a host slow throughout; check the host's clocks, power, thermal state and CPU load."
+                            : "a GPU slow throughout; check its clocks, temperature and ECC errors.");
+    out.push_back(std::move(f));
+  }
+  return out;
 }
 
 int DemoteFlatLateArrivals(const ComputeProfile& p, int64_t slack_us, std::vector<Finding>* fs,
-                           const std::map<int, int>& stage_of, std::vector<Suppressed>* suppressed) {
+                           const SameWork& groups, std::vector<Suppressed>* suppressed) {
   if (p.coverage.empty()) return 0;
-  // Its compute grew in the window against its own history, or stands above its stage peers'
+  // Its compute grew in the window against its own history, or stands above its same-work peers'
   // throughout (a GPU slow from the first step has no faster history to grow from).
   auto grew = [&](int rank, int64_t a, int64_t b) {
     for (const ComputeRun& r : p.runs)
       if (r.rank == rank && Coincide(r.start_us, r.end_us, a, b, slack_us)) return true;
-    return ComputeAboveStagePeers(p, rank, stage_of) >= p.threshold;
+    return ComputeAbovePeers(p, rank, groups) >= p.threshold;
   };
   auto covered = [&](int rank, int64_t a, int64_t b) {
     auto it = p.coverage.find(rank);
@@ -337,7 +439,7 @@ int DemoteFlatLateArrivals(const ComputeProfile& p, int64_t slack_us, std::vecto
     }
     if (suppressed)
       suppressed->push_back({f, "propagated lateness: its compute neither grew in its window nor stands above its "
-                                "stage peers', and " + explained_by + " in the same window explains it"});
+                                "peers' doing the same work, and " + explained_by + " in the same window explains it"});
     drop[i] = true;
     ++dropped;
   }

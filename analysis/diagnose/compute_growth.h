@@ -59,6 +59,7 @@ struct ComputeProfile {
   std::vector<ComputeRun> runs;
   std::map<int, std::vector<OwnStep>> own;  // per rank, in step order
   std::map<int, double> usual_compute_us;   // per rank, its usual forward + backward per step
+  std::map<int, std::map<int64_t, double>> compute_us;  // per rank and step, forward + backward
   // Ranks with compute phases and the wall-clock span their steps cover.
   std::map<int, std::pair<int64_t, int64_t>> coverage;
   double sigma = 0;          // robust sigma of the excess over all (rank, step)
@@ -74,22 +75,37 @@ ComputeProfile AnalyzeComputeGrowth(const readers::StepSeries& s, const ComputeO
 // a rank finding. `host_of` maps global rank -> host name (empty: no host attribution).
 std::vector<Finding> DetectComputeGrowth(const ComputeProfile& p, const std::map<int, std::string>& host_of);
 
+// Groups of global ranks that do the same work each step (SameWorkGroups: a data-, tensor- or
+// expert-parallel group; never ranks of different pipeline stages, whose work differs).
+using SameWork = std::vector<std::vector<int>>;
+
 // How much more compute (forward + backward) `rank` usually does per step than the median of its
-// peers doing the same work: the other ranks of its pipeline stage (`stage_of`: global rank ->
-// stage; ranks it does not know are one stage). NaN with fewer than two peers. A GPU slow for
-// the whole job shows here, not against its own history.
-double ComputeAboveStagePeers(const ComputeProfile& p, int rank, const std::map<int, int>& stage_of);
+// peers in a group doing the same work, in the group where that is most (a slow host filling its
+// tensor-parallel group shows against its data-parallel peers); NaN when no group of the rank has
+// two other members with compute data. `group`, when given, receives that group's index. A GPU
+// slow for the whole job shows here, not against its own history.
+double ComputeAbovePeers(const ComputeProfile& p, int rank, const SameWork& groups, size_t* group = nullptr);
+
+// slow_compute findings (detector `steps.compute`) against peers, for what own history cannot
+// show: a GPU or host slow from the first step. A rank without a slow run whose usual compute is
+// above its peers' (ComputeAbovePeers at the growth threshold) and whose compute exceeds the
+// median of those peers' by half that threshold in at least 80% of the steps they have (at least
+// 2 * min_steps of them) computes slowly throughout. Such ranks of one host are one finding,
+// windowed over the steps the series covers.
+std::vector<Finding> DetectComputeAbovePeers(const ComputeProfile& p, const SameWork& groups,
+                                             const std::map<int, std::string>& host_of,
+                                             const ComputeOptions& o = ComputeOptions{});
 
 // Late-arrival findings cross-checked against compute: a slow_compute finding of another
 // detector whose ranks' compute is covered in its window, did not grow there and is not above
-// their stage peers' (ComputeAboveStagePeers under the growth threshold), while something else
+// their peers' (ComputeAbovePeers under the growth threshold), while something else
 // explains the lateness (a compute run of another rank, or a finding of another kind in the same
 // window), is propagated lateness, not a root cause: it is dropped, with its reason in
 // `suppressed`, and its ranks become victims of the explaining findings. Ranks of a finding that
 // did not grow while others of it did move to its victims. `slack_us`: how far apart windows may
 // be and still coincide. Returns the number of findings dropped.
 int DemoteFlatLateArrivals(const ComputeProfile& p, int64_t slack_us, std::vector<Finding>* findings,
-                           const std::map<int, int>& stage_of = {},
+                           const SameWork& groups = {},
                            std::vector<Suppressed>* suppressed = nullptr);
 
 // The largest own-time excess of `rank` in the steps that overlap [a_us, b_us]; -1 when the

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 
 #include "analysis/diagnose/diagnose.h"
@@ -48,11 +49,12 @@ std::map<int, std::string> Hosts() {
   return h;
 }
 
-// Each host is one pipeline stage.
-std::map<int, int> Stages() {
-  std::map<int, int> st;
-  for (int r = 0; r < 16; ++r) st[r] = r / 4;
-  return st;
+// Each host is one pipeline stage, its 4 ranks one tensor-parallel group: the groups doing the
+// same work.
+SameWork Stages() {
+  SameWork g;
+  for (int h = 0; h < 4; ++h) g.push_back({4 * h, 4 * h + 1, 4 * h + 2, 4 * h + 3});
+  return g;
 }
 
 std::vector<Finding> Detect(const readers::StepSeries& s) {
@@ -256,10 +258,10 @@ TEST(DemoteFlatLateArrivals, HostMateWithFlatComputeMovesToVictims) {
   EXPECT_EQ(fs[0].victims, std::vector<int>{10});
 }
 
-// Rank 9 computes 1.5x its stage peers in every step (a GPU slow from the start): it never grew
-// against its own history, yet it is the straggler, not a victim of the slow link beside it.
-// Rank 13, in the heaviest stage, computes as much as its own stage: flat, and demoted.
-TEST(DemoteFlatLateArrivals, AStragglerFromTheFirstStepIsJudgedAgainstItsStagePeers) {
+// Rank 9 computes 1.5x its peers in every step (a GPU slow from the start): it never grew against
+// its own history, yet it is the straggler, not a victim of the slow link beside it. Rank 13, in
+// the heaviest stage, computes as much as the ranks doing its work: flat, and demoted.
+TEST(DemoteFlatLateArrivals, AStragglerFromTheFirstStepIsJudgedAgainstItsPeers) {
   auto s = Job(50, [](int r, int, readers::StepRow* row) {
     if (r == 9) {
       row->phases["forward"] *= 1.5;
@@ -268,8 +270,8 @@ TEST(DemoteFlatLateArrivals, AStragglerFromTheFirstStepIsJudgedAgainstItsStagePe
   });
   const ComputeProfile p = AnalyzeComputeGrowth(s, ComputeOptions{});
   EXPECT_TRUE(DetectComputeGrowth(p, Hosts()).empty());  // invisible against its own history
-  EXPECT_NEAR(ComputeAboveStagePeers(p, 9, Stages()), 0.5, 0.03);
-  EXPECT_NEAR(ComputeAboveStagePeers(p, 13, Stages()), 0.0, 0.03);
+  EXPECT_NEAR(ComputeAbovePeers(p, 9, Stages()), 0.5, 0.03);
+  EXPECT_NEAR(ComputeAbovePeers(p, 13, Stages()), 0.0, 0.03);
   Finding link;
   link.kind = Kind::kSlowLink;
   link.detector = "comm.slow_link";
@@ -281,9 +283,51 @@ TEST(DemoteFlatLateArrivals, AStragglerFromTheFirstStepIsJudgedAgainstItsStagePe
   EXPECT_EQ(DemoteFlatLateArrivals(p, 200000, &fs, Stages()), 1);
   ASSERT_EQ(fs.size(), 2u);
   EXPECT_EQ(fs[1].ranks, std::vector<int>{9});
-  // Without the stages, rank 13's heavier stage would make it look slow too.
+  // Without groups (no records to tell who does the same work) nobody is judged against peers,
+  // and rank 9's flat history gets it dropped as well.
   fs = {link, Late({9}, "h2", 0, 50), Late({13}, "h3", 0, 50)};
-  EXPECT_EQ(DemoteFlatLateArrivals(p, 200000, &fs), 0);
+  EXPECT_EQ(DemoteFlatLateArrivals(p, 200000, &fs), 2);
+}
+
+// A GPU slow from the first step: nothing grew against its own history, but it computes 30% more
+// than its stage peers in every step. A whole host so from the start is one finding; a healthy
+// job whose stages do unequal work is nothing, unless the stages are unknown.
+TEST(DetectComputeAbovePeers, ASlowGpuOrHostFromTheFirstStepAgainstItsPeers) {
+  // h2 and h3 do the same work, in the data-parallel groups {8, 9, 12, 13} and {10, 11, 14, 15};
+  // rank 6 is slow alone in h1's group, and all of h2 is slow, which its own tensor-parallel
+  // group cannot show but its data-parallel groups do.
+  SameWork groups = Stages();
+  groups.push_back({8, 9, 12, 13});
+  groups.push_back({10, 11, 14, 15});
+  for (auto& g : groups) std::sort(g.begin(), g.end());
+  auto s = Job(50, [](int r, int, readers::StepRow* row) {
+    if (r >= 12) {  // the same work as h2
+      row->phases["forward"] *= 1.4 / 1.6;
+      row->phases["backward"] *= 1.4 / 1.6;
+    }
+    if (r == 6 || (r >= 8 && r <= 11)) {
+      row->phases["forward"] *= 1.3;
+      row->phases["backward"] *= 1.3;
+    }
+  });
+  const ComputeProfile p = AnalyzeComputeGrowth(s, ComputeOptions{});
+  EXPECT_TRUE(DetectComputeGrowth(p, Hosts()).empty());
+  const auto f = DetectComputeAbovePeers(p, groups, Hosts());
+  ASSERT_EQ(f.size(), 2u) << FindingsToText(f);
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>{"h1"});
+  EXPECT_EQ(f[0].ranks, std::vector<int>{6});
+  EXPECT_NEAR(Ev(f[0], "compute_above_peers"), 0.3, 0.03);
+  EXPECT_EQ(Ev(f[0], "steps_above_share"), 1);
+  EXPECT_EQ(f[0].start_us, kT0);
+  EXPECT_EQ(f[1].hosts, std::vector<std::string>{"h2"});
+  EXPECT_EQ(f[1].ranks, (std::vector<int>{8, 9, 10, 11}));
+  EXPECT_NE(f[1].summary.find("All 4 ranks of host h2"), std::string::npos) << f[1].summary;
+  // A healthy job whose stages do unequal work: nothing, as long as the groups are the same
+  // work's; a group across stages would make the heavy stage stand out.
+  const ComputeProfile healthy =
+      AnalyzeComputeGrowth(Job(50, [](int, int, readers::StepRow*) {}), ComputeOptions{});
+  EXPECT_TRUE(DetectComputeAbovePeers(healthy, Stages(), Hosts()).empty());
+  EXPECT_FALSE(DetectComputeAbovePeers(healthy, {{0, 1, 4, 5, 12, 13}}, Hosts()).empty());
 }
 
 TEST(DemoteFlatLateArrivals, LateWithFlatComputeIsExplainedByASlowLink) {

@@ -284,13 +284,16 @@ Status DetectFromSteps(Store& store, const std::string& run, const CommData* dat
   const ComputeProfile prof = AnalyzeComputeGrowth(*series, ComputeOptions{});
   auto c = DetectComputeGrowth(prof, host_of);
   out->insert(out->end(), c.begin(), c.end());
+  const SameWork same_work = data ? SameWorkGroups(*data) : SameWork{};
+  auto above = DetectComputeAbovePeers(prof, same_work, host_of);
+  out->insert(out->end(), above.begin(), above.end());
   // Bubbles shorter than the records' windows show in the stage's own step phases.
   auto b = DetectStageIdle(*series, stage_of, host_of, StageIdleOptions{});
   out->insert(out->end(), b.begin(), b.end());
   const int64_t slack = std::max<int64_t>(window_us, static_cast<int64_t>(2 * prof.step_us));
   DemoteBubbles(prof, slack, out, comm.suppressed);
   DemotePropagatedStalls(prof, slack, out, comm.suppressed);
-  DemoteFlatLateArrivals(prof, slack, out, stage_of, comm.suppressed);
+  DemoteFlatLateArrivals(prof, slack, out, same_work, comm.suppressed);
   return Status::Ok();
 }
 
