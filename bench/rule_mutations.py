@@ -91,6 +91,8 @@ RULES = [
      'return overlap > 0 && 2 * overlap', 'return false && overlap > 0 && 2 * overlap'),
     ('steps: a stall is whose own time grew, a minority', D + 'steps.cc',
      'if (2 * st.ranks.size() > it->second.size()) st.ranks.clear();', ''),
+    ('same work: only communicators that run collectives (not pipeline ones)', D + 'comm_data.cc',
+     'if (!collective[i] || c.n_ranks < 3', 'if (c.n_ranks < 3'),
     ('late arrival refuted: compute above its peers is not flat', D + 'compute_growth.cc',
      'return ComputeAbovePeers(p, rank, groups) >= p.threshold;',
      'return false && ComputeAbovePeers(p, rank, groups) >= p.threshold;'),

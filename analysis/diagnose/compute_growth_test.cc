@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "analysis/diagnose/comm_data.h"
 #include "analysis/diagnose/diagnose.h"
 
 namespace collscope::diagnose {
@@ -328,6 +329,33 @@ TEST(DetectComputeAbovePeers, ASlowGpuOrHostFromTheFirstStepAgainstItsPeers) {
       AnalyzeComputeGrowth(Job(50, [](int, int, readers::StepRow*) {}), ComputeOptions{});
   EXPECT_TRUE(DetectComputeAbovePeers(healthy, Stages(), Hosts()).empty());
   EXPECT_FALSE(DetectComputeAbovePeers(healthy, {{0, 1, 4, 5, 12, 13}}, Hosts()).empty());
+}
+
+// Who does the same work, from the communicators: groups that run collectives, of 3 or more
+// ranks short of the job. A pipeline communicator (Send/Recv only), the world communicator and a
+// 2-rank group span stages.
+TEST(SameWorkGroups, CollectiveGroupsInsideAStageOnly) {
+  CommData d;
+  for (int r = 0; r < 8; ++r) d.procs.push_back({r / 4, r});
+  auto comm = [&](std::vector<int> procs, bool collectives) {
+    Comm c;
+    c.n_ranks = static_cast<int>(procs.size());
+    c.procs = std::move(procs);
+    d.comms.push_back(c);
+    if (collectives) {
+      Inst x;
+      x.comm = static_cast<int>(d.comms.size()) - 1;
+      d.insts.push_back(x);
+    }
+  };
+  comm({0, 1, 2, 3}, true);              // tensor-parallel, stage 0
+  comm({7, 5, 4, 6}, true);              // tensor-parallel, stage 1 (any member order)
+  comm({0, 4, 1, 5}, false);             // pipeline: Send/Recv only
+  comm({0, 7}, true);                    // embedding group
+  comm({0, 1, 2, 3, 4, 5, 6, 7}, true);  // world
+  comm({3, 2, 1, 0}, true);              // the same group again
+  const SameWork g = SameWorkGroups(d);
+  EXPECT_EQ(g, (SameWork{{0, 1, 2, 3}, {4, 5, 6, 7}}));
 }
 
 TEST(DemoteFlatLateArrivals, LateWithFlatComputeIsExplainedByASlowLink) {
