@@ -172,16 +172,17 @@ Finding StallFinding(const std::string& key, const std::vector<StepStall>& v, co
   std::string who =
       f.ranks.size() == 1 ? "Rank " + std::to_string(f.ranks[0]) : "Ranks " + RankList(f.ranks);
   if (!f.hosts.empty()) who += " on " + f.hosts[0];
-  f.summary = who + (f.ranks.size() == 1 ? " stalled " : " stalled together ") +
-              (v.size() == 1 ? "" : std::to_string(v.size()) + " times, ") + "for up to " +
-              Fmt("%.2f", worst->own_excess_us / 1e6) + " s (step " +
-              std::to_string(steps[worst->index]) + ", " +
-              Fmt("%.1f", x[worst->index] / median_step_us) +
-              "x the median step) in its own time, outside communication, while " +
-              std::to_string(f.victims.size()) +
-              " other ranks waited in their communication phases: a host-side stall (JIT "
-              "compilation, garbage "
-              "collection, data loading, I/O); check that rank's Python stack at that time.";
+  const bool one = f.ranks.size() == 1;
+  f.summary =
+      who + (one ? " stalled " : " stalled together ") +
+      (v.size() == 1 ? "" : std::to_string(v.size()) + " times, ") + "for up to " +
+      Fmt("%.2f", worst->own_excess_us / 1e6) + " s (step " + std::to_string(steps[worst->index]) +
+      ", " + Fmt("%.1f", x[worst->index] / median_step_us) + "x the median step) in " +
+      (one ? "its" : "their") + " own time, outside communication, while " +
+      std::to_string(f.victims.size()) +
+      " other ranks waited in their communication phases: a host-side stall (JIT compilation, "
+      "garbage collection, data loading, I/O); check " +
+      (one ? "that rank's" : "those ranks'") + " Python stack at that time.";
   return f;
 }
 
