@@ -200,23 +200,21 @@ bool IsPromTextfile(const std::string& path) {
 }
 
 bool IsRasReportFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
   // Every file of a folder comes through here: a small first read tells nearly all apart.
-  std::string head(4096, '\0');
-  in.read(head.data(), static_cast<std::streamsize>(head.size()));
-  head.resize(static_cast<size_t>(in.gcount()));
+  bool whole = true;
+  Result<std::string> first = ReadPrefix(path, 4096, &whole);
+  if (!first.ok()) return false;
+  std::string head = std::move(*first);
   std::string_view h = head;
   while (!h.empty() && (h[0] == ' ' || h[0] == '\n' || h[0] == '\r' || h[0] == '\t')) h.remove_prefix(1);
   if (h.starts_with("\xEF\xBB\xBF")) h.remove_prefix(3);
   if (LooksLikeRasMonitorLog(h)) return true;
   if (!h.starts_with("NCCL version") && !h.starts_with("{")) return false;
   if (h.starts_with("{") && h.find("\"nccl_version\"") == std::string_view::npos) return false;
-  if (!LooksLikeRasReport(head) && in) {
-    const size_t had = head.size();
-    head.resize(size_t{1} << 20);
-    in.read(head.data() + had, static_cast<std::streamsize>(head.size() - had));
-    head.resize(had + static_cast<size_t>(in.gcount()));
+  if (!LooksLikeRasReport(head) && !whole) {
+    Result<std::string> more = ReadPrefix(path, size_t{1} << 20);
+    if (!more.ok()) return false;
+    head = std::move(*more);
   }
   return LooksLikeRasReport(head);
 }

@@ -1,8 +1,8 @@
 #include "core/line_reader.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <simdjson.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,7 +16,8 @@ bool IsGzipPath(const std::string& path) {
 }
 
 LineReader::LineReader(size_t block_size, uint64_t gzip_floor_bytes)
-    : buf_(new char[block_size + simdjson::SIMDJSON_PADDING]), capacity_(block_size),
+    : buf_(new char[block_size + simdjson::SIMDJSON_PADDING]),
+      capacity_(block_size),
       gzip_floor_(gzip_floor_bytes) {}
 
 LineReader::~LineReader() { Close(); }
@@ -74,8 +75,9 @@ Result<size_t> LineReader::ReadSome(char* dst, size_t n) {
       std::string where;
       if (at >= 0 && compressed_size_ > 0) {
         const uint64_t a = std::min<uint64_t>(static_cast<uint64_t>(at), compressed_size_);
-        where = " at compressed byte " + std::to_string(a) + " of " + std::to_string(compressed_size_) + " (" +
-                std::to_string(compressed_size_ - a) + " compressed bytes after it are lost)";
+        where = " at compressed byte " + std::to_string(a) + " of " +
+                std::to_string(compressed_size_) + " (" + std::to_string(compressed_size_ - a) +
+                " compressed bytes after it are lost)";
       }
       return Status::Error(path_ + ": gzip error" + where + ": " + (msg ? msg : "unknown") +
                            "; the complete lines decompressed before it are read");
@@ -191,6 +193,46 @@ Result<bool> LineReader::SkipOverlong(LineBlock* block) {
 }  // namespace collscope
 
 namespace collscope {
+
+Result<std::string> ReadPrefix(const std::string& path, size_t max_bytes, bool* whole) {
+  // One byte past the limit tells whether there was more.
+  std::string out(max_bytes + 1, '\0');
+  size_t got = 0;
+  if (IsGzipPath(path)) {
+    gzFile gz = gzopen(path.c_str(), "rb");
+    if (!gz) return Status::Error(path + ": cannot open: " + std::strerror(errno));
+    while (got < out.size()) {
+      const unsigned chunk =
+          static_cast<unsigned>(std::min<size_t>(out.size() - got, size_t{1} << 30));
+      const int n = gzread(gz, out.data() + got, chunk);
+      if (n < 0) {
+        gzclose(gz);
+        return Status::Error(path + ": not valid gzip");
+      }
+      if (n == 0) break;
+      got += static_cast<size_t>(n);
+    }
+    gzclose(gz);
+  } else {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Status::Error(path + ": cannot open: " + std::strerror(errno));
+    while (got < out.size()) {
+      ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        const int err = errno;
+        ::close(fd);
+        return Status::Error(path + ": cannot read: " + std::strerror(err));
+      }
+      if (n == 0) break;
+      got += static_cast<size_t>(n);
+    }
+    ::close(fd);
+  }
+  if (whole) *whole = got <= max_bytes;
+  out.resize(std::min(got, max_bytes));
+  return out;
+}
 
 Result<uint64_t> FingerprintPrefix(const std::string& path, uint64_t len) {
   std::vector<char> buf(len);

@@ -25,8 +25,8 @@ inline constexpr uint64_t kMaxGzipRatio = 200;  // Inspector JSON compresses 10-
 struct LineBlock {
   const char* data = nullptr;  // complete lines, each ending in '\n'
   size_t size = 0;
-  size_t readable = 0;         // bytes readable from data (size + zero padding for simdjson)
-  uint64_t offset = 0;         // uncompressed offset of data[0] in the file
+  size_t readable = 0;  // bytes readable from data (size + zero padding for simdjson)
+  uint64_t offset = 0;  // uncompressed offset of data[0] in the file
   // When non-zero, the block holds no data: it stands for one line of this many bytes (its
   // newline included) that was longer than kMaxLineBytes and was skipped.
   uint64_t overlong = 0;
@@ -64,7 +64,7 @@ class LineReader {
   gzFile gz_ = nullptr;
   std::unique_ptr<char[]> buf_;  // capacity_ + padding bytes; never zero-filled as a whole
   size_t capacity_ = 0;
-  size_t carry_ = 0;      // bytes of an incomplete line kept at the front of buf_
+  size_t carry_ = 0;       // bytes of an incomplete line kept at the front of buf_
   size_t tail_start_ = 0;  // where the incomplete tail after the last block starts
   size_t tail_size_ = 0;
   uint64_t consumed_ = 0;
@@ -77,6 +77,10 @@ class LineReader {
 };
 
 bool IsGzipPath(const std::string& path);
+
+// Up to `max_bytes` of the file's uncompressed content from its start (decompressed when the name
+// ends in .gz, as LineReader reads it). `*whole`, when given, says whether that is all of it.
+Result<std::string> ReadPrefix(const std::string& path, size_t max_bytes, bool* whole = nullptr);
 
 // FNV-1a hash of the first `len` uncompressed bytes (fewer if the file is shorter); used to notice
 // a file rewritten in place between two ingests.

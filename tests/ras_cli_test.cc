@@ -18,10 +18,12 @@ Output Collscope(const std::string& args) {
 
 TEST(RasCli, IngestCountsAndDiagnoseNamesTheBehindRank) {
   testing::TempDir dir;
-  testing::WriteFile(dir / "job/ras-status.log", testing::kRasTextMismatch);  // *.log: still found by content
+  testing::WriteFile(dir / "job/ras-status.log",
+                     testing::kRasTextMismatch);  // *.log: still found by content
   Output ing = Collscope("ingest " + dir / "job" + " --db " + dir / "s.duckdb");
   EXPECT_EQ(ing.code, 0) << ing.text;
-  EXPECT_NE(ing.text.find("NCCL RAS status reports: 1 (1 read), 0 lines or values not understood"), std::string::npos)
+  EXPECT_NE(ing.text.find("NCCL RAS status reports: 1 (1 read), 0 lines or values not understood"),
+            std::string::npos)
       << ing.text;
   Output json = Collscope("ingest " + dir / "job" + " --db " + dir / "s.duckdb --json");
   EXPECT_NE(json.text.find("\"ras_reports_read\": 1"), std::string::npos) << json.text;
@@ -31,7 +33,9 @@ TEST(RasCli, IngestCountsAndDiagnoseNamesTheBehindRank) {
   for (const std::string& args : {"diagnose " + dir / "job", "diagnose --db " + dir / "s.duckdb"}) {
     Output d = Collscope(args);
     EXPECT_NE(d.text.find("1 NCCL RAS status report"), std::string::npos) << args << "\n" << d.text;
-    EXPECT_NE(d.text.find("rank 5 (host 10.0.0.2, pid 4242, GPU 1)"), std::string::npos) << args << "\n" << d.text;
+    EXPECT_NE(d.text.find("rank 5 (host 10.0.0.2, pid 4242, GPU 1)"), std::string::npos)
+        << args << "\n"
+        << d.text;
     Output dj = Collscope(args + " --json");
     EXPECT_NE(dj.text.find("\"detector\": \"ras.status\""), std::string::npos) << dj.text;
     EXPECT_NE(dj.text.find("\"ranks\": [5]"), std::string::npos) << dj.text;
@@ -42,12 +46,14 @@ TEST(RasCli, IngestCountsAndDiagnoseNamesTheBehindRank) {
   testing::WriteFile(dir / "bad/ras.txt", bad);
   Output b = Collscope("ingest " + dir / "bad" + " --db " + dir / "b.duckdb");
   EXPECT_EQ(b.code, 1) << b.text;
-  EXPECT_NE(b.text.find("not understood: " + (dir / "bad/ras.txt") + ":29: "), std::string::npos) << b.text;
+  EXPECT_NE(b.text.find("not understood: " + (dir / "bad/ras.txt") + ":29: "), std::string::npos)
+      << b.text;
   // A report that cannot be read at all is named.
   testing::WriteFile(dir / "cut/ras.json", testing::kRasJson.substr(0, 400));
   Output c = Collscope("ingest " + dir / "cut" + " --db " + dir / "c.duckdb");
   EXPECT_NE(c.code, 0) << c.text;
-  EXPECT_NE(c.text.find("ras.json: not a RAS report: JSON does not parse"), std::string::npos) << c.text;
+  EXPECT_NE(c.text.find("ras.json: not a RAS report: JSON does not parse"), std::string::npos)
+      << c.text;
 }
 
 // A saved MONITOR log (`ncclras -m all > monitor.out`) under any name: stored, and the process its
@@ -57,15 +63,26 @@ TEST(RasCli, MonitorLogNamesTheDeadProcess) {
   testing::WriteFile(dir / "job/monitor.out", testing::kRasMonitorText);
   Output ing = Collscope("ingest " + dir / "job" + " --db " + dir / "s.duckdb");
   EXPECT_EQ(ing.code, 0) << ing.text;
-  EXPECT_NE(ing.text.find("NCCL RAS status reports: 1 (1 read), 0 lines or values not understood"), std::string::npos)
+  EXPECT_NE(ing.text.find("NCCL RAS status reports: 1 (1 read), 0 lines or values not understood"),
+            std::string::npos)
       << ing.text;
   for (const std::string& args : {"diagnose " + dir / "job", "diagnose --db " + dir / "s.duckdb"}) {
     Output d = Collscope(args);
     EXPECT_EQ(d.code, 1) << args << "\n" << d.text;
-    EXPECT_NE(d.text.find("the process (host 10.0.0.3, pid 301): its process is considered dead by RAS"), std::string::npos)
-        << args << "\n" << d.text;
-    EXPECT_NE(d.text.find("PEER_TIMEOUT_DEAD: peer failed to respond for 20s"), std::string::npos) << args << "\n" << d.text;
-    EXPECT_EQ(d.text.find("10.0.0.4"), std::string::npos) << "recovered: " << args << "\n" << d.text;
+    EXPECT_NE(
+        d.text.find("the process (host 10.0.0.3, pid 301): its process is considered dead by RAS"),
+        std::string::npos)
+        << args << "\n"
+        << d.text;
+    EXPECT_NE(d.text.find("PEER_TIMEOUT_DEAD: peer failed to respond for 20s"), std::string::npos)
+        << args << "\n"
+        << d.text;
+    EXPECT_EQ(d.text.find("10.0.0.4"), std::string::npos) << "recovered: " << args << "\n"
+                                                          << d.text;
+    // MONITOR events carry local time without a zone: the finding has no window, and says so.
+    EXPECT_NE(d.text.find("   when: not given by its input\n"), std::string::npos) << args << "\n"
+                                                                                   << d.text;
+    EXPECT_EQ(d.text.find("1970-01-01"), std::string::npos) << args << "\n" << d.text;
   }
 }
 
@@ -74,9 +91,11 @@ TEST(RasCli, MonitorLogNamesTheDeadProcess) {
 TEST(RasCli, BesideASimulatedHang) {
   if (Collscope("simulate --help").code != 0) GTEST_SKIP() << "collscope built without sim/";
   testing::TempDir dir;
-  Output sim = Collscope("simulate -o " + dir / "job" + " --hosts 2 --gpus-per-host 4 --tp 2 --pp 2 --layers 2 "
-                         "--hidden 1024 --seq-len 1024 --steps 20 --kineto-max-ranks 0 --dump-interval-us 200000 "
-                         "--fault kind=hang,rank=5,comm=tp,op=AllReduce,coll_sn=37");
+  Output sim = Collscope(
+      "simulate -o " + dir / "job" +
+      " --hosts 2 --gpus-per-host 4 --tp 2 --pp 2 --layers 2 "
+      "--hidden 1024 --seq-len 1024 --steps 20 --kineto-max-ranks 0 --dump-interval-us 200000 "
+      "--fault kind=hang,rank=5,comm=tp,op=AllReduce,coll_sn=37");
   ASSERT_EQ(sim.code, 0) << sim.text;
   testing::WriteFile(dir / "job/nccl-inspector/ras.txt", testing::kRasTextMismatch);
   Output d = Collscope("diagnose " + dir / "job/nccl-inspector --json");

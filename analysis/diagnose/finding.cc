@@ -259,7 +259,11 @@ std::string FindingsToText(const std::vector<Finding>& findings) {
     std::snprintf(b, sizeof b, "%zu. [%s, confidence %.2f] ", i + 1, std::string(KindName(f.kind)).c_str(),
                   f.confidence);
     o += b + f.summary + "\n";
-    o += "   when: " + FormatTimeUs(f.start_us) + " .. " + FormatTimeUs(f.end_us) + "\n";
+    // 0 is an unknown time (a RAS report's): never printed as 1970.
+    if (f.start_us > 0 || f.end_us > 0)
+      o += "   when: " + FormatTimeUs(f.start_us) + " .. " + FormatTimeUs(f.end_us) + "\n";
+    else
+      o += "   when: not given by its input\n";
     if (!f.hosts.empty()) {
       o += "   hosts:";
       for (size_t k = 0; k < f.hosts.size() && k < 16; ++k) o += " " + f.hosts[k];

@@ -6,11 +6,11 @@
 #include <charconv>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 
 #include "core/input_files.h"
+#include "core/line_reader.h"
 #include "core/readers/text.h"
 
 namespace collscope::readers {
@@ -778,15 +778,14 @@ Result<RasReport> ReadRasReport(const std::string& path) {
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
   if (ec) return Status::Error(path + ": cannot read: " + ec.message());
-  if (size > kMaxRasBytes)
-    return Status::Error(path + ": not read: " + std::to_string(size) + " bytes, over the " +
-                         std::to_string(kMaxRasBytes >> 20) + " MiB a RAS report may have");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Error(path + ": cannot open");
-  std::string content(size, '\0');
-  in.read(content.data(), static_cast<std::streamsize>(size));
-  content.resize(static_cast<size_t>(in.gcount()));
-  return ParseRasReport(content, path);
+  const std::string limit = " over the " + std::to_string(kMaxRasBytes >> 20) + " MiB a RAS report may have";
+  if (size > kMaxRasBytes) return Status::Error(path + ": not read: " + std::to_string(size) + " bytes," + limit);
+  bool whole = true;
+  Result<std::string> content = ReadPrefix(path, kMaxRasBytes, &whole);
+  if (!content.ok()) return content.status();
+  // (A gzip file can hold far more than its size says.)
+  if (!whole) return Status::Error(path + ": not read: its decompressed content is" + limit);
+  return ParseRasReport(*content, path);
 }
 
 }  // namespace collscope::readers

@@ -14,8 +14,8 @@
 // - Found by content, whatever the file's name (core/input_files.h IsRasReportFile): the text form
 //   starts with "NCCL version" and has a "Communicators" section; the JSON form is one object
 //   with "nccl_version" and "communicators"; a MONITOR log starts with its banner or an event
-//   ("[YYYY-MM-DD HH:MM:SS] PEER_...:", or a JSON object with "event": "PEER_..."). A plain file
-//   only (not gzip).
+//   ("[YYYY-MM-DD HH:MM:SS] PEER_...:", or a JSON object with "event": "PEER_..."), gzipped or not
+//   (a name ending in .gz is decompressed, as LineReader does).
 // - The format varies by release (NVIDIA says so), so parsing is tolerant: every line of the text
 //   form is either understood or counted in `unused` as "path:line: why"; in the JSON form every
 //   value of a known key that has the wrong type or range is counted the same way, named by its

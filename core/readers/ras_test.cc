@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "core/input_files.h"
 #include "core/readers/hang_evidence.h"
 #include "core/store.h"
@@ -65,7 +67,8 @@ TEST(Ras, TextIncompleteDeadErrorTimeout) {
   const RasRank* two = Find(r->comms[1], 2);
   ASSERT_NE(two, nullptr);
   EXPECT_EQ(two->state, "error");
-  EXPECT_NE(two->detail.find("async error: remote process exited"), std::string::npos) << two->detail;
+  EXPECT_NE(two->detail.find("async error: remote process exited"), std::string::npos)
+      << two->detail;
   EXPECT_EQ(two->cuda_dev, 2);
   EXPECT_EQ(two->nvml_dev, 6);
 }
@@ -114,13 +117,43 @@ TEST(Ras, Detection) {
   EXPECT_TRUE(LooksLikeRasReport(testing::kRasTextMismatch));
   EXPECT_TRUE(LooksLikeRasReport(testing::kRasJson));
   EXPECT_FALSE(LooksLikeRasReport("NCCL version 2.30.7\nno sections\n"));
-  EXPECT_FALSE(LooksLikeRasReport(R"({"nccl_version": "2.21", "entries": []})")) << "a Flight Recorder dump";
+  EXPECT_FALSE(LooksLikeRasReport(R"({"nccl_version": "2.21", "entries": []})"))
+      << "a Flight Recorder dump";
   EXPECT_FALSE(LooksLikeRasReport(R"({"header":{"id":"0x1"}})"));
   testing::TempDir dir;
   testing::WriteFile(dir / "ras.log", testing::kRasTextMismatch);
   testing::WriteFile(dir / "x.log", "NCCL INFO something\n");
   EXPECT_TRUE(IsRasReportFile(dir / "ras.log"));
   EXPECT_FALSE(IsRasReportFile(dir / "x.log"));
+}
+
+// Gzipped reports and MONITOR logs (kept as `ncclras ... | gzip`) are found by their content and
+// read as the plain ones; a gzip file that is not one, or not valid gzip, is not taken.
+TEST(Ras, GzippedReportsAndMonitorLogsAreRead) {
+  testing::TempDir dir;
+  std::filesystem::create_directories(dir / "job");
+  testing::WriteGzip(dir / "job/ras.txt.gz", testing::kRasTextMismatch);
+  testing::WriteGzip(dir / "job/monitor.out.gz", testing::kRasMonitorText);
+  testing::WriteGzip(dir / "job/other.log.gz", "NCCL INFO something\n");
+  testing::WriteFile(dir / "job/broken.txt.gz", "NCCL version 2.30.7 but not gzip\n");
+  EXPECT_TRUE(IsRasReportFile(dir / "job/ras.txt.gz"));
+  EXPECT_TRUE(IsRasReportFile(dir / "job/monitor.out.gz"));
+  EXPECT_FALSE(IsRasReportFile(dir / "job/other.log.gz"));
+  EXPECT_FALSE(IsRasReportFile(dir / "job/broken.txt.gz"));
+  auto gz = ReadRasReport(dir / "job/ras.txt.gz");
+  ASSERT_TRUE(gz.ok()) << gz.status().message();
+  auto plain = ParseRasReport(testing::kRasTextMismatch, dir / "job/ras.txt.gz");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(gz->format, plain->format);
+  EXPECT_EQ(gz->comms.size(), plain->comms.size());
+  EXPECT_EQ(gz->processes.size(), plain->processes.size());
+  EXPECT_FALSE(gz->comms.empty());
+  auto store = Store::Open(":memory:");
+  ASSERT_TRUE(store.ok());
+  auto rep = IngestHangEvidence(**store, {dir / "job"}, "r");
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  EXPECT_EQ(rep->ras_seen, 2u);
+  EXPECT_EQ(rep->ras_read, 2u);
 }
 
 const RasProcess* FindProcess(const RasReport& r, const std::string& host) {
@@ -146,11 +179,16 @@ TEST(RasMonitor, TextEventsFoldIntoEachPeersLastState) {
   EXPECT_EQ(p.pid, 301);
   EXPECT_EQ(p.gpus, "1");
   EXPECT_EQ(p.state, "dead");
-  EXPECT_NE(p.events.find("2026-07-01 10:02:13 PEER_SEND_STUCK: send operation stuck for 10s"), std::string::npos) << p.events;
-  EXPECT_NE(p.events.find("PEER_TIMEOUT_DEAD: peer failed to respond for 20s, declaring dead"), std::string::npos) << p.events;
+  EXPECT_NE(p.events.find("2026-07-01 10:02:13 PEER_SEND_STUCK: send operation stuck for 10s"),
+            std::string::npos)
+      << p.events;
+  EXPECT_NE(p.events.find("PEER_TIMEOUT_DEAD: peer failed to respond for 20s, declaring dead"),
+            std::string::npos)
+      << p.events;
   // Without its recovery, 10.0.0.4 stays unresponsive.
   std::string cut = testing::kRasMonitorText;
-  cut.erase(cut.find("[2026-07-01 10:02:07]"), cut.find("[2026-07-01 10:02:13]") - cut.find("[2026-07-01 10:02:07]"));
+  cut.erase(cut.find("[2026-07-01 10:02:07]"),
+            cut.find("[2026-07-01 10:02:13]") - cut.find("[2026-07-01 10:02:07]"));
   auto c = ParseRasReport(cut, "monitor.log");
   ASSERT_TRUE(c.ok());
   ASSERT_NE(FindProcess(*c, "10.0.0.4"), nullptr);
@@ -159,13 +197,16 @@ TEST(RasMonitor, TextEventsFoldIntoEachPeersLastState) {
   // A peer's last 8 events are kept, whole, whatever its details hold.
   std::string many;
   for (int i = 0; i < 10; ++i)
-    many += "[2026-07-01 10:03:0" + std::to_string(i) + "] PEER_RETRY: Process 7 on node n7 managing GPU 0 try " +
-            std::to_string(i) + "; again\n";
+    many += "[2026-07-01 10:03:0" + std::to_string(i) +
+            "] PEER_RETRY: Process 7 on node n7 managing GPU 0 try " + std::to_string(i) +
+            "; again\n";
   auto m = ParseRasReport(many, "many.log");
   ASSERT_TRUE(m.ok()) << m.status().message();
   ASSERT_EQ(m->processes.size(), 1u);
-  EXPECT_EQ(m->processes[0].events.find("2026-07-01 10:03:02 PEER_RETRY: try 2; again"), 0u) << m->processes[0].events;
-  EXPECT_NE(m->processes[0].events.find("10:03:09 PEER_RETRY: try 9; again"), std::string::npos) << m->processes[0].events;
+  EXPECT_EQ(m->processes[0].events.find("2026-07-01 10:03:02 PEER_RETRY: try 2; again"), 0u)
+      << m->processes[0].events;
+  EXPECT_NE(m->processes[0].events.find("10:03:09 PEER_RETRY: try 9; again"), std::string::npos)
+      << m->processes[0].events;
   EXPECT_EQ(m->processes[0].events.find("try 1;"), std::string::npos) << m->processes[0].events;
 }
 
@@ -187,20 +228,26 @@ TEST(RasMonitor, JsonEventsAreAStreamOfObjects) {
 // What a MONITOR log cannot be read as is counted and named; an unescaped quote in details (NCCL
 // inserts them raw) stops the JSON stream there, said so.
 TEST(RasMonitor, LinesAndEventsNotUnderstoodAreCountedAndNamed) {
-  std::string t = testing::kRasMonitorText + "[2026-07-01 10:03:00] PEER_FROM_THE_FUTURE: something\nnot an event\n";
+  std::string t = testing::kRasMonitorText +
+                  "[2026-07-01 10:03:00] PEER_FROM_THE_FUTURE: something\nnot an event\n";
   auto r = ParseRasReport(t, "m.log");
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->unused, 2u);
   ASSERT_EQ(r->unused_named.size(), 2u);
-  EXPECT_NE(r->unused_named[0].find("m.log:10: event PEER_FROM_THE_FUTURE is not one collscope knows"), std::string::npos)
+  EXPECT_NE(
+      r->unused_named[0].find("m.log:10: event PEER_FROM_THE_FUTURE is not one collscope knows"),
+      std::string::npos)
       << r->unused_named[0];
-  EXPECT_NE(r->unused_named[1].find("m.log:11: not a MONITOR event line"), std::string::npos) << r->unused_named[1];
+  EXPECT_NE(r->unused_named[1].find("m.log:11: not a MONITOR event line"), std::string::npos)
+      << r->unused_named[1];
   std::string j = testing::kRasMonitorJson;
   j.insert(j.find("peer not responding"), "\"");
   auto bad = ParseRasReport(j, "m.json");
   ASSERT_TRUE(bad.ok()) << bad.status().message();
   EXPECT_EQ(bad->unused, 1u);
-  EXPECT_NE(bad->unused_named.at(0).find("m.json: event[0]: JSON does not parse"), std::string::npos) << bad->unused_named[0];
+  EXPECT_NE(bad->unused_named.at(0).find("m.json: event[0]: JSON does not parse"),
+            std::string::npos)
+      << bad->unused_named[0];
 }
 
 TEST(RasMonitor, FoundByContentAndStored) {
@@ -220,7 +267,8 @@ TEST(RasMonitor, FoundByContentAndStored) {
   const RasReport& text = (*back)[0].format == "monitor" ? (*back)[0] : (*back)[1];
   ASSERT_EQ(text.processes.size(), 1u);
   EXPECT_EQ(text.processes[0].state, "dead");
-  EXPECT_NE(text.processes[0].events.find("PEER_TIMEOUT_DEAD"), std::string::npos) << text.processes[0].events;
+  EXPECT_NE(text.processes[0].events.find("PEER_TIMEOUT_DEAD"), std::string::npos)
+      << text.processes[0].events;
 }
 
 // Hostile and damaged reports: refused with a reason, or each bad line counted and named; never a
@@ -228,17 +276,22 @@ TEST(RasMonitor, FoundByContentAndStored) {
 TEST(Ras, HostileInput) {
   // Garbage lines and absurd values are counted, named with file and line; the good lines stay.
   std::string t = testing::kRasTextMismatch;
-  t.insert(t.find("  7 ranks"), "  Rank 99999999999 has launched up to operation 1 -- GPU 0 managed by process 1 on node h\n"
-                                "  Rank 9 has launched up to operation 1 -- GPU 0 managed by process 1 on node h\n"
-                                "  Rank 3 has launched up to operation 99999999999999999999 -- GPU 0 managed by process 1 on node h\n"
-                                "\x01\xff garbage\n");
+  t.insert(
+      t.find("  7 ranks"),
+      "  Rank 99999999999 has launched up to operation 1 -- GPU 0 managed by process 1 on node h\n"
+      "  Rank 9 has launched up to operation 1 -- GPU 0 managed by process 1 on node h\n"
+      "  Rank 3 has launched up to operation 99999999999999999999 -- GPU 0 managed by process 1 on "
+      "node h\n"
+      "\x01\xff garbage\n");
   t += "bogus trailing line\n";
   auto r = ParseRasReport(t, "bad.txt");
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->unused, 5u);
   ASSERT_EQ(r->unused_named.size(), 5u);
-  EXPECT_EQ(r->unused_named[0].rfind("bad.txt:26: a rank number over", 0), 0u) << r->unused_named[0];
-  EXPECT_NE(r->unused_named[1].find("rank 9 outside its communicator of 8 ranks"), std::string::npos)
+  EXPECT_EQ(r->unused_named[0].rfind("bad.txt:26: a rank number over", 0), 0u)
+      << r->unused_named[0];
+  EXPECT_NE(r->unused_named[1].find("rank 9 outside its communicator of 8 ranks"),
+            std::string::npos)
       << r->unused_named[1];
   EXPECT_NE(r->unused_named[2].find("operation count"), std::string::npos) << r->unused_named[2];
   EXPECT_EQ(r->unused_named[3].rfind("bad.txt:29: ", 0), 0u) << r->unused_named[3];
@@ -247,11 +300,14 @@ TEST(Ras, HostileInput) {
   EXPECT_EQ(Find(r->comms[0], 5)->Launched("AllReduce"), 911);
 
   // Truncated anywhere: still a report or refused, never a crash.
-  for (const std::string* s : {&testing::kRasTextMismatch, &testing::kRasTextIncomplete, &testing::kRasJson})
-    for (size_t n = 0; n < s->size(); n += 7) (void)ParseRasReport(std::string_view(*s).substr(0, n), "cut");
+  for (const std::string* s :
+       {&testing::kRasTextMismatch, &testing::kRasTextIncomplete, &testing::kRasJson})
+    for (size_t n = 0; n < s->size(); n += 7)
+      (void)ParseRasReport(std::string_view(*s).substr(0, n), "cut");
   auto cut = ParseRasReport(std::string_view(testing::kRasJson).substr(0, 300), "cut.json");
   EXPECT_FALSE(cut.ok());
-  EXPECT_NE(cut.status().message().find("cut.json: not a RAS report: JSON does not parse"), std::string::npos);
+  EXPECT_NE(cut.status().message().find("cut.json: not a RAS report: JSON does not parse"),
+            std::string::npos);
 
   // JSON with absurd values: each counted with its path.
   std::string j = testing::kRasJson;
@@ -310,7 +366,8 @@ TEST(Ras, StoreRoundTripAndReplace) {
   // Ordered by path: ras.json, ras.txt.
   auto direct_json = ParseRasReport(testing::kRasJson, dir / "job/ras.json");
   auto direct_text = ParseRasReport(testing::kRasTextIncomplete, dir / "job/ras.txt");
-  for (auto [loaded, direct] : {std::pair{&(*back)[0], &*direct_json}, std::pair{&(*back)[1], &*direct_text}}) {
+  for (auto [loaded, direct] :
+       {std::pair{&(*back)[0], &*direct_json}, std::pair{&(*back)[1], &*direct_text}}) {
     EXPECT_EQ(loaded->format, direct->format);
     EXPECT_EQ(loaded->timeouts, direct->timeouts);
     EXPECT_EQ(loaded->job_processes, direct->job_processes);
