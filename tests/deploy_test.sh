@@ -103,6 +103,7 @@ COLLSCOPE_INTERVAL=1s
 COLLSCOPE_HOST=node-000
 COLLSCOPE_SYSLOG=0
 COLLSCOPE_STRICT=1
+COLLSCOPE_START_TIMEOUT=120
 EOF
 # What slurmd gives a prolog: a bare environment with the job's variables.
 slurm_env() {
@@ -194,7 +195,7 @@ chmod +x "$work/fakebin/srun" "$work/fakebin/fake-train"
 rc=0
 (cd "$work" && env -i HOME="$work" PATH="$work/fakebin:/usr/local/bin:/usr/bin:/bin" SLURM_JOB_ID=$job \
   SLURM_JOB_NUM_NODES=2 COLLSCOPE_PREFIX="$prefix" COLLSCOPE_SHARED_ROOT="$work/shared" COLLSCOPE_INTERVAL=1s \
-  COLLSCOPE_AGG_LISTEN=127.0.0.1:0 TMPDIR="$work" \
+  COLLSCOPE_AGG_LISTEN=127.0.0.1:0 COLLSCOPE_START_TIMEOUT=120 TMPDIR="$work" \
   bash "$prefix/share/collscope/slurm/collscope.sbatch" fake-train --steps 5) >"$work/sbatch.out" 2>&1 || rc=$?
 [[ $rc == 3 ]] || fail "batch script exit status $rc, not the job's 3: $(cat "$work/sbatch.out")"
 grep -qx "NCCL_INSPECTOR_DUMP_DIR=$work/shared/$job/dumps" "$work/train-env.$job" || fail "job's dump folder not set"
@@ -248,7 +249,9 @@ exit 7
 EOF
 chmod +x "$work/fakebin/torchrun"
 rc=0
+# A generous start timeout: under the sanitizers on a loaded machine the agent took over 15 s.
 (cd "$work" && PATH="$work/fakebin:$PATH" COLLSCOPE_DUMP_DIR="$work/tr-dumps" COLLSCOPE_LISTEN=127.0.0.1:0 \
+  COLLSCOPE_START_TIMEOUT=120 \
   COLLSCOPE_INTERVAL=1s "$prefix/bin/collscope-torchrun" --nproc-per-node 8 'train.py' --lr '1e-4 x') \
   >"$work/torchrun.out" 2>&1 || rc=$?
 [[ $rc == 7 ]] || fail "collscope-torchrun exit status $rc, not torchrun's 7: $(cat "$work/torchrun.out")"

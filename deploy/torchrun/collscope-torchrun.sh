@@ -71,7 +71,7 @@ if [[ $COLLSCOPE_MODE != off ]]; then
   elif cs_agent_start "$dir" nice -n 10 "$bin" "${args[@]}"; then
     agent=1
     ready=0
-    cs_agent_wait_ready "$dir" 15 || ready=$?
+    cs_agent_wait_ready "$dir" "${COLLSCOPE_START_TIMEOUT:-15}" || ready=$?
     if ((ready == 1)); then
       agent=0
       [[ $COLLSCOPE_STRICT == 1 ]] && exit 1
