@@ -1,7 +1,12 @@
 #include "agent/http.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <string>
 
@@ -199,6 +204,27 @@ TEST(HttpRequest, RefusesHeadersThatWouldSplitTheRequestAndSendsNothing) {
   r = HttpRequest("GE T", peer.url("/"), {}, "", 5000);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(peer.connections(), 0u);
+}
+
+// The harness's port where nothing listens: no other socket can bind it while it is held (so a
+// test running beside cannot serve there), and it is free once released.
+TEST(ReservedLoopbackPort, NoOtherSocketTakesItUntilReleased) {
+  collscope::testing::ReservedLoopbackPort reserved;
+  ASSERT_NE(reserved.port(), 0);
+  auto bind_to = [](uint16_t port) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(port);
+    const int rc = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+    const int err = errno;
+    close(fd);
+    return rc == 0 ? 0 : err;
+  };
+  EXPECT_EQ(bind_to(reserved.port()), EADDRINUSE);
+  reserved.Release();
+  EXPECT_EQ(bind_to(reserved.port()), 0);
 }
 
 TEST(HttpRequest, ARefusedConnectionNamesTheAddress) {

@@ -175,10 +175,6 @@ Status ReadFindingsFile(const std::string& path, FindingsSource* out) {
 
 // ---- findings: in plain words ----
 
-bool Symptom(dg::Kind k) {  // kinds that name no culprit (docs/findings.md)
-  return k == dg::Kind::kSlowNetwork || k == dg::Kind::kStepRegression || k == dg::Kind::kStepJitter;
-}
-
 const char* KindTitle(dg::Kind k) {
   switch (k) {
     case dg::Kind::kSlowLink: return "Slow link (a host's NIC or network path)";
@@ -440,29 +436,27 @@ std::string WindowText(const dg::Finding& f, int64_t t0, int64_t t1) {
 // step series measured it, else what its peers or communicators lost. Empty when the evidence
 // holds none of these.
 std::string ImpactText(const dg::Finding& f) {
-  std::map<std::string, double> v;
-  for (const dg::Evidence& e : f.evidence)
-    if (e.text.empty()) v.emplace(e.key, e.value);
   std::vector<std::string> parts;
-  auto has = [&](const char* k) { return v.count(k) > 0; };
+  const auto has = [&](const char* k) { return !std::isnan(f.Number(k, std::nan(""))); };
+  const auto v = [&](const char* k) { return f.Number(k); };
   if (has("job_step_time_rise_pct"))
-    parts.push_back("the job's step time rose " + dg::Fmt("%.0f", v["job_step_time_rise_pct"]) + "% while it lasted");
+    parts.push_back("the job's step time rose " + dg::Fmt("%.0f", v("job_step_time_rise_pct")) + "% while it lasted");
   if (has("job_step_spikes"))
-    parts.push_back(dg::Fmt("%.0f", v["job_step_spikes"]) + " of the job's steps spiked while it lasted");
+    parts.push_back(dg::Fmt("%.0f", v("job_step_spikes")) + " of the job's steps spiked while it lasted");
   if (has("peer_wait_share"))
-    parts.push_back("its peers spent " + dg::Fmt("%.1f", 100 * v["peer_wait_share"]) +
+    parts.push_back("its peers spent " + dg::Fmt("%.1f", 100 * v("peer_wait_share")) +
                     "% of their time waiting for it");
   if (has("bandwidth_share"))
-    parts.push_back("its communicators ran at " + dg::Fmt("%.0f", 100 * v["bandwidth_share"]) +
+    parts.push_back("its communicators ran at " + dg::Fmt("%.0f", 100 * v("bandwidth_share")) +
                     "% of their usual bandwidth");
   if (has("extra_idle_share"))
-    parts.push_back("the receiving stage idled " + dg::Fmt("%.0f", 100 * v["extra_idle_share"]) +
+    parts.push_back("the receiving stage idled " + dg::Fmt("%.0f", 100 * v("extra_idle_share")) +
                     "% more of each step");
   if (f.kind == dg::Kind::kHostStall && (has("max_stall_us") || has("max_wait_us")))
     parts.push_back("the other ranks stood waiting for up to " +
-                    Duration(has("max_stall_us") ? v["max_stall_us"] : v["max_wait_us"]));
+                    Duration(has("max_stall_us") ? v("max_stall_us") : v("max_wait_us")));
   if (has("compute_growth"))
-    parts.push_back("its compute took " + dg::Fmt("%.0f", 100 * v["compute_growth"]) + "% longer than usual");
+    parts.push_back("its compute took " + dg::Fmt("%.0f", 100 * v("compute_growth")) + "% longer than usual");
   std::string o;
   for (size_t i = 0; i < parts.size() && i < 2; ++i) o += (i ? "; " : "") + parts[i];
   return o;
@@ -497,7 +491,7 @@ std::vector<Card> Cards(const std::vector<dg::Finding>& findings) {
 
 std::string CardHtml(const Card& card, int world, int64_t t0, int64_t t1, const std::map<std::string, CommInfo>& comms) {
   const dg::Finding& f = *card.occurrences[0];
-  const bool symptom = Symptom(f.kind);
+  const bool symptom = dg::IsSymptom(f.kind);
   const std::string n = std::to_string(card.number);
   double conf = 0;
   std::vector<int> victims;
@@ -676,8 +670,8 @@ Result<std::string> RenderReport(Store& store, const ReportOptions& ro) {
   for (const Card& c : cards) {
     const dg::Finding& f = *c.occurrences[0];
     for (const std::string& h : f.hosts) {
-      auto& m = Symptom(f.kind) ? suspect_cards : culprit_cards;
-      if (!Symptom(f.kind) && !culprit_cards.count(h)) culprit_order.push_back(h);
+      auto& m = dg::IsSymptom(f.kind) ? suspect_cards : culprit_cards;
+      if (!dg::IsSymptom(f.kind) && !culprit_cards.count(h)) culprit_order.push_back(h);
       m[h].push_back(c.number);
     }
   }
@@ -775,7 +769,7 @@ Result<std::string> RenderReport(Store& store, const ReportOptions& ro) {
       if (f->hosts.size() > 1) who += " +" + std::to_string(f->hosts.size() - 1);
       bands += (bands.size() > 1 ? "," : "") + std::string("{\"card\":") + std::to_string(c.number) +
                ",\"kind\":" + JsonEscape(std::string(dg::KindName(f->kind))) + ",\"symptom\":" +
-               (Symptom(f->kind) ? "true" : "false") + ",\"label\":" +
+               (dg::IsSymptom(f->kind) ? "true" : "false") + ",\"label\":" +
                JsonEscape("#" + std::to_string(c.number) + " " + std::string(dg::KindName(f->kind)) +
                           (who.empty() ? "" : " " + who)) +
                ",\"start_us\":" + std::to_string(f->start_us) + ",\"end_us\":" + std::to_string(f->end_us) + "}";
@@ -820,7 +814,7 @@ Result<std::string> RenderReport(Store& store, const ReportOptions& ro) {
   // The headline: the first card that names a culprit.
   const Card* lead = nullptr;
   for (const Card& c : cards)
-    if (!Symptom(c.occurrences[0]->kind) && (!c.occurrences[0]->hosts.empty() || !c.occurrences[0]->ranks.empty())) {
+    if (!dg::IsSymptom(c.occurrences[0]->kind) && (!c.occurrences[0]->hosts.empty() || !c.occurrences[0]->ranks.empty())) {
       lead = &c;
       break;
     }

@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <simdjson.h>
 #include <sys/stat.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cctype>
@@ -231,36 +230,19 @@ bool IsKernelSummaryFile(const std::string& path) {
   // The process line is a few hundred bytes; a first line longer than this is something else.
   constexpr size_t kMaxFirstLine = size_t{64} << 10;
   static constexpr std::string_view kFormat = "collscope-kernels";
-  // Decompressed when the name ends in .gz, as LineReader (core/line_reader.h) reads it.
-  const bool gz = IsGzipPath(path);
-  gzFile zf = nullptr;
-  std::ifstream in;
-  if (gz) zf = gzopen(path.c_str(), "rb");
-  else in.open(path, std::ios::binary);
-  if (gz ? !zf : !in) return false;
-  std::string head;
-  auto read_to = [&](size_t n) {
-    const size_t had = head.size();
-    head.resize(n);
-    size_t got = 0;
-    if (gz) {
-      const int r = gzread(zf, head.data() + had, static_cast<unsigned>(n - had));
-      got = r > 0 ? static_cast<size_t>(r) : 0;
-    } else {
-      in.read(head.data() + had, static_cast<std::streamsize>(n - had));
-      got = static_cast<size_t>(in.gcount());
-    }
-    head.resize(had + got);
-    return had + got == n;  // false: the content ended
-  };
-  // Every Inspector log of a folder comes through here: a small first read tells most apart.
-  bool more = read_to(size_t{4} << 10);
+  // Decompressed when the name ends in .gz, as LineReader (core/line_reader.h) reads it. Every
+  // Inspector log of a folder comes through here: a small first read tells most apart.
+  bool whole = true;
+  Result<std::string> first = ReadPrefix(path, size_t{4} << 10, &whole);
+  if (!first.ok()) return false;
+  std::string head = std::move(*first);
   size_t eol = head.find('\n');
-  if (!head.empty() && head[0] == '{' && eol == std::string::npos && more) {
-    read_to(kMaxFirstLine);
+  if (!head.empty() && head[0] == '{' && eol == std::string::npos && !whole) {
+    Result<std::string> more = ReadPrefix(path, kMaxFirstLine);
+    if (!more.ok()) return false;
+    head = std::move(*more);
     eol = head.find('\n');
   }
-  if (zf) gzclose(zf);
   if (head.empty() || head[0] != '{' || (eol == std::string::npos && head.size() == kMaxFirstLine)) return false;
   head.resize(std::min(eol, head.size()));
   if (head.find(kFormat) == std::string::npos) return false;

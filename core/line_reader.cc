@@ -195,69 +195,50 @@ Result<bool> LineReader::SkipOverlong(LineBlock* block) {
 namespace collscope {
 
 Result<std::string> ReadPrefix(const std::string& path, size_t max_bytes, bool* whole) {
-  // One byte past the limit tells whether there was more.
-  std::string out(max_bytes + 1, '\0');
-  size_t got = 0;
-  if (IsGzipPath(path)) {
-    gzFile gz = gzopen(path.c_str(), "rb");
-    if (!gz) return Status::Error(path + ": cannot open: " + std::strerror(errno));
-    while (got < out.size()) {
-      const unsigned chunk =
-          static_cast<unsigned>(std::min<size_t>(out.size() - got, size_t{1} << 30));
-      const int n = gzread(gz, out.data() + got, chunk);
-      if (n < 0) {
-        gzclose(gz);
-        return Status::Error(path + ": not valid gzip");
-      }
-      if (n == 0) break;
-      got += static_cast<size_t>(n);
+  // Read one byte past the limit to tell whether there was more; the buffer grows with what is
+  // read, never to the limit up front (a RAS report's limit is 1 GiB, its content kilobytes).
+  const size_t want = max_bytes + 1;
+  std::string out;
+  gzFile gz = nullptr;
+  int fd = -1;
+  if (IsGzipPath(path))
+    gz = gzopen(path.c_str(), "rb");
+  else
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (!gz && fd < 0) return Status::Error(path + ": cannot open: " + std::strerror(errno));
+  Status error;
+  while (out.size() < want) {
+    const size_t got = out.size();
+    out.resize(std::min(want, std::max<size_t>(got * 2, size_t{64} << 10)));
+    const size_t room = std::min<size_t>(out.size() - got, size_t{1} << 30);
+    const ssize_t n = gz ? gzread(gz, out.data() + got, static_cast<unsigned>(room))
+                         : ::read(fd, out.data() + got, room);
+    if (n < 0 && !gz && errno == EINTR) {
+      out.resize(got);
+      continue;
     }
-    gzclose(gz);
-  } else {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Status::Error(path + ": cannot open: " + std::strerror(errno));
-    while (got < out.size()) {
-      ssize_t n = ::read(fd, out.data() + got, out.size() - got);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        const int err = errno;
-        ::close(fd);
-        return Status::Error(path + ": cannot read: " + std::strerror(err));
-      }
-      if (n == 0) break;
-      got += static_cast<size_t>(n);
-    }
-    ::close(fd);
+    if (n < 0)
+      error = Status::Error(
+          path + (gz ? ": gzip error" : ": cannot read: " + std::string(std::strerror(errno))));
+    out.resize(got + static_cast<size_t>(std::max<ssize_t>(n, 0)));
+    if (n <= 0) break;
   }
-  if (whole) *whole = got <= max_bytes;
-  out.resize(std::min(got, max_bytes));
+  if (gz)
+    gzclose(gz);
+  else
+    ::close(fd);
+  if (!error.ok()) return error;
+  if (whole) *whole = out.size() <= max_bytes;
+  if (out.size() > max_bytes) out.resize(max_bytes);
   return out;
 }
 
 Result<uint64_t> FingerprintPrefix(const std::string& path, uint64_t len) {
-  std::vector<char> buf(len);
-  size_t got = 0;
-  if (IsGzipPath(path)) {
-    gzFile gz = gzopen(path.c_str(), "rb");
-    if (!gz) return Status::Error(path + ": cannot open: " + std::strerror(errno));
-    int n = len ? gzread(gz, buf.data(), static_cast<unsigned>(len)) : 0;
-    gzclose(gz);
-    if (n < 0) return Status::Error(path + ": gzip error");
-    got = static_cast<size_t>(n);
-  } else {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Status::Error(path + ": cannot open: " + std::strerror(errno));
-    while (got < len) {
-      ssize_t n = ::read(fd, buf.data() + got, len - got);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      got += static_cast<size_t>(n);
-    }
-    ::close(fd);
-  }
+  Result<std::string> prefix = ReadPrefix(path, static_cast<size_t>(len));
+  if (!prefix.ok()) return prefix.status();
   uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < got; ++i) {
-    h ^= static_cast<unsigned char>(buf[i]);
+  for (const char c : *prefix) {
+    h ^= static_cast<unsigned char>(c);
     h *= 1099511628211ull;
   }
   return h;

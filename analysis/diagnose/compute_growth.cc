@@ -52,7 +52,41 @@ bool Coincide(int64_t a0, int64_t a1, int64_t b0, int64_t b1, int64_t slack) {
   return a0 <= b1 + slack && b0 <= a1 + slack;
 }
 
+// Who a compute finding names, as its sentence starts: "Rank 6 on h1 computes", "All 4 ranks of
+// host h2 (8-11) compute" (*whole_host), or "Ranks 1,2 of host h0 compute".
+std::string Who(const std::vector<int>& ranks, const std::string& host, int host_ranks, bool* whole_host) {
+  *whole_host = ranks.size() > 1 && static_cast<int>(ranks.size()) == host_ranks;
+  if (ranks.size() == 1) return "Rank " + std::to_string(ranks[0]) + (host.empty() ? "" : " on " + host) + " computes";
+  if (*whole_host)
+    return "All " + std::to_string(host_ranks) + " ranks of host " + host + " (" + RankList(ranks) + ") compute";
+  return "Ranks " + RankList(ranks) + (host.empty() ? "" : " of host " + host) + " compute";
+}
+
+// Host wall time cannot tell a slow kernel from a phase that waited: less sure, and said.
+void AddPhaseTiming(const ComputeProfile& p, Finding* f) {
+  if (p.wall_timed) f->confidence *= 0.85;
+  f->AddText("phase_timing", p.wall_timed ? "host wall clock (no GPU time measured; a phase may include waiting)"
+                                          : "GPU time (CUDA events)");
+}
+
 }  // namespace
+
+std::map<int, std::vector<OwnStep>> OwnTimeExcess(const readers::StepSeries& s) {
+  std::map<int, std::vector<OwnStep>> own;
+  // Complete steps only: an unfinished step has no duration.
+  for (const readers::StepRow& r : s.rows) {
+    if (r.rank < 0 || r.dur_us <= 0) continue;
+    own[r.rank].push_back({r.step, r.start_us, r.start_us + static_cast<int64_t>(r.dur_us), OwnTimeUs(r)});
+  }
+  for (auto& [rank, steps] : own) {
+    std::sort(steps.begin(), steps.end(), [](const OwnStep& a, const OwnStep& b) { return a.step < b.step; });
+    std::vector<double> v;
+    for (const OwnStep& x : steps) v.push_back(x.excess_us);
+    const double usual = Median(v);
+    for (OwnStep& x : steps) x.excess_us -= usual;
+  }
+  return own;
+}
 
 ComputeProfile AnalyzeComputeGrowth(const readers::StepSeries& s, const ComputeOptions& o) {
   ComputeProfile p;
@@ -75,18 +109,7 @@ ComputeProfile AnalyzeComputeGrowth(const readers::StepSeries& s, const ComputeO
     if (r.dur_us > 0) durs.push_back(r.dur_us);
   }
   p.step_us = Median(durs);
-  // Own time per rank and step (complete steps only: an unfinished step has no duration).
-  for (const readers::StepRow& r : s.rows) {
-    if (r.rank < 0 || r.dur_us <= 0) continue;
-    p.own[r.rank].push_back({r.step, r.start_us, r.start_us + static_cast<int64_t>(r.dur_us), OwnTimeUs(r)});
-  }
-  for (auto& [rank, steps] : p.own) {
-    std::sort(steps.begin(), steps.end(), [](const OwnStep& a, const OwnStep& b) { return a.step < b.step; });
-    std::vector<double> v;
-    for (const OwnStep& x : steps) v.push_back(x.excess_us);
-    const double usual = Median(v);
-    for (OwnStep& x : steps) x.excess_us -= usual;
-  }
+  p.own = OwnTimeExcess(s);
   // Own history: the rank's usual compute per step.
   std::map<int, double> usual, usual_fwd, usual_bwd;
   std::map<int64_t, std::vector<double>> ratios;  // step -> x of every rank
@@ -227,10 +250,7 @@ std::vector<Finding> DetectComputeGrowth(const ComputeProfile& p, const std::map
     const double gr = Median(growth), fg = Median(fwd), bg = Median(bwd);
     // Sure when the rank computes much longer for many steps; a 10% growth over 3 steps is weak.
     f.confidence = std::min(0.95, 0.5 + gr) * std::min(1.0, 0.4 + slow_steps / 10.0);
-    // Host wall time cannot tell a slow kernel from a phase that waited: less sure.
-    if (p.wall_timed) f.confidence *= 0.85;
-    f.AddText("phase_timing", p.wall_timed ? "host wall clock (no GPU time measured; a phase may include waiting)"
-                                           : "GPU time (CUDA events)");
+    AddPhaseTiming(p, &f);
     f.Add("compute_growth", gr);
     f.Add("forward_growth", fg);
     f.Add("backward_growth", bg);
@@ -241,15 +261,8 @@ std::vector<Finding> DetectComputeGrowth(const ComputeProfile& p, const std::map
     f.Add("last_step", static_cast<double>(g.last));
     f.Add("noise_sigma", p.sigma);
     f.Add("host_ranks_flagged", static_cast<double>(f.ranks.size()));
-    const int hn = g.host.empty() ? 0 : host_size[g.host];
-    const bool whole_host = f.ranks.size() > 1 && static_cast<int>(f.ranks.size()) == hn;
-    std::string who;
-    if (f.ranks.size() == 1)
-      who = "Rank " + std::to_string(f.ranks[0]) + (g.host.empty() ? "" : " on " + g.host) + " computes";
-    else if (whole_host)
-      who = "All " + std::to_string(hn) + " ranks of host " + g.host + " (" + RankList(f.ranks) + ") compute";
-    else
-      who = "Ranks " + RankList(f.ranks) + (g.host.empty() ? "" : " of host " + g.host) + " compute";
+    bool whole_host = false;
+    const std::string who = Who(f.ranks, g.host, g.host.empty() ? 0 : host_size[g.host], &whole_host);
     // A backward-only growth is the signature of a kernel that only the backward pass runs
     // (a masked straggler: its forward collectives look normal).
     const bool bwd_only = bg > 2 * std::max(fg, 0.0) + p.threshold;
@@ -294,7 +307,7 @@ std::vector<Finding> DetectComputeAbovePeers(const ComputeProfile& p, const Same
   for (const ComputeRun& run : p.runs) in_runs.insert(run.rank);
   struct Slow {
     int rank;
-    double above, steps_share, usual_us, peers_us;
+    double above, steps_share;
   };
   std::map<std::string, std::vector<Slow>> by_host;  // host, or "rank N" where unknown
   for (const auto& [r, steps] : p.compute_us) {
@@ -302,6 +315,7 @@ std::vector<Finding> DetectComputeAbovePeers(const ComputeProfile& p, const Same
     size_t g = 0;
     const double above = ComputeAbovePeers(p, r, groups, &g);
     if (!(above >= p.threshold)) continue;
+    // Above those peers step by step too, not only in its usual (a low quantile of its steps).
     int counted = 0, over = 0;
     for (const auto& [step, c] : steps) {
       std::vector<double> peers;
@@ -319,10 +333,8 @@ std::vector<Finding> DetectComputeAbovePeers(const ComputeProfile& p, const Same
     }
     if (counted < 2 * o.min_steps || over < 0.8 * counted) continue;
     auto h = host_of.find(r);
-    const std::string host = h == host_of.end() ? "" : h->second;
-    by_host[host.empty() ? "rank " + std::to_string(r) : host].push_back(
-        {r, above, static_cast<double>(over) / counted, p.usual_compute_us.at(r),
-         p.usual_compute_us.at(r) / (1 + above)});
+    by_host[h == host_of.end() ? "rank " + std::to_string(r) : h->second].push_back(
+        {r, above, static_cast<double>(over) / counted});
   }
   std::map<std::string, int> host_size;
   for (const auto& [rank, h] : host_of) host_size[h]++;
@@ -334,15 +346,14 @@ std::vector<Finding> DetectComputeAbovePeers(const ComputeProfile& p, const Same
     auto h = host_of.find(v[0].rank);
     const std::string host = h == host_of.end() ? "" : h->second;
     if (!host.empty()) f.hosts = {host};
-    std::vector<double> above, share, usual, peers;
+    std::vector<double> above, share, usual;
     f.start_us = INT64_MAX;
     f.end_us = 0;
     for (const Slow& x : v) {
       f.ranks.push_back(x.rank);
       above.push_back(x.above);
       share.push_back(x.steps_share);
-      usual.push_back(x.usual_us);
-      peers.push_back(x.peers_us);
+      usual.push_back(p.usual_compute_us.at(x.rank));
       auto cov = p.coverage.find(x.rank);
       if (cov != p.coverage.end()) {
         f.start_us = std::min(f.start_us, cov->second.first);
@@ -351,25 +362,15 @@ std::vector<Finding> DetectComputeAbovePeers(const ComputeProfile& p, const Same
     }
     if (f.start_us > f.end_us) f.start_us = f.end_us = 0;
     const double a = Median(above), sh = Median(share);
-    // As sure as a long run of slow steps: every step of the job is one.
+    // As sure as a long run of slow steps: every step of the series is one.
     f.confidence = std::min(0.95, 0.5 + a) * sh;
-    if (p.wall_timed) f.confidence *= 0.85;
-    f.AddText("phase_timing", p.wall_timed ? "host wall clock (no GPU time measured; a phase may include waiting)"
-                                           : "GPU time (CUDA events)");
+    AddPhaseTiming(p, &f);
     f.Add("compute_above_peers", a);
     f.Add("steps_above_share", sh);
     f.Add("usual_compute_us", std::round(Median(usual)));
-    f.Add("peers_compute_us", std::round(Median(peers)));
     f.Add("noise_sigma", p.sigma);
-    const int hn = host.empty() ? 0 : host_size[host];
-    const bool whole_host = f.ranks.size() > 1 && static_cast<int>(f.ranks.size()) == hn;
-    std::string who;
-    if (f.ranks.size() == 1)
-      who = "Rank " + std::to_string(f.ranks[0]) + (host.empty() ? "" : " on " + host) + " computes";
-    else if (whole_host)
-      who = "All " + std::to_string(hn) + " ranks of host " + host + " (" + RankList(f.ranks) + ") compute";
-    else
-      who = "Ranks " + RankList(f.ranks) + (host.empty() ? "" : " of host " + host) + " compute";
+    bool whole_host = false;
+    const std::string who = Who(f.ranks, host, host.empty() ? 0 : host_size[host], &whole_host);
     f.summary = who + " " + Pct(a) + " longer per step (forward + backward) than the peers doing the same work " +
                 "in " + (f.ranks.size() == 1 ? "its" : "their") + " communicators, in " + Pct(sh) +
                 " of the steps, however far back the series goes: " +
@@ -474,12 +475,6 @@ double OwnTimeTypicalExcess(const ComputeProfile& p, int rank, int64_t a, int64_
 
 namespace {
 
-double EvidenceValue(const Finding& f, const std::string& key) {
-  for (const Evidence& e : f.evidence)
-    if (e.key == key) return e.value;
-  return 0;
-}
-
 void Erase(const std::vector<bool>& drop, std::vector<Finding>* fs) {
   std::vector<Finding> kept;
   for (size_t i = 0; i < fs->size(); ++i)
@@ -496,7 +491,7 @@ int DemotePropagatedStalls(const ComputeProfile& p, int64_t slack_us, std::vecto
   for (size_t i = 0; i < fs->size(); ++i) {
     const Finding& f = (*fs)[i];
     if (f.kind != Kind::kHostStall || f.ranks.size() != 1) continue;
-    const double wait = EvidenceValue(f, "max_wait_us");
+    const double wait = f.Number("max_wait_us");
     if (wait <= 0) continue;
     const int64_t a = f.start_us - slack_us, b = f.end_us + slack_us;
     const double own = OwnTimeJump(p, f.ranks[0], a, b);
@@ -536,7 +531,7 @@ int DemoteBubbles(const ComputeProfile& p, int64_t slack_us, std::vector<Finding
     // The step-phase bubble is the stage's own gap by construction, measured against a baseline
     // that a bubble over half the job does not shift (this median would, halving the gap).
     if (f.detector == "steps.stage_idle") return 1;
-    const double idle_us = EvidenceValue(f, "extra_idle_share") * p.step_us;
+    const double idle_us = f.Number("extra_idle_share") * p.step_us;
     std::vector<double> own;
     for (int r : f.ranks)
       if (p.own.count(r)) own.push_back(OwnTimeTypicalExcess(p, r, f.start_us, f.end_us));

@@ -55,6 +55,9 @@ struct OwnStep {
   double excess_us = 0;
 };
 
+// Per rank, in step order, its own time in each complete step above its usual (median) own time.
+std::map<int, std::vector<OwnStep>> OwnTimeExcess(const readers::StepSeries& s);
+
 struct ComputeProfile {
   std::vector<ComputeRun> runs;
   std::map<int, std::vector<OwnStep>> own;  // per rank, in step order

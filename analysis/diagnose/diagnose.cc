@@ -59,10 +59,7 @@ void Fold(Finding* a, const Finding& b) {
   }
 }
 
-bool NamesACulprit(const Finding& f) {
-  return f.kind != Kind::kStepRegression && f.kind != Kind::kStepJitter && f.kind != Kind::kSlowNetwork &&
-         (!f.ranks.empty() || !f.hosts.empty());
-}
+bool NamesACulprit(const Finding& f) { return !IsSymptom(f.kind) && (!f.ranks.empty() || !f.hosts.empty()); }
 
 // Folds every finding that `rule` relates to an earlier (more confident) one into it; after a
 // merge the grown finding is compared again with all later ones.
@@ -140,7 +137,7 @@ void Consolidate(std::vector<Finding>* fs, std::vector<Suppressed>* suppressed) 
   // Hangs first, symptoms that name no culprit (step-level ones, a network not localised) last: an on-call engineer reads
   // the cause before the symptom, however sure the symptom is.
   auto order = [](Kind k) {
-    return k == Kind::kHang ? 0 : k == Kind::kStepRegression || k == Kind::kStepJitter || k == Kind::kSlowNetwork ? 2 : 1;
+    return k == Kind::kHang ? 0 : IsSymptom(k) ? 2 : 1;
   };
   std::stable_sort(fs->begin(), fs->end(), [&](const Finding& a, const Finding& b) {
     if (order(a.kind) != order(b.kind)) return order(a.kind) < order(b.kind);

@@ -327,12 +327,6 @@ TEST(SlowCompute, SameHostRanksAtDifferentTimesStaySeparate) {
   EXPECT_EQ(ranks, std::vector<int>({2, 3}));
 }
 
-double EvidenceValue(const Finding& f, const std::string& key) {
-  for (const Evidence& e : f.evidence)
-    if (e.key == key) return e.value;
-  return -1;
-}
-
 TEST(Consolidate, TheCauseComesBeforeASurerStepSymptom) {
   Finding symptom;
   symptom.kind = Kind::kStepRegression;
@@ -410,9 +404,9 @@ TEST(Consolidate, AStepRegressionIsTheImpactOfTheCauseItCoincidesWith) {
   EXPECT_EQ(fs[0].summary,
             "The link of node-000 is degraded. Meanwhile the job's step time rose 44% (80.8 -> "
             "116.7 ms).");
-  EXPECT_EQ(EvidenceValue(fs[0], "job_step_time_rise_pct"), 44);
+  EXPECT_EQ(fs[0].Number("job_step_time_rise_pct", -1), 44);
   EXPECT_EQ(fs[1].kind, Kind::kSlowCompute);
-  EXPECT_EQ(EvidenceValue(fs[1], "job_step_time_rise_pct"), -1);
+  EXPECT_EQ(fs[1].Number("job_step_time_rise_pct", -1), -1);
   EXPECT_EQ(fs[2].kind, Kind::kStepRegression);
   EXPECT_EQ(fs[2].start_us, 5'000'000);
   ASSERT_EQ(suppressed.size(), 1u);
@@ -678,8 +672,8 @@ TEST(Steps, AStallIsTheRankWhoseOwnTimeGrewNotTheSlowest) {
   EXPECT_EQ(f[0].hosts, std::vector<std::string>({"h1"}));
   EXPECT_EQ(f[0].victims, std::vector<int>({0, 1, 3}));
   EXPECT_EQ(f[0].confidence, 0.8);
-  EXPECT_NEAR(EvidenceValue(f[0], "max_stall_us"), 2e6, 1e3);
-  EXPECT_EQ(EvidenceValue(f[0], "worst_step"), 20);
+  EXPECT_NEAR(f[0].Number("max_stall_us", -1), 2e6, 1e3);
+  EXPECT_EQ(f[0].Number("worst_step", -1), 20);
   // Without its host, the rank alone.
   const auto alone = DetectStepAnomalies(s, StepOptions{});
   ASSERT_EQ(alone.size(), 1u);
@@ -700,7 +694,7 @@ TEST(Steps, AHostsStallsAreOneFinding) {
   EXPECT_EQ(f[0].kind, Kind::kHostStall);
   EXPECT_EQ(f[0].ranks, std::vector<int>({2, 3}));
   EXPECT_EQ(f[0].hosts, std::vector<std::string>({"h1"}));
-  EXPECT_EQ(EvidenceValue(f[0], "stalls"), 2);
+  EXPECT_EQ(f[0].Number("stalls", -1), 2);
 }
 
 // A spike every rank spent in its own time (a job-wide pause), or one the series cannot place (no

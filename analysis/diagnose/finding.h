@@ -25,6 +25,11 @@ enum class Kind : uint8_t {
 };
 std::string_view KindName(Kind k);
 bool ParseKind(std::string_view s, Kind* k);
+// Kinds that name no culprit by design (docs/findings.md): the step time moved, or a network the
+// data cannot localise.
+inline bool IsSymptom(Kind k) {
+  return k == Kind::kStepRegression || k == Kind::kStepJitter || k == Kind::kSlowNetwork;
+}
 
 struct Evidence {
   std::string key;
@@ -45,6 +50,12 @@ struct Finding {
   std::string detector;           // which detector produced it
 
   void Add(std::string key, double v) { evidence.push_back({std::move(key), v, {}}); }
+  // The numeric evidence under `key`; `missing` when there is none.
+  double Number(std::string_view key, double missing = 0) const {
+    for (const Evidence& e : evidence)
+      if (e.key == key && e.text.empty()) return e.value;
+    return missing;
+  }
   void AddText(std::string key, std::string t) { evidence.push_back({std::move(key), 0, std::move(t)}); }
 };
 

@@ -103,24 +103,18 @@ bool Coincide(const Finding& cause, const Finding& symptom) {
          2 * overlap >= cause.end_us - cause.start_us;
 }
 
-double Value(const Finding& f, const char* key) {
-  for (const Evidence& e : f.evidence)
-    if (e.key == key) return e.value;
-  return 0;
-}
-
 // What the job lost: the step time's rise (a regression) or spikes (jitter) while the cause lasted.
 void AddStepImpact(Finding* cause, const Finding& symptom) {
   if (symptom.kind == Kind::kStepRegression) {
-    const double before = Value(symptom, "step_us_before"), after = Value(symptom, "step_us_after");
+    const double before = symptom.Number("step_us_before"), after = symptom.Number("step_us_after");
     if (before <= 0) return;
     cause->Add("job_step_time_rise_pct", std::round(100 * (after / before - 1)));
     cause->summary += " Meanwhile the job's step time rose " + Fmt("%.0f", 100 * (after / before - 1)) + "% (" +
                       Fmt("%.1f", before / 1e3) + " -> " + Fmt("%.1f", after / 1e3) + " ms).";
   } else {
-    cause->Add("job_step_spikes", Value(symptom, "spikes"));
-    cause->summary += " Meanwhile " + Fmt("%.0f", Value(symptom, "spikes")) + " of the job's steps spiked, to up to " +
-                      Fmt("%.1f", Value(symptom, "worst_ratio")) + "x the median step.";
+    cause->Add("job_step_spikes", symptom.Number("spikes"));
+    cause->summary += " Meanwhile " + Fmt("%.0f", symptom.Number("spikes")) + " of the job's steps spiked, to up to " +
+                      Fmt("%.1f", symptom.Number("worst_ratio")) + "x the median step.";
   }
 }
 

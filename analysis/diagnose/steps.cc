@@ -9,6 +9,7 @@
 #include <string>
 
 #include "analysis/diagnose/comm_data.h"
+#include "analysis/diagnose/compute_growth.h"
 #include "analysis/diagnose/share_ccld.h"
 
 namespace collscope::diagnose {
@@ -84,15 +85,8 @@ struct StallTimes {
 
 StallTimes StallTimesOf(const StepSeries& s) {
   StallTimes t;
-  std::map<int, std::vector<double>> own;
-  for (const auto& r : s.rows)
-    if (r.rank >= 0 && r.dur_us > 0) own[r.rank].push_back(OwnTimeUs(r));
-  std::map<int, double> usual;
-  for (auto& [rank, v] : own) usual[rank] = Median(std::move(v));
-  for (const auto& r : s.rows) {
-    if (r.rank < 0 || r.dur_us <= 0) continue;
-    t.own_excess[r.step].push_back({r.rank, OwnTimeUs(r) - usual[r.rank]});
-  }
+  for (const auto& [rank, steps] : OwnTimeExcess(s))
+    for (const OwnStep& x : steps) t.own_excess[x.step].push_back({rank, x.excess_us});
   return t;
 }
 
@@ -126,21 +120,19 @@ StepStall WhoStalled(const StallTimes& t, int64_t step, double excess_us) {
   return st;
 }
 
-// Stalls of one host are one finding (its ranks may take turns); elsewhere, of the same ranks.
-std::string CulpritKey(const std::vector<int>& ranks, const std::map<int, std::string>& host_of) {
-  std::set<std::string> hosts;
+// The one host all of `ranks` run on; empty when they span several or one is unknown.
+std::string HostOf(const std::vector<int>& ranks, const std::map<int, std::string>& host_of) {
+  std::string host;
   for (int r : ranks) {
     auto it = host_of.find(r);
-    hosts.insert(it == host_of.end() ? "" : it->second);
+    if (it == host_of.end() || (!host.empty() && it->second != host)) return "";
+    host = it->second;
   }
-  if (hosts.size() == 1 && !hosts.begin()->empty()) return "host " + *hosts.begin();
-  std::string key = "ranks";
-  for (int r : ranks) key += " " + std::to_string(r);
-  return key;
+  return host;
 }
 
 template <typename When>
-Finding StallFinding(const std::string& key, const std::vector<StepStall>& v, const StallTimes& t,
+Finding StallFinding(const std::vector<StepStall>& v, const StallTimes& t,
                      const std::vector<int64_t>& steps, const std::vector<double>& x,
                      double median_step_us, const std::map<int, std::string>& host_of,
                      const When& when) {
@@ -159,7 +151,7 @@ Finding StallFinding(const std::string& key, const std::vector<StepStall>& v, co
   f.ranks.assign(ranks.begin(), ranks.end());
   for (int r : others)
     if (!ranks.count(r)) f.victims.push_back(r);
-  if (key.rfind("host ", 0) == 0) f.hosts = {host_of.at(f.ranks[0])};
+  if (const std::string host = HostOf(f.ranks, host_of); !host.empty()) f.hosts = {host};
   f.start_us = when(v.front().index);
   f.end_us = when(v.back().index) + static_cast<int64_t>(x[v.back().index]);
   // Own time that grew by about the whole spike leaves no doubt who held the step.
@@ -291,7 +283,8 @@ std::vector<Finding> DetectStepAnomalies(const StepSeries& s, const StepOptions&
   for (size_t i : Spikes(x, o.window, o.jitter_ratio))
     if (!in_regression[i]) spikes.push_back(i);
   std::vector<size_t> unexplained;
-  std::map<std::string, std::vector<StepStall>> stalls;  // culprit (host, or ranks) -> its stalls
+  // Stalls of one host are one finding (its ranks may take turns); elsewhere, of the same ranks.
+  std::map<std::string, std::vector<StepStall>> stalls;  // host, or "ranks ..." -> its stalls
   const StallTimes times = per_rank ? StallTimesOf(s) : StallTimes{};
   for (size_t i : spikes) {
     StepStall st = WhoStalled(times, steps[i], x[i] - med);
@@ -300,10 +293,11 @@ std::vector<Finding> DetectStepAnomalies(const StepSeries& s, const StepOptions&
       continue;
     }
     st.index = i;
-    stalls[CulpritKey(st.ranks, host_of)].push_back(std::move(st));
+    std::string key = HostOf(st.ranks, host_of);
+    if (key.empty()) key = "ranks " + RankList(st.ranks, st.ranks.size());
+    stalls[key].push_back(std::move(st));
   }
-  for (const auto& [key, v] : stalls)
-    out.push_back(StallFinding(key, v, times, steps, x, med, host_of, when));
+  for (const auto& [key, v] : stalls) out.push_back(StallFinding(v, times, steps, x, med, host_of, when));
   if (!unexplained.empty()) {
     Finding f;
     f.kind = Kind::kStepJitter;

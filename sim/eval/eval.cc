@@ -153,7 +153,7 @@ Status ScoreFindings(const std::string& gt_path, const std::vector<Finding>& fin
     // Symptoms name no culprit by design (step_regression, step_jitter: the step time moved;
     // slow_network: a network the data cannot localise): they stay out of the culprit
     // calibration, and each one still counts as a false finding of its job.
-    const bool symptom = f.kind == Kind::kStepRegression || f.kind == Kind::kStepJitter || f.kind == Kind::kSlowNetwork;
+    const bool symptom = IsSymptom(f.kind);
     CalibrationBin unused;
     CalibrationBin& cb = symptom ? unused
                                  : tier->calibration[std::clamp(static_cast<size_t>(f.confidence * 5), size_t{0}, size_t{4})];
