@@ -66,14 +66,14 @@ now_us() { date +%s%6N; }
 found_us=0
 while kill -0 "$sim" 2>/dev/null || [ "$found_us" = 0 ]; do
   sleep 1
-  if [ "$found_us" = 0 ] && curl -sf "http://127.0.0.1:$PORT/findings" | grep -q "\"$culprit\""; then
+  if [ "$found_us" = 0 ] && curl -sf "http://127.0.0.1:$PORT/findings" | grep "\"$culprit\"" >/dev/null; then
     found_us=$(now_us)
     echo "aggregator names $culprit"
   fi
   if ! kill -0 "$sim" 2>/dev/null && [ "$found_us" = 0 ]; then
     # The job ended; give the aggregator two more ticks.
     sleep 12
-    curl -sf "http://127.0.0.1:$PORT/findings" | grep -q "\"$culprit\"" && found_us=$(now_us)
+    curl -sf "http://127.0.0.1:$PORT/findings" | grep "\"$culprit\"" >/dev/null && found_us=$(now_us)
     break
   fi
 done

@@ -16,7 +16,7 @@ packages=(build-essential pkg-config ca-certificates
 declare -A tools=([cmake]=cmake [git]=git [python3]=python3 [npm]="nodejs npm")
 missing=()
 for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep "install ok installed" >/dev/null || missing+=("$p")
 done
 for t in "${!tools[@]}"; do
   command -v "$t" >/dev/null 2>&1 || missing+=(${tools[$t]})

@@ -171,7 +171,7 @@ slurm_env $job 'node-[000-001]' bash "$prefix/share/collscope/slurm/prolog.sh" 2
 hpid=$(<"$jdir/agent.pid")
 haddr=$(<"$jdir/listen")
 [[ $(http "$haddr" /healthz | head -n 1) == ok ]] || fail "host agent /healthz is not ok"
-tr '\0' ' ' <"/proc/$hpid/cmdline" | grep -q -- "--export-summaries $work/shared/$job/summaries --no-diagnose" ||
+tr '\0' ' ' <"/proc/$hpid/cmdline" | grep -- "--export-summaries $work/shared/$job/summaries --no-diagnose" >/dev/null ||
   fail "host agent not exporting summaries: $(tr '\0' ' ' <"/proc/$hpid/cmdline")"
 ok "prolog started the host agent (pid $hpid) on $haddr"
 

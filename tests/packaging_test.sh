@@ -79,7 +79,7 @@ fi
 if ((bundled)); then
   duck=$(ldd "$cs" | awk '$1 == "libduckdb.so" { print $3 }')
   [[ -n $duck && $(realpath "$duck") == "$(realpath "$stage/$libdir/collscope/libduckdb.so")" ]] || fail "installed collscope loads libduckdb.so from '$duck'"
-  if readelf -d "$cs" | grep -E 'R(UN)?PATH' | grep -qF "$build"; then fail "installed collscope's RUNPATH names the build tree"; fi
+  if readelf -d "$cs" | grep -E 'R(UN)?PATH' | grep -F "$build" >/dev/null; then fail "installed collscope's RUNPATH names the build tree"; fi
 fi
 ok "installed collscope: '$got'"
 
@@ -129,10 +129,10 @@ complete_words() {  # complete_words WORD...: what bash completes for the last w
 }
 [[ $(complete_words collscope "" | sort) == "$subs" ]] || fail "bash completion: subcommands are not those of --help"
 [[ $(complete_words collscope inge) == ingest ]] || fail "bash completion: 'inge' does not complete to ingest"
-complete_words collscope diagnose --js | grep -qx -- --json || fail "bash completion: 'diagnose --js' does not complete to --json"
-complete_words collscope ingest --d | grep -qx -- --db || fail "bash completion: 'ingest --d' does not complete to --db"
+complete_words collscope diagnose --js | grep -x -- --json >/dev/null || fail "bash completion: 'diagnose --js' does not complete to --json"
+complete_words collscope ingest --d | grep -x -- --db >/dev/null || fail "bash completion: 'ingest --d' does not complete to --db"
 zcomp=$stage/share/zsh/vendor-completions/_collscope
-head -1 "$zcomp" | grep -qx '#compdef collscope' || fail "zsh completion: no #compdef line"
+head -1 "$zcomp" | grep -x '#compdef collscope' >/dev/null || fail "zsh completion: no #compdef line"
 for s in $subs; do grep -q "^    '$s:" "$zcomp" || fail "zsh completion lacks $s"; done
 if command -v zsh >/dev/null; then zsh -n "$zcomp" || fail "zsh completion: syntax"; fi
 ok "man pages and bash/zsh completions: $(wc -l <<<"$subs") subcommands, as --help lists them"
@@ -187,8 +187,10 @@ cmake --build "$work/consumer/build" >"$work/consumer/build.log" 2>&1 ||
   { cat "$work/consumer/build.log"; fail "find_package(collscope) consumer: build"; }
 [[ $(cat "$work/consumer/build/plugin.txt") == "$stage/$libdir/libnccl-profiler-collscope.so" ]] || fail "collscope::nccl_profiler is not the installed plugin"
 [[ $(cat "$work/consumer/build/exe.txt") == "$stage/bin/collscope" ]] || fail "collscope_EXECUTABLE is not the installed command"
-ldd "$work/consumer/build/consumer" | grep -qF "$stage/$libdir/libcollscope-annotate.so" || fail "the consumer does not load the installed library"
-COLLSCOPE_DUMP_DIR=$work/consumer/dump RANK=0 WORLD_SIZE=2 "$work/consumer/build/consumer" | grep -qx "dropped 0" || fail "find_package consumer run"
+consumer_libs=$(ldd "$work/consumer/build/consumer")
+grep -F "$stage/$libdir/libcollscope-annotate.so" <<<"$consumer_libs" >/dev/null ||
+  { echo "$consumer_libs"; fail "the consumer does not load the installed library"; }
+COLLSCOPE_DUMP_DIR=$work/consumer/dump RANK=0 WORLD_SIZE=2 "$work/consumer/build/consumer" | grep -x "dropped 0" >/dev/null || fail "find_package consumer run"
 # A version the package does not satisfy is refused.
 sed "s/find_package(collscope $version /find_package(collscope 99.0 /" "$work/consumer/CMakeLists.txt" >"$work/consumer/v99.txt"
 mkdir -p "$work/v99" && cp "$work/consumer/main.c" "$work/v99/" && cp "$work/consumer/v99.txt" "$work/v99/CMakeLists.txt"
@@ -199,7 +201,7 @@ export PKG_CONFIG_PATH=$stage/$libdir/pkgconfig
 # shellcheck disable=SC2046
 cc -o "$work/consumer/pc" "$work/consumer/main.c" $(pkg-config --cflags --libs collscope-annotate) \
   -Wl,-rpath,"$(pkg-config --variable=libdir collscope-annotate)" || fail "pkg-config consumer: build"
-COLLSCOPE_DUMP_DIR=$work/consumer/dump RANK=1 WORLD_SIZE=2 "$work/consumer/pc" | grep -qx "dropped 0" || fail "pkg-config consumer run"
+COLLSCOPE_DUMP_DIR=$work/consumer/dump RANK=1 WORLD_SIZE=2 "$work/consumer/pc" | grep -x "dropped 0" >/dev/null || fail "pkg-config consumer run"
 plugin=$(pkg-config --variable=plugin nccl-profiler-collscope)
 [[ -f $plugin && $plugin == "$stage/$libdir/libnccl-profiler-collscope.so" ]] || fail "nccl-profiler-collscope.pc: plugin '$plugin'"
 "$cs" ingest "$work/consumer/dump" --db "$work/consumer/db.duckdb" --run c >"$work/consumer/ingest.log" || true
@@ -236,7 +238,7 @@ for d in libc6 libstdc++6 libsimdjson zlib1g; do
   [[ $depends == *"$d"* ]] || fail ".deb Depends lacks $d: $depends"
 done
 if ((bundled)) && [[ $depends == *duckdb* ]]; then fail ".deb depends on a duckdb package besides its own: $depends"; fi
-dpkg-deb -f "$deb" Description | grep -q "License: Apache-2.0" || fail ".deb description states no licence"
+dpkg-deb -f "$deb" Description | grep "License: Apache-2.0" >/dev/null || fail ".deb description states no licence"
 mkdir -p "$work/debx"
 dpkg-deb -x "$deb" "$work/debx"
 grep -qx "prefix=/usr" "$work/debx/usr/$libdir/pkgconfig/collscope-annotate.pc" || fail ".deb: collscope-annotate.pc's prefix is not /usr"
