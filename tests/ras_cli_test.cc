@@ -106,5 +106,41 @@ TEST(RasCli, BesideASimulatedHang) {
   EXPECT_NE(d.text.find("\"ranks\": [5]"), std::string::npos) << d.text;
 }
 
+// Stock Inspector logs of a hung job and a MONITOR log naming the dead process by node address and
+// pid: the records' pid joins it to its rank and host name.
+TEST(RasCli, AMonitorLogBesideTheRecordsNamesTheRankAndHost) {
+  if (Collscope("simulate --help").code != 0) GTEST_SKIP() << "collscope built without sim/";
+  testing::TempDir dir;
+  Output sim = Collscope("simulate -o " + dir / "job" +
+                         " --hosts 2 --gpus-per-host 4 --tp 2 --pp 2 --layers 2 --hidden 1024 --seq-len 1024 --steps 20"
+                         " --kineto-max-ranks 0 --dump-interval-us 200000 --fault kind=hang,rank=5,comm=tp,op=AllReduce,coll_sn=37");
+  ASSERT_EQ(sim.code, 0) << sim.text;
+  // Rank 5's pid and host as the simulator gave them.
+  const std::string truth = testing::ReadFile(dir / "job/ground_truth.json");
+  const std::string key = "{\"rank\":5,";
+  const size_t at = truth.find(key);
+  ASSERT_NE(at, std::string::npos) << truth;
+  const std::string row = truth.substr(at, truth.find('}', at) - at);
+  auto field = [&](const std::string& name) {
+    const size_t p = row.find("\"" + name + "\":") + name.size() + 3;
+    return row.substr(p, row.find_first_of(",}", p) - p);
+  };
+  const std::string pid = field("pid"), host = field("hostname");
+  ASSERT_FALSE(pid.empty());
+  // Stock Inspector logs only: the in-flight state files would name rank 5 themselves.
+  Output rm = testing::RunShell("rm " + dir / "job/nccl-inspector/*.inflight.json");
+  ASSERT_EQ(rm.code, 0) << rm.text;
+  testing::WriteFile(dir / "job/nccl-inspector/monitor.out",
+                     "[2026-07-01 10:02:20] PEER_TIMEOUT_DEAD: Process " + pid +
+                         " on node 10.0.0.9 managing GPU 1 peer failed to respond for 20s, declaring dead\n");
+  Output d = Collscope("diagnose " + dir / "job/nccl-inspector --json");
+  EXPECT_EQ(d.code, 1) << d.text;
+  EXPECT_NE(d.text.find("\"ranks\": [5]"), std::string::npos) << d.text;
+  EXPECT_NE(d.text.find("\"hosts\": [" + host + "]"), std::string::npos) << d.text;
+  EXPECT_NE(d.text.find("rank 5 (host " + host.substr(1, host.size() - 2) + ", RAS node 10.0.0.9, pid " + pid),
+            std::string::npos)
+      << d.text;
+}
+
 }  // namespace
 }  // namespace collscope

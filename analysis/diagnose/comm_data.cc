@@ -356,6 +356,7 @@ Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWi
     p.host = it->second;
     p.global_rank = static_cast<int>(d.procs.size());  // ordinal fallback
     p.process_id = pr->i[0][i];
+    p.pid = pr->null_i[1][i] ? -1 : pr->i[1][i];
     d.procs.push_back(p);
   }
   d.rank_source = "ordinal";

@@ -18,6 +18,7 @@ struct Proc {
   int host = -1;         // index into CommData::hosts
   int global_rank = -1;  // see docs/diagnosis.md: plugin record, world communicator, or ordinal
   int64_t process_id = -1;  // the store's (processes.process_id); -1 when built by hand
+  int64_t pid = -1;         // on its host, as the records give it
 };
 
 struct Comm {

@@ -321,9 +321,20 @@ Status DetectFromRecords(Store& store, const std::string& run, const DiagnoseOpt
 
 namespace {
 
+// The records' processes, for joining RAS's nodes and pids to ranks and host names.
+std::vector<JobProcess> JobProcesses(const CommData* records) {
+  std::vector<JobProcess> job;
+  if (!records) return job;
+  for (const Proc& p : records->procs)
+    if (p.pid >= 0) job.push_back({records->hosts[static_cast<size_t>(p.host)], p.pid, p.global_rank});
+  return job;
+}
+
 // The run's stored hang evidence (Flight Recorder dumps, in-flight state files) through the
-// wait-graph analyses, and its NCCL RAS status reports through theirs.
-Status DetectFromHangEvidence(Store& store, const std::string& run, std::vector<Finding>* out, InputSummary* read) {
+// wait-graph analyses, and its NCCL RAS status reports through theirs (joined to `records`'
+// processes where given).
+Status DetectFromHangEvidence(Store& store, const std::string& run, const CommData* records, std::vector<Finding>* out,
+                              InputSummary* read) {
   auto dumps = readers::LoadFlightRecorderDumps(store, run);
   if (!dumps.ok()) return dumps.status();
   auto states = readers::LoadInflightStates(store, run);
@@ -339,7 +350,7 @@ Status DetectFromHangEvidence(Store& store, const std::string& run, std::vector<
       if (r.unused) read->unusable.push_back(r.path + ": " + std::to_string(r.unused) + " lines or values of this RAS report not understood (collscope ingest names them)");
   }
   if (!ras->empty()) {
-    auto f = AnalyzeRasReports(*ras);
+    auto f = AnalyzeRasReports(*ras, JobProcesses(records));
     out->insert(out->end(), f.begin(), f.end());
   }
   // Consolidate folds the records' hang guess into a hang finding that names the root cause.
@@ -415,7 +426,7 @@ Result<std::vector<Finding>> DiagnoseStore(Store& store, const DiagnoseOptions& 
   std::optional<CommData> data;
   COLLSCOPE_RETURN_IF_ERROR(DetectFromRecords(store, run, with_run, timing, read, &out, &data));
   COLLSCOPE_RETURN_IF_ERROR(DetectFromSteps(store, run, data->procs.empty() ? nullptr : &*data, o.comm, &out, read));
-  COLLSCOPE_RETURN_IF_ERROR(DetectFromHangEvidence(store, run, &out, read));
+  COLLSCOPE_RETURN_IF_ERROR(DetectFromHangEvidence(store, run, data->procs.empty() ? nullptr : &*data, &out, read));
   COLLSCOPE_RETURN_IF_ERROR(DetectFromStoredKernels(store, run, &out, read));
   Consolidate(&out, o.suppressed);
   COLLSCOPE_RETURN_IF_ERROR(WeighByRecordCoverage(store, run, data, &out));
@@ -501,12 +512,12 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
   Store* steps_store = !step_files.empty() ? temp.get() : records;
   const std::string steps_run = !step_files.empty() ? temp_run : run;
   if (steps_store) COLLSCOPE_RETURN_IF_ERROR(DetectFromSteps(*steps_store, steps_run, comm, o.comm, &out, read));
-  if (temp) COLLSCOPE_RETURN_IF_ERROR(DetectFromHangEvidence(*temp, temp_run, &out, read));
+  if (temp) COLLSCOPE_RETURN_IF_ERROR(DetectFromHangEvidence(*temp, temp_run, comm, &out, read));
   std::map<int, std::string> summary_hosts;
   if (!kernel_files.empty())
     COLLSCOPE_RETURN_IF_ERROR(DetectFromKernelSummaries(*temp, temp_run, &out, read, &summary_hosts));
   if (records) {
-    COLLSCOPE_RETURN_IF_ERROR(DetectFromHangEvidence(*records, run, &out, read));
+    COLLSCOPE_RETURN_IF_ERROR(DetectFromHangEvidence(*records, run, comm, &out, read));
     COLLSCOPE_RETURN_IF_ERROR(DetectFromStoredKernels(*records, run, &out, read));
   }
   // The Kineto traces among the paths, found once (walking the folders again for L3 would read

@@ -51,6 +51,18 @@ std::vector<Finding> AnalyzeInflight(const std::vector<InflightState>& states,
 // communicator whose size is the job's process count (its ranks are global; other communicators'
 // ranks map through their (host, pid)); otherwise hosts and processes are named and `ranks` stays
 // empty.
-std::vector<Finding> AnalyzeRasReports(const std::vector<readers::RasReport>& reports);
+//
+// RAS names nodes by IP address, the records by host name: `job` (the records' processes) joins
+// them by pid. A pid that one process of the job has names that process, its global rank and its
+// host, and so names the node; on a node so named, a pid several hosts share is that host's
+// process. A node that two joins give different hosts is joined to none. Joined findings name the
+// records' host names (what the other detectors name, so they merge); the node stays in the text.
+struct JobProcess {
+  std::string hostname;
+  int64_t pid = -1;
+  int global_rank = -1;
+};
+std::vector<Finding> AnalyzeRasReports(const std::vector<readers::RasReport>& reports,
+                                       const std::vector<JobProcess>& job = {});
 
 }  // namespace collscope::diagnose

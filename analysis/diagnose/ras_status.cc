@@ -9,6 +9,7 @@ namespace collscope::diagnose {
 namespace {
 
 using readers::RasComm;
+using readers::RasProcess;
 using readers::RasRank;
 using readers::RasReport;
 
@@ -20,17 +21,20 @@ struct Culprit {
   const RasComm* comm = nullptr;
   const RasRank* k = nullptr;
   int global = -1;
+  const JobProcess* job = nullptr;  // the records' process, when the pid join found it
   double confidence = 0;
   std::string why;  // "launched up to AllReduce operation 911 while 7 ranks reached 912"
 };
 
 std::string CommName(const RasComm& c) { return c.hash + (c.label.empty() ? "" : " (" + c.label + ")"); }
 
-// "rank 5 (host 10.0.0.2, pid 4242, GPU 1)", or the process when the global rank is unknown.
+// "rank 5 (host 10.0.0.2, pid 4242, GPU 1)", or the process when the global rank is unknown;
+// "host node-003, RAS node 10.0.0.4" when the records named the node.
 std::string Who(const Culprit& c) {
   std::string where;
   auto add = [&](const std::string& s) { where += (where.empty() ? "" : ", ") + s; };
-  if (!c.k->host.empty()) add("host " + c.k->host);
+  if (c.job) add("host " + c.job->hostname + (c.k->host.empty() ? "" : ", RAS node " + c.k->host));
+  else if (!c.k->host.empty()) add("host " + c.k->host);
   if (c.k->pid >= 0) add("pid " + std::to_string(c.k->pid));
   if (c.k->cuda_dev >= 0)
     add("GPU " + std::to_string(c.k->cuda_dev) +
@@ -40,6 +44,44 @@ std::string Who(const Culprit& c) {
                                            : "rank " + std::to_string(c.k->rank) + " of communicator " + c.comm->hash;
   return who + (where.empty() ? "" : " (" + where + ")");
 }
+
+// hang.h: RAS's (node, pid) to the records' processes.
+class ProcessJoin {
+ public:
+  ProcessJoin(const RasReport& r, const std::vector<JobProcess>& job) {
+    for (const JobProcess& p : job) by_pid_[p.pid].push_back(&p);
+    auto learn = [&](const std::string& node, int64_t pid) {
+      auto it = by_pid_.find(pid);
+      if (node.empty() || pid < 0 || it == by_pid_.end() || it->second.size() != 1) return;
+      auto [h, added] = host_of_.emplace(node, it->second[0]->hostname);
+      if (!added && h->second != it->second[0]->hostname) unjoinable_.insert(node);
+    };
+    for (const RasComm& c : r.comms)
+      for (const RasRank& k : c.ranks) learn(k.host, k.pid);
+    for (const RasProcess& p : r.processes) learn(p.host, p.pid);
+  }
+  bool empty() const { return by_pid_.empty(); }
+  // The records' process of RAS's (node, pid); when `global` is known, it must be that rank.
+  const JobProcess* Find(const std::string& node, int64_t pid, int global) const {
+    auto it = by_pid_.find(pid);
+    if (pid < 0 || it == by_pid_.end() || unjoinable_.count(node)) return nullptr;
+    auto host = host_of_.find(node);
+    const JobProcess* found = nullptr;
+    int n = 0;
+    for (const JobProcess* p : it->second) {
+      if (global >= 0 && p->global_rank != global) continue;
+      if (host != host_of_.end() && p->hostname != host->second) continue;
+      found = p;
+      ++n;
+    }
+    return n == 1 ? found : nullptr;
+  }
+
+ private:
+  std::map<int64_t, std::vector<const JobProcess*>> by_pid_;
+  std::map<std::string, std::string> host_of_;  // RAS node -> the records' host name
+  std::set<std::string> unjoinable_;
+};
 
 // The job's processes as the report sees them: its Job summary, or the distinct processes it names.
 int64_t JobProcesses(const RasReport& r) {
@@ -52,7 +94,7 @@ int64_t JobProcesses(const RasReport& r) {
   return static_cast<int64_t>(procs.size());
 }
 
-Finding Analyze(const RasReport& r, bool* any) {
+Finding Analyze(const RasReport& r, const std::vector<JobProcess>& job, bool* any) {
   Finding f;
   f.kind = Kind::kHang;
   f.detector = "ras.status";
@@ -66,10 +108,13 @@ Finding Analyze(const RasReport& r, bool* any) {
   if (world)
     for (const RasRank& k : world->ranks)
       if (k.rank >= 0 && k.pid >= 0) global[{k.host, k.pid}] = k.rank;
+  const ProcessJoin join(r, job);
   auto global_of = [&](const RasComm& c, const RasRank& k) {
     if (&c == world) return k.rank;
     auto it = global.find({k.host, k.pid});
-    return k.pid >= 0 && it != global.end() ? it->second : -1;
+    if (k.pid >= 0 && it != global.end()) return it->second;
+    const JobProcess* p = join.Find(k.host, k.pid, -1);
+    return p ? p->global_rank : -1;
   };
 
   std::vector<Culprit> culprits;
@@ -83,7 +128,8 @@ Finding Analyze(const RasReport& r, bool* any) {
       return;
     }
     blamed.insert(&k);
-    culprits.push_back({&c, &k, global_of(c, k), conf, std::move(why)});
+    const int g = global_of(c, k);
+    culprits.push_back({&c, &k, g, join.Find(k.host, k.pid, g), conf, std::move(why)});
   };
   for (const RasComm& c : r.comms) {
     // Launch counts per function: the ranks behind the others, when they are fewer than half of
@@ -152,7 +198,10 @@ Finding Analyze(const RasReport& r, bool* any) {
     // A MONITOR log's events say how its peers' RAS threads lost it; an unresponsive process may
     // still recover (the events' own retry and keepalive warnings), a dead one does not.
     const std::string events = k.detail.empty() ? "" : " (MONITOR: " + k.detail + ")";
-    Culprit c{&kNoComm, &k, it == global.end() ? -1 : it->second,
+    int g = it == global.end() ? -1 : it->second;
+    const JobProcess* p = join.Find(k.host, k.pid, g);
+    if (p) g = p->global_rank;
+    Culprit c{&kNoComm, &k, g, p,
               k.state == "dead" ? 0.85 : k.state == "unresponsive" ? 0.6 : 0.5,
               k.state == "dead"           ? "its process is considered dead by RAS" + events
               : k.state == "unresponsive" ? "its peers' RAS threads report it unresponsive" + events
@@ -168,7 +217,8 @@ Finding Analyze(const RasReport& r, bool* any) {
     conf = std::max(conf, c.confidence);
     only_missing &= c.k->state == "missing";
     if (c.global >= 0) f.ranks.push_back(c.global);
-    if (!c.k->host.empty()) f.hosts.push_back(c.k->host);
+    if (c.job) f.hosts.push_back(c.job->hostname);
+    else if (!c.k->host.empty()) f.hosts.push_back(c.k->host);
     if (!c.comm->hash.empty()) f.comms.push_back(c.comm->hash);
   }
   if (culprits.empty()) conf = 0.4;  // only unnamed groups: no one to name
@@ -195,15 +245,18 @@ Finding Analyze(const RasReport& r, bool* any) {
   if (only_missing && !culprits.empty())
     f.AddText("missing_only", "the only signal is data missing from the report (no count, error or dead process): "
                               "confidence lowered");
-  if (!world && r.format.starts_with("monitor"))
-    f.AddText("global_ranks", "a MONITOR log names processes by node and pid, not ranks: hosts and processes named");
-  else if (!world)
-    f.AddText("global_ranks", "no communicator of the job's size (" + std::to_string(procs) +
-                                  " processes) to map ranks to global ranks: hosts and processes named instead");
-  else
-    for (const Culprit& c : culprits)
-      if (c.global < 0)
-        f.AddText("global_ranks", Who(c) + ": its process is not among the world communicator's named ranks");
+  for (const Culprit& c : culprits) {
+    if (c.global >= 0) continue;
+    const std::string no_join = join.empty() ? "no NCCL records were read with it to join its node and pid to a rank"
+                                             : "no process of the records has its pid on a host its node can be";
+    if (r.format.starts_with("monitor"))
+      f.AddText("global_ranks", Who(c) + ": a MONITOR log names processes by node and pid, not ranks, and " + no_join);
+    else if (!world)
+      f.AddText("global_ranks", Who(c) + ": no communicator of the job's size (" + std::to_string(procs) +
+                                    " processes) maps it to a global rank, and " + no_join);
+    else
+      f.AddText("global_ranks", Who(c) + ": its process is not among the world communicator's named ranks, and " + no_join);
+  }
   if (r.timeouts > 0) f.Add("ras_timeouts", static_cast<double>(r.timeouts));
   f.AddText("report", r.path + " (" + (r.nccl_version.empty() ? "" : "NCCL " + r.nccl_version + ", ") + r.format + ")");
   return f;
@@ -211,11 +264,11 @@ Finding Analyze(const RasReport& r, bool* any) {
 
 }  // namespace
 
-std::vector<Finding> AnalyzeRasReports(const std::vector<RasReport>& reports) {
+std::vector<Finding> AnalyzeRasReports(const std::vector<RasReport>& reports, const std::vector<JobProcess>& job) {
   std::vector<Finding> out;
   for (const RasReport& r : reports) {
     bool any = false;
-    Finding f = Analyze(r, &any);
+    Finding f = Analyze(r, job, &any);
     if (!any) continue;
     // Repeated queries of one hang name the same ranks: one finding, the reports listed. Where
     // they also name the same counts, nothing moved between the queries: a stall, not a

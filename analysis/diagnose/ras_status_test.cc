@@ -129,6 +129,62 @@ TEST(RasStatus, NoWorldCommunicatorNamesTheProcess) {
       << f[0].summary;
 }
 
+// RAS names nodes by address, the records by host name: the records' pids join them. A pid one
+// process has names it; where hosts share a pid (containers), the node learnt from another
+// process's unique pid picks the host; a node two joins name differently is joined to none.
+TEST(RasStatus, TheRecordsPidsJoinNodesToRanksAndHostNames) {
+  auto rank = [](int r, const std::string& node, int64_t pid, int64_t allreduces) {
+    readers::RasRank k;
+    k.rank = r;
+    k.host = node;
+    k.pid = pid;
+    k.launched = {{"AllReduce", allreduces}};
+    return k;
+  };
+  readers::RasReport r;
+  r.path = "ras.json";
+  r.format = "json";
+  readers::RasComm c;  // a communicator smaller than the job: its ranks are not global ones
+  c.hash = "0x00000000000000aa";
+  c.size = 4;
+  c.ranks = {rank(0, "10.0.0.1", 100, 912), rank(1, "10.0.0.2", 100, 911), rank(2, "10.0.0.2", 201, 912),
+             rank(3, "10.0.0.1", 101, 912)};
+  r.comms = {c};
+  r.job_processes = 16;
+  const std::vector<JobProcess> job = {{"node-a", 100, 0}, {"node-b", 100, 4}, {"node-b", 201, 5}, {"node-a", 101, 1}};
+
+  auto f = AnalyzeRasReports({r}, job);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].ranks, std::vector<int>({4}));
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"node-b"}));
+  EXPECT_EQ(f[0].victims, std::vector<int>({0, 1, 5}));
+  EXPECT_NE(f[0].summary.find("rank 4 (host node-b, RAS node 10.0.0.2, pid 100)"), std::string::npos) << f[0].summary;
+  EXPECT_FALSE(HasEvidence(f[0], "global_ranks"));
+
+  // Nothing names the behind rank's node: pid 100 is on both hosts, so no rank and the address.
+  readers::RasReport alone = r;
+  alone.comms[0].ranks = {rank(0, "10.0.0.1", 100, 912), rank(1, "10.0.0.2", 100, 911), rank(3, "10.0.0.1", 100, 912)};
+  f = AnalyzeRasReports({alone}, job);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(f[0].ranks.empty());
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"10.0.0.2"}));
+  EXPECT_TRUE(HasEvidence(f[0], "global_ranks"));
+
+  // A node two unique pids put on two hosts is joined to none.
+  readers::RasReport torn = r;
+  torn.comms[0].ranks.push_back(rank(4, "10.0.0.2", 101, 912));
+  f = AnalyzeRasReports({torn}, job);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(f[0].ranks.empty());
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"10.0.0.2"}));
+
+  // Without the records, as before: the node and process.
+  f = AnalyzeRasReports({r});
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(f[0].ranks.empty());
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"10.0.0.2"}));
+}
+
 // Repeated reports of one hang are one finding; a Flight Recorder finding blaming the same rank
 // merges with it (registry.cc MergeRules), and so does the records' hang guess naming nobody.
 TEST(RasStatus, MergesWithOtherHangDetectors) {
