@@ -650,15 +650,14 @@ std::vector<Finding> DetectHangFromRecords(const CommData& d) {
   Finding f;
   f.kind = Kind::kHang;
   f.detector = "comm.progress";
-  std::set<int> victims;
+  // Every member of a stopped communicator is a suspect, none a victim: one of them never joined.
+  std::set<int> suspects;
   int64_t first_stop = INT64_MAX, most = 0;
   std::string names;
   for (int c : behind) {
     const Comm& cm = d.comms[c];
     f.comms.push_back(cm.id);
-    for (int p : cm.procs) {
-      victims.insert(d.procs[p].global_rank);
-    }
+    for (int p : cm.procs) suspects.insert(d.procs[p].global_rank);
     first_stop = std::min(first_stop, stop_ts[c]);
     most = std::max(most, deficit[c]);
     if (names.size() < 200) names += (names.empty() ? "" : ", ") + CommIdAndLabel(d, c);
@@ -666,7 +665,7 @@ std::vector<Finding> DetectHangFromRecords(const CommData& d) {
   SortUnique(&f.comms);
   // No hosts either: its ranks' hosts are where the victims run, and naming them as the finding's
   // hosts would point the agent's alerts and the report at every host of the job.
-  f.victims.assign(victims.begin(), victims.end());
+  const std::vector<int> suspect_ranks(suspects.begin(), suspects.end());
   f.start_us = first_stop;
   f.end_us = d.t1;
   // Sure that the job stopped, not of who stopped it: it names no root cause, so as a
@@ -674,8 +673,9 @@ std::vector<Finding> DetectHangFromRecords(const CommData& d) {
   f.confidence = 0.2;
   f.Add("collectives_behind_siblings", static_cast<double>(most));
   f.Add("communicators_behind", static_cast<double>(behind.size()));
+  f.AddText("suspects", RankList(suspect_ranks, 64));
   f.summary = std::string(behind.size() == 1 ? "Communicator " : "Communicators ") + names + " of ranks " +
-              RankList(f.victims) + " stopped up to " + std::to_string(most) +
+              RankList(suspect_ranks) + " stopped up to " + std::to_string(most) +
               " collective(s) behind their sibling communicators: a hang; completion records cannot "
               "tell which member never joined, so read the Flight Recorder dumps or collscope "
               "in-flight state files of these ranks.";

@@ -442,6 +442,10 @@ TEST(InflightSim, RecordsAloneCannotNameTheRank) {
   ASSERT_EQ(h.hangs.size(), 1u);
   EXPECT_EQ(h.hangs[0].detector, "comm.progress");
   EXPECT_TRUE(h.hangs[0].ranks.empty());
+  // The stopped communicators' members are suspects, the rank that never joined among them; none
+  // of them is called a victim.
+  EXPECT_TRUE(h.hangs[0].victims.empty()) << FindingsToText(h.hangs);
+  EXPECT_NE(Ev(h.hangs[0], "suspects"), "<none>") << FindingsToText(h.hangs);
 }
 
 // A size mismatch that hangs names the rank that issued the other size; a dead link leaves every

@@ -534,6 +534,11 @@ Result<EvalReport> RunEval(const std::vector<Scenario>& suite, const EvalOptions
       if (!fnd.ok()) return Status::Error(sc.name + ": diagnose (tier " + tier + "): " + fnd.status().message());
       const double dt = Now() - t0;
       if (took) *took = dt;
+      ScenarioResult by_flavor_sr;
+      TierRun by_flavor_run;
+      Status scored = ScoreFindings(gt, *fnd, sr.ingest_s + dt, &rep.by_flavor[cfg.inspector.flavor][tier],
+                                    &by_flavor_sr, &by_flavor_run);
+      if (!scored.ok()) return scored;
       return ScoreFindings(gt, *fnd, sr.ingest_s + dt, &rep.tiers[tier], &sr, &sr.tiers[tier]);
     };
     Status st = score("A", {}, &sr.analysis_s);
@@ -638,6 +643,35 @@ std::string EvalReport::ToText() const {
                   ts.false_per_1000_healthy_steps(), ts.healthy_findings, ts.healthy_steps);
     o << b;
   }
+  o << "\n== by Inspector flavour (the same strict scores; per tier: found/faults, then false findings)\n";
+  o << "flavour  kind                ";
+  for (const auto& [t, ts] : tiers) o << "  " << t << ":found/faults false";
+  o << "\n";
+  for (const auto& [flavor, by_tier] : by_flavor) {
+    std::set<std::string> kinds;
+    for (const auto& [t, ts] : by_tier)
+      for (const auto& [k, v] : ts.kinds)
+        if (v.faults) kinds.insert(k);
+    for (const std::string& k : kinds) {
+      std::snprintf(b, sizeof b, "%-8s %-20s", flavor.c_str(), k.c_str());
+      o << b;
+      for (const auto& [t, unused] : tiers) {
+        auto ts = by_tier.find(t);
+        const KindScore* v = nullptr;
+        if (ts != by_tier.end()) {
+          auto it = ts->second.kinds.find(k);
+          if (it != ts->second.kinds.end()) v = &it->second;
+        }
+        if (!v) {
+          o << "                   -";
+          continue;
+        }
+        std::snprintf(b, sizeof b, "  %8d/%-4d %5d", v->found_faults, v->faults, v->findings - v->true_findings);
+        o << b;
+      }
+      o << "\n";
+    }
+  }
   return o.str();
 }
 
@@ -670,6 +704,26 @@ std::string EvalReport::ToJson() const {
       o << (i ? ", " : "") << "{\"findings\": " << ts.calibration[i].findings << ", \"true\": "
         << ts.calibration[i].true_findings << "}";
     o << "], \"false_per_1000_healthy_steps\": " << ts.false_per_1000_healthy_steps() << "}";
+  }
+  o << "}, \"by_inspector_flavor\": {";
+  bool ff = true;
+  for (const auto& [flavor, by_tier] : by_flavor) {
+    o << (ff ? "" : ", ") << "\"" << flavor << "\": {";
+    ff = false;
+    bool first_tier = true;
+    for (const auto& [t, ts] : by_tier) {
+      o << (first_tier ? "" : ", ") << "\"" << t << "\": {";
+      first_tier = false;
+      bool first = true;
+      for (const auto& [k, v] : ts.kinds) {
+        o << (first ? "" : ", ") << "\"" << k << "\": {\"findings\": " << v.findings << ", \"true\": " << v.true_findings
+          << ", \"faults\": " << v.faults << ", \"found\": " << v.found_faults << ", \"precision\": " << v.precision()
+          << ", \"recall\": " << v.recall() << "}";
+        first = false;
+      }
+      o << "}";
+    }
+    o << "}";
   }
   o << "}, \"scenarios\": [";
   for (size_t i = 0; i < scenarios.size(); ++i) {

@@ -92,6 +92,10 @@ struct ScenarioResult {
 
 struct EvalReport {
   std::map<std::string, TierScore> tiers;  // "A", "B", "D"
+  // The same scores split by the jobs' Inspector flavour ("2.29": latest-snapshot sampling and no
+  // point-to-point records; "2.30"): flavour -> tier -> scores. Where a tier falls short, this says
+  // whether it is the logs' content or the detectors.
+  std::map<std::string, std::map<std::string, TierScore>> by_flavor;
   std::vector<ScenarioResult> scenarios;
   bool inspector_proxy = false;  // the 2.30 jobs' logs carried proxy_trace records
   std::string ToText() const;

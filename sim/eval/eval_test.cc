@@ -126,6 +126,31 @@ TEST(Eval, DetectionLimit) {
   EXPECT_TRUE(std::isnan(t.DetectionLimit("nic_degrade", 0.5)));
 }
 
+// The split by Inspector flavour is the same scoring: its parts add up to each tier's totals.
+void ExpectFlavoursAddUp(const EvalReport& r) {
+  EXPECT_FALSE(r.by_flavor.empty());
+  for (const auto& [tier, ts] : r.tiers)
+    for (const auto& [kind, k] : ts.kinds) {
+      KindScore sum;
+      for (const auto& [flavor, by_tier] : r.by_flavor) {
+        auto t = by_tier.find(tier);
+        if (t == by_tier.end()) continue;
+        auto it = t->second.kinds.find(kind);
+        if (it == t->second.kinds.end()) continue;
+        sum.faults += it->second.faults;
+        sum.found_faults += it->second.found_faults;
+        sum.findings += it->second.findings;
+        sum.true_findings += it->second.true_findings;
+      }
+      EXPECT_EQ(sum.faults, k.faults) << tier << " " << kind;
+      EXPECT_EQ(sum.found_faults, k.found_faults) << tier << " " << kind;
+      EXPECT_EQ(sum.findings, k.findings) << tier << " " << kind;
+      EXPECT_EQ(sum.true_findings, k.true_findings) << tier << " " << kind;
+    }
+  EXPECT_NE(r.ToText().find("== by Inspector flavour"), std::string::npos);
+  EXPECT_NE(r.ToJson().find("\"by_inspector_flavor\": {\"2."), std::string::npos);
+}
+
 TEST(Eval, SmallSuiteMeetsFloors) {
 #ifdef COLLSCOPE_SANITIZED
   // Under the sanitizers the suite runs 5-10x slower: one seed's jobs check the code paths, and
@@ -135,6 +160,7 @@ TEST(Eval, SmallSuiteMeetsFloors) {
   auto r = RunEval(BuiltinSuite("small"), o);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_GT(r->scenarios.size(), 10u);
+  ExpectFlavoursAddUp(*r);
 #else
   auto r = RunEval(BuiltinSuite("small"), EvalOptions{});
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -142,6 +168,8 @@ TEST(Eval, SmallSuiteMeetsFloors) {
   auto bad = CheckFloors(*r, std::string(COLLSCOPE_SOURCE_DIR) + "/sim/eval/eval_floors.txt");
   ASSERT_TRUE(bad.ok()) << bad.status().message();
   for (const auto& b : *bad) ADD_FAILURE() << b;
+  ExpectFlavoursAddUp(*r);
+  EXPECT_EQ(r->by_flavor.size(), 2u) << "the suite draws both flavours";
 #endif
 }
 
