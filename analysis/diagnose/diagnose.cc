@@ -11,6 +11,7 @@
 #include "analysis/diagnose/bubble_steps.h"
 #include "analysis/diagnose/compute_growth.h"
 #include "analysis/diagnose/finding_coverage.h"
+#include "analysis/diagnose/finding_phases.h"
 #include "analysis/diagnose/hang.h"
 #include "analysis/diagnose/kernel_detect.h"
 #include "analysis/diagnose/kernel_summaries.h"
@@ -411,6 +412,16 @@ Status WeighByRecordCoverage(Store& store, const std::string& run, const std::op
   return WeighByCoverage(store, *run_id, *data, out);
 }
 
+// The annotated phase the findings' collectives ran in, where the records carry one
+// (finding_phases.h).
+Status AddPhasesFromRecords(Store& store, const std::string& run, const std::optional<CommData>& data,
+                            std::vector<Finding>* out) {
+  if (!data || data->procs.empty()) return Status::Ok();
+  auto run_id = RunIdOf(store, run);
+  if (!run_id.ok()) return run_id.status();
+  return AddAnnotatedPhases(store, *run_id, *data, out);
+}
+
 }  // namespace
 
 Result<std::vector<Finding>> DiagnoseStore(Store& store, const DiagnoseOptions& o,
@@ -430,6 +441,7 @@ Result<std::vector<Finding>> DiagnoseStore(Store& store, const DiagnoseOptions& 
   COLLSCOPE_RETURN_IF_ERROR(DetectFromStoredKernels(store, run, &out, read));
   Consolidate(&out, o.suppressed);
   COLLSCOPE_RETURN_IF_ERROR(WeighByRecordCoverage(store, run, data, &out));
+  COLLSCOPE_RETURN_IF_ERROR(AddPhasesFromRecords(store, run, data, &out));
   return out;
 }
 
@@ -531,7 +543,10 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
   if (!k.ok()) return k.status();
   out.insert(out.end(), k->begin(), k->end());
   Consolidate(&out, o.suppressed);
-  if (records_store) COLLSCOPE_RETURN_IF_ERROR(WeighByRecordCoverage(*records_store, run, data, &out));
+  if (records_store) {
+    COLLSCOPE_RETURN_IF_ERROR(WeighByRecordCoverage(*records_store, run, data, &out));
+    COLLSCOPE_RETURN_IF_ERROR(AddPhasesFromRecords(*records_store, run, data, &out));
+  }
   return out;
 }
 
