@@ -1051,6 +1051,22 @@ TEST(Findings, TextPrintsIntegersAsIntegers) {
   EXPECT_NE(t.find("collective_seq_id=44791 bytes=40000000 ratio=2.815"), std::string::npos) << t;
 }
 
+// Names and text from the logs reach a terminal: control bytes print as '?', so an escape
+// sequence cannot recolour or rewrite the screen and a newline cannot fake a line.
+TEST(Findings, TextPrintsNoControlBytesFromTheLogs) {
+  Finding f;
+  f.summary = "Rank 3 of \x1b[2J\x1b[31mdp\rgroup is late";
+  f.hosts = {"node-1\nroot-cause ranks: 7"};
+  f.comms = {"0x1\x07"};
+  f.AddText("comm_name", "tp\x7f");
+  Suppressed s{f, "merged into \x1b]0;title\x07 it"};
+  const std::string t = FindingsToText({f}) + SuppressedToText({s});
+  for (char c : t) EXPECT_TRUE(c == '\n' || (static_cast<unsigned char>(c) >= 0x20 && c != 0x7f)) << int(c) << "\n" << t;
+  EXPECT_NE(t.find("Rank 3 of ?[2J?[31mdp?group is late"), std::string::npos) << t;
+  EXPECT_NE(t.find("hosts: node-1?root-cause ranks: 7\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("comm_name=tp?"), std::string::npos) << t;
+}
+
 TEST(Findings, JsonRoundTrip) {
   Finding f;
   f.kind = Kind::kHang;

@@ -177,6 +177,19 @@ std::string FindingsToJson(const std::vector<Finding>& findings, const std::vect
   return o;
 }
 
+namespace {
+
+// What the logs put in a finding (host and communicator names, phase names, a reason quoting a
+// value) reaches a terminal: control bytes (an escape sequence, a carriage return, a newline that
+// would fake a line of its own) print as '?'.
+std::string Printable(std::string s) {
+  for (char& c : s)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return s;
+}
+
+}  // namespace
+
 std::string SuppressedToText(const std::vector<Suppressed>& suppressed) {
   if (suppressed.empty()) return "suppressed or merged: none\n";
   std::string o = "suppressed or merged (" + std::to_string(suppressed.size()) + "):\n";
@@ -184,9 +197,9 @@ std::string SuppressedToText(const std::vector<Suppressed>& suppressed) {
     const Finding& f = s.finding;
     o += "  - [" + std::string(KindName(f.kind)) + ", " + f.detector + "] ";
     if (!f.ranks.empty()) o += "ranks " + RankList(f.ranks);
-    else if (!f.hosts.empty()) o += "hosts " + f.hosts[0] + (f.hosts.size() > 1 ? " +" + std::to_string(f.hosts.size() - 1) : "");
+    else if (!f.hosts.empty()) o += "hosts " + Printable(f.hosts[0]) + (f.hosts.size() > 1 ? " +" + std::to_string(f.hosts.size() - 1) : "");
     else o += "no root cause named";
-    o += ", " + FormatTimeUs(f.start_us) + " .. " + FormatTimeUs(f.end_us) + ": " + s.reason + "\n";
+    o += ", " + FormatTimeUs(f.start_us) + " .. " + FormatTimeUs(f.end_us) + ": " + Printable(s.reason) + "\n";
   }
   return o;
 }
@@ -258,7 +271,7 @@ std::string FindingsToText(const std::vector<Finding>& findings) {
     const Finding& f = findings[i];
     std::snprintf(b, sizeof b, "%zu. [%s, confidence %.2f] ", i + 1, std::string(KindName(f.kind)).c_str(),
                   f.confidence);
-    o += b + f.summary + "\n";
+    o += b + Printable(f.summary) + "\n";
     // 0 is an unknown time (a RAS report's): never printed as 1970.
     if (f.start_us > 0 || f.end_us > 0)
       o += "   when: " + FormatTimeUs(f.start_us) + " .. " + FormatTimeUs(f.end_us) + "\n";
@@ -266,7 +279,7 @@ std::string FindingsToText(const std::vector<Finding>& findings) {
       o += "   when: not given by its input\n";
     if (!f.hosts.empty()) {
       o += "   hosts:";
-      for (size_t k = 0; k < f.hosts.size() && k < 16; ++k) o += " " + f.hosts[k];
+      for (size_t k = 0; k < f.hosts.size() && k < 16; ++k) o += " " + Printable(f.hosts[k]);
       if (f.hosts.size() > 16) o += " ... (" + std::to_string(f.hosts.size()) + ")";
       o += "\n";
     }
@@ -274,7 +287,7 @@ std::string FindingsToText(const std::vector<Finding>& findings) {
     if (!f.victims.empty()) o += "   victims: " + RankList(f.victims) + "\n";
     if (!f.comms.empty()) {
       o += "   comms:";
-      for (size_t k = 0; k < f.comms.size() && k < 8; ++k) o += " " + f.comms[k];
+      for (size_t k = 0; k < f.comms.size() && k < 8; ++k) o += " " + Printable(f.comms[k]);
       if (f.comms.size() > 8) o += " ... (" + std::to_string(f.comms.size()) + ")";
       o += "\n";
     }
@@ -282,7 +295,7 @@ std::string FindingsToText(const std::vector<Finding>& findings) {
       o += "   evidence:";
       for (const Evidence& e : f.evidence) {
         o += " " + e.key + "=";
-        if (!e.text.empty()) o += e.text;
+        if (!e.text.empty()) o += Printable(e.text);
         else if (e.value == std::floor(e.value) && std::abs(e.value) < 1e15) {
           // Counts, sizes and sequence numbers read as integers (sn=44791, not 4.479e+04).
           std::snprintf(b, sizeof b, "%lld", static_cast<long long>(e.value));
