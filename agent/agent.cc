@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -76,8 +77,66 @@ Agent::~Agent() {
   for (auto& r : remotes_) r->Stop(std::chrono::seconds(2));
 }
 
+namespace {
+
+constexpr std::string_view kSummariesPath = "/summaries/";
+
+// A host agent's summary (PUT /summaries/host=<host>/<until_us>.parquet, the exporter's own
+// layout), stored under `root` through a hidden name and a rename, so the watch never reads half
+// a file. Names are checked segment by segment: nothing can land outside `root`.
+HttpReply AcceptSummary(const std::string& root, const HttpServerRequest& r) {
+  namespace fs = std::filesystem;
+  auto reply = [](int status, std::string text) {
+    return HttpReply{status, "text/plain; charset=utf-8", std::move(text) + "\n"};
+  };
+  const std::string rel = r.path.substr(kSummariesPath.size());
+  const size_t slash = rel.find('/');
+  if (slash == std::string::npos || rel.find('/', slash + 1) != std::string::npos)
+    return reply(400, "expected " + std::string(kSummariesPath) + "host=<host>/<name>.parquet");
+  const std::string dir = rel.substr(0, slash), name = rel.substr(slash + 1);
+  auto plain = [](const std::string& s) {
+    return !s.empty() && s.size() <= 255 && s[0] != '.' &&
+           s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._%=-") == std::string::npos;
+  };
+  if (!plain(dir) || !plain(name) || dir.rfind("host=", 0) != 0 || dir.size() == 5 || !name.ends_with(".parquet"))
+    return reply(400, "expected " + std::string(kSummariesPath) + "host=<host>/<name>.parquet");
+  // Parquet opens and ends with its magic: anything else is no summary, refused before it is
+  // stored and retried by every ingest.
+  if (r.body.size() < 12 || r.body.compare(0, 4, "PAR1") != 0 || r.body.compare(r.body.size() - 4, 4, "PAR1") != 0)
+    return reply(400, "not a Parquet file");
+  std::error_code ec;
+  const fs::path folder = fs::path(root) / dir;
+  fs::create_directories(folder, ec);
+  if (ec) return reply(500, "cannot create " + folder.string() + ": " + ec.message());
+  const fs::path target = folder / name;
+  if (fs::exists(target, ec)) {
+    // A retry of a PUT whose answer was lost: summaries are immutable once written.
+    if (fs::file_size(target, ec) == r.body.size()) return reply(200, "already stored");
+    return reply(409, name + " is stored with other content");
+  }
+  const fs::path temp = folder / ("." + name + ".upload");
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    out.write(r.body.data(), static_cast<std::streamsize>(r.body.size()));
+    out.close();
+    if (!out) {
+      fs::remove(temp, ec);
+      return reply(500, "cannot write " + temp.string());
+    }
+  }
+  fs::rename(temp, target, ec);
+  if (ec) {
+    fs::remove(temp, ec);
+    return reply(500, "cannot store " + target.string());
+  }
+  return reply(201, "stored");
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Agent>> Agent::Create(const AgentOptions& options) {
-  if (options.watch.empty()) return Status::Error("nothing to watch: give the job's dump folders");
+  if (options.watch.empty() && options.accept_summaries.empty())
+    return Status::Error("nothing to watch: give the job's dump folders");
   if (options.db.empty()) return Status::Error("no store given (--db)");
   if (options.interval_s <= 0 || options.window_s <= 0)
     return Status::Error("interval and window must be positive");
@@ -88,7 +147,23 @@ Result<std::unique_ptr<Agent>> Agent::Create(const AgentOptions& options) {
     if (ec)
       return Status::Error("--export-summaries " + options.export_summaries + ": " + ec.message());
   }
-  std::unique_ptr<Agent> a(new Agent(options));
+  if (!options.ship_summaries.empty()) {
+    if (options.export_summaries.empty())
+      return Status::Error("--ship-summaries needs --export-summaries: the folder it ships from");
+    auto url = ParseHttpUrl(options.ship_summaries);
+    if (!url.ok()) return Status::Error("--ship-summaries " + options.ship_summaries + ": " + url.status().message());
+  }
+  AgentOptions with_accepted = options;
+  if (!options.accept_summaries.empty()) {
+    if (options.listen.empty()) return Status::Error("--accept-summaries needs --listen: uploads come through it");
+    std::error_code ec;
+    std::filesystem::create_directories(options.accept_summaries, ec);
+    if (ec) return Status::Error("--accept-summaries " + options.accept_summaries + ": " + ec.message());
+    // What arrives there is read as any watched summary folder is.
+    if (std::find(options.watch.begin(), options.watch.end(), options.accept_summaries) == options.watch.end())
+      with_accepted.watch.push_back(options.accept_summaries);
+  }
+  std::unique_ptr<Agent> a(new Agent(with_accepted));
   COLLSCOPE_RETURN_IF_ERROR(a->Init());
   return a;
 }
@@ -149,6 +224,12 @@ Status Agent::Init() {
       auto [code, text] = Health();
       return HttpReply{code, "text/plain; charset=utf-8", text};
     });
+    if (!o_.accept_summaries.empty())
+      server_->HandlePut(std::string(kSummariesPath), [this](const HttpServerRequest& r) {
+        HttpReply reply = AcceptSummary(o_.accept_summaries, r);
+        (reply.status < 300 ? summaries_accepted_ : summaries_refused_)++;
+        return reply;
+      });
     if (Status st = server_->Start(); !st.ok())
       return Status::Error("--listen " + o_.listen + ": " + st.message());
   }
@@ -174,6 +255,11 @@ std::string Agent::Describe() const {
   if (!o_.export_summaries.empty())
     s += "writing record summaries to " + o_.export_summaries +
          (o_.diagnose ? "\n" : " (no diagnosis)\n");
+  if (!o_.ship_summaries.empty())
+    s += "shipping them to " + o_.ship_summaries + std::string(kSummariesPath) + " (PUT), deleting each once stored\n";
+  if (!o_.accept_summaries.empty())
+    s += "accepting host agents' record summaries (PUT " + std::string(kSummariesPath) + ") into " +
+         o_.accept_summaries + ", watched\n";
   if (!tracker_.active().empty())
     s += std::to_string(tracker_.active().size()) +
          " finding(s) active before the restart, resumed from the store\n";
@@ -199,6 +285,41 @@ TickReport Agent::Tick() {
 
 double Agent::DiagnoseEvery() const {
   return o_.diagnose_every_s > 0 ? o_.diagnose_every_s : std::max(o_.interval_s, o_.window_s / 10);
+}
+
+uint64_t Agent::ShipSummaries(std::string* error) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(o_.export_summaries, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    const std::string p = it->path().string();
+    if (it->is_regular_file(ec) && readers::IsRecordSummaryPath(p) && it->path().filename().string()[0] != '.')
+      files.push_back(it->path());
+  }
+  // Oldest first: the names are the exporter's clock.
+  std::sort(files.begin(), files.end(),
+            [](const fs::path& a, const fs::path& b) { return a.filename() < b.filename() || (a.filename() == b.filename() && a < b); });
+  uint64_t shipped = 0;
+  const Deadline until = DeadlineAfter(30000);  // a tick ships for at most this long
+  for (const fs::path& f : files) {
+    std::ifstream in(f, std::ios::binary);
+    std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!in.good() && !in.eof()) {
+      *error = "cannot read " + f.string();
+      break;
+    }
+    const std::string url = o_.ship_summaries + std::string(kSummariesPath) + f.parent_path().filename().string() + "/" +
+                            f.filename().string();
+    auto r = HttpRequestUntil("PUT", url, {{"Content-Type", "application/vnd.apache.parquet"}}, body, until, -1);
+    if (!r.ok() || r->status < 200 || r->status > 299) {
+      *error = url + ": " + (r.ok() ? "HTTP " + std::to_string(r->status) + " " + r->body : r.status().message());
+      break;
+    }
+    fs::remove(f, ec);
+    ++shipped;
+  }
+  return shipped;
 }
 
 TickReport Agent::TickLocked() {
@@ -299,6 +420,16 @@ TickReport Agent::TickLocked() {
     summary_files_ += out->files_written;
     summary_bytes_ += out->bytes;
     mark("export");
+  }
+  if (!o_.ship_summaries.empty()) {
+    std::string error;
+    r.summaries_shipped = ShipSummaries(&error);
+    summaries_shipped_ += r.summaries_shipped;
+    if (!error.empty()) {
+      ship_errors_++;
+      r.error = "ship: " + error;
+    }
+    mark("ship");
   }
   // A host agent that only ships summaries leaves the window to the aggregator.
   if (!o_.diagnose) return r;
@@ -491,6 +622,18 @@ std::vector<MetricFamily> Agent::OwnMetrics() const {
             static_cast<double>(summary_files_));
     counter("collscope_agent_summary_bytes_total", "Bytes of record-summary files written.",
             static_cast<double>(summary_bytes_));
+  }
+  if (!o_.ship_summaries.empty()) {
+    counter("collscope_agent_summaries_shipped_total", "Record-summary files the aggregator stored (--ship-summaries).",
+            static_cast<double>(summaries_shipped_));
+    counter("collscope_agent_summary_ship_errors_total", "Ticks whose shipping stopped at a failure.",
+            static_cast<double>(ship_errors_));
+  }
+  if (!o_.accept_summaries.empty()) {
+    counter("collscope_agent_summaries_accepted_total", "Record-summary uploads stored (--accept-summaries).",
+            static_cast<double>(summaries_accepted_.load()));
+    counter("collscope_agent_summaries_refused_total", "Record-summary uploads refused.",
+            static_cast<double>(summaries_refused_.load()));
   }
   counter("collscope_agent_alert_posts_total", "Alert and webhook posts delivered.",
           static_cast<double>(alerts_sent_));

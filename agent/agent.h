@@ -64,6 +64,12 @@ struct AgentOptions {
   // Host agent of a job past one machine (docs/scale.md): every tick, what was ingested is also
   // written as record summaries under this folder (core/readers/record_summary.h); empty: none.
   std::string export_summaries;
+  // Where no shared file system joins the hosts (docs/scale.md): a host agent PUTs each summary it
+  // wrote under export_summaries (its spool) to this aggregator (http://host:port), deleting it
+  // once stored there and retrying the rest at the next tick; an aggregator accepts them into
+  // accept_summaries (which it then watches) through its --listen server.
+  std::string ship_summaries;
+  std::string accept_summaries;
   // Ingest only these hosts' files (<host>-pid*: the Inspector's and the simulator's names) when a
   // watched folder holds several hosts'; empty: everything under the watched paths.
   std::vector<std::string> hosts;
@@ -77,6 +83,7 @@ struct TickReport {
   uint64_t records_stored = 0, lines_rejected = 0;
   bool diagnosed = false;
   uint64_t summary_files = 0, summary_bytes = 0;  // record summaries written this tick
+  uint64_t summaries_shipped = 0;                 // ... and stored by the aggregator (ship_summaries)
   int64_t window_since_us = 0, window_until_us = 0;
   bool quiet = false;
   int findings = 0, raised = 0, resolved = 0;
@@ -111,6 +118,9 @@ class Agent {
   explicit Agent(const AgentOptions& options);
   Status Init();
   TickReport TickLocked();
+  // PUTs the spool's summaries to ship_summaries, oldest first, deleting each once stored there;
+  // stops at the first failure (the rest wait for the next tick). Returns the number shipped.
+  uint64_t ShipSummaries(std::string* error);
   std::vector<MetricFamily> OwnMetrics() const;
   double DiagnoseEvery() const;
   void Publish(std::vector<MetricFamily> families);
@@ -137,7 +147,8 @@ class Agent {
   uint64_t releases_ = 0;
   double released_s_ = -1e9;  // monotonic time the store was last let go of
   uint64_t alerts_sent_ = 0, alert_errors_ = 0, rows_deleted_ = 0;
-  uint64_t summary_files_ = 0, summary_bytes_ = 0;
+  uint64_t summary_files_ = 0, summary_bytes_ = 0, summaries_shipped_ = 0, ship_errors_ = 0;
+  std::atomic<uint64_t> summaries_accepted_{0}, summaries_refused_{0};  // the server thread's
   double last_tick_s_ = 0;
   size_t series_ = 0;
   TickReport last_;

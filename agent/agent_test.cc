@@ -13,6 +13,7 @@
 
 #include "agent/agent.h"
 #include "agent/finding_tracker.h"
+#include "agent/http.h"
 #include "agent/job_metrics.h"
 #include "agent/metrics.h"
 #include "agent/scripted_peer.h"
@@ -20,6 +21,7 @@
 #include "analysis/views.h"
 #include "core/ingest.h"
 #include "sim/sim.h"
+#include "tests/servers.h"
 #include "tests/sim_job.h"
 #include "tests/test_util.h"
 
@@ -261,6 +263,118 @@ TEST(Agent, ATickOnASlowHostsJobRaisesItsFindingAndARestartResumesIt) {
   TickReport r = (*again)->Tick();
   EXPECT_EQ(r.raised, 0);
   EXPECT_FALSE(r.ingested && r.records_stored > 0) << "the ingest's progress survives the restart";
+}
+
+// Without a shared file system: each host's agent PUTs its summaries to the aggregator, which
+// stores them where it watches and diagnoses the whole job from them; a host's spool empties as
+// its files are stored. Uploads that are no summary, or would land outside the folder, are refused.
+TEST(Agent, HostAgentsShipSummariesToAnAggregatorOverHttp) {
+  collscope::testing::TempDir dir;
+  sim::SimConfig c = DefaultJob(dir / "job", "kind=nic_degrade,host=1,factor=0.25", 30);
+  RunSimulation(c);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  AgentOptions agg;
+  agg.db = dir / "aggregator.duckdb";
+  agg.listen = "127.0.0.1:0";
+  agg.accept_summaries = dir / "incoming";
+  agg.window_s = 3600;
+  agg.rescan_s = 0.001;
+  auto aggregator = Agent::Create(agg);
+  ASSERT_TRUE(aggregator.ok()) << aggregator.status().message();
+  const std::string url = "http://127.0.0.1:" + std::to_string((*aggregator)->port());
+  EXPECT_NE((*aggregator)->Describe().find("accepting host agents' record summaries"), std::string::npos);
+  for (int h = 0; h < 4; ++h) {
+    AgentOptions host;
+    host.watch = {dir / "job"};
+    host.db = dir / ("host" + std::to_string(h) + ".duckdb");
+    host.listen = "";
+    host.hosts = {"node-00" + std::to_string(h)};
+    host.export_summaries = dir / ("spool" + std::to_string(h));
+    host.ship_summaries = url;
+    host.diagnose = false;
+    host.rescan_s = 0;
+    auto a = Agent::Create(host);
+    ASSERT_TRUE(a.ok()) << a.status().message();
+    TickReport r = (*a)->Tick();
+    EXPECT_TRUE(r.error.empty()) << r.error;
+    EXPECT_GE(r.summary_files, 1u);
+    EXPECT_EQ(r.summaries_shipped, r.summary_files);
+    std::error_code ec;
+    int left = 0;
+    for (auto it = std::filesystem::recursive_directory_iterator(host.export_summaries, ec);
+         it != std::filesystem::recursive_directory_iterator(); ++it)
+      left += it->is_regular_file() && it->path().extension() == ".parquet";
+    EXPECT_EQ(left, 0) << "the spool empties as the aggregator stores its files";
+    EXPECT_NE((*a)->MetricsText().find("collscope_agent_summaries_shipped_total"), std::string::npos);
+  }
+  TickReport r = (*aggregator)->Tick();
+  EXPECT_TRUE(r.error.empty()) << r.error;
+  EXPECT_TRUE(r.ingested);
+  EXPECT_GT(r.records_stored, 1000u);
+  ASSERT_TRUE(r.diagnosed);
+  EXPECT_NE((*aggregator)->FindingsJson().find("node-001"), std::string::npos) << (*aggregator)->FindingsJson();
+  const std::string metrics = (*aggregator)->MetricsText();
+  EXPECT_NE(metrics.find("collscope_agent_summaries_accepted_total 4"), std::string::npos) << metrics;
+
+  // Refused: a path that would leave the folder, a name that is no summary's, a body that is no
+  // Parquet file; a file stored again is the same file (a retried PUT), other content a conflict.
+  const std::string parquet = "PAR1" + std::string(16, '\0') + "PAR1";
+  for (const char* bad : {"/summaries/host=x/../../evil.parquet", "/summaries/../evil.parquet",
+                                 "/summaries/host=x/.hidden.parquet", "/summaries/other/1.parquet",
+                                 "/summaries/host=x/1.csv"})
+    EXPECT_EQ(HttpRequest("PUT", url + bad, {}, parquet, 5000)->status, 400) << bad;
+  EXPECT_EQ(HttpRequest("PUT", url + "/summaries/host=x/1.parquet", {}, "not parquet", 5000)->status, 400);
+  EXPECT_FALSE(std::filesystem::exists(dir / "evil.parquet"));
+  EXPECT_EQ(HttpRequest("PUT", url + "/summaries/host=x/1.parquet", {}, parquet, 5000)->status, 201);
+  EXPECT_EQ(HttpRequest("PUT", url + "/summaries/host=x/1.parquet", {}, parquet, 5000)->status, 200);
+  EXPECT_EQ(HttpRequest("PUT", url + "/summaries/host=x/1.parquet", {}, "PAR1" + std::string(17, '\0') + "PAR1", 5000)->status, 409);
+}
+
+// An aggregator that is not there yet: the tick says the shipping failed, the spool keeps the
+// file, and a later tick ships it once the aggregator listens.
+TEST(Agent, UnshippedSummariesWaitInTheSpoolForTheAggregator) {
+  collscope::testing::TempDir dir;
+  sim::SimConfig c = DefaultJob(dir / "job", "kind=nic_degrade,host=1,factor=0.25", 6);
+  RunSimulation(c);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  collscope::testing::ReservedLoopbackPort refused;
+  AgentOptions host;
+  host.watch = {dir / "job"};
+  host.db = dir / "host.duckdb";
+  host.listen = "";
+  host.hosts = {"node-000"};
+  host.export_summaries = dir / "spool";
+  host.ship_summaries = "http://127.0.0.1:" + std::to_string(refused.port());
+  host.diagnose = false;
+  host.rescan_s = 0;
+  auto a = Agent::Create(host);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  TickReport r = (*a)->Tick();
+  EXPECT_EQ(r.summary_files, 1u);
+  EXPECT_EQ(r.summaries_shipped, 0u);
+  EXPECT_NE(r.error.find("ship: "), std::string::npos) << r.error;
+  auto spooled = [&] {
+    int n = 0;
+    for (auto& e : std::filesystem::recursive_directory_iterator(host.export_summaries))
+      n += e.is_regular_file() && e.path().extension() == ".parquet";
+    return n;
+  };
+  EXPECT_EQ(spooled(), 1);
+
+  refused.Release();
+  AgentOptions agg;
+  agg.db = dir / "aggregator.duckdb";
+  agg.listen = "127.0.0.1:" + std::to_string(refused.port());
+  agg.accept_summaries = dir / "incoming";
+  agg.window_s = 3600;
+  auto aggregator = Agent::Create(agg);
+  ASSERT_TRUE(aggregator.ok()) << aggregator.status().message();
+  r = (*a)->Tick();
+  EXPECT_TRUE(r.error.empty()) << r.error;
+  EXPECT_EQ(r.summaries_shipped, 1u);
+  EXPECT_EQ(spooled(), 0);
+  r = (*aggregator)->Tick();
+  EXPECT_GT(r.records_stored, 0u) << r.error;
 }
 
 TEST(Agent, EveryAlertmanagerOfAnHaPairAndEveryWebhookGetsTheFinding) {

@@ -38,8 +38,16 @@ std::string_view ReasonPhrase(int status) {
       return "Not Found";
     case 405:
       return "Method Not Allowed";
+    case 201:
+      return "Created";
     case 408:
       return "Request Timeout";
+    case 409:
+      return "Conflict";
+    case 411:
+      return "Length Required";
+    case 413:
+      return "Content Too Large";
     case 431:
       return "Request Header Fields Too Large";
     case 500:
@@ -88,6 +96,11 @@ HttpServer::~HttpServer() { Stop(); }
 void HttpServer::Handle(std::string path, HttpHandler handler) {
   std::lock_guard lock(handlers_mu_);
   handlers_[std::move(path)] = std::move(handler);
+}
+
+void HttpServer::HandlePut(std::string prefix, HttpHandler handler) {
+  std::lock_guard lock(handlers_mu_);
+  put_handlers_[std::move(prefix)] = std::move(handler);
 }
 
 Status HttpServer::Start() {
@@ -211,6 +224,45 @@ void HttpServer::ServeConnection(UniqueFd connection) {
   const size_t question = target.find('?');
   request.path = target.substr(0, question);
   if (question != std::string::npos) request.query = target.substr(question + 1);
+  if (request.method == "PUT") {
+    HttpHandler handler;
+    {
+      std::lock_guard lock(handlers_mu_);
+      for (const auto& [prefix, h] : put_handlers_)
+        if (request.path.rfind(prefix, 0) == 0) handler = h;
+    }
+    if (!handler) return refuse(405, "no PUT is served here", "Allow: GET, HEAD\r\n");
+    const std::string* length = FindHeader(head->headers, "Content-Length");
+    if (!length || FindHeader(head->headers, "Transfer-Encoding"))
+      return refuse(411, "a PUT needs a Content-Length (chunked bodies are not read)");
+    size_t bytes = 0;
+    if (length->empty() || length->size() > 19 || length->find_first_not_of("0123456789") != std::string::npos)
+      return refuse(400, "malformed Content-Length");
+    bytes = static_cast<size_t>(std::stoull(*length));
+    if (bytes > options_.max_body_bytes)
+      return refuse(413, "body larger than " + std::to_string(options_.max_body_bytes) + " bytes");
+    request.body = buffer.substr(*head_length);
+    if (request.body.size() > bytes) return refuse(400, "more bytes than the Content-Length");
+    const Deadline deadline = DeadlineAfter(options_.body_timeout_ms);
+    while (request.body.size() < bytes) {
+      Result<size_t> n = ReceiveSome(fd, &request.body, bytes - request.body.size(), deadline, wake_fd);
+      if (!n.ok() || *n == 0) {
+        return Reply(fd, TextReply(408, "body not received within " + std::to_string(options_.body_timeout_ms) + " ms"),
+                     false, "");
+      }
+    }
+    HttpReply reply;
+    try {
+      reply = handler(request);
+    } catch (const std::exception& e) {
+      reply = TextReply(500, std::string("handler failed: ") + e.what());
+    } catch (...) {
+      reply = TextReply(500, "handler failed");
+    }
+    if (reply.status < 200 || reply.status > 599 || !IsValidFieldValue(reply.content_type))
+      reply = TextReply(500, "handler returned a bad status or content type");
+    return Reply(fd, reply, false, "");
+  }
   if (request.method != "GET" && request.method != "HEAD") {
     return refuse(405, "only GET and HEAD are served", "Allow: GET, HEAD\r\n");
   }

@@ -101,6 +101,51 @@ TEST(HttpServer, UnknownPathIs404AndOtherMethods405) {
   EXPECT_EQ(HttpRequest("DELETE", UrlOf(server, "/metrics"), {}, "", 5000)->status, 405);
 }
 
+// PUT under a registered prefix reaches its handler with the whole body, however it arrives;
+// without a Content-Length it is 411, above the bound 413, elsewhere 405.
+TEST(HttpServer, PutUnderAPrefixGetsItsBodyWithinItsBounds) {
+  HttpServerOptions o;
+  o.max_body_bytes = 1 << 20;
+  HttpServer server(o);
+  std::string got_path, got_body;
+  server.HandlePut("/up/", [&](const HttpServerRequest& r) {
+    got_path = r.path;
+    got_body = r.body;
+    return HttpReply{201, "text/plain", "stored " + std::to_string(r.body.size()) + "\n"};
+  });
+  server.Handle("/metrics", Hello);
+  ASSERT_TRUE(server.Start().ok());
+  const std::string big(300000, 'x');
+  Result<HttpResponse> r = HttpRequest("PUT", UrlOf(server, "/up/a/b.parquet"), {}, big, 5000);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->status, 201);
+  EXPECT_EQ(got_path, "/up/a/b.parquet");
+  EXPECT_EQ(got_body, big);
+  // The body in pieces, the first with the head.
+  {
+    RawClient c(server.port());
+    c.Send("PUT /up/c HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n0123");
+    std::this_thread::sleep_for(milliseconds(50));
+    c.Send("456789");
+    EXPECT_NE(c.ReadToClose().find("HTTP/1.1 201 Created"), std::string::npos);
+    EXPECT_EQ(got_body, "0123456789");
+  }
+  {
+    RawClient c(server.port());
+    c.Send("PUT /up/d HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n0\r\n\r\n");
+    EXPECT_NE(c.ReadToClose().find("HTTP/1.1 411 Length Required"), std::string::npos);
+  }
+  {
+    // Refused from its head: the body is never waited for.
+    RawClient c(server.port());
+    c.Send("PUT /up/e HTTP/1.1\r\nHost: x\r\nContent-Length: 1048577\r\n\r\n");
+    EXPECT_NE(c.ReadToClose().find("HTTP/1.1 413 Content Too Large"), std::string::npos);
+  }
+  EXPECT_EQ(HttpRequest("PUT", UrlOf(server, "/metrics"), {}, "data", 5000)->status, 405);
+  EXPECT_EQ(HttpRequest("PUT", UrlOf(server, "/upx"), {}, "data", 5000)->status, 405);
+  EXPECT_EQ(HttpRequest("GET", UrlOf(server, "/metrics"), {}, "", 5000)->status, 200) << "the server goes on";
+}
+
 TEST(HttpServer, HeadAnswersAsGetWithoutTheBody) {
   HttpServer server;
   server.Handle("/metrics", Hello);

@@ -130,6 +130,12 @@ void Register(CLI::App& app) {
   cmd->add_option("--export-summaries", o->agent.export_summaries,
                   "Host agent: write what each tick ingests as record summaries (Parquet) under "
                   "this folder, for an aggregator agent watching it (docs/scale.md)");
+  cmd->add_option("--ship-summaries", o->agent.ship_summaries,
+                  "Host agent without a shared file system: PUT each summary written under "
+                  "--export-summaries to this aggregator (http://host:port), deleting it once stored");
+  cmd->add_option("--accept-summaries", o->agent.accept_summaries,
+                  "Aggregator: store host agents' summary uploads (PUT /summaries/...) under this "
+                  "folder, and watch it");
   cmd->add_option("--host", o->agent.hosts,
                   "Ingest only this host's files (<host>-pid*); repeat for several");
   cmd->add_flag("!--no-diagnose", o->agent.diagnose,
