@@ -403,22 +403,15 @@ Status DetectFromStoredKernels(Store& store, const std::string& run, std::vector
 
 namespace {
 
-// The findings' confidence weighed by the coverage of the ranks they name (finding_coverage.h).
-Status WeighByRecordCoverage(Store& store, const std::string& run, const std::optional<CommData>& data,
-                             std::vector<Finding>* out) {
-  if (!data || data->procs.empty()) return Status::Ok();
-  auto run_id = RunIdOf(store, run);
-  if (!run_id.ok()) return run_id.status();
-  return WeighByCoverage(store, *run_id, *data, out);
-}
-
-// The annotated phase the findings' collectives ran in, where the records carry one
+// What the records say of the findings they found: the confidence weighed by the coverage of the
+// ranks they name (finding_coverage.h), and the annotated phase their collectives ran in
 // (finding_phases.h).
-Status AddPhasesFromRecords(Store& store, const std::string& run, const std::optional<CommData>& data,
-                            std::vector<Finding>* out) {
+Status AddRecordEvidence(Store& store, const std::string& run, const std::optional<CommData>& data,
+                         std::vector<Finding>* out) {
   if (!data || data->procs.empty()) return Status::Ok();
   auto run_id = RunIdOf(store, run);
   if (!run_id.ok()) return run_id.status();
+  COLLSCOPE_RETURN_IF_ERROR(WeighByCoverage(store, *run_id, *data, out));
   return AddAnnotatedPhases(store, *run_id, *data, out);
 }
 
@@ -440,8 +433,7 @@ Result<std::vector<Finding>> DiagnoseStore(Store& store, const DiagnoseOptions& 
   COLLSCOPE_RETURN_IF_ERROR(DetectFromHangEvidence(store, run, data->procs.empty() ? nullptr : &*data, &out, read));
   COLLSCOPE_RETURN_IF_ERROR(DetectFromStoredKernels(store, run, &out, read));
   Consolidate(&out, o.suppressed);
-  COLLSCOPE_RETURN_IF_ERROR(WeighByRecordCoverage(store, run, data, &out));
-  COLLSCOPE_RETURN_IF_ERROR(AddPhasesFromRecords(store, run, data, &out));
+  COLLSCOPE_RETURN_IF_ERROR(AddRecordEvidence(store, run, data, &out));
   return out;
 }
 
@@ -543,10 +535,7 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
   if (!k.ok()) return k.status();
   out.insert(out.end(), k->begin(), k->end());
   Consolidate(&out, o.suppressed);
-  if (records_store) {
-    COLLSCOPE_RETURN_IF_ERROR(WeighByRecordCoverage(*records_store, run, data, &out));
-    COLLSCOPE_RETURN_IF_ERROR(AddPhasesFromRecords(*records_store, run, data, &out));
-  }
+  if (records_store) COLLSCOPE_RETURN_IF_ERROR(AddRecordEvidence(*records_store, run, data, &out));
   return out;
 }
 
