@@ -31,22 +31,36 @@ const Evidence* EvidenceOf(const Finding& f, const std::string& key) {
   return nullptr;
 }
 
-TEST(FindingCoverage, AStragglerWhoseRingLostAThirdIsNamedWithLessConfidenceAndSaysWhy) {
-  testing::TempDir dir;
-  testing::RunSimulation(testing::FourHostJob(dir / "job", "kind=gpu_straggler,rank=13,factor=1.5", 16));
-  auto store = testing::IngestSimulatedJob(dir / "job", dir / "store.duckdb", "job");
-  ASSERT_TRUE(store);
-  DiagnoseOptions o;
-  o.run = "job";
-  auto whole = DiagnoseStore(*store, o);
-  ASSERT_TRUE(whole.ok()) << whole.status().message();
-  const Finding* full = FindingOfRank(*whole, 13);
-  ASSERT_NE(full, nullptr) << FindingsToText(*whole);
+// Rank 13 of a small simulated job 1.5x slow, ingested into a store.
+class StragglerJob : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::RunSimulation(testing::FourHostJob(dir_ / "job", "kind=gpu_straggler,rank=13,factor=1.5", 16));
+    store_ = testing::IngestSimulatedJob(dir_ / "job", dir_ / "store.duckdb", "job");
+    ASSERT_TRUE(store_);
+  }
+  std::vector<Finding> Diagnose() {
+    DiagnoseOptions o;
+    o.run = "job";
+    auto found = DiagnoseStore(*store_, o);
+    EXPECT_TRUE(found.ok()) << found.status().message();
+    return found.ok() ? *found : std::vector<Finding>{};
+  }
+  testing::TempDir dir_;
+  std::unique_ptr<Store> store_;
+};
+class FindingCoverage : public StragglerJob {};
+class FindingPhases : public StragglerJob {};
+
+TEST_F(FindingCoverage, AStragglerWhoseRingLostAThirdIsNamedWithLessConfidenceAndSaysWhy) {
+  const std::vector<Finding> whole = Diagnose();
+  const Finding* full = FindingOfRank(whole, 13);
+  ASSERT_NE(full, nullptr) << FindingsToText(whole);
   ASSERT_NE(EvidenceOf(*full, "coverage_vs_peers"), nullptr);
   EXPECT_DOUBLE_EQ(EvidenceOf(*full, "coverage_vs_peers")->value, 1.0);
   EXPECT_EQ(EvidenceOf(*full, "coverage_note"), nullptr) << "nothing lost, nothing to say";
 
-  auto data = LoadCommData(*store, "job");
+  auto data = LoadCommData(*store_, "job");
   ASSERT_TRUE(data.ok()) << data.status().message();
   int64_t process_id = -1;
   for (const Proc& p : data->procs)
@@ -55,7 +69,7 @@ TEST(FindingCoverage, AStragglerWhoseRingLostAThirdIsNamedWithLessConfidenceAndS
   // Its ring of the straggling communicator overwritten through the middle third of the job's
   // collectives there (Inspector's rings drop per communicator and kind).
   const std::string comm = full->comms.at(0);
-  ASSERT_TRUE(store
+  ASSERT_TRUE(store_
                   ->Exec("WITH o AS (SELECT op_id FROM operations JOIN communicators USING (run_id, comm_id) WHERE id = '" +
                          comm + "' AND kind = 'coll'), s AS (SELECT min(sn) AS lo, max(sn) AS hi FROM records "
                          "WHERE op_id IN (SELECT op_id FROM o)) DELETE FROM records WHERE process_id = " +
@@ -63,32 +77,24 @@ TEST(FindingCoverage, AStragglerWhoseRingLostAThirdIsNamedWithLessConfidenceAndS
                          " AND op_id IN (SELECT op_id FROM o) AND sn BETWEEN (SELECT lo + (hi - lo) / 3 FROM s) AND "
                          "(SELECT lo + 2 * (hi - lo) / 3 FROM s)")
                   .ok());
-  auto halved = DiagnoseStore(*store, o);
-  ASSERT_TRUE(halved.ok()) << halved.status().message();
-  const Finding* half = FindingOfRank(*halved, 13);
-  ASSERT_NE(half, nullptr) << FindingsToText(*halved);
+  const std::vector<Finding> halved = Diagnose();
+  const Finding* half = FindingOfRank(halved, 13);
+  ASSERT_NE(half, nullptr) << FindingsToText(halved);
   const Evidence* relative = EvidenceOf(*half, "coverage_vs_peers");
   ASSERT_NE(relative, nullptr);
   EXPECT_GT(relative->value, 0.5);
   EXPECT_LT(relative->value, 0.8);
   const Evidence* note = EvidenceOf(*half, "coverage_note");
-  ASSERT_NE(note, nullptr) << FindingsToText(*halved);
+  ASSERT_NE(note, nullptr) << FindingsToText(halved);
   EXPECT_NE(note->text.find("rank 13 recorded"), std::string::npos) << note->text;
   EXPECT_LE(half->confidence, std::sqrt(relative->value) + 1e-9);
 }
 
 // A finding of the record detectors says which annotated phase its collectives ran in.
-TEST(FindingPhases, AStragglersFindingSaysWhichAnnotatedPhaseItsCollectivesRanIn) {
-  testing::TempDir dir;
-  testing::RunSimulation(testing::FourHostJob(dir / "job", "kind=gpu_straggler,rank=13,factor=1.5", 16));
-  auto store = testing::IngestSimulatedJob(dir / "job", dir / "store.duckdb", "job");
-  ASSERT_TRUE(store);
-  DiagnoseOptions o;
-  o.run = "job";
-  auto plain = DiagnoseStore(*store, o);
-  ASSERT_TRUE(plain.ok()) << plain.status().message();
-  const Finding* untagged = FindingOfRank(*plain, 13);
-  ASSERT_NE(untagged, nullptr) << FindingsToText(*plain);
+TEST_F(FindingPhases, AStragglersFindingSaysWhichAnnotatedPhaseItsCollectivesRanIn) {
+  const std::vector<Finding> plain = Diagnose();
+  const Finding* untagged = FindingOfRank(plain, 13);
+  ASSERT_NE(untagged, nullptr) << FindingsToText(plain);
   EXPECT_EQ(EvidenceOf(*untagged, "phases"), nullptr) << "stock records carry no phase";
   EXPECT_EQ(untagged->summary.find(" ran in "), std::string::npos) << untagged->summary;
 
@@ -96,18 +102,17 @@ TEST(FindingPhases, AStragglersFindingSaysWhichAnnotatedPhaseItsCollectivesRanIn
   // backward, every other record in forward; the step is the record's sequence number.
   std::string comms;
   for (const std::string& c : untagged->comms) comms += (comms.empty() ? "'" : ", '") + c + "'";
-  ASSERT_TRUE(store
+  ASSERT_TRUE(store_
                   ->Exec("INSERT INTO record_annotations (run_id, file_id, line, step, phase) "
                          "SELECT r.run_id, r.file_id, r.line, r.sn, CASE WHEN c.id IN (" + comms +
                          ") THEN 'backward' ELSE 'forward' END FROM records r JOIN operations o USING (run_id, op_id) "
                          "JOIN communicators c ON c.run_id = o.run_id AND c.comm_id = o.comm_id")
                   .ok());
-  auto tagged = DiagnoseStore(*store, o);
-  ASSERT_TRUE(tagged.ok()) << tagged.status().message();
-  const Finding* f = FindingOfRank(*tagged, 13);
-  ASSERT_NE(f, nullptr) << FindingsToText(*tagged);
+  const std::vector<Finding> tagged = Diagnose();
+  const Finding* f = FindingOfRank(tagged, 13);
+  ASSERT_NE(f, nullptr) << FindingsToText(tagged);
   const Evidence* phases = EvidenceOf(*f, "phases");
-  ASSERT_NE(phases, nullptr) << FindingsToText(*tagged);
+  ASSERT_NE(phases, nullptr) << FindingsToText(tagged);
   EXPECT_EQ(phases->text, "backward 100%");
   ASSERT_NE(EvidenceOf(*f, "annotated_steps"), nullptr);
   EXPECT_NE(EvidenceOf(*f, "annotated_steps")->text.find('-'), std::string::npos);
