@@ -314,6 +314,9 @@ uint64_t Agent::ShipSummaries(std::string* error) {
     auto r = HttpRequestUntil("PUT", url, {{"Content-Type", "application/vnd.apache.parquet"}}, body, until, -1);
     if (!r.ok() || r->status < 200 || r->status > 299) {
       *error = url + ": " + (r.ok() ? "HTTP " + std::to_string(r->status) + " " + r->body : r.status().message());
+      // The aggregator refused this file (4xx): it stays in the spool, said every tick, and the
+      // others go on. Anything else (down, restarting, full) holds back the rest too.
+      if (r.ok() && r->status >= 400 && r->status < 500) continue;
       break;
     }
     fs::remove(f, ec);

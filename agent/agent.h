@@ -119,7 +119,8 @@ class Agent {
   Status Init();
   TickReport TickLocked();
   // PUTs the spool's summaries to ship_summaries, oldest first, deleting each once stored there;
-  // stops at the first failure (the rest wait for the next tick). Returns the number shipped.
+  // a file the aggregator refuses (4xx) stays and is skipped, any other failure stops the tick's
+  // shipping (the rest wait for the next tick). Returns the number shipped.
   uint64_t ShipSummaries(std::string* error);
   std::vector<MetricFamily> OwnMetrics() const;
   double DiagnoseEvery() const;

@@ -369,10 +369,15 @@ TEST(Agent, UnshippedSummariesWaitInTheSpoolForTheAggregator) {
   agg.window_s = 3600;
   auto aggregator = Agent::Create(agg);
   ASSERT_TRUE(aggregator.ok()) << aggregator.status().message();
+  // A file the aggregator will never take, first in the queue: it stays, and holds back no other.
+  {
+    std::filesystem::create_directories(host.export_summaries + "/host=node-000");
+    std::ofstream(host.export_summaries + "/host=node-000/0000000000000000.parquet") << "not parquet";
+  }
   r = (*a)->Tick();
-  EXPECT_TRUE(r.error.empty()) << r.error;
+  EXPECT_NE(r.error.find("HTTP 400"), std::string::npos) << r.error;
   EXPECT_EQ(r.summaries_shipped, 1u);
-  EXPECT_EQ(spooled(), 0);
+  EXPECT_EQ(spooled(), 1);
   r = (*aggregator)->Tick();
   EXPECT_GT(r.records_stored, 0u) << r.error;
 }
