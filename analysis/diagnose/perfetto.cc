@@ -129,28 +129,23 @@ bool EvidenceValue(const Finding& f, const std::string& key, double* v) {
   return false;
 }
 
-}  // namespace
-
-Result<PerfettoReport> ExportPerfetto(Store& store, const std::vector<Finding>& findings,
-                                      const PerfettoOptions& o, std::string* json) {
-  PerfettoReport rep;
-  duckdb_connection conn = store.connection();
-  std::string rid;
-  {
-    const std::string q = o.run.empty()
-        ? "SELECT CAST(min(run_id) AS BIGINT) FROM runs"
-        : "SELECT CAST(run_id AS BIGINT) FROM runs WHERE name = " + SqlString(o.run);
-    auto r = Fetch(conn, q, "i");
-    if (!r.ok()) return r.status();
-    if (r->rows == 0 || r->null_i[0][0])
-      return Status::Error(o.run.empty() ? "the store holds no run" : "no run named " + o.run);
-    rid = std::to_string(r->i[0][0]);
-  }
-  const bool kineto = readers::HasKinetoTables(store);
-  // Job-level steps (over every rank) and the hosts of the ranks.
+// What the trace is built from: the job's steps (Kineto's, over every rank), every rank and its
+// host, and SQL giving each store process its global rank.
+struct TraceInputs {
+  bool kineto = false;
   std::vector<StepSpan> steps;
   std::map<int, std::string> host_of;
   std::set<int> all_ranks;
+  std::string proc_rank_sql;  // WITH ... pr(process_id, hostname, g)
+};
+
+Status LoadTraceInputs(Store& store, duckdb_connection conn, const std::string& rid, TraceInputs* in) {
+  in->kineto = readers::HasKinetoTables(store);
+  const bool kineto = in->kineto;
+  std::vector<StepSpan>& steps = in->steps;
+  std::map<int, std::string>& host_of = in->host_of;
+  std::set<int>& all_ranks = in->all_ranks;
+  // Job-level steps (over every rank) and the hosts of the ranks.
   if (kineto) {
     auto s = Fetch(conn,
                    "SELECT CAST(step AS BIGINT), CAST(min(start_us) AS DOUBLE), "
@@ -172,7 +167,7 @@ Result<PerfettoReport> ExportPerfetto(Store& store, const std::vector<Finding>& 
   }
   // Global ranks of the store's processes: the collscope plugin's, a Kineto trace of the same
   // host and pid, or the rank in the communicator that spans every process.
-  const std::string proc_rank_sql =
+  in->proc_rank_sql =
       std::string("WITH ") +
       (kineto ? "kt AS (SELECT hostname, pid, min(rank) AS rank FROM kineto_traces WHERE run_id = " + rid +
                     " AND hostname IS NOT NULL AND pid IS NOT NULL GROUP BY ALL), "
@@ -187,7 +182,7 @@ Result<PerfettoReport> ExportPerfetto(Store& store, const std::vector<Finding>& 
       "LEFT JOIN kt ON kt.hostname = p.hostname AND kt.pid = CAST(p.pid AS BIGINT) "
       "LEFT JOIN wr ON wr.process_id = p.process_id WHERE p.run_id = " + rid + ") ";
   {
-    auto pr = Fetch(conn, proc_rank_sql + "SELECT CAST(g AS BIGINT), hostname FROM pr WHERE g IS NOT NULL", "is");
+    auto pr = Fetch(conn, in->proc_rank_sql + "SELECT CAST(g AS BIGINT), hostname FROM pr WHERE g IS NOT NULL", "is");
     if (!pr.ok()) return pr.status();
     for (size_t i = 0; i < pr->rows; ++i) {
       const int r = static_cast<int>(pr->i[0][i]);
@@ -196,7 +191,16 @@ Result<PerfettoReport> ExportPerfetto(Store& store, const std::vector<Finding>& 
     }
   }
 
-  // Windows and ranks per finding.
+  return Status::Ok();
+}
+
+// The time windows to export (around each finding's steps, merged where they overlap) and the
+// ranks to show (each finding's root causes and up to max_peers victims, else its hosts' ranks).
+void ChooseWindowsAndRanks(const std::vector<Finding>& findings, const TraceInputs& in, const PerfettoOptions& o,
+                           std::vector<std::pair<double, double>>* merged_out, std::set<int>* ranks_out) {
+  const std::vector<StepSpan>& steps = in.steps;
+  const std::map<int, std::string>& host_of = in.host_of;
+  const std::set<int>& all_ranks = in.all_ranks;
   std::vector<std::pair<double, double>> windows;
   std::set<int> ranks;
   auto add_steps = [&](size_t first, size_t last) {  // indexes into steps, inclusive
@@ -254,11 +258,13 @@ Result<PerfettoReport> ExportPerfetto(Store& store, const std::vector<Finding>& 
     if (!merged.empty() && w.first <= merged.back().second) merged.back().second = std::max(merged.back().second, w.second);
     else merged.push_back(w);
   }
-  rep.windows = merged.size();
-  rep.ranks = ranks.size();
+  *merged_out = std::move(merged);
+  *ranks_out = std::move(ranks);
 
-  Writer w;
-  // Metadata: one process per rank, named tracks.
+}
+
+// One process per rank, with its named tracks.
+void WriteRankTracks(const std::set<int>& ranks, const std::map<int, std::string>& host_of, Writer& w) {
   for (int r : ranks) {
     auto h = host_of.find(r);
     const std::string pname = "rank " + std::to_string(r) + (h != host_of.end() && !h->second.empty() ? " (" + h->second + ")" : "");
@@ -271,87 +277,100 @@ Result<PerfettoReport> ExportPerfetto(Store& store, const std::vector<Finding>& 
     for (int t : {kTidFindings, kTidSteps, kTidCollectives})
       w.Event("M", "thread_sort_index", "", r, t, 0, 0, Args().Val("sort_index", t).Done());
   }
-  const std::string in_ranks = RanksIn(ranks);
-  if (kineto && !ranks.empty() && !merged.empty()) {
-    auto s = Fetch(conn,
-                   "SELECT CAST(rank AS BIGINT), CAST(step AS BIGINT), CAST(start_us AS DOUBLE), "
-                   "CAST(dur_us AS DOUBLE), CAST(compute_us AS DOUBLE), CAST(nccl_us AS DOUBLE) "
-                   "FROM steps WHERE run_id = " + rid + " AND source = 'kineto' AND rank IN (" + in_ranks + ") AND " +
-                       WindowSql(merged, "start_us", "start_us + dur_us") + " ORDER BY 1, 3",
-                   "iidddd");
-    if (!s.ok()) return s.status();
-    for (size_t i = 0; i < s->rows; ++i) {
-      w.Event("X", "ProfilerStep#" + std::to_string(s->i[1][i]), "step",
-              static_cast<int>(s->i[0][i]), kTidSteps, s->d[0][i], s->d[1][i],
-              Args().Val("step", static_cast<double>(s->i[1][i])).Val("compute_us", s->d[2][i])
-                  .Val("nccl_us", s->d[3][i]).Done());
-      ++rep.steps;
-    }
-    auto k = Fetch(conn,
-                   "SELECT CAST(rank AS BIGINT), CAST(coalesce(stream, -1) AS BIGINT), "
-                   "CAST(coalesce(step, -1) AS BIGINT), CAST(coalesce(in_nelems, -1) AS BIGINT), "
-                   "CAST(start_us AS DOUBLE), CAST(dur_us AS DOUBLE), name, kind, coalesce(coll, ''), "
-                   "coalesce(dtype, ''), coalesce(pg_desc, '') FROM kernels WHERE run_id = " + rid +
-                       " AND rank IN (" + in_ranks + ") AND " +
-                       WindowSql(merged, "start_us", "start_us + dur_us") + " ORDER BY 1, 5 LIMIT " +
-                       std::to_string(o.max_events + 1),
-                   "iiiiddsssss");
-    if (!k.ok()) return k.status();
-    std::set<std::pair<int, int64_t>> streams;
-    std::map<std::pair<int, int64_t>, std::string> stream_kind;
-    for (size_t i = 0; i < k->rows; ++i) {
-      if (w.count() >= o.max_events) { rep.truncated = true; break; }
-      const int r = static_cast<int>(k->i[0][i]);
-      const int64_t st = k->i[1][i];
-      streams.insert({r, st});
-      std::string& sk = stream_kind[{r, st}];
-      if (sk.empty() || (sk != k->s[1][i] && k->s[1][i] == "nccl")) sk = k->s[1][i];
-      Args a;
-      if (k->i[2][i] >= 0) a.Val("step", static_cast<double>(k->i[2][i]));
-      if (!k->s[2][i].empty()) a.Str("coll", k->s[2][i]);
-      if (k->i[3][i] >= 0) a.Val("in_nelems", static_cast<double>(k->i[3][i]));
-      if (!k->s[3][i].empty()) a.Str("dtype", k->s[3][i]);
-      if (!k->s[4][i].empty()) a.Str("pg_desc", k->s[4][i]);
-      w.Event("X", k->s[0][i], k->s[1][i], r, kTidStreamBase + static_cast<int>(std::max<int64_t>(0, st)),
-              k->d[0][i], k->d[1][i], a.Done());
-      ++rep.kernels;
-    }
-    for (const auto& [r, st] : streams) {
-      const int tid = kTidStreamBase + static_cast<int>(std::max<int64_t>(0, st));
-      w.Event("M", "thread_name", "", r, tid, 0, 0,
-              Args().Str("name", "GPU stream " + std::to_string(st) + " (" + stream_kind[{r, st}] + ")").Done());
-      w.Event("M", "thread_sort_index", "", r, tid, 0, 0, Args().Val("sort_index", tid).Done());
-    }
+}
+
+// Kineto's steps and GPU kernels of the ranks in the windows.
+Status WriteKinetoEvents(duckdb_connection conn, const std::string& rid, const std::string& in_ranks,
+                         const std::vector<std::pair<double, double>>& merged, const PerfettoOptions& o, Writer& w,
+                         PerfettoReport& rep) {
+  auto s = Fetch(conn,
+                 "SELECT CAST(rank AS BIGINT), CAST(step AS BIGINT), CAST(start_us AS DOUBLE), "
+                 "CAST(dur_us AS DOUBLE), CAST(compute_us AS DOUBLE), CAST(nccl_us AS DOUBLE) "
+                 "FROM steps WHERE run_id = " + rid + " AND source = 'kineto' AND rank IN (" + in_ranks + ") AND " +
+                     WindowSql(merged, "start_us", "start_us + dur_us") + " ORDER BY 1, 3",
+                 "iidddd");
+  if (!s.ok()) return s.status();
+  for (size_t i = 0; i < s->rows; ++i) {
+    w.Event("X", "ProfilerStep#" + std::to_string(s->i[1][i]), "step",
+            static_cast<int>(s->i[0][i]), kTidSteps, s->d[0][i], s->d[1][i],
+            Args().Val("step", static_cast<double>(s->i[1][i])).Val("compute_us", s->d[2][i])
+                .Val("nccl_us", s->d[3][i]).Done());
+    ++rep.steps;
   }
-  // Collectives from records with start/stop times.
-  if (!ranks.empty() && !merged.empty() && !rep.truncated) {
-    auto c = Fetch(conn,
-                   proc_rank_sql +
-                       ", rec AS (SELECT CAST(pr.g AS BIGINT) AS g, CAST(v.op AS VARCHAR) AS op, v.comm, "
-                       "coalesce(v.comm_name, '') AS comm_name, CAST(v.sn AS BIGINT) AS sn, "
-                       "CAST(v.msg_size_bytes AS BIGINT) AS bytes, "
-                       "CAST(coalesce(v.start_ts_us, v.kernel_start_ts_us) AS DOUBLE) AS t0, "
-                       "CAST(coalesce(v.stop_ts_us, v.kernel_stop_ts_us) AS DOUBLE) AS t1, "
-                       "CAST(v.exec_time_us AS DOUBLE) AS exec, CAST(v.rank AS BIGINT) AS comm_rank "
-                       "FROM records_v v JOIN pr ON pr.process_id = v.process_id WHERE v.run_id = " + rid +
-                       " AND coalesce(v.start_ts_us, v.kernel_start_ts_us) IS NOT NULL) "
-                       "SELECT g, sn, bytes, comm_rank, t0, coalesce(t1, t0 + exec), exec, op, comm, comm_name "
-                       "FROM rec WHERE g IN (" + in_ranks + ") AND " +
-                       WindowSql(merged, "t0", "coalesce(t1, t0 + exec)") + " ORDER BY 1, 5 LIMIT " +
-                       std::to_string(o.max_events + 1),
-                   "iiiidddsss");
-    if (!c.ok()) return c.status();
-    for (size_t i = 0; i < c->rows; ++i) {
-      if (w.count() >= o.max_events) { rep.truncated = true; break; }
-      w.Event("X", c->s[0][i], "nccl_record", static_cast<int>(c->i[0][i]), kTidCollectives,
-              c->d[0][i], c->d[1][i] - c->d[0][i],
-              Args().Str("comm", c->s[1][i]).Str("comm_name", c->s[2][i])
-                  .Val("sn", static_cast<double>(c->i[1][i])).Val("msg_size_bytes", static_cast<double>(c->i[2][i]))
-                  .Val("comm_rank", static_cast<double>(c->i[3][i])).Val("exec_time_us", c->d[2][i]).Done());
-      ++rep.collectives;
-    }
+  auto k = Fetch(conn,
+                 "SELECT CAST(rank AS BIGINT), CAST(coalesce(stream, -1) AS BIGINT), "
+                 "CAST(coalesce(step, -1) AS BIGINT), CAST(coalesce(in_nelems, -1) AS BIGINT), "
+                 "CAST(start_us AS DOUBLE), CAST(dur_us AS DOUBLE), name, kind, coalesce(coll, ''), "
+                 "coalesce(dtype, ''), coalesce(pg_desc, '') FROM kernels WHERE run_id = " + rid +
+                     " AND rank IN (" + in_ranks + ") AND " +
+                     WindowSql(merged, "start_us", "start_us + dur_us") + " ORDER BY 1, 5 LIMIT " +
+                     std::to_string(o.max_events + 1),
+                 "iiiiddsssss");
+  if (!k.ok()) return k.status();
+  std::set<std::pair<int, int64_t>> streams;
+  std::map<std::pair<int, int64_t>, std::string> stream_kind;
+  for (size_t i = 0; i < k->rows; ++i) {
+    if (w.count() >= o.max_events) { rep.truncated = true; break; }
+    const int r = static_cast<int>(k->i[0][i]);
+    const int64_t st = k->i[1][i];
+    streams.insert({r, st});
+    std::string& sk = stream_kind[{r, st}];
+    if (sk.empty() || (sk != k->s[1][i] && k->s[1][i] == "nccl")) sk = k->s[1][i];
+    Args a;
+    if (k->i[2][i] >= 0) a.Val("step", static_cast<double>(k->i[2][i]));
+    if (!k->s[2][i].empty()) a.Str("coll", k->s[2][i]);
+    if (k->i[3][i] >= 0) a.Val("in_nelems", static_cast<double>(k->i[3][i]));
+    if (!k->s[3][i].empty()) a.Str("dtype", k->s[3][i]);
+    if (!k->s[4][i].empty()) a.Str("pg_desc", k->s[4][i]);
+    w.Event("X", k->s[0][i], k->s[1][i], r, kTidStreamBase + static_cast<int>(std::max<int64_t>(0, st)),
+            k->d[0][i], k->d[1][i], a.Done());
+    ++rep.kernels;
   }
-  // Findings: a global instant at the start, and slices on the findings track of the ranks.
+  for (const auto& [r, st] : streams) {
+    const int tid = kTidStreamBase + static_cast<int>(std::max<int64_t>(0, st));
+    w.Event("M", "thread_name", "", r, tid, 0, 0,
+            Args().Str("name", "GPU stream " + std::to_string(st) + " (" + stream_kind[{r, st}] + ")").Done());
+    w.Event("M", "thread_sort_index", "", r, tid, 0, 0, Args().Val("sort_index", tid).Done());
+  }
+  return Status::Ok();
+}
+
+// The records' collectives with start and stop times, of the ranks in the windows.
+Status WriteCollectives(duckdb_connection conn, const std::string& rid, const std::string& proc_rank_sql,
+                        const std::string& in_ranks, const std::vector<std::pair<double, double>>& merged,
+                        const PerfettoOptions& o, Writer& w, PerfettoReport& rep) {
+  auto c = Fetch(conn,
+                 proc_rank_sql +
+                     ", rec AS (SELECT CAST(pr.g AS BIGINT) AS g, CAST(v.op AS VARCHAR) AS op, v.comm, "
+                     "coalesce(v.comm_name, '') AS comm_name, CAST(v.sn AS BIGINT) AS sn, "
+                     "CAST(v.msg_size_bytes AS BIGINT) AS bytes, "
+                     "CAST(coalesce(v.start_ts_us, v.kernel_start_ts_us) AS DOUBLE) AS t0, "
+                     "CAST(coalesce(v.stop_ts_us, v.kernel_stop_ts_us) AS DOUBLE) AS t1, "
+                     "CAST(v.exec_time_us AS DOUBLE) AS exec, CAST(v.rank AS BIGINT) AS comm_rank "
+                     "FROM records_v v JOIN pr ON pr.process_id = v.process_id WHERE v.run_id = " + rid +
+                     " AND coalesce(v.start_ts_us, v.kernel_start_ts_us) IS NOT NULL) "
+                     "SELECT g, sn, bytes, comm_rank, t0, coalesce(t1, t0 + exec), exec, op, comm, comm_name "
+                     "FROM rec WHERE g IN (" + in_ranks + ") AND " +
+                     WindowSql(merged, "t0", "coalesce(t1, t0 + exec)") + " ORDER BY 1, 5 LIMIT " +
+                     std::to_string(o.max_events + 1),
+                 "iiiidddsss");
+  if (!c.ok()) return c.status();
+  for (size_t i = 0; i < c->rows; ++i) {
+    if (w.count() >= o.max_events) { rep.truncated = true; break; }
+    w.Event("X", c->s[0][i], "nccl_record", static_cast<int>(c->i[0][i]), kTidCollectives,
+            c->d[0][i], c->d[1][i] - c->d[0][i],
+            Args().Str("comm", c->s[1][i]).Str("comm_name", c->s[2][i])
+                .Val("sn", static_cast<double>(c->i[1][i])).Val("msg_size_bytes", static_cast<double>(c->i[2][i]))
+                .Val("comm_rank", static_cast<double>(c->i[3][i])).Val("exec_time_us", c->d[2][i]).Done());
+    ++rep.collectives;
+  }
+  return Status::Ok();
+}
+
+// Each finding: a global instant at its start, and slices on the findings track of its ranks.
+void WriteFindings(const std::vector<Finding>& findings, const std::set<int>& ranks,
+                   const std::vector<std::pair<double, double>>& merged, const PerfettoOptions& o, Writer& w,
+                   PerfettoReport& rep) {
   for (const Finding& f : findings) {
     const std::string kind(KindName(f.kind));
     double fs = static_cast<double>(f.start_us), fe = std::max(fs, static_cast<double>(f.end_us));
@@ -393,6 +412,40 @@ Result<PerfettoReport> ExportPerfetto(Store& store, const std::vector<Finding>& 
     }
     ++rep.findings;
   }
+}
+
+}  // namespace
+
+Result<PerfettoReport> ExportPerfetto(Store& store, const std::vector<Finding>& findings,
+                                      const PerfettoOptions& o, std::string* json) {
+  PerfettoReport rep;
+  duckdb_connection conn = store.connection();
+  std::string rid;
+  {
+    const std::string q = o.run.empty()
+        ? "SELECT CAST(min(run_id) AS BIGINT) FROM runs"
+        : "SELECT CAST(run_id AS BIGINT) FROM runs WHERE name = " + SqlString(o.run);
+    auto r = Fetch(conn, q, "i");
+    if (!r.ok()) return r.status();
+    if (r->rows == 0 || r->null_i[0][0])
+      return Status::Error(o.run.empty() ? "the store holds no run" : "no run named " + o.run);
+    rid = std::to_string(r->i[0][0]);
+  }
+  TraceInputs in;
+  COLLSCOPE_RETURN_IF_ERROR(LoadTraceInputs(store, conn, rid, &in));
+  std::vector<std::pair<double, double>> merged;
+  std::set<int> ranks;
+  ChooseWindowsAndRanks(findings, in, o, &merged, &ranks);
+  rep.windows = merged.size();
+  rep.ranks = ranks.size();
+  Writer w;
+  WriteRankTracks(ranks, in.host_of, w);
+  const std::string in_ranks = RanksIn(ranks);
+  if (in.kineto && !ranks.empty() && !merged.empty())
+    COLLSCOPE_RETURN_IF_ERROR(WriteKinetoEvents(conn, rid, in_ranks, merged, o, w, rep));
+  if (!ranks.empty() && !merged.empty() && !rep.truncated)
+    COLLSCOPE_RETURN_IF_ERROR(WriteCollectives(conn, rid, in.proc_rank_sql, in_ranks, merged, o, w, rep));
+  WriteFindings(findings, ranks, merged, o, w, rep);
   rep.events = w.count();
   std::string out = "{\"displayTimeUnit\": \"ms\",\n\"otherData\": ";
   out += Args().Str("generator", "collscope export --perfetto").Str("findings_schema", kFindingsSchema)
@@ -404,5 +457,6 @@ Result<PerfettoReport> ExportPerfetto(Store& store, const std::vector<Finding>& 
   *json = std::move(out);
   return rep;
 }
+
 
 }  // namespace collscope::diagnose
