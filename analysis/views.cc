@@ -374,11 +374,9 @@ nullif(coalesce(override, inspector_busbw(op, n_ranks, size, exec_us)), 'nan'::D
   };
 }
 
-// Every other view and macro. Sources read the agg_* tables for the runs whose aggregates are
-// fresh (agg_fresh_runs) and the records for the others (agg_stale_runs), so answers never depend
-// on whether RefreshAggregates ran: only their cost does.
-std::vector<std::string> Views(bool use_aggregates) {
-  std::vector<std::string> v;
+// Where every primitive reads: the fresh runs' aggregates or the stale runs' records, and the
+// run-level views over them.
+void SourceViews(std::vector<std::string>& v, bool use_aggregates) {
   // (Not a correlated subquery: every view reads this one, several times.)
   v.push_back(std::string(R"sql(CREATE OR REPLACE {TEMP} VIEW agg_fresh_runs AS
 SELECT m.run_id FROM agg_meta m
@@ -445,8 +443,11 @@ SELECT ru.run_id, ru.name AS run, coalesce(s.records, 0) AS records,
        make_timestamp(s.first_dump_us::BIGINT) AS first_dump,
        make_timestamp(s.last_dump_us::BIGINT) AS last_dump
 FROM runs ru LEFT JOIN run_span s USING (run_id))sql");
+}
+
+// Summary: counts and distributions per kernel key.
+void SummaryViews(std::vector<std::string>& v) {
   v.push_back(
-    // ---- summary -------------------------------------------------------------------------------
     R"sql(CREATE OR REPLACE {TEMP} VIEW counts_by_op AS
 SELECT run_id, kind, op, sum(records) AS records, sum(bytes) AS bytes, sum(time_us) AS time_us,
        sum(bytes) / sum(sum(bytes)) OVER (PARTITION BY run_id) AS bytes_share,
@@ -512,8 +513,11 @@ SELECT run_id, kernel_key, bin,
             ELSE any_value(lo) + (bin + 1) * (any_value(hi) - any_value(lo)) / bins END AS bin_hi,
        sum(n) AS records
 FROM b GROUP BY run_id, kernel_key, bin ORDER BY run_id, kernel_key, bin)sql");
+}
+
+// Variation: the spread of each kernel key.
+void VariationViews(std::vector<std::string>& v) {
   v.push_back(
-    // ---- variation -----------------------------------------------------------------------------
     // Per kernel key: records, mean, sample stddev, CV = stddev / mean, and nearest-rank
     // quantiles of busbw; mean exec time.
     // (Materialised for fresh runs: every spatial primitive normalises by its medians.)
@@ -569,7 +573,10 @@ SELECT p.op, p.msg_size_bytes, p.n_ranks, p.nnodes AS prod_nnodes, b.nnodes AS b
 FROM busbw_by_shape p JOIN busbw_by_shape b USING (op, msg_size_bytes, n_ranks)
 WHERE p.run = prod_run AND b.run = base_run
 ORDER BY p.op, p.msg_size_bytes, p.n_ranks)sql");
-  // ---- temporal ------------------------------------------------------------------------------
+}
+
+// Temporal: per wall-clock time bin.
+void TemporalViews(std::vector<std::string>& v) {
   // busbw and exec time per kernel key in wall-clock bins of bin_s seconds (bins start at
   // multiples of bin_s since the epoch), messages of at least min_bytes. The time of a record
   // is when it started when known (verbose or collscope records), else when it was dumped.
@@ -612,7 +619,10 @@ SELECT run_id, kernel_key, bin, bin * CAST(round(bin_s * 1e6) AS UBIGINT) AS bin
        bw_min AS min_busbw_gbs, bw_max AS max_busbw_gbs, time_us / records AS mean_exec_time_us,
        max_exec_us AS max_exec_time_us
 FROM (SELECT * FROM fast UNION ALL SELECT * FROM slow) ORDER BY run_id, kernel_key, bin)sql");
-  // ---- spatial -------------------------------------------------------------------------------
+}
+
+// Spatial: per rank, process, host and communicator.
+void SpatialViews(std::vector<std::string>& v) {
   // Value counts per (process, operation): the exact busbw distribution of every cell.
   v.push_back(R"sql(CREATE OR REPLACE {TEMP} VIEW busbw_cells AS
 SELECT v.run_id, v.process_id, v.op_id, d.comm_id, d.comm, d.comm_name, v.rank, d.kernel_key,
@@ -762,9 +772,11 @@ FROM (SELECT * FROM fast UNION ALL SELECT * FROM slow) ORDER BY run_id, hostname
                      "bin_s", "sn_bin")) +
         ") ORDER BY run_id, kernel_key, dimension, \"group\"");
   }
-  // ---- resource ------------------------------------------------------------------------------
+}
+
+// Resource usage per communicator shape, and every metadata column per process and operation.
+void ResourceAndOtherViews(std::vector<std::string>& v) {
   v.push_back(
-    // ---- resource ------------------------------------------------------------------------------
     R"sql(CREATE OR REPLACE {TEMP} VIEW resource_usage AS
 SELECT k.run_id, k.n_ranks, k.nnodes, k.coll_type, k.kind, k.op, sum(k.records) AS records,
        sum(k.bytes) AS bytes, sum(k.time_us) AS time_us,
@@ -820,6 +832,19 @@ m AS (
   FROM w GROUP BY ALL)
 SELECT r.name AS run, m.value, m.kernel_key, m.records, m.lo + (m.hi - m.lo) * 0.5 AS median_busbw_gbs
 FROM m JOIN runs r USING (run_id) ORDER BY run, kernel_key, value)sql");
+}
+
+// Every other view and macro. Sources read the agg_* tables for the runs whose aggregates are
+// fresh (agg_fresh_runs) and the records for the others (agg_stale_runs), so answers never depend
+// on whether RefreshAggregates ran: only their cost does.
+std::vector<std::string> Views(bool use_aggregates) {
+  std::vector<std::string> v;
+  SourceViews(v, use_aggregates);
+  SummaryViews(v);
+  VariationViews(v);
+  TemporalViews(v);
+  SpatialViews(v);
+  ResourceAndOtherViews(v);
   return v;
 }
 
