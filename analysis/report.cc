@@ -583,8 +583,10 @@ std::string SuppressedHtml(const std::vector<dg::Suppressed>& suppressed) {
 
 bool ReportHasCharts() { return ReportEchartsJs().size() > 1000; }
 
-Result<std::string> RenderReport(Store& store, const ReportOptions& ro) {
-  // Which run.
+// The run to report and its baseline (the first other run holding nccl-tests results, unless
+// given).
+Status PickRuns(Store& store, const ReportOptions& ro, std::string* run_out, std::string* rid_out,
+                std::string* baseline_out) {
   std::string run = ro.run;
   if (run.empty()) {
     Result<std::string> r = store.DefaultRun();
@@ -606,9 +608,16 @@ Result<std::string> RenderReport(Store& store, const ReportOptions& ro) {
     if (!b.ok()) return b.status();
   }
 
-  AnalysisOptions o;
-  o.run = run;
-  o.min_bytes = ro.min_bytes;
+  *run_out = run;
+  *rid_out = rid;
+  *baseline_out = baseline;
+  return Status::Ok();
+}
+
+// The time charts' bins: no plot has more than max_bins of them, and short jobs get fine ones.
+// t0 and t1 are the run's span.
+Status ChooseBins(Store& store, const std::string& rid, const ReportOptions& ro, AnalysisOptions* o, int64_t* t0_out,
+                  int64_t* t1_out) {
   // Widen the time bins so no plot has more than max_bins of them.
   Result<QueryResult> span = store.Query(
       "SELECT first_ts_us, last_ts_us FROM run_span WHERE run_id = " + rid);
@@ -619,17 +628,22 @@ Result<std::string> RenderReport(Store& store, const ReportOptions& ro) {
     t1 = std::stoll(*span->rows[0][1]);
   }
   double span_s = static_cast<double>(t1 - t0) / 1e6;
-  o.bin_s = ro.bin_s;
-  if (span_s / o.bin_s > ro.max_bins) {
+  o->bin_s = ro.bin_s;
+  if (span_s / o->bin_s > ro.max_bins) {
     const double nice[] = {1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200};
     for (double n : nice)
-      if (n >= span_s / ro.max_bins) { o.bin_s = std::max(o.bin_s, n); break; }
+      if (n >= span_s / ro.max_bins) { o->bin_s = std::max(o->bin_s, n); break; }
   }
   // Fine bins for short jobs (the example job lasts seconds).
-  if (span_s > 0 && span_s / o.bin_s < 12) o.bin_s = std::max(0.05, span_s / 40);
+  if (span_s > 0 && span_s / o->bin_s < 12) o->bin_s = std::max(0.05, span_s / 40);
+  *t0_out = t0;
+  *t1_out = t1;
+  return Status::Ok();
+}
 
-  // The findings: the report's own diagnosis of the store, unless a findings document is given.
-  FindingsSource fs;
+// The findings: the report's own diagnosis of the store, unless a findings document is given.
+Status LoadFindings(Store& store, const ReportOptions& ro, const std::string& run, FindingsSource* out) {
+  FindingsSource& fs = *out;
   if (!ro.findings_path.empty()) {
     fs.path = ro.findings_path;
     COLLSCOPE_RETURN_IF_ERROR(ReadFindingsFile(ro.findings_path, &fs));
@@ -642,39 +656,260 @@ Result<std::string> RenderReport(Store& store, const ReportOptions& ro) {
     if (f.ok()) fs.findings = std::move(*f);
     else fs.error = f.status().message();
   }
-  const std::vector<Card> cards = Cards(fs.findings);
-  // The communicators the findings name, for their labels.
-  std::map<std::string, CommInfo> comm_info;
-  {
-    std::set<std::string> ids;
-    for (const dg::Finding& f : fs.findings) ids.insert(f.comms.begin(), f.comms.end());
-    std::string list;
-    for (const std::string& id : ids) list += (list.empty() ? "" : ", ") + SqlString(id);
-    if (!list.empty()) {
-      Result<QueryResult> cm = store.Query("SELECT id, comm_name, n_ranks, nnodes FROM communicators WHERE run_id = " +
-                                           rid + " AND id IN (" + list + ")");
-      if (!cm.ok()) return cm.status();
-      for (const auto& row : cm->rows) {
-        if (!row[0]) continue;
-        CommInfo& c = comm_info[*row[0]];
-        if (row[1]) c.name = *row[1];
-        if (row[2]) c.n_ranks = std::stoi(*row[2]);
-        if (row[3]) c.nnodes = std::stoi(*row[3]);
-      }
-    }
+  return Status::Ok();
+}
+
+// The communicators the findings name, for their labels.
+Status CommLabels(Store& store, const std::string& rid, const std::vector<dg::Finding>& findings,
+                  std::map<std::string, CommInfo>* comm_info) {
+  std::set<std::string> ids;
+  for (const dg::Finding& f : findings) ids.insert(f.comms.begin(), f.comms.end());
+  std::string list;
+  for (const std::string& id : ids) list += (list.empty() ? "" : ", ") + SqlString(id);
+  if (list.empty()) return Status::Ok();
+  Result<QueryResult> cm = store.Query("SELECT id, comm_name, n_ranks, nnodes FROM communicators WHERE run_id = " +
+                                       rid + " AND id IN (" + list + ")");
+  if (!cm.ok()) return cm.status();
+  for (const auto& row : cm->rows) {
+    if (!row[0]) continue;
+    CommInfo& c = (*comm_info)[*row[0]];
+    if (row[1]) c.name = *row[1];
+    if (row[2]) c.n_ranks = std::stoi(*row[2]);
+    if (row[3]) c.nnodes = std::stoi(*row[3]);
   }
-  // Hosts the cards name: culprits (kinds that name one) and suspects (slow_network), with the
-  // cards that name them.
+  return Status::Ok();
+}
+
+// Hosts the cards name: culprits (kinds that name one) and suspects (slow_network), with the
+// cards that name them.
+struct NamedHosts {
   std::map<std::string, std::vector<int>> culprit_cards, suspect_cards;
   std::vector<std::string> culprit_order;
+};
+
+NamedHosts HostsNamedBy(const std::vector<Card>& cards) {
+  NamedHosts n;
   for (const Card& c : cards) {
     const dg::Finding& f = *c.occurrences[0];
     for (const std::string& h : f.hosts) {
-      auto& m = dg::IsSymptom(f.kind) ? suspect_cards : culprit_cards;
-      if (!dg::IsSymptom(f.kind) && !culprit_cards.count(h)) culprit_order.push_back(h);
+      auto& m = dg::IsSymptom(f.kind) ? n.suspect_cards : n.culprit_cards;
+      if (!dg::IsSymptom(f.kind) && !n.culprit_cards.count(h)) n.culprit_order.push_back(h);
       m[h].push_back(c.number);
     }
   }
+  return n;
+}
+
+// The findings' windows (shaded on the time charts), and the hosts they name, as chart data.
+std::string BandsJson(const std::vector<Card>& cards) {
+  std::string bands = "[";
+  for (const Card& c : cards)
+    for (const dg::Finding* f : c.occurrences) {
+      if (f->end_us <= f->start_us) continue;
+      std::string who = f->hosts.empty() ? (f->ranks.empty() ? "" : "ranks " + Ranks(f->ranks, 3)) : f->hosts[0];
+      if (f->hosts.size() > 1) who += " +" + std::to_string(f->hosts.size() - 1);
+      bands += (bands.size() > 1 ? "," : "") + std::string("{\"card\":") + std::to_string(c.number) +
+               ",\"kind\":" + JsonEscape(std::string(dg::KindName(f->kind))) + ",\"symptom\":" +
+               (dg::IsSymptom(f->kind) ? "true" : "false") + ",\"label\":" +
+               JsonEscape("#" + std::to_string(c.number) + " " + std::string(dg::KindName(f->kind)) +
+                          (who.empty() ? "" : " " + who)) +
+               ",\"start_us\":" + std::to_string(f->start_us) + ",\"end_us\":" + std::to_string(f->end_us) + "}";
+    }
+  return bands + "]";
+}
+
+std::string NamedHostsJson(const NamedHosts& n) {
+  std::string named = "{\"culprits\":[", sep;
+  for (const std::string& h : n.culprit_order) named += sep + JsonEscape(h), sep = ",";
+  named += "],\"suspects\":[";
+  sep.clear();
+  for (const auto& [h, _] : n.suspect_cards)
+    if (!n.culprit_cards.count(h)) named += sep + JsonEscape(h), sep = ",";
+  return named + "]}";
+}
+
+// The first screen: what was read, where the findings came from, the culprit.
+std::string FirstScreenHtml(Store& store, const std::string& run, const FindingsSource& fs,
+                            const std::vector<Card>& cards, int64_t t0, int64_t t1) {
+  std::string summary = "<h1 id=\"title\">Run " + HtmlEscape(run) + "</h1><p id=\"provenance\" class=\"provenance\">";
+  summary += "Read run <b>" + HtmlEscape(run) + "</b> of store <code>" + HtmlEscape(store.path()) + "</code>";
+  if (fs.diagnosed) {
+    const std::string tier = fs.read.Tier();
+    if (fs.read.records > 0)
+      summary += ": " + std::to_string(fs.read.records) + " NCCL records of " + std::to_string(fs.read.ranks) +
+                 " ranks on " + std::to_string(fs.read.hosts) + " hosts, " + HtmlEscape(When(fs.read.t0)) + " .. " +
+                 HtmlEscape(When(fs.read.t1));
+    summary += ". <span id=\"tier\">Evidence tier <b>" + HtmlEscape(tier.empty() ? "none" : tier) + "</b> (" +
+               TierMeaning(tier) + ")</span>. <span id=\"findings-source\">Findings: <b>diagnosed by this report</b> "
+               "(collscope diagnose on the store)</span>.";
+  } else {
+    summary += ". <span id=\"tier\">Evidence tier: <b>not assessed</b> (the findings came from a file; without "
+               "--findings the report diagnoses the store and says its tier)</span>. <span id=\"findings-source\">"
+               "Findings: <b>read from " + HtmlEscape(fs.path) + "</b>, not diagnosed here</span>.";
+  }
+  summary += "</p>";
+  if (fs.diagnosed && !fs.read.unusable.empty()) {
+    summary += "<details class=\"unusable\"><summary>" + std::to_string(fs.read.unusable.size()) +
+               " input(s) the diagnosis could not use</summary><ul>";
+    for (const std::string& u : fs.read.unusable) summary += "<li>" + HtmlEscape(u) + "</li>";
+    summary += "</ul></details>";
+  }
+  // The headline: the first card that names a culprit.
+  const Card* lead = nullptr;
+  for (const Card& c : cards)
+    if (!dg::IsSymptom(c.occurrences[0]->kind) && (!c.occurrences[0]->hosts.empty() || !c.occurrences[0]->ranks.empty())) {
+      lead = &c;
+      break;
+    }
+  summary += "<p id=\"headline\" class=\"headline\">";
+  if (!fs.error.empty()) {
+    summary += "The diagnosis failed: " + HtmlEscape(fs.error);
+  } else if (lead) {
+    const dg::Finding& f = *lead->occurrences[0];
+    summary += "Culprit: <a href=\"#finding-" + std::to_string(lead->number) + "\">";
+    summary += !f.hosts.empty() ? "<span class=\"culprit-name\">" + HtmlEscape(f.hosts[0]) + "</span>" +
+                                      (f.hosts.size() > 1 ? " and " + std::to_string(f.hosts.size() - 1) + " more" : "")
+                                : "ranks " + HtmlEscape(Ranks(f.ranks));
+    summary += "</a>: " + std::string(KindTitle(f.kind)) + ", " + HtmlEscape(WindowText(f, t0, t1)) +
+               ", confidence " + dg::Fmt("%.2f", f.confidence) + ".";
+    if (cards.size() > 1) summary += " " + std::to_string(cards.size() - 1) + " more finding(s) below.";
+  } else if (!cards.empty()) {
+    summary += "No culprit named: " + std::to_string(cards.size()) + " symptom finding(s) below.";
+  } else {
+    summary += "No findings: the diagnosis found nothing wrong in this run.";
+  }
+  summary += "</p>";
+
+  return summary;
+}
+
+// The findings' cards, and what was suppressed.
+std::string FindingsHtml(const FindingsSource& fs, const std::vector<Card>& cards, int world, int64_t t0, int64_t t1,
+                         const std::map<std::string, CommInfo>& comm_info) {
+  // ---- the findings ----
+  std::string fhtml = "<p class=\"note\" id=\"confidence-note\">Confidence (0-1) is the detector's score; in the "
+                      "evaluation's calibration on simulated faults (docs/diagnosis.md), findings at 0.8 or above "
+                      "were almost always right and those below 0.4 mostly wrong.</p>";
+  if (!fs.error.empty()) {
+    fhtml += "<div class=\"empty\" id=\"no-findings\">The diagnosis failed, so nothing can be said here: " +
+             HtmlEscape(fs.error) + "</div>";
+  } else if (cards.empty()) {
+    fhtml += "<div class=\"empty\" id=\"no-findings\">No findings: the diagnosis found nothing wrong in this run.</div>";
+  }
+  for (const Card& c : cards) fhtml += CardHtml(c, world, t0, t1, comm_info);
+  fhtml += SuppressedHtml(fs.suppressed);
+
+  return fhtml;
+}
+
+// The host table: culprits first and highlighted, each linked to its cards.
+std::string HostTableHtml(const QueryResult& hosts_table, const NamedHosts& named) {
+  const QueryResult* hosts = &hosts_table;
+  const std::map<std::string, std::vector<int>>& culprit_cards = named.culprit_cards;
+  const std::map<std::string, std::vector<int>>& suspect_cards = named.suspect_cards;
+  const std::vector<std::string>& culprit_order = named.culprit_order;
+  std::string htable;
+  const int hc = ColumnOf(*hosts, "hostname");
+  std::vector<size_t> order;
+  for (const std::string& h : culprit_order)
+    for (size_t i = 0; i < hosts->rows.size(); ++i)
+      if (hosts->rows[i][hc] && *hosts->rows[i][hc] == h) order.push_back(i);
+  size_t others = 0;
+  for (size_t i = 0; i < hosts->rows.size(); ++i) {
+    const std::string h = hosts->rows[i][hc] ? *hosts->rows[i][hc] : "";
+    if (culprit_cards.count(h)) continue;
+    if (others++ < 12 || suspect_cards.count(h)) order.push_back(i);
+  }
+  auto cell = [&](size_t i, const char* col) -> std::optional<std::string> {
+    const int c = ColumnOf(*hosts, col);
+    return c < 0 ? std::nullopt : hosts->rows[i][c];
+  };
+  auto pill = [](const std::optional<std::string>& v) -> std::string {
+    if (!v) return "";
+    const double x = std::stod(*v);
+    return std::string("<span class=\"pill ") + (x < 0.85 ? "bad" : x < 0.95 ? "warn" : "good") + "\">" +
+           Num(x, 3) + "</span>";
+  };
+  htable = "<table class=\"t hosts\"><thead><tr><th>#</th><th>host</th><th>named by</th><th>processes</th>"
+           "<th>records</th><th>cross-host transfers</th><th>all records</th><th>worst kernel</th></tr></thead><tbody>";
+  for (size_t i : order) {
+    const std::string h = cell(i, "hostname").value_or("");
+    std::string cls, by;
+    auto links = [&](const std::vector<int>& ns, const char* what) {
+      for (int n : ns)
+        by += std::string(by.empty() ? "" : " ") + "<a href=\"#finding-" + std::to_string(n) + "\">#" +
+              std::to_string(n) + " " + what + "</a>";
+    };
+    if (culprit_cards.count(h)) {
+      cls = "culprit";
+      links(culprit_cards.at(h), "culprit");
+    }
+    if (suspect_cards.count(h)) {
+      if (cls.empty()) cls = "suspect";
+      links(suspect_cards.at(h), "suspect");
+    }
+    std::string kernel = cell(i, "worst_transfer_kernel").value_or(cell(i, "worst_kernel").value_or(""));
+    const size_t slash = kernel.rfind('/');
+    if (slash != std::string::npos && slash + 1 < kernel.size() &&
+        kernel.find_first_not_of("0123456789", slash + 1) == std::string::npos)
+      kernel = kernel.substr(0, slash + 1) + Bytes(std::stod(kernel.substr(slash + 1)));
+    htable += "<tr id=\"" + HostAnchor(h) + "\"" + (cls.empty() ? "" : " class=\"" + cls + "\"") + "><td class=\"num\">" +
+              HtmlEscape(cell(i, "rank").value_or("")) + "</td><td><b>" + HtmlEscape(h) + "</b></td><td>" + by +
+              "</td><td class=\"num\">" + HtmlEscape(cell(i, "processes").value_or("")) + "</td><td class=\"num\">" +
+              HtmlEscape(cell(i, "records").value_or("")) + "</td><td>" + pill(cell(i, "transfer_norm_busbw")) +
+              "</td><td>" + pill(cell(i, "norm_busbw")) + "</td><td>" + HtmlEscape(kernel) + "</td></tr>";
+  }
+  htable += "</tbody></table>";
+  if (others > 12)
+    htable += "<p class=\"note\">" + std::to_string(others - 12) + " more hosts, all closer to 1.0 and named by no finding.</p>";
+  return htable;
+}
+
+// The template's {{NAME}} markers filled in one pass, so inserted text is never scanned again.
+std::string FillTemplate(const std::string& run, const std::string& data, const std::string& findings,
+                         const std::string& summary, const std::string& fhtml, const std::string& htable) {
+  std::string tpl(ReportTemplateHtml());
+  std::string html;
+  html.reserve(tpl.size() + ReportEchartsJs().size() + data.size() + findings.size() + summary.size() +
+               fhtml.size() + htable.size() + 4096);
+  size_t pos = 0;
+  while (true) {
+    size_t at = tpl.find("{{", pos);
+    if (at == std::string::npos) break;
+    size_t end = tpl.find("}}", at);
+    if (end == std::string::npos) break;
+    html.append(tpl, pos, at - pos);
+    std::string key = tpl.substr(at + 2, end - at - 2);
+    if (key == "CSS") html += ReportCss();
+    else if (key == "TITLE") html += HtmlEscape("collscope report: " + run);
+    else if (key == "ECHARTS") html += ReportEchartsJs();
+    else if (key == "DATA") html += ScriptSafe(data);
+    else if (key == "FINDINGS") html += ScriptSafe(findings);
+    else if (key == "SUMMARY") html += summary;
+    else if (key == "FINDINGS_HTML") html += fhtml;
+    else if (key == "HOST_TABLE") html += htable;
+    else if (key == "JS") html += ReportJs();
+    else html.append(tpl, at, end + 2 - at);
+    pos = end + 2;
+  }
+  html.append(tpl, pos, std::string::npos);
+  return html;
+}
+
+Result<std::string> RenderReport(Store& store, const ReportOptions& ro) {
+  std::string run, rid, baseline;
+  COLLSCOPE_RETURN_IF_ERROR(PickRuns(store, ro, &run, &rid, &baseline));
+  AnalysisOptions o;
+  o.run = run;
+  o.min_bytes = ro.min_bytes;
+  int64_t t0 = 0, t1 = 0;
+  COLLSCOPE_RETURN_IF_ERROR(ChooseBins(store, rid, ro, &o, &t0, &t1));
+  FindingsSource fs;
+  COLLSCOPE_RETURN_IF_ERROR(LoadFindings(store, ro, run, &fs));
+  const std::vector<Card> cards = Cards(fs.findings);
+  std::map<std::string, CommInfo> comm_info;
+  COLLSCOPE_RETURN_IF_ERROR(CommLabels(store, rid, fs.findings, &comm_info));
+  const NamedHosts named = HostsNamedBy(cards);
 
   std::string data = "{";
   auto add = [&](const std::string& key, const Result<std::string>& value) -> Status {
@@ -760,181 +995,14 @@ Result<std::string> RenderReport(Store& store, const ReportOptions& ro) {
     c.base_run = baseline;
     COLLSCOPE_RETURN_IF_ERROR(add("baseline", Primitive(store, "compare_runs", c)));
   }
-  // The findings' windows (shaded on the time charts) and the hosts they name.
-  std::string bands = "[";
-  for (const Card& c : cards)
-    for (const dg::Finding* f : c.occurrences) {
-      if (f->end_us <= f->start_us) continue;
-      std::string who = f->hosts.empty() ? (f->ranks.empty() ? "" : "ranks " + Ranks(f->ranks, 3)) : f->hosts[0];
-      if (f->hosts.size() > 1) who += " +" + std::to_string(f->hosts.size() - 1);
-      bands += (bands.size() > 1 ? "," : "") + std::string("{\"card\":") + std::to_string(c.number) +
-               ",\"kind\":" + JsonEscape(std::string(dg::KindName(f->kind))) + ",\"symptom\":" +
-               (dg::IsSymptom(f->kind) ? "true" : "false") + ",\"label\":" +
-               JsonEscape("#" + std::to_string(c.number) + " " + std::string(dg::KindName(f->kind)) +
-                          (who.empty() ? "" : " " + who)) +
-               ",\"start_us\":" + std::to_string(f->start_us) + ",\"end_us\":" + std::to_string(f->end_us) + "}";
-    }
-  COLLSCOPE_RETURN_IF_ERROR(add("bands", bands + "]"));
-  std::string named = "{\"culprits\":[", sep;
-  for (const std::string& h : culprit_order) named += sep + JsonEscape(h), sep = ",";
-  named += "],\"suspects\":[";
-  sep.clear();
-  for (const auto& [h, _] : suspect_cards)
-    if (!culprit_cards.count(h)) named += sep + JsonEscape(h), sep = ",";
-  COLLSCOPE_RETURN_IF_ERROR(add("named_hosts", named + "]}"));
+  COLLSCOPE_RETURN_IF_ERROR(add("bands", BandsJson(cards)));
+  COLLSCOPE_RETURN_IF_ERROR(add("named_hosts", NamedHostsJson(named)));
   data += "}";
 
   // For programs: the findings the report shows, as `diagnose --json` writes them.
   const std::string findings = dg::FindingsToJson(fs.findings, fs.suppressed);
-
-  // ---- the first screen: what was read, where the findings came from, the culprit ----
-  std::string summary = "<h1 id=\"title\">Run " + HtmlEscape(run) + "</h1><p id=\"provenance\" class=\"provenance\">";
-  summary += "Read run <b>" + HtmlEscape(run) + "</b> of store <code>" + HtmlEscape(store.path()) + "</code>";
-  if (fs.diagnosed) {
-    const std::string tier = fs.read.Tier();
-    if (fs.read.records > 0)
-      summary += ": " + std::to_string(fs.read.records) + " NCCL records of " + std::to_string(fs.read.ranks) +
-                 " ranks on " + std::to_string(fs.read.hosts) + " hosts, " + HtmlEscape(When(fs.read.t0)) + " .. " +
-                 HtmlEscape(When(fs.read.t1));
-    summary += ". <span id=\"tier\">Evidence tier <b>" + HtmlEscape(tier.empty() ? "none" : tier) + "</b> (" +
-               TierMeaning(tier) + ")</span>. <span id=\"findings-source\">Findings: <b>diagnosed by this report</b> "
-               "(collscope diagnose on the store)</span>.";
-  } else {
-    summary += ". <span id=\"tier\">Evidence tier: <b>not assessed</b> (the findings came from a file; without "
-               "--findings the report diagnoses the store and says its tier)</span>. <span id=\"findings-source\">"
-               "Findings: <b>read from " + HtmlEscape(fs.path) + "</b>, not diagnosed here</span>.";
-  }
-  summary += "</p>";
-  if (fs.diagnosed && !fs.read.unusable.empty()) {
-    summary += "<details class=\"unusable\"><summary>" + std::to_string(fs.read.unusable.size()) +
-               " input(s) the diagnosis could not use</summary><ul>";
-    for (const std::string& u : fs.read.unusable) summary += "<li>" + HtmlEscape(u) + "</li>";
-    summary += "</ul></details>";
-  }
-  // The headline: the first card that names a culprit.
-  const Card* lead = nullptr;
-  for (const Card& c : cards)
-    if (!dg::IsSymptom(c.occurrences[0]->kind) && (!c.occurrences[0]->hosts.empty() || !c.occurrences[0]->ranks.empty())) {
-      lead = &c;
-      break;
-    }
-  summary += "<p id=\"headline\" class=\"headline\">";
-  if (!fs.error.empty()) {
-    summary += "The diagnosis failed: " + HtmlEscape(fs.error);
-  } else if (lead) {
-    const dg::Finding& f = *lead->occurrences[0];
-    summary += "Culprit: <a href=\"#finding-" + std::to_string(lead->number) + "\">";
-    summary += !f.hosts.empty() ? "<span class=\"culprit-name\">" + HtmlEscape(f.hosts[0]) + "</span>" +
-                                      (f.hosts.size() > 1 ? " and " + std::to_string(f.hosts.size() - 1) + " more" : "")
-                                : "ranks " + HtmlEscape(Ranks(f.ranks));
-    summary += "</a>: " + std::string(KindTitle(f.kind)) + ", " + HtmlEscape(WindowText(f, t0, t1)) +
-               ", confidence " + dg::Fmt("%.2f", f.confidence) + ".";
-    if (cards.size() > 1) summary += " " + std::to_string(cards.size() - 1) + " more finding(s) below.";
-  } else if (!cards.empty()) {
-    summary += "No culprit named: " + std::to_string(cards.size()) + " symptom finding(s) below.";
-  } else {
-    summary += "No findings: the diagnosis found nothing wrong in this run.";
-  }
-  summary += "</p>";
-
-  // ---- the findings ----
-  std::string fhtml = "<p class=\"note\" id=\"confidence-note\">Confidence (0-1) is the detector's score; in the "
-                      "evaluation's calibration on simulated faults (docs/diagnosis.md), findings at 0.8 or above "
-                      "were almost always right and those below 0.4 mostly wrong.</p>";
-  if (!fs.error.empty()) {
-    fhtml += "<div class=\"empty\" id=\"no-findings\">The diagnosis failed, so nothing can be said here: " +
-             HtmlEscape(fs.error) + "</div>";
-  } else if (cards.empty()) {
-    fhtml += "<div class=\"empty\" id=\"no-findings\">No findings: the diagnosis found nothing wrong in this run.</div>";
-  }
-  for (const Card& c : cards) fhtml += CardHtml(c, world, t0, t1, comm_info);
-  fhtml += SuppressedHtml(fs.suppressed);
-
-  // ---- the host table: culprits first and highlighted, each linked to its cards ----
-  std::string htable;
-  {
-    const int hc = ColumnOf(*hosts, "hostname");
-    std::vector<size_t> order;
-    for (const std::string& h : culprit_order)
-      for (size_t i = 0; i < hosts->rows.size(); ++i)
-        if (hosts->rows[i][hc] && *hosts->rows[i][hc] == h) order.push_back(i);
-    size_t others = 0;
-    for (size_t i = 0; i < hosts->rows.size(); ++i) {
-      const std::string h = hosts->rows[i][hc] ? *hosts->rows[i][hc] : "";
-      if (culprit_cards.count(h)) continue;
-      if (others++ < 12 || suspect_cards.count(h)) order.push_back(i);
-    }
-    auto cell = [&](size_t i, const char* col) -> std::optional<std::string> {
-      const int c = ColumnOf(*hosts, col);
-      return c < 0 ? std::nullopt : hosts->rows[i][c];
-    };
-    auto pill = [](const std::optional<std::string>& v) -> std::string {
-      if (!v) return "";
-      const double x = std::stod(*v);
-      return std::string("<span class=\"pill ") + (x < 0.85 ? "bad" : x < 0.95 ? "warn" : "good") + "\">" +
-             Num(x, 3) + "</span>";
-    };
-    htable = "<table class=\"t hosts\"><thead><tr><th>#</th><th>host</th><th>named by</th><th>processes</th>"
-             "<th>records</th><th>cross-host transfers</th><th>all records</th><th>worst kernel</th></tr></thead><tbody>";
-    for (size_t i : order) {
-      const std::string h = cell(i, "hostname").value_or("");
-      std::string cls, by;
-      auto links = [&](const std::vector<int>& ns, const char* what) {
-        for (int n : ns)
-          by += std::string(by.empty() ? "" : " ") + "<a href=\"#finding-" + std::to_string(n) + "\">#" +
-                std::to_string(n) + " " + what + "</a>";
-      };
-      if (culprit_cards.count(h)) {
-        cls = "culprit";
-        links(culprit_cards[h], "culprit");
-      }
-      if (suspect_cards.count(h)) {
-        if (cls.empty()) cls = "suspect";
-        links(suspect_cards[h], "suspect");
-      }
-      std::string kernel = cell(i, "worst_transfer_kernel").value_or(cell(i, "worst_kernel").value_or(""));
-      const size_t slash = kernel.rfind('/');
-      if (slash != std::string::npos && slash + 1 < kernel.size() &&
-          kernel.find_first_not_of("0123456789", slash + 1) == std::string::npos)
-        kernel = kernel.substr(0, slash + 1) + Bytes(std::stod(kernel.substr(slash + 1)));
-      htable += "<tr id=\"" + HostAnchor(h) + "\"" + (cls.empty() ? "" : " class=\"" + cls + "\"") + "><td class=\"num\">" +
-                HtmlEscape(cell(i, "rank").value_or("")) + "</td><td><b>" + HtmlEscape(h) + "</b></td><td>" + by +
-                "</td><td class=\"num\">" + HtmlEscape(cell(i, "processes").value_or("")) + "</td><td class=\"num\">" +
-                HtmlEscape(cell(i, "records").value_or("")) + "</td><td>" + pill(cell(i, "transfer_norm_busbw")) +
-                "</td><td>" + pill(cell(i, "norm_busbw")) + "</td><td>" + HtmlEscape(kernel) + "</td></tr>";
-    }
-    htable += "</tbody></table>";
-    if (others > 12)
-      htable += "<p class=\"note\">" + std::to_string(others - 12) + " more hosts, all closer to 1.0 and named by no finding.</p>";
-  }
-
-  // Fill the template's {{NAME}} markers in one pass, so inserted text is never scanned again.
-  std::string tpl(ReportTemplateHtml());
-  std::string html;
-  html.reserve(tpl.size() + ReportEchartsJs().size() + data.size() + findings.size() + summary.size() +
-               fhtml.size() + htable.size() + 4096);
-  size_t pos = 0;
-  while (true) {
-    size_t at = tpl.find("{{", pos);
-    if (at == std::string::npos) break;
-    size_t end = tpl.find("}}", at);
-    if (end == std::string::npos) break;
-    html.append(tpl, pos, at - pos);
-    std::string key = tpl.substr(at + 2, end - at - 2);
-    if (key == "CSS") html += ReportCss();
-    else if (key == "TITLE") html += HtmlEscape("collscope report: " + run);
-    else if (key == "ECHARTS") html += ReportEchartsJs();
-    else if (key == "DATA") html += ScriptSafe(data);
-    else if (key == "FINDINGS") html += ScriptSafe(findings);
-    else if (key == "SUMMARY") html += summary;
-    else if (key == "FINDINGS_HTML") html += fhtml;
-    else if (key == "HOST_TABLE") html += htable;
-    else if (key == "JS") html += ReportJs();
-    else html.append(tpl, at, end + 2 - at);
-    pos = end + 2;
-  }
-  html.append(tpl, pos, std::string::npos);
-  return html;
+  return FillTemplate(run, data, findings, FirstScreenHtml(store, run, fs, cards, t0, t1),
+                      FindingsHtml(fs, cards, world, t0, t1, comm_info), HostTableHtml(*hosts, named));
 }
 
 Status WriteReport(Store& store, const ReportOptions& options) {
