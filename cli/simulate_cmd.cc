@@ -52,13 +52,9 @@ class StopSignals {
   struct sigaction old_term_;
 };
 
-void Register(CLI::App& app) {
-  auto opts = std::make_shared<SimulateOptions>();
+// The options, into `opts`.
+void AddOptions(CLI::App* cmd, const std::shared_ptr<SimulateOptions>& opts) {
   sim::SimConfig& c = opts->config;
-  auto* cmd = app.add_subcommand(
-      "simulate",
-      "Simulate a training job (or an nccl-tests sweep) with labelled faults and write NCCL "
-      "Inspector logs, Kineto traces, step/phase series (the annotation API's format) and ground_truth.json");
   cmd->footer(
       "Fault specs (--fault, repeatable; or --scenario FILE with {\"faults\":[{...}]}):\n"
       "  kind=gpu_straggler,rank=R|host=H,gpu=G[,factor=2.0]       slower compute on one GPU\n"
@@ -205,107 +201,134 @@ void Register(CLI::App& app) {
       ->check(CLI::Range(1.0, 1e9))
       ->needs(live);
 
-  cmd->callback([opts] {
-    sim::SimConfig cfg = opts->config;
-    cfg.mode = opts->mode == "nccl-tests" ? sim::Mode::kNcclTests : sim::Mode::kTraining;
-    cfg.workload.sharding = opts->sharding == "ddp" ? sim::Sharding::kDdp : sim::Sharding::kZero;
-    cfg.inspector.p2p = !opts->no_p2p;
-    cfg.output.kineto_gzip = !opts->no_kineto_gzip;
-    cfg.output.kernel_summaries = !opts->no_kernel_summaries;
-    cfg.output.steps = !opts->no_steps;
-    cfg.output.inflight_state = !opts->no_inflight_state;
-    std::string error;
-    cfg.nccl_tests.ops.clear();
-    {
-      std::string s = opts->nt_ops;
-      size_t pos = 0;
-      while (pos <= s.size()) {
-        size_t e = s.find(',', pos);
-        if (e == std::string::npos) e = s.size();
-        std::string item = s.substr(pos, e - pos);
-        pos = e + 1;
-        if (item.empty()) continue;
-        sim::Op op;
-        if (!sim::ParseOp(item, &op)) {
-          std::fprintf(stderr, "collscope simulate: unknown --nt-ops entry '%s'\n", item.c_str());
-          SetExitCode(2);
-          return;
-        }
-        cfg.nccl_tests.ops.push_back(op);
-      }
-    }
-    for (const std::string& f : opts->faults) {
-      sim::FaultSpec spec;
-      if (!sim::ParseFaultSpec(f, &spec, &error)) {
-        std::fprintf(stderr, "collscope simulate: %s\n", error.c_str());
+}
+
+// The configuration the options describe; false, with the reason printed and the exit code set,
+// when a fault spec, scenario or nccl-tests op is not understood.
+bool ConfigFrom(const SimulateOptions& o, sim::SimConfig* cfg) {
+  const SimulateOptions* opts = &o;
+  *cfg = o.config;
+  cfg->mode = opts->mode == "nccl-tests" ? sim::Mode::kNcclTests : sim::Mode::kTraining;
+  cfg->workload.sharding = opts->sharding == "ddp" ? sim::Sharding::kDdp : sim::Sharding::kZero;
+  cfg->inspector.p2p = !opts->no_p2p;
+  cfg->output.kineto_gzip = !opts->no_kineto_gzip;
+  cfg->output.kernel_summaries = !opts->no_kernel_summaries;
+  cfg->output.steps = !opts->no_steps;
+  cfg->output.inflight_state = !opts->no_inflight_state;
+  std::string error;
+  cfg->nccl_tests.ops.clear();
+  {
+    std::string s = opts->nt_ops;
+    size_t pos = 0;
+    while (pos <= s.size()) {
+      size_t e = s.find(',', pos);
+      if (e == std::string::npos) e = s.size();
+      std::string item = s.substr(pos, e - pos);
+      pos = e + 1;
+      if (item.empty()) continue;
+      sim::Op op;
+      if (!sim::ParseOp(item, &op)) {
+        std::fprintf(stderr, "collscope simulate: unknown --nt-ops entry '%s'\n", item.c_str());
         SetExitCode(2);
-        return;
+        return false;
       }
-      cfg.faults.push_back(spec);
+      cfg->nccl_tests.ops.push_back(op);
     }
-    if (!opts->scenario.empty() && !sim::LoadScenarioFile(opts->scenario, &cfg, &error)) {
+  }
+  for (const std::string& f : opts->faults) {
+    sim::FaultSpec spec;
+    if (!sim::ParseFaultSpec(f, &spec, &error)) {
       std::fprintf(stderr, "collscope simulate: %s\n", error.c_str());
       SetExitCode(2);
-      return;
+      return false;
     }
-    if (opts->live) {
-      if (opts->start_time->count() == 0)
-        cfg.start_time_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                                std::chrono::system_clock::now().time_since_epoch())
-                                .count();
-      sim::LiveOptions lo;
-      lo.speed = opts->speed;
-      g_stop.store(false);
-      lo.stop = &g_stop;
-      Result<sim::LiveStats> r = [&] {
-        StopSignals signals;
-        return sim::SimulateLive(cfg, lo);
-      }();
-      if (!r.ok()) {
-        std::fprintf(stderr, "collscope simulate: %s\n", r.status().message().c_str());
-        SetExitCode(1);
-        return;
-      }
-      if (!opts->quiet) {
-        std::printf(
-            "%s: staged %d ranks in %.2f s; paced %llu lines (%.1f MB) into %llu files and %llu "
-            "documents over %.2f s wall at speed %g (%.0f lines/s, latest line %.3f s late) -> "
-            "%s\n",
-            r->stopped ? "stopped" : "live run finished", r->sim.world, r->staging_s,
-            static_cast<unsigned long long>(r->lines), r->bytes / 1e6,
-            static_cast<unsigned long long>(r->line_files),
-            static_cast<unsigned long long>(r->documents), r->pacing_s, lo.speed,
-            r->pacing_s > 0 ? r->lines / r->pacing_s : 0.0, r->max_late_us / 1e6,
-            cfg.output.dir.c_str());
-      }
-      SetExitCode(0);
-      return;
-    }
-    sim::SimStats stats;
-    const auto t0 = std::chrono::steady_clock::now();
-    const int rc = sim::Simulate(cfg, &stats, &error);
-    const double secs =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (rc != 0) {
-      std::fprintf(stderr, "collscope simulate: %s\n", error.c_str());
-      SetExitCode(rc);
-      return;
-    }
-    if (!opts->quiet) {
-      const uint64_t recs = stats.coll_records + stats.p2p_records;
-      std::printf(
-          "simulated %d ranks, %d steps completed, %.1f s of job time\n"
-          "wrote %llu Inspector records (%llu coll, %llu p2p; %llu dropped) in %llu files, "
-          "%.1f MB\n"
-          "%.2f s wall, %.0f records/s -> %s\n",
-          stats.world, stats.steps_completed, stats.job_duration_s,
-          static_cast<unsigned long long>(recs), static_cast<unsigned long long>(stats.coll_records),
-          static_cast<unsigned long long>(stats.p2p_records),
-          static_cast<unsigned long long>(stats.dropped_records),
-          static_cast<unsigned long long>(stats.inspector_files), stats.inspector_bytes / 1e6,
-          secs, secs > 0 ? recs / secs : 0.0, cfg.output.dir.c_str());
-    }
-    SetExitCode(0);
+    cfg->faults.push_back(spec);
+  }
+  if (!opts->scenario.empty() && !sim::LoadScenarioFile(opts->scenario, cfg, &error)) {
+    std::fprintf(stderr, "collscope simulate: %s\n", error.c_str());
+    SetExitCode(2);
+    return false;
+  }
+  return true;
+}
+
+// --live: the files written at the job clock's pace.
+void RunLive(sim::SimConfig cfg, const SimulateOptions& o) {
+  const SimulateOptions* opts = &o;
+  if (opts->start_time->count() == 0)
+    cfg.start_time_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+  sim::LiveOptions lo;
+  lo.speed = opts->speed;
+  g_stop.store(false);
+  lo.stop = &g_stop;
+  Result<sim::LiveStats> r = [&] {
+    StopSignals signals;
+    return sim::SimulateLive(cfg, lo);
+  }();
+  if (!r.ok()) {
+    std::fprintf(stderr, "collscope simulate: %s\n", r.status().message().c_str());
+    SetExitCode(1);
+    return;
+  }
+  if (!opts->quiet) {
+    std::printf(
+        "%s: staged %d ranks in %.2f s; paced %llu lines (%.1f MB) into %llu files and %llu "
+        "documents over %.2f s wall at speed %g (%.0f lines/s, latest line %.3f s late) -> "
+        "%s\n",
+        r->stopped ? "stopped" : "live run finished", r->sim.world, r->staging_s,
+        static_cast<unsigned long long>(r->lines), r->bytes / 1e6,
+        static_cast<unsigned long long>(r->line_files),
+        static_cast<unsigned long long>(r->documents), r->pacing_s, lo.speed,
+        r->pacing_s > 0 ? r->lines / r->pacing_s : 0.0, r->max_late_us / 1e6,
+        cfg.output.dir.c_str());
+  }
+  SetExitCode(0);
+}
+
+void RunAtOnce(const sim::SimConfig& cfg, const SimulateOptions& o) {
+  const SimulateOptions* opts = &o;
+  std::string error;
+  sim::SimStats stats;
+  const auto t0 = std::chrono::steady_clock::now();
+  const int rc = sim::Simulate(cfg, &stats, &error);
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (rc != 0) {
+    std::fprintf(stderr, "collscope simulate: %s\n", error.c_str());
+    SetExitCode(rc);
+    return;
+  }
+  if (!opts->quiet) {
+    const uint64_t recs = stats.coll_records + stats.p2p_records;
+    std::printf(
+        "simulated %d ranks, %d steps completed, %.1f s of job time\n"
+        "wrote %llu Inspector records (%llu coll, %llu p2p; %llu dropped) in %llu files, "
+        "%.1f MB\n"
+        "%.2f s wall, %.0f records/s -> %s\n",
+        stats.world, stats.steps_completed, stats.job_duration_s,
+        static_cast<unsigned long long>(recs), static_cast<unsigned long long>(stats.coll_records),
+        static_cast<unsigned long long>(stats.p2p_records),
+        static_cast<unsigned long long>(stats.dropped_records),
+        static_cast<unsigned long long>(stats.inspector_files), stats.inspector_bytes / 1e6,
+        secs, secs > 0 ? recs / secs : 0.0, cfg.output.dir.c_str());
+  }
+  SetExitCode(0);
+}
+
+void Register(CLI::App& app) {
+  auto opts = std::make_shared<SimulateOptions>();
+  auto* cmd = app.add_subcommand(
+      "simulate",
+      "Simulate a training job (or an nccl-tests sweep) with labelled faults and write NCCL "
+      "Inspector logs, Kineto traces, step/phase series (the annotation API's format) and ground_truth.json");
+  AddOptions(cmd, opts);
+  cmd->callback([opts] {
+    sim::SimConfig cfg;
+    if (!ConfigFrom(*opts, &cfg)) return;
+    if (opts->live) RunLive(cfg, *opts);
+    else RunAtOnce(cfg, *opts);
   });
 }
 
