@@ -1,4 +1,5 @@
 #include "cli/output.h"
+#include "core/readers/text.h"
 
 #include <algorithm>
 
@@ -76,7 +77,8 @@ void PrintTable(const QueryResult& r, std::FILE* out, size_t max_rows) {
   line([&](size_t c) { return r.columns[c]; });
   line([&](size_t c) { return std::string(width[c], '-'); });
   for (size_t i = 0; i < shown; ++i)
-    line([&](size_t c) { return r.rows[i][c] ? *r.rows[i][c] : std::string("NULL"); });
+    // The aligned table is for people: a value's control bytes (data from the logs) print as '?'.
+    line([&](size_t c) { return r.rows[i][c] ? readers::Printable(*r.rows[i][c]) : std::string("NULL"); });
   if (shown < r.rows.size())
     std::fprintf(out, "... %zu more rows (use --max-rows)\n", r.rows.size() - shown);
   std::fprintf(out, "(%zu row%s)\n", r.rows.size(), r.rows.size() == 1 ? "" : "s");

@@ -6,6 +6,7 @@
 #include "analysis/views.h"
 #include "cli/command.h"
 #include "cli/output.h"
+#include "core/readers/text.h"
 
 namespace collscope::cli {
 namespace {
@@ -35,7 +36,7 @@ std::string Percent(double share) {
 std::string Ms(int64_t us) { return std::to_string((us + 500) / 1000) + " ms"; }
 
 std::string CommText(const std::string& comm, const std::string& name) {
-  return name.empty() ? comm : comm + " (" + name + ")";
+  return readers::Printable(name.empty() ? comm : comm + " (" + name + ")");
 }
 
 // What the run's records cover, and what was lost where (core/coverage.h).
@@ -65,7 +66,7 @@ void PrintCoverage(const RunCoverage& c) {
   if (c.incomplete_total > c.incomplete.size())
     std::printf("    ... and %lu more communicators missing ranks\n", c.incomplete_total - c.incomplete.size());
   for (const MemberCoverage& m : c.low)
-    std::printf("    %s pid %lu, rank %d of %s: %lu of %lu %s instances (%s; its peers %s)\n", m.hostname.c_str(),
+    std::printf("    %s pid %lu, rank %d of %s: %lu of %lu %s instances (%s; its peers %s)\n", readers::Printable(m.hostname).c_str(),
                 m.pid, m.rank, CommText(m.comm, m.comm_name).c_str(), m.seen, m.known, m.op.c_str(),
                 Percent(m.share()).c_str(), Percent(m.peer_share).c_str());
   if (c.low_total > c.low.size())
@@ -74,10 +75,10 @@ void PrintCoverage(const RunCoverage& c) {
   for (const DumpGap& g : c.gaps) {
     if (g.at_end)
       std::printf("    %s pid %lu: no dump after %s while the job's go on to %s (usual interval %s)\n",
-                  g.hostname.c_str(), g.pid, diagnose::FormatTimeUs(g.from_us).c_str(),
+                  readers::Printable(g.hostname).c_str(), g.pid, diagnose::FormatTimeUs(g.from_us).c_str(),
                   diagnose::FormatTimeUs(g.to_us).c_str(), Ms(g.usual_us).c_str());
     else
-      std::printf("    %s pid %lu: no dump from %s to %s (usual interval %s)\n", g.hostname.c_str(), g.pid,
+      std::printf("    %s pid %lu: no dump from %s to %s (usual interval %s)\n", readers::Printable(g.hostname).c_str(), g.pid,
                   diagnose::FormatTimeUs(g.from_us).c_str(), diagnose::FormatTimeUs(g.to_us).c_str(),
                   Ms(g.usual_us).c_str());
   }
@@ -164,7 +165,7 @@ int Run(const Options& o) {
   for (const RunSummary& r : *runs) {
     std::printf("run %s: %lu records from %lu processes on %lu hosts, %lu communicators, "
                 "%lu files, %lu rejected lines\n",
-                r.name.c_str(), r.records, r.processes, r.hosts, r.communicators, r.files,
+                readers::Printable(r.name).c_str(), r.records, r.processes, r.hosts, r.communicators, r.files,
                 r.rejected_lines);
     if (!r.first_dump.empty())
       std::printf("  dumps from %s to %s\n", r.first_dump.c_str(), r.last_dump.c_str());
@@ -173,7 +174,7 @@ int Run(const Options& o) {
                 "records", "bytes", "time%", "cum%", "bytes%");
     for (const HotKernel& h : r.hot_kernels)
       std::printf("  %4d  %-44s %10lu %10s %6.1f%% %6.1f%% %6.1f%%\n", h.rank,
-                  h.kernel_key.c_str(), h.records, Bytes(double(h.bytes)).c_str(),
+                  readers::Printable(h.kernel_key).c_str(), h.records, Bytes(double(h.bytes)).c_str(),
                   100 * h.time_share, 100 * h.cumulative_time_share, 100 * h.bytes_share);
     PrintCoverage(r.coverage);
   }

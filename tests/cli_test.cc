@@ -88,6 +88,27 @@ TEST_F(CliTest, IngestSqlSummaryExportSchema) {
 
 // summary says what the records cover: a communicator missing ranks, a rank whose log stops
 // early (fewer instances than its peers, and its dumps stop), in text and in JSON.
+// Host names from the logs reach the terminal through summary's text: control bytes print as '?'.
+TEST_F(CliTest, SummaryPrintsNoControlBytesFromTheLogs) {
+  for (int r = 0; r < 3; ++r) {
+    std::string log;
+    for (uint64_t sn = 1; sn <= (r == 2 ? 20u : 80u); ++sn)
+      log += CollLine("h\\u001b[2Jx" + std::to_string(r), 40 + r, "0xcafe", r, 4, 3, "AllReduce", sn, 1048576, 100,
+                      "10.485760", "15.728640", 1760000000000000 + (sn + 9) / 10 * 200000);
+    testing::WriteFile(dir_ / ("esc/host" + std::to_string(r) + "-pid" + std::to_string(40 + r) + ".log"), log);
+  }
+  ASSERT_EQ(Collscope("ingest " + dir_ / "esc" + " --db " + db_ + " -q").code, 0);
+  Output text = Collscope("summary --db " + db_);
+  ASSERT_EQ(text.code, 0) << text.text;
+  EXPECT_EQ(text.text.find('\x1b'), std::string::npos) << text.text;
+  EXPECT_NE(text.text.find("h?[2Jx2 pid 42, rank 2 of 0xcafe"), std::string::npos) << text.text;
+  // sql's aligned table too (its CSV and JSON, for programs, keep the bytes).
+  Output table = Collscope("sql --db " + db_ + " \"SELECT hostname FROM processes ORDER BY 1\"");
+  ASSERT_EQ(table.code, 0) << table.text;
+  EXPECT_EQ(table.text.find('\x1b'), std::string::npos) << table.text;
+  EXPECT_NE(table.text.find("h?[2Jx0"), std::string::npos) << table.text;
+}
+
 TEST_F(CliTest, SummarySaysWhatTheRecordsCover) {
   std::string logs[3];
   for (int r = 0; r < 3; ++r)

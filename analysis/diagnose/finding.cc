@@ -1,4 +1,5 @@
 #include "analysis/diagnose/finding.h"
+#include "core/readers/text.h"
 
 #include <simdjson.h>
 
@@ -177,18 +178,9 @@ std::string FindingsToJson(const std::vector<Finding>& findings, const std::vect
   return o;
 }
 
-namespace {
-
 // What the logs put in a finding (host and communicator names, phase names, a reason quoting a
-// value) reaches a terminal: control bytes (an escape sequence, a carriage return, a newline that
-// would fake a line of its own) print as '?'.
-std::string Printable(std::string s) {
-  for (char& c : s)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-  return s;
-}
-
-}  // namespace
+// value) reaches a terminal: printed through readers::Printable.
+using readers::Printable;
 
 std::string SuppressedToText(const std::vector<Suppressed>& suppressed) {
   if (suppressed.empty()) return "suppressed or merged: none\n";
