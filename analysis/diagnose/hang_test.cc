@@ -445,7 +445,13 @@ TEST(InflightSim, RecordsAloneCannotNameTheRank) {
   // The stopped communicators' members are suspects, the rank that never joined among them; none
   // of them is called a victim.
   EXPECT_TRUE(h.hangs[0].victims.empty()) << FindingsToText(h.hangs);
-  EXPECT_NE(Ev(h.hangs[0], "suspects"), "<none>") << FindingsToText(h.hangs);
+  // The suspects are the members of the stopped communicators, the hung one among them.
+  const std::string suspects = Ev(h.hangs[0], "suspects");
+  EXPECT_NE(suspects, "<none>") << FindingsToText(h.hangs);
+  EXPECT_NE(suspects, "0") << "no suspect: " << FindingsToText(h.hangs);
+  EXPECT_NE(std::find(h.hangs[0].comms.begin(), h.hangs[0].comms.end(), h.truth_comm), h.hangs[0].comms.end())
+      << FindingsToText(h.hangs);
+  EXPECT_NE(h.hangs[0].summary.find("of ranks " + suspects + " stopped"), std::string::npos) << h.hangs[0].summary;
 }
 
 // A size mismatch that hangs names the rank that issued the other size; a dead link leaves every
