@@ -328,6 +328,9 @@ TEST(Agent, HostAgentsShipSummariesToAnAggregatorOverHttp) {
   EXPECT_EQ(HttpRequest("PUT", url + "/summaries/host=x/1.parquet", {}, parquet, 5000)->status, 201);
   EXPECT_EQ(HttpRequest("PUT", url + "/summaries/host=x/1.parquet", {}, parquet, 5000)->status, 200);
   EXPECT_EQ(HttpRequest("PUT", url + "/summaries/host=x/1.parquet", {}, "PAR1" + std::string(17, '\0') + "PAR1", 5000)->status, 409);
+  // Other content of the same size is a conflict too: acknowledging it would make its sender
+  // delete a file the aggregator never stored.
+  EXPECT_EQ(HttpRequest("PUT", url + "/summaries/host=x/1.parquet", {}, "PAR1" + std::string(16, '\1') + "PAR1", 5000)->status, 409);
 }
 
 // An aggregator that is not there yet: the tick says the shipping failed, the spool keeps the
