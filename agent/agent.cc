@@ -112,9 +112,11 @@ HttpReply AcceptSummary(const std::string& root, const HttpServerRequest& r) {
   if (fs::exists(target, ec)) {
     // A retry of a PUT whose answer was lost (summaries are immutable once written): the same
     // bytes. Anything else must not be acknowledged, or its sender would delete it.
-    std::ifstream in(target, std::ios::binary);
-    const std::string stored((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (stored == r.body) return reply(200, "already stored");
+    if (fs::file_size(target, ec) == r.body.size()) {
+      std::ifstream in(target, std::ios::binary);
+      const std::string stored((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (stored == r.body) return reply(200, "already stored");
+    }
     return reply(409, name + " is stored with other content");
   }
   const fs::path temp = folder / ("." + name + ".upload");

@@ -86,8 +86,6 @@ TEST_F(CliTest, IngestSqlSummaryExportSchema) {
       << schema.text.substr(0, 500);
 }
 
-// summary says what the records cover: a communicator missing ranks, a rank whose log stops
-// early (fewer instances than its peers, and its dumps stop), in text and in JSON.
 // Host names from the logs reach the terminal through summary's text: control bytes print as '?'.
 TEST_F(CliTest, SummaryPrintsNoControlBytesFromTheLogs) {
   for (int r = 0; r < 3; ++r) {
@@ -109,6 +107,8 @@ TEST_F(CliTest, SummaryPrintsNoControlBytesFromTheLogs) {
   EXPECT_NE(table.text.find("h?[2Jx0"), std::string::npos) << table.text;
 }
 
+// summary says what the records cover: a communicator missing ranks, a rank whose log stops
+// early (fewer instances than its peers, and its dumps stop), in text and in JSON.
 TEST_F(CliTest, SummarySaysWhatTheRecordsCover) {
   std::string logs[3];
   for (int r = 0; r < 3; ++r)
