@@ -22,6 +22,10 @@ struct Options {
 int Run(const Options& o) {
   using namespace collscope::diagnose;
   auto suite = BuiltinSuite(o.suite);
+  if (suite.empty()) {
+    std::fprintf(stderr, "collscope eval: unknown suite '%s' (small, heldout, explore or large)\n", o.suite.c_str());
+    return 2;
+  }
   EvalOptions eo;
   eo.work_dir = o.work_dir;
   eo.keep = o.keep;
@@ -52,7 +56,8 @@ void Register(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
       "eval", "Simulate labelled faults, diagnose them per evidence tier and print strictly scored precision, recall and exact rate per kind.");
-  cmd->add_option("--suite", o->suite, "small (CI, development seeds) | heldout (seeds detector work never looks at) | large (bench, up to 10,240 GPUs)")->capture_default_str();
+  cmd->add_option("--suite", o->suite, "small (CI, development seeds) | heldout (seeds detector work never looks at) | explore (more development seeds, each "
+                  "shape twice) | large (bench, up to 10,240 GPUs)")->capture_default_str();
   cmd->add_option("--floors", o->floors, "Fail (exit 1) when a kind drops below its floor in FILE");
   cmd->add_option("--work-dir", o->work_dir, "Where simulated jobs are written");
   cmd->add_option("--only", o->only, "Only scenarios whose name contains this");

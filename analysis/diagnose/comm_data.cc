@@ -168,6 +168,20 @@ std::vector<P2pTransfer> CrossHostP2pTransfers(const CommData& d) {
   return out;
 }
 
+std::vector<bool> AllToAllComms(const CommData& d) {
+  std::set<std::tuple<int, int, int>> sends;
+  for (const P2p& x : d.p2p)
+    if (x.send && x.peer >= 0 && x.peer != x.proc) sends.insert({x.comm, x.proc, x.peer});
+  std::vector<size_t> pairs(d.comms.size(), 0);
+  for (const auto& t : sends) pairs[static_cast<size_t>(std::get<0>(t))]++;
+  std::vector<bool> out(d.comms.size(), false);
+  for (size_t c = 0; c < d.comms.size(); ++c) {
+    const size_t m = d.comms[c].procs.size();
+    out[c] = m >= 3 && pairs[c] == m * (m - 1);
+  }
+  return out;
+}
+
 std::vector<double> UsualWireOfSiblings(const CommData& d, const std::vector<P2pTransfer>& pairs) {
   using Key = std::tuple<std::string, int, int64_t>;  // (comm name, comm size, bytes)
   auto key = [&](const P2pTransfer& t) {
@@ -212,6 +226,36 @@ int Tiling(const std::map<int, std::set<int>>& covered, size_t world) {
   for (const auto& [n, ranks] : covered)
     if (ranks.size() == world) best = std::max(best, n);
   return best;
+}
+
+// Sets Inst::members_logging: an instance of (communicator, op) whose sequence number lies in
+// every member's range of sequence numbers of that op (per op: NCCL numbers each collective type
+// on its own), in a communicator whose every rank wrote records.
+Status MarkMembersLogging(duckdb_connection conn, const std::string& run_filter,
+                          const std::map<int64_t, int>& comm_index, CommData* d) {
+  auto r = Fetch(conn,
+                 "SELECT CAST(comm_id AS BIGINT), CAST(enum_code(op) AS BIGINT), CAST(count(*) AS BIGINT), "
+                 "CAST(max(lo) AS BIGINT), CAST(min(hi) AS BIGINT) FROM ("
+                 "SELECT o.comm_id, o.op, r.process_id, min(r.sn) AS lo, max(r.sn) AS hi "
+                 "FROM records r JOIN operations o USING (run_id, op_id) WHERE r.run_id = " +
+                     run_filter + " AND o.kind = 'coll' GROUP BY ALL) GROUP BY ALL",
+                 "iiiii");
+  if (!r.ok()) return r.status();
+  std::map<std::pair<int, int>, std::pair<int64_t, int64_t>> logging;  // (comm, op) -> sn range
+  for (size_t i = 0; i < r->rows; ++i) {
+    auto ci = comm_index.find(r->i[0][i]);
+    if (ci == comm_index.end()) continue;
+    const Comm& c = d->comms[static_cast<size_t>(ci->second)];
+    const size_t members = std::max(c.procs.size(), static_cast<size_t>(std::max(0, c.n_ranks)));
+    const bool all = static_cast<size_t>(r->i[2][i]) >= members;
+    logging[{ci->second, static_cast<int>(r->i[1][i])}] = all ? std::make_pair(r->i[3][i], r->i[4][i])
+                                                                : std::make_pair(INT64_MAX, INT64_MIN);
+  }
+  for (Inst& x : d->insts) {
+    auto it = logging.find({x.comm, x.op});
+    x.members_logging = it != logging.end() && x.sn >= it->second.first && x.sn <= it->second.second;
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -309,7 +353,7 @@ std::vector<std::vector<int>> SameWorkGroups(const CommData& d) {
 
 bool Complete(const CommData& d, const Inst& x) {
   const int m = static_cast<int>(d.comms[static_cast<size_t>(x.comm)].procs.size());
-  return x.n >= 2 && x.pmin >= 0 && (x.n == m || (m >= 3 && x.n == m - 1));
+  return x.n >= 2 && x.pmin >= 0 && x.members_logging && (x.n == m || (m >= 3 && x.n == m - 1));
 }
 
 std::string RecordStartSql(const std::string& r) {
@@ -389,11 +433,13 @@ Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWi
   if (!mr.ok()) return mr.status();
   bool have_global = false;
   std::vector<int> plugin_rank(d.procs.size(), -1);
+  std::vector<std::vector<int>> comm_ranks(d.comms.size());  // parallel to each Comm::procs
   for (size_t i = 0; i < mr->rows; ++i) {
     auto ci = comm_index.find(mr->i[0][i]);
     auto pi = proc_index.find(mr->i[1][i]);
     if (ci == comm_index.end() || pi == proc_index.end()) continue;
     d.comms[ci->second].procs.push_back(pi->second);
+    comm_ranks[ci->second].push_back(static_cast<int>(mr->i[2][i]));
     if (!mr->null_i[3][i]) {
       plugin_rank[pi->second] = static_cast<int>(mr->i[3][i]);
       have_global = true;
@@ -408,19 +454,28 @@ Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWi
       if (plugin_rank[p] >= 0) d.procs[p].global_rank = plugin_rank[p];
     d.rank_source = "collscope";
   } else {
-    // The communicator that spans every process: its ranks are the global ranks.
-    for (const Comm& c : d.comms) {
-      if (c.procs.size() != d.procs.size() || c.n_ranks != static_cast<int>(d.procs.size()))
-        continue;
+    // The communicator that spans every process: its ranks are the global ranks. Where some
+    // logs are lost it spans every process that wrote one, and has more ranks than they: the
+    // largest such communicator, whose ranks are still the global ranks (numbering the processes
+    // in order instead would shift every rank after a lost log).
+    int world = -1;
+    for (size_t ci = 0; ci < d.comms.size(); ++ci) {
+      const Comm& c = d.comms[ci];
+      if (c.procs.size() != d.procs.size() || c.n_ranks < static_cast<int>(d.procs.size())) continue;
       std::vector<int> seen(d.procs.size(), 0);
+      std::set<int> ranks;
       bool ok = true;
-      for (size_t k = 0; k < c.procs.size() && ok; ++k) ok = !seen[c.procs[k]]++;
-      if (!ok) continue;
-      // membership rows are ordered by communicator rank
+      for (size_t k = 0; k < c.procs.size() && ok; ++k) {
+        const int r = comm_ranks[ci][k];
+        ok = !seen[static_cast<size_t>(c.procs[k])]++ && r >= 0 && r < c.n_ranks && ranks.insert(r).second;
+      }
+      if (ok && (world < 0 || c.n_ranks > d.comms[static_cast<size_t>(world)].n_ranks)) world = static_cast<int>(ci);
+    }
+    if (world >= 0) {
+      const Comm& c = d.comms[static_cast<size_t>(world)];
       for (size_t k = 0; k < c.procs.size(); ++k)
-        d.procs[c.procs[k]].global_rank = static_cast<int>(k);
+        d.procs[static_cast<size_t>(c.procs[k])].global_rank = comm_ranks[static_cast<size_t>(world)][k];
       d.rank_source = "world-communicator";
-      break;
     }
   }
   // When records carry only dump times, a record completed between its process's previous dump
@@ -512,6 +567,7 @@ Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWi
     d.t1 = std::max(d.t1, x.ts + static_cast<int64_t>(x.tmax));
     d.insts.push_back(x);
   }
+  if (Status st = MarkMembersLogging(conn, run_filter, comm_index, &d); !st.ok()) return st;
   // Point-to-point records (pipeline sends/receives), peers mapped to processes.
   auto p2 = Fetch(
       conn,

@@ -45,6 +45,11 @@ struct Inst {
   // The earliest it can have completed: ts when start times are known, else the latest over its
   // ranks of the start of the dump pass before the one that wrote it (0: unknown).
   int64_t earliest_ts = 0;
+  // Every member of the communicator was logging this op when it ran: none lost its whole log,
+  // or the part before or after (a file cut short, a ring that overflowed). Who arrived last is
+  // known only then: a member that is never recorded biases the count towards the members it
+  // synchronises with, which then seem last whenever it was (a data-parallel partner, say).
+  bool members_logging = true;
 };
 
 // One point-to-point record (pipeline Send/Recv; PyTorch all_to_all as grouped send/recv). The
@@ -173,6 +178,11 @@ std::vector<Finding> DetectLinkFlaps(const CommData& d, const CommOptions& o);
 std::vector<Finding> DetectHangFromRecords(const CommData& d);
 
 std::vector<P2pTransfer> CrossHostP2pTransfers(const CommData& d);
+// Per communicator, whether its point-to-point records are an all-to-all (of 3 or more members,
+// every one sends to every other: PyTorch's all_to_all as one group of sends and receives). It
+// completes as one operation, so each of its pairs waits for the slowest link of the whole group:
+// the channel a pair's time measures is the communicator, not the pair.
+std::vector<bool> AllToAllComms(const CommData& d);
 // Each transfer's usual wire time: the lower quartile of the wire times of its sibling pairs
 // (same communicator name and size, same bytes). A degraded NIC can slow half of a pipeline's
 // pairs, so not their median.

@@ -110,21 +110,7 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
   {
     // Point-to-point: the transfer time is what the quicker transfers of a window show: their
     // 25th percentile, against the job's.
-    // An all-to-all (every member sends to every other: PyTorch's all_to_all as one group of
-    // sends and receives) completes as one operation, so each of its pairs waits for the slowest
-    // link of the whole group: the channel is the communicator, not the pair.
-    std::vector<bool> all_to_all(d.comms.size(), false);
-    {
-      std::set<std::tuple<int, int, int>> sends;
-      for (const P2p& x : d.p2p)
-        if (x.send && x.peer >= 0 && x.peer != x.proc) sends.insert({x.comm, x.proc, x.peer});
-      std::vector<size_t> pairs(d.comms.size(), 0);
-      for (const auto& t : sends) pairs[static_cast<size_t>(std::get<0>(t))]++;
-      for (size_t c = 0; c < d.comms.size(); ++c) {
-        const size_t m = d.comms[c].procs.size();
-        all_to_all[c] = m >= 3 && pairs[c] == m * (m - 1);
-      }
-    }
+    const std::vector<bool> all_to_all = AllToAllComms(d);
     std::map<std::tuple<int, int, int>, int> pair_chan;
     std::map<int, std::vector<std::pair<int, double>>> samples;  // chan -> (window, time)
     auto sample = [&](int comm, int a, int b, int64_t ts, double t) {

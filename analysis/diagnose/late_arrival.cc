@@ -174,7 +174,7 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
       Cell& c = cell(complete, x.pmin, x.comm, w);
       c.last++;
       c.wait += wait;
-    } else if (x.pmin >= 0) {
+    } else if (x.pmin >= 0 && x.members_logging) {
       sampled_recs[{x.comm, x.op, x.bytes}].push_back({x.ts, x.pmin, x.tmin});
     }
   }

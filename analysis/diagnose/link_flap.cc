@@ -8,9 +8,9 @@
 // quartile of the medians of the communicators running its kernel key; for a point-to-point
 // transfer, the shorter of its Send and its Recv (the side that posted last), against its
 // sibling pairs' median. The culprit hosts are the fewest that every collapsed transfer crosses
-// (greedy cover, as for slow links), a host's fast transfers clearing it. Its collapses cluster
-// in time into bursts (a degraded link's make one long burst, left to comm.slow_link); three
-// bursts or more make one finding per host, with their count and period.
+// (greedy cover, as for slow links), a host's fast transfers clearing it. Its collapses count as
+// separate outages only where they surely are (a degraded link's make one long burst, left to
+// comm.slow_link); three outages or more make one finding per host, with their count and period.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -72,20 +72,124 @@ std::vector<Transfer> CrossHostTransfers(const CommData& d) {
   }
   const std::vector<P2pTransfer> pairs = CrossHostP2pTransfers(d);
   const std::vector<double> usual = UsualWireOfSiblings(d, pairs);
+  const std::vector<bool> all_to_all = AllToAllComms(d);
+  // An all-to-all completes as one operation: each of its pairs waits for the slowest link and
+  // for the last member to arrive, so a pair's shorter side measures the group, not its wire.
+  // The k-th transfer of each pair (of one size) is the k-th call; the call's wire time is the
+  // shortest over its pairs (the last member's), as a collective's, where every pair recorded it.
+  struct Call {
+    double wire = 0, usual = 0;
+    int64_t ts = 0, earliest = 0;
+    int pairs = 0;
+  };
+  std::map<std::tuple<int, int64_t, int64_t>, Call> calls;  // (comm, bytes, k)
   for (size_t k = 0; k < pairs.size(); ++k) {
     const P2pTransfer& p = pairs[k];
     const double b = usual[k];
     if (b <= 0) continue;
-    const int from = p.from, to = p.to;
-    std::vector<int> hs = {d.procs[static_cast<size_t>(from)].host, d.procs[static_cast<size_t>(to)].host};
-    SortUnique(&hs);
     const double wire = p.Wire();
+    const int64_t earliest = std::min(p.earliest, p.ts);
+    if (all_to_all[static_cast<size_t>(p.comm)]) {
+      auto [it, added] = calls.try_emplace({p.comm, p.bytes, p.order}, Call{wire, b, p.ts, earliest, 0});
+      Call& c = it->second;
+      if (wire < c.wire) c.wire = wire, c.usual = b;
+      // Every pair's record brackets the same completion.
+      c.ts = std::min(c.ts, p.ts);
+      c.earliest = std::max(c.earliest, earliest);
+      c.pairs++;
+      continue;
+    }
+    std::vector<int> hs = {d.procs[static_cast<size_t>(p.from)].host, d.procs[static_cast<size_t>(p.to)].host};
+    SortUnique(&hs);
     const uint64_t channel = (1ULL << 63) | (static_cast<uint64_t>(p.comm) << 42) |
-                             (static_cast<uint64_t>(from) << 21) | static_cast<uint64_t>(to);
-    out.push_back({p.ts, hs, {from, to}, wire / b, wire - b, p.bytes, std::min(p.earliest, p.ts), channel,
-                   p.order});
+                             (static_cast<uint64_t>(p.from) << 21) | static_cast<uint64_t>(p.to);
+    out.push_back({p.ts, hs, {p.from, p.to}, wire / b, wire - b, p.bytes, earliest, channel, p.order});
+  }
+  std::map<int, int> whole;  // per communicator, the pairs of a call every pair recorded
+  for (const auto& [key, c] : calls) whole[std::get<0>(key)] = std::max(whole[std::get<0>(key)], c.pairs);
+  for (const auto& [key, c] : calls) {
+    const auto [comm, bytes, k] = key;
+    if (c.pairs < whole[comm]) continue;
+    const Comm& cm = d.comms[static_cast<size_t>(comm)];
+    const uint64_t channel = (1ULL << 62) | (static_cast<uint64_t>(comm) << 32) | static_cast<uint64_t>(bytes & 0xffffffff);
+    out.push_back({std::max(c.ts, c.earliest), cm.hosts, cm.procs, c.wire / c.usual, c.wire - c.usual, bytes,
+                   c.earliest, channel, k});
   }
   return out;
+}
+
+// Two collapses surely sat through different outages, the first one earlier, when the link worked
+// in between (a transfer of at least 1 MiB through the host, or through every host the collapses
+// cannot tell apart, at its usual speed: latency-bound messages cross a degraded link unharmed)
+// and either
+// - the first completed before the second can have completed, more than an outage (1.5 times the
+//   collapses' median excess time) earlier; with dump times a pass's completions blur together,
+//   or
+// - both crossed the same channel, in its order, with such a transfer between them there.
+// The outages counted are the longest chain of that relation: one channel rarely sees every
+// outage, and the dump passes blur the times of neighbouring ones, but together they order them
+// (a channel's collapse in one outage, then another channel's well after it, then a collapse
+// back on the first channel after a healthy transfer there). Returns when each outage happened.
+std::vector<int64_t> Outages(const std::vector<Transfer>& all, std::vector<const Transfer*> mine,
+                             const std::vector<int>& hosts, const CommOptions& o) {
+  std::vector<double> excess;
+  for (const Transfer* t : mine) excess.push_back(t->excess_us);
+  const double gap = 1.5 * Median(excess);
+  std::vector<int64_t> healthy;  // when the link worked
+  std::unordered_map<uint64_t, std::vector<int64_t>> healthy_order;  // per channel, its order there
+  for (const Transfer& t : all)
+    if (t.ratio < o.link_ratio && t.bytes >= (1 << 20) && std::includes(t.hosts.begin(), t.hosts.end(), hosts.begin(), hosts.end())) {
+      healthy.push_back(t.At());
+      healthy_order[t.channel].push_back(t.order);
+    }
+  std::sort(healthy.begin(), healthy.end());
+  for (auto& [ch, v] : healthy_order) std::sort(v.begin(), v.end());
+  // In order of completion (a channel's order breaking ties), so that whatever surely came
+  // before a collapse has its chain already.
+  std::sort(mine.begin(), mine.end(), [](const Transfer* a, const Transfer* b) {
+    return std::tie(a->ts, a->channel, a->order) < std::tie(b->ts, b->channel, b->order);
+  });
+  const size_t n = mine.size();
+  std::vector<int> chain(n, 1), parent(n, -1);
+  // best[i]: the longest chain among mine[0..i] and where it ends (prefix maxima in completion
+  // order), for the first rule; per channel, the collapses seen so far, for the second.
+  std::vector<std::pair<int, int>> best(n);
+  std::unordered_map<uint64_t, std::vector<int>> on_channel;
+  for (size_t i = 0; i < n; ++i) {
+    const Transfer& b = *mine[i];
+    // First rule: a collapse that completed before min(b's earliest completion, an outage before
+    // b, the last time the link worked before b).
+    auto worked = std::lower_bound(healthy.begin(), healthy.end(), b.At());
+    if (worked != healthy.begin()) {
+      const int64_t before = std::min({b.earliest > 0 ? b.earliest : b.ts,
+                                       b.At() - static_cast<int64_t>(gap), *std::prev(worked)});
+      // Completion times are sorted: the collapses that completed before `before` are a prefix.
+      const auto end = std::partition_point(mine.begin(), mine.begin() + static_cast<std::ptrdiff_t>(i),
+                                            [&](const Transfer* a) { return a->ts < before; });
+      if (end != mine.begin()) {
+        const auto [len, at] = best[static_cast<size_t>(end - mine.begin()) - 1];
+        if (len + 1 > chain[i]) { chain[i] = len + 1; parent[i] = at; }
+      }
+    }
+    // Second rule: an earlier collapse on b's channel before its last healthy transfer there.
+    const auto hv = healthy_order.find(b.channel);
+    if (hv != healthy_order.end()) {
+      const auto last_ok = std::lower_bound(hv->second.begin(), hv->second.end(), b.order);
+      if (last_ok != hv->second.begin())
+        for (int a : on_channel[b.channel])
+          if (mine[static_cast<size_t>(a)]->order < *std::prev(last_ok) && chain[static_cast<size_t>(a)] + 1 > chain[i]) {
+            chain[i] = chain[static_cast<size_t>(a)] + 1;
+            parent[i] = a;
+          }
+    }
+    on_channel[b.channel].push_back(static_cast<int>(i));
+    best[i] = i > 0 && best[i - 1].first >= chain[i] ? best[i - 1] : std::make_pair(chain[i], static_cast<int>(i));
+  }
+  std::vector<int64_t> when;
+  if (n == 0) return when;
+  for (int at = best[n - 1].second; at >= 0; at = parent[static_cast<size_t>(at)]) when.push_back(mine[static_cast<size_t>(at)]->At());
+  std::reverse(when.begin(), when.end());
+  return when;
 }
 
 }  // namespace
@@ -113,100 +217,64 @@ std::vector<Finding> DetectLinkFlaps(const CommData& d, const CommOptions& o) {
                                  [](const auto& a, const auto& b) { return a.second < b.second; });
     const int h = best->first;
     if (best->second < o.host_cover * static_cast<double>(left.size())) break;
+    // Other hosts that as many of these collapses cross (the two ends of the only pairs that
+    // collapsed, an all-to-all's group): the data cannot tell whose link flapped. They are
+    // suspects of a slow_network symptom, and the collapses left are nobody's.
+    std::vector<int> tied;
+    for (const auto& [x, n] : cover)
+      if (n == best->second) tied.push_back(x);
     std::vector<const Transfer*> mine;
     std::vector<const Transfer*> rest;
     for (const Transfer* t : left)
       (std::binary_search(t->hosts.begin(), t->hosts.end(), h) ? mine : rest).push_back(t);
-    left = std::move(rest);
+    left = tied.size() > 1 ? std::vector<const Transfer*>{} : std::move(rest);
     const double share = static_cast<double>(collapsed[static_cast<size_t>(h)]) / std::max(1, total[static_cast<size_t>(h)]);
-    // Collapses less than an outage apart (their median excess time), or that may have completed
-    // at the same time (with dump times, their completion intervals overlap), sat through the
-    // same outage: one burst.
-    std::sort(mine.begin(), mine.end(), [](const Transfer* a, const Transfer* b) { return a->At() < b->At(); });
-    std::vector<double> excess;
-    for (const Transfer* t : mine) excess.push_back(t->excess_us);
-    // A new burst also needs the link to have worked in between: a transfer of at least 1 MiB
-    // through the host at its usual speed (under the slow-link ratio) since the last collapse
-    // (a degraded link's collapses, however sparsely sampled, are one burst; latency-bound
-    // messages cross it unharmed).
-    const double gap = 1.5 * Median(excess);
-    std::vector<int64_t> healthy;
-    for (const Transfer& t : all)
-      if (t.ratio < o.link_ratio && t.bytes >= (1 << 20) && std::binary_search(t.hosts.begin(), t.hosts.end(), h))
-        healthy.push_back(t.At());
-    std::sort(healthy.begin(), healthy.end());
-    std::vector<int64_t> burst_start;
-    const Transfer* last = nullptr;
-    for (const Transfer* t : mine) {
-      const bool apart = last == nullptr || (static_cast<double>(t->At() - last->At()) > gap && t->earliest > last->ts);
-      const bool worked = last == nullptr || std::upper_bound(healthy.begin(), healthy.end(), last->At()) !=
-                                                 std::lower_bound(healthy.begin(), healthy.end(), t->At());
-      if (apart && worked) burst_start.push_back(t->At());
-      last = t;
-    }
-    // With dump times the completions of one pass blur together, but each channel's order does
-    // not: on one channel, collapses with a transfer at its usual speed between them sat through
-    // different outages. The channel that saw most such runs counts them.
-    {
-      std::map<uint64_t, std::vector<const Transfer*>> by_channel;
-      for (const Transfer& t : all)
-        if (t.bytes >= (1 << 20) && std::binary_search(t.hosts.begin(), t.hosts.end(), h)) by_channel[t.channel].push_back(&t);
-      size_t most = 0;
-      int64_t first = 0;
-      for (auto& [ch, v] : by_channel) {
-        std::sort(v.begin(), v.end(), [](const Transfer* a, const Transfer* b) { return a->order < b->order; });
-        size_t runs = 0;
-        bool in_run = false, worked = true;
-        int64_t start = 0;
-        for (const Transfer* t : v) {
-          if (t->ratio >= kCollapse) {
-            if (!in_run && worked) { if (runs++ == 0) start = t->At(); }
-            in_run = true;
-            worked = false;
-          } else {
-            in_run = false;
-            worked |= t->ratio < o.link_ratio;
-          }
-        }
-        if (runs > most) { most = runs; first = start; }
-      }
-      if (most > burst_start.size()) {
-        // The count, from the channel's order; the times, from its first collapse on.
-        const int64_t span = mine.back()->At() - first;
-        burst_start.assign(most, first);
-        for (size_t i = 0; i < most; ++i) burst_start[i] = first + static_cast<int64_t>(span * static_cast<double>(i) / std::max<size_t>(1, most - 1));
-      }
-    }
-    if (burst_start.size() < 3) continue;
-    std::vector<double> gaps, ratios;
-    for (size_t i = 1; i < burst_start.size(); ++i) gaps.push_back(static_cast<double>(burst_start[i] - burst_start[i - 1]));
+    std::vector<double> ratios;
     for (const Transfer* t : mine) ratios.push_back(t->ratio);
-    const double period = Median(gaps), ratio = Median(ratios);
+    const double ratio = Median(ratios);
+    // An outage stalls a transfer for its whole length, tens of milliseconds against a transfer's
+    // few: its collapses stand far above the collapse bar. A link degraded to about a quarter of
+    // its bandwidth puts the tail of its transfers just over it, interleaved with transfers just
+    // under it; those are no outages.
+    if (ratio < 2 * kCollapse) continue;
+    const std::vector<int64_t> burst_start = Outages(all, mine, tied, o);
+    if (burst_start.size() < 3) continue;
+    std::vector<double> gaps;
+    for (size_t i = 1; i < burst_start.size(); ++i) gaps.push_back(static_cast<double>(burst_start[i] - burst_start[i - 1]));
+    const double period = Median(gaps);
     Finding f;
-    f.kind = Kind::kSlowLink;
+    const bool ambiguous = tied.size() > 1;
+    f.kind = ambiguous ? Kind::kSlowNetwork : Kind::kSlowLink;
     f.detector = "comm.link_flap";
-    f.hosts = {d.hosts[static_cast<size_t>(h)]};
-    std::set<int> victims;
+    for (int x : tied) f.hosts.push_back(d.hosts[static_cast<size_t>(x)]);
     for (const Transfer* t : mine)
       for (int p : t->procs) {
         const int r = d.procs[static_cast<size_t>(p)].global_rank;
-        (d.procs[static_cast<size_t>(p)].host == h ? f.ranks : f.victims).push_back(r);
+        (!ambiguous && d.procs[static_cast<size_t>(p)].host == h ? f.ranks : f.victims).push_back(r);
       }
     SortUnique(&f.ranks);
     SortUnique(&f.victims);
     f.start_us = burst_start.front();
-    f.end_us = mine.back()->ts;
-    f.confidence = std::min(0.95, 0.5 + 0.05 * static_cast<double>(burst_start.size()));
+    f.end_us = (*std::max_element(mine.begin(), mine.end(), [](const Transfer* a, const Transfer* b) { return a->ts < b->ts; }))->ts;
+    // Where the data cannot tell the hosts apart, about one in their number is the culprit.
+    f.confidence = std::min(0.95, 0.5 + 0.05 * static_cast<double>(burst_start.size())) / static_cast<double>(tied.size());
     f.Add("bursts", static_cast<double>(burst_start.size()));
     f.Add("period_s", period / 1e6);
     f.Add("collapsed_transfers", static_cast<double>(mine.size()));
     f.Add("collapsed_share", share);
     f.Add("median_slowdown", ratio);
-    f.summary = "The network link of host " + f.hosts[0] + " flaps: " + std::to_string(burst_start.size()) +
-                " bursts about every " + Fmt("%.2f", period / 1e6) + " s since " + FormatTimeUs(f.start_us) +
-                ", in which " + std::to_string(mine.size()) + " transfers through it took a median " +
-                Fmt("%.0f", ratio) + "x their usual time; check its NIC, cable and switch port for link "
-                "down/up events.";
+    std::string all_hosts;
+    for (const std::string& x : f.hosts) all_hosts += (all_hosts.empty() ? "" : ", ") + x;
+    f.summary = (ambiguous ? "The network among " + std::to_string(f.hosts.size()) + " hosts (" + all_hosts + ")"
+                           : "The network link of host " + f.hosts[0]) +
+                " flaps: " + std::to_string(burst_start.size()) + " bursts about every " + Fmt("%.2f", period / 1e6) +
+                " s since " + FormatTimeUs(f.start_us) + ", in which " + std::to_string(mine.size()) +
+                " transfers through " + (ambiguous ? "them" : "it") + " took a median " + Fmt("%.0f", ratio) +
+                "x their usual time" +
+                (ambiguous ? "; every collapsed transfer crosses all of these hosts, so the data cannot tell whose NIC or "
+                             "link it is, and none is named as the cause; check their NICs, cables and switch ports for "
+                             "link down/up events."
+                           : "; check its NIC, cable and switch port for link down/up events.");
     out.push_back(std::move(f));
   }
   return out;

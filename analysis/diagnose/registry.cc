@@ -127,7 +127,7 @@ const std::vector<DetectorInfo>& Detectors() {
   static const std::vector<DetectorInfo> d = {
       {"comm.slow_link", {Kind::kSlowLink, Kind::kSlowNetwork}, "collective and point-to-point records", 'A',
        &DetectSlowLink},
-      {"comm.link_flap", {Kind::kSlowLink}, "collective and point-to-point records (Send/Recv pairs)", 'A',
+      {"comm.link_flap", {Kind::kSlowLink, Kind::kSlowNetwork}, "collective and point-to-point records (Send/Recv pairs)", 'A',
        &DetectLinkFlaps},
       {"proxy.wire", {Kind::kSlowLink}, "Inspector v4.4 proxy_trace steps (NCCL_INSPECTOR_ENABLE_PROXY=1)", 'A',
        &DetectSlowWire},

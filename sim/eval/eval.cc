@@ -366,10 +366,14 @@ void AddFaultScenarios(const Shape& sh, int seed, int steps, std::vector<Scenari
 
 std::vector<Scenario> BuiltinSuite(const std::string& name) {
   std::vector<Scenario> s;
+  if (name != "small" && name != "heldout" && name != "explore" && name != "large") return s;
   const auto& shapes = CiShapes();
-  // Development seeds 1-8 (one CI shape each), held-out seeds 1001-1008 (the same shapes).
-  const int first = name == "heldout" ? 1001 : 1;
-  const int n = name == "large" ? 24 : static_cast<int>(shapes.size());
+  // Development seeds 1-8 (one CI shape each), held-out seeds 1001-1008 (the same shapes), and
+  // exploration seeds 2001-2016 (each shape twice): fresh jobs for detector work to fail on, so
+  // that the development seeds are not the only failures it learns from and held-out stays unseen.
+  const int first = name == "heldout" ? 1001 : name == "explore" ? 2001 : 1;
+  const int n = name == "large" ? 24 : name == "explore" ? 2 * static_cast<int>(shapes.size())
+                                                         : static_cast<int>(shapes.size());
   for (int i = 0; i < n; ++i) AddFaultScenarios(shapes[static_cast<size_t>(i) % shapes.size()], first + i, 40, &s);
   // A long healthy job (>= 1,000 steps) at the highest noise: no finding may appear.
   s.push_back({"healthy-1000steps-8g",

@@ -36,7 +36,9 @@ struct Scenario {
 };
 
 // "small" (CI: development seeds), "heldout" (seeds no detector work looks at; run at the end),
+// "explore" (seeds 2001-2016, each CI shape twice: more development jobs to find failures in),
 // "large" (bench: more seeds, up to 4,096 GPUs, and a 10,240-GPU job).
+// Empty for any other name.
 std::vector<Scenario> BuiltinSuite(const std::string& name);
 
 struct KindScore {

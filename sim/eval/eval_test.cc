@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <set>
 
 #include "tests/test_util.h"
 
@@ -149,6 +151,30 @@ void ExpectFlavoursAddUp(const EvalReport& r) {
     }
   EXPECT_NE(r.ToText().find("== by Inspector flavour"), std::string::npos);
   EXPECT_NE(r.ToJson().find("\"by_inspector_flavor\": {\"2."), std::string::npos);
+}
+
+TEST(Eval, ExplorationSeedsAreTheirOwn) {
+  // Each CI shape twice, on seeds neither the development nor the held-out suite draws; every
+  // job named once. An unknown suite is no suite (it ran the small one).
+  const auto explore = BuiltinSuite("explore"), small = BuiltinSuite("small"), heldout = BuiltinSuite("heldout");
+  EXPECT_GT(explore.size(), 2 * small.size() - 2);
+  std::set<std::string> names;
+  for (const Scenario& s : explore) {
+    EXPECT_TRUE(names.insert(s.name).second) << s.name;
+    if (s.name.rfind("healthy-1000steps", 0) == 0) continue;  // the long healthy job, one seed
+    const size_t at = s.name.rfind("-s");
+    ASSERT_NE(at, std::string::npos) << s.name;
+    const int seed = std::atoi(s.name.c_str() + at + 2);
+    EXPECT_TRUE(seed >= 2001 && seed <= 2016) << s.name;
+  }
+  for (const auto* other : {&small, &heldout}) {
+    for (const Scenario& s : *other) {
+      if (s.name.rfind("healthy-1000steps", 0) != 0) {
+        EXPECT_EQ(names.count(s.name), 0u) << s.name;
+      }
+    }
+  }
+  EXPECT_TRUE(BuiltinSuite("smal").empty());
 }
 
 TEST(Eval, SmallSuiteMeetsFloors) {
