@@ -230,13 +230,17 @@ int Tiling(const std::map<int, std::set<int>>& covered, size_t world) {
 
 // Sets Inst::members_logging: an instance of (communicator, op) whose sequence number lies in
 // every member's range of sequence numbers of that op (per op: NCCL numbers each collective type
-// on its own), in a communicator whose every rank wrote records.
+// on its own), in a communicator whose every rank wrote records. A member's range reaches one of
+// its sampling steps (its mean step between records) beyond its first and last record: a 2.29
+// snapshot log samples one collective a dump, and its member was logging the collectives between
+// its first dump and the one before, which a complete log's step of one does not widen.
 Status MarkMembersLogging(duckdb_connection conn, const std::string& run_filter,
                           const std::map<int64_t, int>& comm_index, CommData* d) {
   auto r = Fetch(conn,
                  "SELECT CAST(comm_id AS BIGINT), CAST(enum_code(op) AS BIGINT), CAST(count(*) AS BIGINT), "
-                 "CAST(max(lo) AS BIGINT), CAST(min(hi) AS BIGINT) FROM ("
-                 "SELECT o.comm_id, o.op, r.process_id, min(r.sn) AS lo, max(r.sn) AS hi "
+                 "CAST(max(lo - step) AS BIGINT), CAST(min(hi + step) AS BIGINT) FROM ("
+                 "SELECT o.comm_id, o.op, r.process_id, min(r.sn) AS lo, max(r.sn) AS hi, "
+                 "CASE WHEN count(*) > 1 THEN (max(r.sn) - min(r.sn)) // (count(*) - 1) ELSE 0 END AS step "
                  "FROM records r JOIN operations o USING (run_id, op_id) WHERE r.run_id = " +
                      run_filter + " AND o.kind = 'coll' GROUP BY ALL) GROUP BY ALL",
                  "iiiii");

@@ -52,8 +52,9 @@ std::unordered_map<uint64_t, double> MaterialWaits(const CommData& d, const Late
   return material;
 }
 
-// `chance`: the sum over the counted instances of each one's chance of showing the rank last.
-struct Cell { int total = 0, last = 0; double chance = 0, wait = 0; };
+// `chance`: the sum over the counted instances of each one's chance of showing the rank last;
+// `sampled`: how many of them are sampled records (below).
+struct Cell { int total = 0, last = 0, sampled = 0; double chance = 0, wait = 0; };
 
 // log P(X >= k) for X ~ Binomial(n, p): the exact tail, since the normal approximation is far too
 // generous for a handful of instances at a small chance (6 of 8 at 1/8 reads z = 5.3, p = 8e-5).
@@ -77,8 +78,9 @@ using Cells = std::unordered_map<uint64_t, std::vector<Cell>>;  // (proc, comm) 
 // chance (maximum-sum segment of last - theta * total), tested against chance, for every member
 // of every communicator and every run of windows it could have been picked from. Instances may
 // differ in their chance; the binomial at their mean chance bounds the tail of their sum from
-// above (Hoeffding 1956), so the test stays conservative.
-void Scan(const CommData& d, const Cells& cells, double W, const LateOptions& o,
+// above (Hoeffding 1956), so the test stays conservative. Sampled records are tested twice (below),
+// so their tail must be half as small; `sampled_only`: the second test, of those cells alone.
+void Scan(const CommData& d, const Cells& cells, double W, const LateOptions& o, bool sampled_only,
           std::vector<LateEvent>* events) {
   // Every member of every communicator could have been last that often by luck: the tail must
   // be small against their number (Bonferroni), not just against one test.
@@ -98,19 +100,27 @@ void Scan(const CommData& d, const Cells& cells, double W, const LateOptions& o,
       if (run > best) { best = run; best_a = a; best_b = w; }
     }
     if (best_a < 0) continue;
+    int sampled_cells = 0;
+    for (const Cell& x : v) sampled_cells += x.sampled;
+    if (sampled_only && sampled_cells == 0) continue;
     LateEvent e;
     e.proc = p;
     e.comm = c;
     e.w0 = best_a;
     e.w1 = best_b;
     double chance_sum = 0;
+    int sampled = 0;
     for (int w = best_a; w <= best_b; ++w) {
       e.instances += v[static_cast<size_t>(w)].total;
       e.last += v[static_cast<size_t>(w)].last;
       e.wait_us += v[static_cast<size_t>(w)].wait;
       chance_sum += v[static_cast<size_t>(w)].chance;
+      sampled += v[static_cast<size_t>(w)].sampled;
     }
-    if (e.instances < o.min_instances) continue;
+    // Consecutive complete instances are not independent trials (one transient makes several
+    // late arrivals in a row): a handful of them is no evidence. Sampled records come one per
+    // dump pass, an interval apart, and the test below alone decides on them.
+    if (sampled == 0 && e.instances < o.min_instances) continue;
     const double chance = chance_sum / e.instances;
     // How far from chance (binomial z-score), and what it cost: the share of its peers' time
     // spent waiting for it over the run.
@@ -123,7 +133,7 @@ void Scan(const CommData& d, const Cells& cells, double W, const LateOptions& o,
     // a queue draining after a slow link) makes a handful of consecutive late arrivals that look
     // impossible as independent trials (7 of 8 in a healthy 128-GPU job from another generator).
     const double runs = 0.5 * static_cast<double>(v.size()) * static_cast<double>(v.size() + 1);
-    if (e.z < o.min_z || e.log_p + std::log(runs) > log_alpha) continue;
+    if (e.z < o.min_z || e.log_p + std::log(runs) > log_alpha - (sampled_cells ? std::log(2.0) : 0)) continue;
     events->push_back(e);
   }
 }
@@ -143,8 +153,11 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
     return v[static_cast<size_t>(w)];
   };
   // Complete instances: the member with the shortest time arrived last (chance 1/n). Per
-  // communicator and window the material instances are counted once, for every member.
-  Cells complete;
+  // communicator and window the material instances are counted once, for every member. Both kinds
+  // of evidence are trials of known chance, counted in the same cells: a 2.29 log's snapshots
+  // leave a few of each (the last collective before the job ended is in every member's last dump).
+  // cells[j]: a sampled record counts as last when at most j of its neighbours are shorter (below).
+  Cells cells[2];
   std::vector<std::vector<int>> total(d.comms.size(), std::vector<int>(static_cast<size_t>(nw), 0));
   // Sampled records (a member alone, or some of them): each record against the other members'
   // records of the same communicator, op and size nearest to it in time (below).
@@ -171,34 +184,27 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
       const double wait = std::max(0.0, WaitOf(x));
       if (wait < material.at(KernelKey(d, x))) continue;
       total[static_cast<size_t>(x.comm)][static_cast<size_t>(w)]++;
-      Cell& c = cell(complete, x.pmin, x.comm, w);
-      c.last++;
-      c.wait += wait;
+      for (Cells& cs : cells) {
+        Cell& c = cell(cs, x.pmin, x.comm, w);
+        c.last++;
+        c.wait += wait;
+      }
     } else if (x.pmin >= 0 && x.members_logging) {
       sampled_recs[{x.comm, x.op, x.bytes}].push_back({x.ts, x.pmin, x.tmin});
     }
   }
-  for (auto& [key, v] : complete) {
-    const int c = static_cast<int>(key & 0xFFFFFFFF);
-    const double n = static_cast<double>(d.comms[static_cast<size_t>(c)].procs.size());
-    for (int w = 0; w < nw; ++w) {
-      Cell& x = v[static_cast<size_t>(w)];
-      x.total = total[static_cast<size_t>(c)][static_cast<size_t>(w)];
-      x.chance = x.total / n;
-    }
-  }
-  Scan(d, complete, W, o, &events);
-  Cells sampled;
   // Each record against the nearest records in time of the other members: shorter than all k of
-  // them means it arrived later than they usually did, which one of k + 1 exchangeable records is
-  // by chance 1 / (k + 1). Not within noise of their median as well is rarer by chance still.
-  // k is at least kMinNeighbours even in small communicators: with its one partner's nearest
-  // record only, a tensor-parallel pair's straggler would be last by chance 1/2 in every record,
-  // and the few records a sampled dump leaves could never tell it from chance.
-  constexpr size_t kMinNeighbours = 8;
+  // them means it arrived later than they usually did, which one of k + 1
+  // exchangeable records is by chance 1 / (k + 1). Not within noise of their median as well is
+  // rarer by chance still. k is at least kMinNeighbours even in small communicators: with its one
+  // partner's nearest record only, a tensor-parallel pair's straggler would be last by chance 1/2
+  // in every record, and the few records a sampled dump leaves could never tell it from chance:
+  // at k = 16, a rank last in each of five dumps passes the test below (5 ln 17 = 14 against the
+  // about 10 of the memberships' and 3 of the windows' correction); at 8 it takes seven.
+  constexpr size_t kMinNeighbours = 16;
   for (auto& [key, recs] : sampled_recs) {
     const int c = std::get<0>(key);
-    const size_t n = std::max(d.comms[static_cast<size_t>(c)].procs.size(), kMinNeighbours + 1);
+    const size_t k = std::max(d.comms[static_cast<size_t>(c)].procs.size() - 1, kMinNeighbours);
     std::sort(recs.begin(), recs.end(), [](const Rec& x, const Rec& y) { return x.ts < y.ts; });
     std::vector<double> near;
     for (size_t i = 0; i < recs.size(); ++i) {
@@ -206,7 +212,7 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
       size_t lo = i, hi = i + 1;  // the next candidates are recs[lo - 1] and recs[hi]
       // A bounded look around: where the others' records are missing (a member's lost log),
       // scanning on through the process's own records would cost the square of their number.
-      for (size_t looked = 0; near.size() + 1 < n && (lo > 0 || hi < recs.size()) && looked < 8 * n; ++looked) {
+      for (size_t looked = 0; near.size() < k && (lo > 0 || hi < recs.size()) && looked < 8 * (k + 1); ++looked) {
         const bool take_lo = hi >= recs.size() || (lo > 0 && recs[i].ts - recs[lo - 1].ts <= recs[hi].ts - recs[i].ts);
         const Rec& q = take_lo ? recs[--lo] : recs[hi++];
         if (q.proc != recs[i].proc) near.push_back(q.exec);
@@ -214,20 +220,42 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
       if (near.empty()) continue;
       std::sort(near.begin(), near.end());
       const double med = Median(near);
-      Cell& ce = cell(sampled, recs[i].proc, c, win(recs[i].ts));
-      ce.total++;
-      ce.chance += 1.0 / static_cast<double>(near.size() + 1);
-      if (recs[i].exec < std::min(near.front(), med - o.min_wait_us)) {
-        ce.last++;
-        auto rp = represents.find({c, std::get<1>(key)});
-        ce.wait += (med - recs[i].exec) * (rp == represents.end() ? 1.0 : rp->second);
+      // Its neighbours ran other collectives than it (a dump samples one), each with its own noise:
+      // one of them may end up shorter than a straggler's record. Shorter than all of them is the
+      // stronger trial where a rank is that consistent, shorter than all but one (chance
+      // 2 / (k + 1)) where it is not; both are tested, each at half the error rate.
+      for (size_t ahead = 0; ahead < 2; ++ahead) {
+        if (ahead >= near.size()) break;
+        Cell& ce = cell(cells[ahead], recs[i].proc, c, win(recs[i].ts));
+        ce.total++;
+        ce.sampled++;
+        ce.chance += static_cast<double>(ahead + 1) / static_cast<double>(near.size() + 1);
+        if (recs[i].exec < std::min(near[ahead], med - o.min_wait_us)) {
+          ce.last++;
+          auto rp = represents.find({c, std::get<1>(key)});
+          ce.wait += (med - recs[i].exec) * (rp == represents.end() ? 1.0 : rp->second);
+        }
       }
     }
   }
-  Scan(d, sampled, W, o, &events);
-  // One event per (proc, comm): the stronger source.
+  // Every member's cells count the complete instances of its communicator's windows.
+  for (Cells& cs : cells) {
+    for (auto& [key, v] : cs) {
+      const int c = static_cast<int>(key & 0xFFFFFFFF);
+      const double n = static_cast<double>(d.comms[static_cast<size_t>(c)].procs.size());
+      for (int w = 0; w < nw; ++w) {
+        Cell& x = v[static_cast<size_t>(w)];
+        const int t = total[static_cast<size_t>(c)][static_cast<size_t>(w)];
+        x.total += t;
+        x.chance += t / n;
+      }
+    }
+  }
+  Scan(d, cells[0], W, o, false, &events);
+  Scan(d, cells[1], W, o, true, &events);
+  // One event per (proc, comm): the less likely by chance.
   std::sort(events.begin(), events.end(), [](const LateEvent& x, const LateEvent& y) {
-    return std::tie(x.proc, x.comm, y.z) < std::tie(y.proc, y.comm, x.z);
+    return std::tie(x.proc, x.comm, x.log_p) < std::tie(y.proc, y.comm, y.log_p);
   });
   events.erase(std::unique(events.begin(), events.end(),
                            [](const LateEvent& x, const LateEvent& y) { return x.proc == y.proc && x.comm == y.comm; }),

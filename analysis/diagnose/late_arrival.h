@@ -11,7 +11,7 @@ namespace collscope::diagnose {
 
 struct LateOptions {
   double window_us = 2e5;       // WindowUs of the data
-  int min_instances = 8;        // material instances (or sampled records) over the run of windows
+  int min_instances = 8;        // material complete instances over the run of windows (sampled: none)
   // A wait below this (or 3x the kernel key's median arrival spread) is noise.
   double min_wait_us = 20;
   double min_z = 5;             // last this many standard deviations above chance (1/n)...
