@@ -37,7 +37,8 @@ struct Transfer {
   int64_t bytes = 0;
   int64_t earliest = 0;
   // The channel it crossed (a communicator's operation, or one direction of a point-to-point
-  // pair) and its place in that channel's order (sequence number, or the pair's ordinal).
+  // pair) and its place in that channel's order (sequence number, or the pair's ordinal): what
+  // orders transfers that completed at once, so that the outages counted do not vary run to run.
   uint64_t channel = 0;
   int64_t order = 0;
   int64_t At() const { return earliest > 0 ? earliest + (ts - earliest) / 2 : ts; }
@@ -121,29 +122,20 @@ std::vector<Transfer> CrossHostTransfers(const CommData& d) {
 // Two collapses surely sat through different outages, the first one earlier, when the link worked
 // in between (a transfer of at least 1 MiB through the host, or through every host the collapses
 // cannot tell apart, at its usual speed: latency-bound messages cross a degraded link unharmed)
-// and either
-// - the first completed before the second can have completed, more than an outage (1.5 times the
-//   collapses' median excess time) earlier; with dump times a pass's completions blur together,
-//   or
-// - both crossed the same channel, in its order, with such a transfer between them there.
-// The outages counted are the longest chain of that relation: one channel rarely sees every
-// outage, and the dump passes blur the times of neighbouring ones, but together they order them
-// (a channel's collapse in one outage, then another channel's well after it, then a collapse
-// back on the first channel after a healthy transfer there). Returns when each outage happened.
+// and the first completed before the second can have completed, more than an outage (1.5 times
+// the collapses' median excess time) earlier; with dump times a pass's completions blur together.
+// The outages counted are the longest chain of that relation, over every channel through the
+// host: one channel rarely sees every outage. Returns when each outage happened.
 std::vector<int64_t> Outages(const std::vector<Transfer>& all, std::vector<const Transfer*> mine,
                              const std::vector<int>& hosts, const CommOptions& o) {
   std::vector<double> excess;
   for (const Transfer* t : mine) excess.push_back(t->excess_us);
   const double gap = 1.5 * Median(excess);
   std::vector<int64_t> healthy;  // when the link worked
-  std::unordered_map<uint64_t, std::vector<int64_t>> healthy_order;  // per channel, its order there
   for (const Transfer& t : all)
-    if (t.ratio < o.link_ratio && t.bytes >= (1 << 20) && std::includes(t.hosts.begin(), t.hosts.end(), hosts.begin(), hosts.end())) {
+    if (t.ratio < o.link_ratio && t.bytes >= (1 << 20) && std::includes(t.hosts.begin(), t.hosts.end(), hosts.begin(), hosts.end()))
       healthy.push_back(t.At());
-      healthy_order[t.channel].push_back(t.order);
-    }
   std::sort(healthy.begin(), healthy.end());
-  for (auto& [ch, v] : healthy_order) std::sort(v.begin(), v.end());
   // In order of completion (a channel's order breaking ties), so that whatever surely came
   // before a collapse has its chain already.
   std::sort(mine.begin(), mine.end(), [](const Transfer* a, const Transfer* b) {
@@ -152,12 +144,11 @@ std::vector<int64_t> Outages(const std::vector<Transfer>& all, std::vector<const
   const size_t n = mine.size();
   std::vector<int> chain(n, 1), parent(n, -1);
   // best[i]: the longest chain among mine[0..i] and where it ends (prefix maxima in completion
-  // order), for the first rule; per channel, the collapses seen so far, for the second.
+  // order).
   std::vector<std::pair<int, int>> best(n);
-  std::unordered_map<uint64_t, std::vector<int>> on_channel;
   for (size_t i = 0; i < n; ++i) {
     const Transfer& b = *mine[i];
-    // First rule: a collapse that completed before min(b's earliest completion, an outage before
+    // A collapse that completed before min(b's earliest completion, an outage before
     // b, the last time the link worked before b).
     auto worked = std::lower_bound(healthy.begin(), healthy.end(), b.At());
     if (worked != healthy.begin()) {
@@ -171,18 +162,6 @@ std::vector<int64_t> Outages(const std::vector<Transfer>& all, std::vector<const
         if (len + 1 > chain[i]) { chain[i] = len + 1; parent[i] = at; }
       }
     }
-    // Second rule: an earlier collapse on b's channel before its last healthy transfer there.
-    const auto hv = healthy_order.find(b.channel);
-    if (hv != healthy_order.end()) {
-      const auto last_ok = std::lower_bound(hv->second.begin(), hv->second.end(), b.order);
-      if (last_ok != hv->second.begin())
-        for (int a : on_channel[b.channel])
-          if (mine[static_cast<size_t>(a)]->order < *std::prev(last_ok) && chain[static_cast<size_t>(a)] + 1 > chain[i]) {
-            chain[i] = chain[static_cast<size_t>(a)] + 1;
-            parent[i] = a;
-          }
-    }
-    on_channel[b.channel].push_back(static_cast<int>(i));
     best[i] = i > 0 && best[i - 1].first >= chain[i] ? best[i - 1] : std::make_pair(chain[i], static_cast<int>(i));
   }
   std::vector<int64_t> when;
