@@ -578,30 +578,30 @@ TEST(PeerBaseline, SampledRecordsStillShowAStraggler) {
   EXPECT_EQ(f[0].ranks, std::vector<int>({6})) << FindingsToText(f);
 }
 
-TEST(PeerBaseline, ASampledStragglerOfAShortJobIsFoundInItsFewSnapshots) {
+// A 1.2-second, 64-GPU job (the exploration job gpu_straggler-64g-s2011's shape) at the highest
+// noise, dumped every 200 ms by the 2.29 Inspector, rank 53 slow by `factor` for the whole job:
+// 6 or 7 records of it in its tensor-parallel group, the last collective among them in every
+// member's final dump. Expects rank 53 alone to be named.
+void ExpectSampledStragglerNamed(uint64_t seed, const std::string& factor) {
   testing::TempDir dir;
-  // A 1.2-second, 64-GPU job (the exploration job gpu_straggler-64g-s2011's shape) dumped every
-  // 200 ms by the 2.29 Inspector: 6 or 7 records of the straggler in its tensor-parallel group,
-  // the last collective among them in every member's final dump. Each record is judged against
-  // 16 records of its peers, its first too (its peers were logging before their first dump), and
-  // the complete instance counts with the sampled records.
-  const Model m{.seed = 2011, .compute_sigma = 0.05, .comm_sigma = 0.1};
-  auto f = Diagnose(dir / "job", {8, 8, 8, 2}, {"kind=gpu_straggler,rank=53,factor=1.2,start_step=0,end_step=40"},
+  const Model m{.seed = seed, .compute_sigma = 0.05, .comm_sigma = 0.1};
+  auto f = Diagnose(dir / "job", {8, 8, 8, 2}, {"kind=gpu_straggler,rank=53,factor=" + factor + ",start_step=0,end_step=40"},
                     "2.29", 40, nullptr, m);
   ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
   EXPECT_EQ(f[0].ranks, std::vector<int>({53})) << FindingsToText(f);
 }
 
+TEST(PeerBaseline, ASampledStragglerOfAShortJobIsFoundInItsFewSnapshots) {
+  // Each record is judged against 16 records of its peers, its first too (its peers were logging
+  // before their first dump), and the complete instance counts with the sampled records.
+  ExpectSampledStragglerNamed(2011, "1.2");
+}
+
 TEST(PeerBaseline, ASampledStragglerBeatenOnceByANoisyPeerIsStillFound) {
-  testing::TempDir dir;
-  // The same job at the highest noise: among the 16 peer records around one of the straggler's,
-  // another collective's noise put one shorter. Shorter than all but one of them (chance 2/17)
-  // is the second trial, tested at half the error rate like the first.
-  const Model m{.seed = 24, .compute_sigma = 0.05, .comm_sigma = 0.1};
-  auto f = Diagnose(dir / "job", {8, 8, 8, 2}, {"kind=gpu_straggler,rank=53,factor=1.3,start_step=0,end_step=40"},
-                    "2.29", 40, nullptr, m);
-  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
-  EXPECT_EQ(f[0].ranks, std::vector<int>({53})) << FindingsToText(f);
+  // Among the 16 peer records around one of the straggler's, another collective's noise put one
+  // shorter. Shorter than all but one of them (chance 2/17) is the second trial, tested at half
+  // the error rate like the first.
+  ExpectSampledStragglerNamed(24, "1.3");
 }
 
 TEST(LinkFlap, ANicDegradedForFiveStepsIsNoFlap) {
