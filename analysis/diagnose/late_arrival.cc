@@ -193,18 +193,18 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
       sampled_recs[{x.comm, x.op, x.bytes}].push_back({x.ts, x.pmin, x.tmin});
     }
   }
-  // Each record against the nearest records in time of the other members: shorter than all k of
-  // them means it arrived later than they usually did, which one of k + 1
-  // exchangeable records is by chance 1 / (k + 1). Not within noise of their median as well is
-  // rarer by chance still. k is at least kMinNeighbours even in small communicators: with its one
-  // partner's nearest record only, a tensor-parallel pair's straggler would be last by chance 1/2
-  // in every record, and the few records a sampled dump leaves could never tell it from chance:
-  // at k = 16, a rank last in each of five dumps passes the test below (5 ln 17 = 14 against the
-  // about 10 of the memberships' and 3 of the windows' correction); at 8 it takes seven.
+  // Each record against the k records nearest in time of the other members: shorter than all of
+  // them means it arrived later than they usually did, which one of k + 1 exchangeable records is
+  // by chance 1 / (k + 1). Not within noise of their median as well is rarer by chance still. k is
+  // at least kMinNeighbours even in small communicators: with its one partner's nearest record
+  // only, a tensor-parallel pair's straggler would be last by chance 1/2 in every record, and the
+  // few records a sampled dump leaves could never tell it from chance: at k = 16, a rank last in
+  // each of five dumps passes the test (5 ln 17 = 14 against the about 10 of the memberships' and
+  // 3 of the windows' correction); at 8 it takes seven.
   constexpr size_t kMinNeighbours = 16;
   for (auto& [key, recs] : sampled_recs) {
     const int c = std::get<0>(key);
-    const size_t k = std::max(d.comms[static_cast<size_t>(c)].procs.size() - 1, kMinNeighbours);
+    const size_t k = std::max(d.comms[static_cast<size_t>(c)].procs.size(), kMinNeighbours + 1) - 1;
     std::sort(recs.begin(), recs.end(), [](const Rec& x, const Rec& y) { return x.ts < y.ts; });
     std::vector<double> near;
     for (size_t i = 0; i < recs.size(); ++i) {
