@@ -184,11 +184,9 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
       const double wait = std::max(0.0, WaitOf(x));
       if (wait < material.at(KernelKey(d, x))) continue;
       total[static_cast<size_t>(x.comm)][static_cast<size_t>(w)]++;
-      for (Cells& cs : cells) {
-        Cell& c = cell(cs, x.pmin, x.comm, w);
-        c.last++;
-        c.wait += wait;
-      }
+      Cell& c = cell(cells[0], x.pmin, x.comm, w);
+      c.last++;
+      c.wait += wait;
     } else if (x.pmin >= 0 && x.members_logging) {
       sampled_recs[{x.comm, x.op, x.bytes}].push_back({x.ts, x.pmin, x.tmin});
     }
@@ -202,6 +200,14 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
   // each of five dumps passes the test (5 ln 17 = 14 against the about 10 of the memberships' and
   // 3 of the windows' correction); at 8 it takes seven.
   constexpr size_t kMinNeighbours = 16;
+  // The second trial's cells, only where there are sampled records, start from the complete
+  // instances that the first's hold so far.
+  for (const auto& [key, recs] : sampled_recs)
+    for (const Rec& r : recs) {
+      const uint64_t k = Key(static_cast<size_t>(r.proc), static_cast<size_t>(std::get<0>(key)));
+      auto it = cells[0].find(k);
+      if (it != cells[0].end()) cells[1].try_emplace(k, it->second);
+    }
   for (auto& [key, recs] : sampled_recs) {
     const int c = std::get<0>(key);
     const size_t k = std::max(d.comms[static_cast<size_t>(c)].procs.size(), kMinNeighbours + 1) - 1;
