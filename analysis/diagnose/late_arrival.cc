@@ -80,13 +80,12 @@ using Cells = std::unordered_map<uint64_t, std::vector<Cell>>;  // (proc, comm) 
 // differ in their chance; the binomial at their mean chance bounds the tail of their sum from
 // above (Hoeffding 1956), so the test stays conservative. Sampled records are tested twice (below),
 // so their tail must be half as small; `sampled_only`: the second test, of those cells alone.
-void Scan(const CommData& d, const Cells& cells, double W, const LateOptions& o, bool sampled_only,
+// `tests`: every member of every communicator (and every host of several members, below) could
+// have been last that often by luck: the tail must be small against their number (Bonferroni),
+// not just against one test. An event's `proc` is the key's first half: a host for host cells.
+void Scan(const Cells& cells, size_t tests, double W, const LateOptions& o, bool sampled_only,
           std::vector<LateEvent>* events) {
-  // Every member of every communicator could have been last that often by luck: the tail must
-  // be small against their number (Bonferroni), not just against one test.
-  size_t memberships = 0;
-  for (const Comm& c : d.comms) memberships += c.procs.size();
-  const double log_alpha = std::log(o.alpha / static_cast<double>(std::max<size_t>(1, memberships)));
+  const double log_alpha = std::log(o.alpha / static_cast<double>(std::max<size_t>(1, tests)));
   for (const auto& [key, v] : cells) {
     const int p = static_cast<int>(key >> 32), c = static_cast<int>(key & 0xFFFFFFFF);
     double best = 0, run = 0;
@@ -159,6 +158,22 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
   // cells[j]: a sampled record counts as last when at most j of its neighbours are shorter (below).
   Cells cells[2];
   std::vector<std::vector<int>> total(d.comms.size(), std::vector<int>(static_cast<size_t>(nw), 0));
+  // A slowed host with several members in one communicator (a data-parallel group over two hosts)
+  // is last as often as it is slow, but which of its members is last is chance between them, so
+  // that none of them need be last far more often than 1/n. Where a host has several members its
+  // own trial is "the last member is on this host" (chance m/n for m of the n members).
+  std::vector<std::map<int, int>> host_members(d.comms.size());  // comm -> host -> members
+  for (size_t c = 0; c < d.comms.size(); ++c)
+    for (int p : d.comms[c].procs)
+      if (d.procs[static_cast<size_t>(p)].host >= 0) host_members[c][d.procs[static_cast<size_t>(p)].host]++;
+  auto host_tested = [&](int comm, int host) {
+    const auto& hm = host_members[static_cast<size_t>(comm)];
+    auto it = hm.find(host);
+    return hm.size() > 1 && it != hm.end() && it->second > 1;
+  };
+  Cells host_cells;
+  struct Late { int comm, w, proc; double wait; };
+  std::vector<Late> complete_lasts;
   // Sampled records (a member alone, or some of them): each record against the other members'
   // records of the same communicator, op and size nearest to it in time (below).
   struct Rec { int64_t ts; int proc; double exec; };
@@ -187,6 +202,13 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
       Cell& c = cell(cells[0], x.pmin, x.comm, w);
       c.last++;
       c.wait += wait;
+      complete_lasts.push_back({x.comm, w, x.pmin, wait});
+      const int h = d.procs[static_cast<size_t>(x.pmin)].host;
+      if (host_tested(x.comm, h)) {
+        Cell& hc = cell(host_cells, h, x.comm, w);
+        hc.last++;
+        hc.wait += wait;
+      }
     } else if (x.pmin >= 0 && x.members_logging) {
       sampled_recs[{x.comm, x.op, x.bytes}].push_back({x.ts, x.pmin, x.tmin});
     }
@@ -257,8 +279,64 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
       }
     }
   }
-  Scan(d, cells[0], W, o, false, &events);
-  Scan(d, cells[1], W, o, true, &events);
+  size_t tests = 0;
+  for (size_t c = 0; c < d.comms.size(); ++c) {
+    tests += d.comms[c].procs.size();
+    for (const auto& [h, m] : host_members[c]) tests += host_tested(static_cast<int>(c), h);
+  }
+  for (auto& [key, v] : host_cells) {
+    const int h = static_cast<int>(key >> 32), c = static_cast<int>(key & 0xFFFFFFFF);
+    const double share = static_cast<double>(host_members[static_cast<size_t>(c)][h]) /
+                         static_cast<double>(d.comms[static_cast<size_t>(c)].procs.size());
+    for (int w = 0; w < nw; ++w) {
+      const int t = total[static_cast<size_t>(c)][static_cast<size_t>(w)];
+      v[static_cast<size_t>(w)].total += t;
+      v[static_cast<size_t>(w)].chance += t * share;
+    }
+  }
+  Scan(cells[0], tests, W, o, false, &events);
+  Scan(cells[1], tests, W, o, true, &events);
+  std::vector<LateEvent> host_events;
+  Scan(host_cells, tests, W, o, false, &host_events);
+  const double log_alpha = std::log(o.alpha / static_cast<double>(std::max<size_t>(1, tests)));
+  for (const LateEvent& he : host_events) {
+    const int h = he.proc, c = he.comm;
+    std::map<int, int> host_lasts;        // host -> last arrivals over the run
+    std::map<int, std::pair<int, double>> own;  // the host's members -> (last arrivals, wait)
+    for (const Late& l : complete_lasts) {
+      if (l.comm != c || l.w < he.w0 || l.w > he.w1) continue;
+      const int lh = d.procs[static_cast<size_t>(l.proc)].host;
+      host_lasts[lh]++;
+      if (lh == h) {
+        own[l.proc].first++;
+        own[l.proc].second += l.wait;
+      }
+    }
+    // A host that is one of a late group (a pipeline's first stage in a communicator of every
+    // stage) shares its late arrivals with the group's other hosts: a slowed host is last
+    // clearly more often than each other host, against their numbers of members, as unlikely by
+    // chance as its own test must be (a first-stage host last at 28 of the 40 collectives its
+    // stage ended last is chance 0.008 against its partner host).
+    const auto& hm = host_members[static_cast<size_t>(c)];
+    bool alone = true;
+    for (const auto& [h2, n2] : host_lasts) {
+      if (h2 == h) continue;
+      const double p = static_cast<double>(hm.at(h)) / (hm.at(h) + hm.at(h2));
+      alone = alone && LogBinomialTail(host_lasts[h] + n2, host_lasts[h], p) <= log_alpha;
+    }
+    if (!alone) continue;
+    // The host's late members: those last at least half as often as their equal share of it
+    // (a lone straggler among its host's members is the host's event alone).
+    for (const auto& [p, lw] : own) {
+      if (2.0 * hm.at(h) * lw.first < he.last) continue;
+      LateEvent e = he;
+      e.proc = p;
+      e.last = lw.first;
+      e.wait_us = lw.second;  // what it made its peers wait; what it costs is the host's (he)
+      e.host_test = static_cast<int>(&he - host_events.data());
+      events.push_back(e);
+    }
+  }
   // One event per (proc, comm): the less likely by chance.
   std::sort(events.begin(), events.end(), [](const LateEvent& x, const LateEvent& y) {
     return std::tie(x.proc, x.comm, x.log_p) < std::tie(y.proc, y.comm, y.log_p);
@@ -269,7 +347,7 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
   return events;
 }
 
-std::vector<std::vector<double>> SiblingP2pWaits(const CommData& d, double W) {
+std::vector<std::vector<double>> SiblingP2pWaits(const CommData& d, double W, PipelineSideWaits* sides) {
   const int nw = static_cast<int>((d.t1 - d.t0) / W) + 1;
   auto win = [&](int64_t ts) { return std::clamp(static_cast<int>((ts - d.t0) / W), 0, nw - 1); };
   std::vector<std::vector<double>> out(d.procs.size());
@@ -277,15 +355,24 @@ std::vector<std::vector<double>> SiblingP2pWaits(const CommData& d, double W) {
     const auto& ps = d.comms[static_cast<size_t>(comm)].procs;
     return static_cast<int>(std::find(ps.begin(), ps.end(), proc) - ps.begin());
   };
-  struct Acc { double sum = 0; int n = 0; };
+  struct Acc { double sum = 0; int n = 0, w = 0, comm = 0; };
   // A receive waits for its sender's data, and a send for its peer to post the receive (a
-  // stalled stage holds both its neighbours). Key: (comm name, size, own position, peer's
-  // position, direction, bytes, window) -> proc -> acc.
-  std::map<std::tuple<std::string, int, int, int, bool, int64_t, int>, std::map<int, Acc>> by;
+  // stalled stage holds both its neighbours). Sibling pipelines run one schedule, so the
+  // operations of one sequence number are the same transfer of each (the first receive of a step
+  // waits far longer than the next): compared by sequence number, a pipeline's extra wait of a
+  // few percent stands out of what the schedule varies; by window where the number is unknown.
+  // Key: (comm name, size, own position, peer's position, direction, bytes, sequence number or
+  // -1 - window) -> proc -> acc.
+  std::map<std::tuple<std::string, int, int, int, bool, int64_t, int64_t>, std::map<int, Acc>> by;
   for (const P2p& x : d.p2p) {
     if (x.peer < 0) continue;
     const Comm& c = d.comms[static_cast<size_t>(x.comm)];
-    auto& a = by[{c.name, c.n_ranks, pos(x.comm, x.proc), pos(x.comm, x.peer), x.send, x.bytes, win(x.ts)}][x.proc];
+    const int64_t slot = x.sn >= 0 ? x.sn : -1 - win(x.ts);
+    auto& a = by[{c.name, c.n_ranks, pos(x.comm, x.proc), pos(x.comm, x.peer), x.send, x.bytes, slot}][x.proc];
+    if (a.n == 0) {
+      a.w = win(x.ts);
+      a.comm = x.comm;
+    }
     a.sum += x.exec;
     a.n++;
   }
@@ -297,12 +384,16 @@ std::vector<std::vector<double>> SiblingP2pWaits(const CommData& d, double W) {
     for (auto& [p, a] : procs) means.push_back(a.sum / a.n);
     std::sort(means.begin(), means.end());
     const double base = means[(means.size() - 1) / 4];
-    const int w = std::get<6>(key);
     for (auto& [p, a] : procs) {
       auto& v = out[static_cast<size_t>(p)];
       if (v.empty()) v.assign(static_cast<size_t>(nw), 0);
       const double extra = (a.sum / a.n - base) * a.n;
-      if (extra > 0) v[static_cast<size_t>(w)] += extra;
+      if (extra <= 0) continue;
+      v[static_cast<size_t>(a.w)] += extra;
+      if (!sides) continue;
+      auto& side = (*sides)[{p, a.comm, std::get<3>(key) < std::get<2>(key)}];
+      if (side.empty()) side.assign(static_cast<size_t>(nw), 0);
+      side[static_cast<size_t>(a.w)] += extra;
     }
   }
   return out;
@@ -322,7 +413,8 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
   // What each process waited on others, per window: (a) point-to-point transfers beyond the same
   // transfers of its sibling pipelines, and (b) transfers of its collectives beyond their
   // kernel key's usual time.
-  const std::vector<std::vector<double>> p2p_wait = SiblingP2pWaits(d, W);
+  PipelineSideWaits toward;
+  const std::vector<std::vector<double>> p2p_wait = SiblingP2pWaits(d, W, &toward);
   // (proc, comm) -> per window: what slow transfers of that communicator held the process.
   std::unordered_map<uint64_t, std::vector<double>> slow_transfer;
   {
@@ -391,16 +483,17 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
                 std::to_string(e.instances) + " collectives of " + CommLabel(d, e.comm);
     o.suppressed->push_back({std::move(f), std::move(why)});
   };
-  // Roots: late events whose rank waited on nobody as much as it made others wait.
-  std::vector<const LateEvent*> roots;
-  for (size_t i = 0; i < ev.size(); ++i) {
-    const LateEvent& e = ev[i];
-    // Too cheap to act on, though consistent: it still explains others and leads them.
-    if (e.wait_share < o.min_wait_share) continue;
-    const double need = o.explained_share * e.wait_us;
+  // What a late event's rank waited on others over its run, each kind beyond its peers'.
+  struct Owed {
+    double others = 0, p2p = 0, xfer = 0;
+    double Sum() const { return others + p2p + xfer; }
+  };
+  auto owed_by = [&](const LateEvent& e) {
     double waited = 0, held_times = 0;
     for (const LateEvent& f : ev) {
-      if (f.proc == e.proc || f.w1 < e.w0 || f.w0 > e.w1) continue;
+      // Waiting for another member of the same communicator never makes it late there: it was
+      // not last where the other was (two slowed members of one host in a data-parallel group).
+      if (f.proc == e.proc || f.comm == e.comm || f.w1 < e.w0 || f.w0 > e.w1) continue;
       const auto& mine = comms_of[static_cast<size_t>(e.proc)];
       if (std::find(mine.begin(), mine.end(), f.comm) == mine.end()) continue;
       // e's rank is a member of f's communicator, where f's rank kept it waiting.
@@ -437,12 +530,20 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
     for (int q : d.comms[static_cast<size_t>(e.comm)].procs)
       if (q != e.proc) peers_held.push_back(held(q));
     const double xfer = std::max(0.0, held(e.proc) - Median(peers_held));
-    if (waited + p2p + xfer >= need) {
-      suppress(e, "propagated lateness: it waited " + Fmt("%.0f", (waited + p2p + xfer) / 1e3) +
-                      " ms on others (late members of its other communicators " + Fmt("%.0f", waited / 1e3) +
-                      " ms, pipeline peers " + Fmt("%.0f", p2p / 1e3) + " ms, slow transfers " +
-                      Fmt("%.0f", xfer / 1e3) + " ms, each beyond its peers'), at least half of the " +
-                      Fmt("%.0f", e.wait_us / 1e3) + " ms it made " + CommLabel(d, e.comm) + " wait");
+    return Owed{waited, p2p, xfer};
+  };
+  // Roots: late events whose rank waited on nobody as much as it made others wait.
+  std::vector<const LateEvent*> roots;
+  for (const LateEvent& e : ev) {
+    // Too cheap to act on, though consistent: it still explains others and leads them.
+    if (e.wait_share < o.min_wait_share) continue;
+    const Owed w = owed_by(e);
+    if (w.Sum() >= o.explained_share * e.wait_us) {
+      suppress(e, "propagated lateness: it waited " + Fmt("%.0f", w.Sum() / 1e3) + " ms on others (late members " +
+                      "of its other communicators " + Fmt("%.0f", w.others / 1e3) + " ms, pipeline peers " +
+                      Fmt("%.0f", w.p2p / 1e3) + " ms, slow transfers " + Fmt("%.0f", w.xfer / 1e3) +
+                      " ms, each beyond its peers'), at least half of the " + Fmt("%.0f", e.wait_us / 1e3) +
+                      " ms it made " + CommLabel(d, e.comm) + " wait");
       continue;
     }
     roots.push_back(&e);
@@ -450,7 +551,26 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
   // A root that waits, in a communicator it shares with a stronger root, for that root (late
   // there, while it is not) follows it: what couples them in between may be unrecorded (expert
   // all-to-alls and pipeline sends without p2p records), so its own lateness elsewhere is the
-  // other's. Two independent stragglers of one group are each late in it, and stay.
+  // other's. Two independent stragglers of one group are each late in it, and stay. So does a root
+  // on the pipeline of a stronger root, or of a member it holds in a communicator where it is late
+  // (its tensor-parallel partner), that waited on its pipeline peers on their side, beyond its
+  // sibling pipelines, at least half of what it made its peers wait: a straggler's next stage
+  // waits for its activations and, as its siblings wait as long on the stage after them, its
+  // pipeline waits in all are no longer than theirs.
+  auto pipeline_follows = [&](const LateEvent& r, const LateEvent& y) -> const Comm* {
+    const auto& held = d.comms[static_cast<size_t>(y.comm)].procs;
+    for (int c : comms_of[static_cast<size_t>(r.proc)]) {
+      const auto& ps = d.comms[static_cast<size_t>(c)].procs;
+      const auto rr = std::find(ps.begin(), ps.end(), r.proc);
+      for (auto q = ps.begin(); q != ps.end(); ++q) {
+        if (q == rr || std::find(held.begin(), held.end(), *q) == held.end()) continue;
+        auto it = toward.find({r.proc, c, q < rr});
+        if (it != toward.end() && sum(it->second, r.w0, r.w1) >= o.explained_share * r.wait_us)
+          return &d.comms[static_cast<size_t>(c)];
+      }
+    }
+    return nullptr;
+  };
   {
     std::map<int, int> lasts;  // proc -> late arrivals over its root events
     for (const LateEvent* r : roots) lasts[r->proc] += r->last;
@@ -459,20 +579,32 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
     std::vector<const LateEvent*> kept;
     for (const LateEvent* r : roots) {
       const LateEvent* leader = nullptr;
+      const Comm* leader_pipe = nullptr;  // where the leader is followed through its pipeline
       for (const LateEvent& yv : ev) {
         const LateEvent* y = &yv;
         if (!lasts.count(y->proc)) continue;  // the leader is a root
         if (y->proc == r->proc || lasts[y->proc] < lasts[r->proc] || y->w1 < r->w0 || y->w0 > r->w1) continue;
-        if (late_in.count({r->proc, y->comm})) continue;
         const auto& members = d.comms[static_cast<size_t>(y->comm)].procs;
-        if (std::find(members.begin(), members.end(), r->proc) == members.end()) continue;
-        if (!leader || lasts[y->proc] > lasts[leader->proc]) leader = y;
+        const Comm* pipe = nullptr;
+        if (late_in.count({r->proc, y->comm}) ||
+            std::find(members.begin(), members.end(), r->proc) == members.end()) {
+          pipe = pipeline_follows(*r, *y);
+          if (!pipe) continue;
+        }
+        if (!leader || lasts[y->proc] > lasts[leader->proc]) {
+          leader = y;
+          leader_pipe = pipe;
+        }
       }
       if (!leader) { kept.push_back(r); continue; }
+      const std::string how =
+          leader_pipe ? "(or a rank it holds) on its pipeline, " + CommLabel(d, static_cast<int>(leader_pipe - d.comms.data())) +
+                            ", beyond its sibling pipelines, and that rank "
+                      : "in " + CommLabel(d, leader->comm) + ", where that rank ";
       suppress(*r, "follows rank " + std::to_string(d.procs[static_cast<size_t>(leader->proc)].global_rank) +
-                       ": it waits for that rank in " + CommLabel(d, leader->comm) + ", where that rank " +
-                       "arrives last at " + std::to_string(leader->last) + " of " +
-                       std::to_string(leader->instances) + " collectives and it does not");
+                       ": it waits for that rank " + how + "arrives last at " + std::to_string(leader->last) +
+                       " of " + std::to_string(leader->instances) + " collectives" +
+                       (leader_pipe ? " of " + CommLabel(d, leader->comm) : " and it does not"));
     }
     roots = std::move(kept);
   }
@@ -498,13 +630,14 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
       f.hosts = {d.hosts[static_cast<size_t>(h)]};
       int w0 = nw, w1 = 0, last = 0, inst = 0;
       double z = 0, share = 0, wait = 0;
-      std::set<int> comms, victims;
+      std::set<int> comms, victims, host_tests;
       for (const LateEvent* e : g) {
         f.ranks.push_back(d.procs[static_cast<size_t>(e->proc)].global_rank);
         w0 = std::min(w0, e->w0);
         w1 = std::max(w1, e->w1);
         last += e->last;
-        inst += e->instances;
+        // A host test's members were tested on the same instances.
+        if (e->host_test < 0 || host_tests.insert(e->host_test).second) inst += e->instances;
         z = std::max(z, e->z);
         share = std::max(share, e->wait_share);
         wait += e->wait_us;

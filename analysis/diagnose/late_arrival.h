@@ -2,6 +2,8 @@
 // often than chance, and that waited on nobody meanwhile (late_arrival.cc, docs/diagnosis.md).
 #pragma once
 
+#include <map>
+#include <tuple>
 #include <vector>
 
 #include "analysis/diagnose/comm_data.h"
@@ -38,6 +40,9 @@ struct LateEvent {
   double z = 0;           // binomial z-score of `last` against chance
   double log_p = 0;       // log of the exact binomial tail P(last or more | chance)
   double wait_share = 0;  // wait_us over the run's duration
+  // A member of a host found late as a whole (its members share the late arrivals): the index of
+  // that host's test, shared by its members' events; -1 for a rank's own.
+  int host_test = -1;
 };
 
 std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o);
@@ -45,7 +50,11 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o);
 // took than the same transfers of its sibling pipelines (same communicator name and size, same
 // positions and direction, same size; their lower quartile), i.e. what it waited on its
 // pipeline peers beyond the usual.
-std::vector<std::vector<double>> SiblingP2pWaits(const CommData& d, double window_us);
+// `sides`, when given, gets the same per (process, its communicator, whether the peer's position
+// in it is below its own): which side of its pipeline it waited on.
+using PipelineSideWaits = std::map<std::tuple<int, int, bool>, std::vector<double>>;
+std::vector<std::vector<double>> SiblingP2pWaits(const CommData& d, double window_us,
+                                                 PipelineSideWaits* sides = nullptr);
 std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o);
 
 }  // namespace collscope::diagnose
