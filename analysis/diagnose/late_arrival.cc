@@ -357,18 +357,13 @@ std::vector<std::vector<double>> SiblingP2pWaits(const CommData& d, double W, Pi
   };
   struct Acc { double sum = 0; int n = 0, w = 0, comm = 0; };
   // A receive waits for its sender's data, and a send for its peer to post the receive (a
-  // stalled stage holds both its neighbours). Sibling pipelines run one schedule, so the
-  // operations of one sequence number are the same transfer of each (the first receive of a step
-  // waits far longer than the next): compared by sequence number, a pipeline's extra wait of a
-  // few percent stands out of what the schedule varies; by window where the number is unknown.
-  // Key: (comm name, size, own position, peer's position, direction, bytes, sequence number or
-  // -1 - window) -> proc -> acc.
-  std::map<std::tuple<std::string, int, int, int, bool, int64_t, int64_t>, std::map<int, Acc>> by;
+  // stalled stage holds both its neighbours). Key: (comm name, size, own position, peer's
+  // position, direction, bytes, window) -> proc -> acc.
+  std::map<std::tuple<std::string, int, int, int, bool, int64_t, int>, std::map<int, Acc>> by;
   for (const P2p& x : d.p2p) {
     if (x.peer < 0) continue;
     const Comm& c = d.comms[static_cast<size_t>(x.comm)];
-    const int64_t slot = x.sn >= 0 ? x.sn : -1 - win(x.ts);
-    auto& a = by[{c.name, c.n_ranks, pos(x.comm, x.proc), pos(x.comm, x.peer), x.send, x.bytes, slot}][x.proc];
+    auto& a = by[{c.name, c.n_ranks, pos(x.comm, x.proc), pos(x.comm, x.peer), x.send, x.bytes, win(x.ts)}][x.proc];
     if (a.n == 0) {
       a.w = win(x.ts);
       a.comm = x.comm;
