@@ -28,7 +28,7 @@ RULES = [
     ('late arrival: a host whose members share its late arrivals is tested as a host (chance m/n)', D + 'late_arrival.cc',
      'Scan(host_cells, tests, W, o, false, &host_events);', '(void)host_cells;'),
     ('late arrival: a late host is last clearly more often than each other host',
-     D + 'late_arrival.cc', 'p) <= log_alpha;', 'p) <= 0;'),
+     D + 'late_arrival.cc', 'p) <= log_alpha;', 'p) <= log_alpha * 0;'),
     ('late arrival: ... as strictly as the host\'s own test (not at the bare error rate)', D + 'late_arrival.cc',
      'p) <= log_alpha;', 'p) <= log_alpha * 0 + std::log(o.alpha);'),
     ('late arrival: a late host\'s members are those last at least half their equal share', D + 'late_arrival.cc',
