@@ -3,6 +3,53 @@
 #include <algorithm>
 
 namespace collscope {
+namespace {
+
+Result<PromSummary> SummarizeProm(Store& store, int run_id, int top) {
+  PromSummary p;
+  const std::string run = std::to_string(run_id);
+  auto o = store.Query("SELECT files, samples, lines_unused, nodes, gpus, layouts, gpus_counting, ops, dropped, "
+                       "coalesce(t0_us, 0), coalesce(t1_us, 0) FROM prom_overview WHERE run_id = " + run);
+  if (!o.ok()) return o.status();
+  if (o->rows.empty()) return p;
+  const auto& r = o->rows[0];
+  p.files = std::stoull(*r[0]);
+  p.samples = std::stoull(*r[1]);
+  p.lines_unused = std::stoull(*r[2]);
+  p.nodes = std::stoull(*r[3]);
+  p.gpus = std::stoull(*r[4]);
+  p.layouts = r[5].value_or("");
+  p.gpus_counting = std::stoull(*r[6]);
+  p.ops = std::stoull(*r[7]);
+  p.dropped = std::stoull(*r[8]);
+  p.t0_us = std::stoll(*r[9]);
+  p.t1_us = std::stoll(*r[10]);
+  auto k = store.Query("SELECT comm, coalesce(op, ''), coalesce(message_size, ''), coalesce(n_nodes, 0), "
+                       "coalesce(nranks, 0), gpus, samples, median_us, max_us, max_node, coalesce(max_gpu, ''), "
+                       "count(*) OVER () FROM prom_exec_by_kind WHERE run_id = " + run +
+                       " ORDER BY max_us / nullif(median_us, 0) DESC NULLS LAST, max_us DESC, comm, op LIMIT " +
+                       std::to_string(std::max(top, 0)));
+  if (!k.ok()) return k.status();
+  for (const auto& row : k->rows) {
+    PromKind x;
+    x.comm = *row[0];
+    x.op = *row[1];
+    x.message_size = *row[2];
+    x.n_nodes = std::stoi(*row[3]);
+    x.nranks = std::stoi(*row[4]);
+    x.gpus = std::stoull(*row[5]);
+    x.samples = std::stoull(*row[6]);
+    x.median_us = std::stod(*row[7]);
+    x.max_us = std::stod(*row[8]);
+    x.max_node = row[9].value_or("");
+    x.max_gpu = *row[10];
+    p.kinds_total = std::stoull(*row[11]);
+    p.kinds.push_back(std::move(x));
+  }
+  return p;
+}
+
+}  // namespace
 
 Result<std::vector<RunSummary>> Summarize(Store& store, const std::string& run, int top) {
   std::string where = run.empty() ? "" : " WHERE run = " + SqlString(run);
@@ -50,6 +97,9 @@ Result<std::vector<RunSummary>> Summarize(Store& store, const std::string& run, 
     auto coverage = SummarizeCoverage(store, s.run_id, static_cast<size_t>(std::max(top, 0)));
     if (!coverage.ok()) return coverage.status();
     s.coverage = std::move(*coverage);
+    auto prom = SummarizeProm(store, s.run_id, top);
+    if (!prom.ok()) return prom.status();
+    s.prom = std::move(*prom);
     out.push_back(std::move(s));
   }
   return out;

@@ -443,6 +443,38 @@ SELECT ru.run_id, ru.name AS run, coalesce(s.records, 0) AS records,
        make_timestamp(s.first_dump_us::BIGINT) AS first_dump,
        make_timestamp(s.last_dump_us::BIGINT) AS last_dump
 FROM runs ru LEFT JOIN run_span s USING (run_id))sql");
+  // NCCL Inspector's Prometheus textfiles of a run: what was read, and Inspector's own drop
+  // counters (PROM_DUMP_STATS: running totals, so each GPU's largest).
+  v.push_back(R"sql(CREATE OR REPLACE {TEMP} VIEW prom_overview AS
+WITH gpus AS (
+  SELECT run_id, node, gpu,
+         max(value) FILTER (WHERE metric IN ('nccl_collectives_total', 'nccl_p2p_total')) AS ops,
+         max(value) FILTER (WHERE metric IN ('nccl_collectives_dropped_total', 'nccl_p2p_dropped_total')) AS dropped,
+         min(ts_us) AS t0, max(ts_us) AS t1
+  FROM prom_samples GROUP BY ALL)
+SELECT f.run_id, f.files, f.samples, f.lines_unused, f.layouts,
+       count(DISTINCT g.node) AS nodes, count(g.node) AS gpus,
+       count(g.ops) AS gpus_counting, coalesce(sum(g.ops), 0)::UBIGINT AS ops,
+       coalesce(sum(g.dropped), 0)::UBIGINT AS dropped, min(g.t0) AS t0_us, max(g.t1) AS t1_us
+FROM (SELECT run_id, count(*) AS files, sum(samples)::UBIGINT AS samples, sum(lines_unused)::UBIGINT AS lines_unused,
+             string_agg(DISTINCT layout, ', ' ORDER BY layout) AS layouts
+      FROM prom_files GROUP BY run_id) f
+LEFT JOIN gpus g USING (run_id)
+GROUP BY ALL)sql");
+  // Their exec times by communicator kind (2.30: comm_name; 2.29: the communicator itself), each
+  // GPU's mean over its dumps against the other GPUs of the kind: a window's mean carries no
+  // membership or sequence number, so this is what they can show, not who waited for whom.
+  v.push_back(R"sql(CREATE OR REPLACE {TEMP} VIEW prom_exec_by_kind AS
+WITH per_gpu AS (
+  SELECT run_id, coalesce(comm_name, comm_id, '') AS comm, op, n_nodes, nranks, message_size, node, gpu,
+         avg(value) AS exec_us, count(*) AS samples
+  FROM prom_samples
+  WHERE metric IN ('nccl_collective_exec_time_microseconds', 'nccl_p2p_exec_time_microseconds') AND isfinite(value)
+  GROUP BY ALL)
+SELECT run_id, comm, op, n_nodes, nranks, message_size, count(*) AS gpus, sum(samples)::UBIGINT AS samples,
+       median(exec_us) AS median_us, max(exec_us) AS max_us,
+       arg_max(node, exec_us) AS max_node, arg_max(gpu, exec_us) AS max_gpu
+FROM per_gpu GROUP BY ALL)sql");
 }
 
 // Summary: counts and distributions per kernel key.

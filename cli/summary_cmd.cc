@@ -124,6 +124,58 @@ std::string CoverageJson(const RunCoverage& c) {
   return o + "]}";
 }
 
+// The run's NCCL Inspector Prometheus files, and why diagnose compares no rank from them.
+void PrintProm(const PromSummary& p) {
+  if (p.files == 0) return;
+  std::printf("  NCCL Inspector Prometheus files: %lu (%lu samples, layout %s) from %lu nodes, %lu GPUs", p.files,
+              p.samples, p.layouts.c_str(), p.nodes, p.gpus);
+  if (p.t0_us > 0)
+    std::printf(", %s .. %s", diagnose::FormatTimeUs(p.t0_us).c_str(), diagnose::FormatTimeUs(p.t1_us).c_str());
+  std::printf("\n");
+  if (p.lines_unused) std::printf("    %lu lines or values not understood (collscope ingest names them)\n", p.lines_unused);
+  if (p.gpus_counting)
+    std::printf("    Inspector dropped %lu of %lu operations (PROM_DUMP_STATS counters of %lu GPUs)\n", p.dropped, p.ops,
+                p.gpus_counting);
+  else
+    std::printf("    Inspector's drop counters: none in these files (NCCL_INSPECTOR_PROM_DUMP_STATS=1 writes them)\n");
+  if (!p.kinds.empty()) {
+    std::printf("    exec time by communicator kind, each GPU's mean against the other GPUs' (largest spread first):\n");
+    std::printf("    %-20s %-14s %5s %6s %-10s %5s %12s %12s  %s\n", "communicator", "op", "nodes", "ranks", "size",
+                "GPUs", "median", "largest", "on");
+    for (const PromKind& k : p.kinds) {
+      char ratio[32] = "";
+      if (k.median_us > 0) std::snprintf(ratio, sizeof ratio, " (%.2fx)", k.max_us / k.median_us);
+      std::printf("    %-20s %-14s %5d %6d %-10s %5lu %9.0f us %9.0f us  %s %s%s\n", readers::Printable(k.comm).c_str(),
+                  k.op.c_str(), k.n_nodes, k.nranks, readers::Printable(k.message_size).c_str(), k.gpus, k.median_us,
+                  k.max_us, readers::Printable(k.max_node).c_str(), k.max_gpu.c_str(), ratio);
+    }
+    if (p.kinds_total > p.kinds.size()) std::printf("    ... and %lu more kinds\n", p.kinds_total - p.kinds.size());
+  }
+  std::printf("    collscope diagnose compares no rank from these: a window's mean per communicator kind (2.30), or "
+              "one latest operation per dump (2.29), cannot show who waited for whom\n");
+}
+
+std::string PromJson(const PromSummary& p) {
+  std::string o = "{\"files\": " + std::to_string(p.files) + ", \"samples\": " + std::to_string(p.samples) +
+                  ", \"lines_unused\": " + std::to_string(p.lines_unused) + ", \"layouts\": " + JsonString(p.layouts) +
+                  ", \"nodes\": " + std::to_string(p.nodes) + ", \"gpus\": " + std::to_string(p.gpus) +
+                  ", \"gpus_counting\": " + std::to_string(p.gpus_counting) + ", \"ops\": " + std::to_string(p.ops) +
+                  ", \"dropped\": " + std::to_string(p.dropped) + ", \"t0_us\": " + std::to_string(p.t0_us) +
+                  ", \"t1_us\": " + std::to_string(p.t1_us) + ", \"kinds_total\": " + std::to_string(p.kinds_total) +
+                  ", \"kinds\": [";
+  for (size_t i = 0; i < p.kinds.size(); ++i) {
+    const PromKind& k = p.kinds[i];
+    char buf[96];
+    std::snprintf(buf, sizeof buf, ", \"median_us\": %.3f, \"max_us\": %.3f", k.median_us, k.max_us);
+    o += std::string(i ? ", " : "") + "{\"comm\": " + JsonString(k.comm) + ", \"op\": " + JsonString(k.op) +
+         ", \"n_nodes\": " + std::to_string(k.n_nodes) + ", \"nranks\": " + std::to_string(k.nranks) +
+         ", \"message_size\": " + JsonString(k.message_size) + ", \"gpus\": " + std::to_string(k.gpus) +
+         ", \"samples\": " + std::to_string(k.samples) + buf + ", \"max_node\": " + JsonString(k.max_node) +
+         ", \"max_gpu\": " + JsonString(k.max_gpu) + "}";
+  }
+  return o + "]}";
+}
+
 int Run(const Options& o) {
   auto store = OpenForAnalysis(o.db);
   if (!store.ok()) {
@@ -157,7 +209,7 @@ int Run(const Options& o) {
                       h.time_us, h.bytes_share, h.time_share, h.cumulative_time_share);
         out += buf;
       }
-      out += "], \"coverage\": " + CoverageJson(r.coverage) + "}";
+      out += "], \"coverage\": " + CoverageJson(r.coverage) + ", \"prom\": " + PromJson(r.prom) + "}";
     }
     std::printf("%s]}\n", out.c_str());
     return 0;
@@ -169,14 +221,20 @@ int Run(const Options& o) {
                 r.rejected_lines);
     if (!r.first_dump.empty())
       std::printf("  dumps from %s to %s\n", r.first_dump.c_str(), r.last_dump.c_str());
-    std::printf("  hot kernels (by share of time):\n");
-    std::printf("  %4s  %-44s %10s %10s %7s %7s %7s\n", "#", "kernel (class/ranks,nodes/op/size)",
-                "records", "bytes", "time%", "cum%", "bytes%");
+    if (!r.hot_kernels.empty()) {
+      std::printf("  hot kernels (by share of time):\n");
+      std::printf("  %4s  %-44s %10s %10s %7s %7s %7s\n", "#", "kernel (class/ranks,nodes/op/size)",
+                  "records", "bytes", "time%", "cum%", "bytes%");
+    }
     for (const HotKernel& h : r.hot_kernels)
       std::printf("  %4d  %-44s %10lu %10s %6.1f%% %6.1f%% %6.1f%%\n", h.rank,
                   readers::Printable(h.kernel_key).c_str(), h.records, Bytes(double(h.bytes)).c_str(),
                   100 * h.time_share, 100 * h.cumulative_time_share, 100 * h.bytes_share);
-    PrintCoverage(r.coverage);
+    // Without records there is nothing whose coverage could be measured: saying "every member
+    // recorded" of none would be reassurance from silence.
+    if (r.records > 0) PrintCoverage(r.coverage);
+    else std::printf("  coverage: no NCCL Inspector records in this run, so none is measured\n");
+    PrintProm(r.prom);
   }
   return 0;
 }
@@ -187,7 +245,7 @@ void Register(CLI::App& app) {
       "summary", "Summarise a store: records, runs, hosts, communicators, the hot kernels "
                  "ranked by share of time (with shares of bytes), and what the records cover: what "
                  "Inspector dropped, communicators missing ranks, ranks that recorded less than their "
-                 "peers, and windows without dumps.");
+                 "peers, and windows without dumps; and its NCCL Inspector Prometheus files.");
   cmd->add_option("--db", o->db, "Store file")->capture_default_str();
   cmd->add_option("--run", o->run, "Only this run");
   cmd->add_option("--top", o->top, "Hot kernels (and coverage entries of each kind) to list per run")->capture_default_str();

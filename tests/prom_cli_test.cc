@@ -45,5 +45,53 @@ TEST(PromCli, IngestCountsStoresAndNamesWhatItDidNotUnderstand) {
       << b.text;
 }
 
+// A 2.30 file of one GPU: its data-parallel AllReduce's mean over the window, and the counters.
+std::string GpuFile(const std::string& node, int gpu, double dp_us) {
+  const std::string labels = "version=\"v5.1\",slurm_job_id=\"9\",node=\"" + node + "\",gpu=\"GPU" +
+                             std::to_string(gpu) + "\"";
+  return "nccl_collective_exec_time_microseconds{" + labels +
+         ",comm_name=\"dp\",n_nodes=\"2\",nranks=\"4\",collective=\"AllReduce\",message_size=\"16-17MB\","
+         "algo_proto=\"RING_SIMPLE\"} " + std::to_string(dp_us) + "\n" +
+         "nccl_collectives_total{" + labels + "} 1000\nnccl_collectives_dropped_total{" + labels + "} 5\n";
+}
+
+TEST(PromCli, SummaryShowsTheFilesAndDiagnoseSaysWhyItComparesNoRankFromThem) {
+  testing::TempDir dir;
+  const double dp_us[4] = {900, 910, 1400, 905};
+  for (int g = 0; g < 4; ++g)
+    testing::WriteFile(dir / ("job/nccl_inspector_metrics_" + std::to_string(g) + ".prom"),
+                       GpuFile(g < 2 ? "n1" : "n2", g % 2, dp_us[g]));
+  ASSERT_EQ(Collscope("ingest " + dir / "job" + " --db " + dir / "s.duckdb").code, 0);
+
+  Output sum = Collscope("summary --db " + dir / "s.duckdb");
+  EXPECT_EQ(sum.code, 0) << sum.text;
+  EXPECT_NE(sum.text.find("NCCL Inspector Prometheus files: 4 (12 samples, layout 2.30) from 2 nodes, 4 GPUs"),
+            std::string::npos)
+      << sum.text;
+  EXPECT_NE(sum.text.find("Inspector dropped 20 of 4000 operations (PROM_DUMP_STATS counters of 4 GPUs)"),
+            std::string::npos)
+      << sum.text;
+  // The median of 900, 905, 910 and 1400 is 907.5; the largest is node n2's GPU0.
+  EXPECT_NE(sum.text.find("AllReduce          2      4 16-17MB        4       908 us      1400 us  n2 GPU0 (1.54x)"),
+            std::string::npos)
+      << sum.text;
+  // No records: no coverage claimed for them.
+  EXPECT_NE(sum.text.find("no NCCL Inspector records in this run"), std::string::npos) << sum.text;
+  EXPECT_EQ(sum.text.find("every member of every communicator recorded"), std::string::npos) << sum.text;
+  Output json = Collscope("summary --db " + dir / "s.duckdb --json");
+  EXPECT_NE(json.text.find("\"prom\": {\"files\": 4, \"samples\": 12"), std::string::npos) << json.text;
+  EXPECT_NE(json.text.find("\"max_us\": 1400.000, \"max_node\": \"n2\", \"max_gpu\": \"GPU0\""), std::string::npos)
+      << json.text;
+
+  // diagnose, from the store and from the files, names them among what it could not use, and why.
+  Output db = Collscope("diagnose --db " + dir / "s.duckdb");
+  EXPECT_NE(db.text.find("could not use: the store's 4 NCCL Inspector Prometheus files (12 samples): a window's mean"),
+            std::string::npos)
+      << db.text;
+  Output paths = Collscope("diagnose " + dir / "job");
+  EXPECT_NE(paths.text.find(".prom and 3 more: NCCL Inspector Prometheus files: a window's mean"), std::string::npos)
+      << paths.text;
+}
+
 }  // namespace
 }  // namespace collscope

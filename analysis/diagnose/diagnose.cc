@@ -417,6 +417,15 @@ Status AddRecordEvidence(Store& store, const std::string& run, const std::option
 
 }  // namespace
 
+namespace {
+
+// Why no detector reads Inspector's Prometheus files (inspector-formats-2.md §6).
+constexpr const char* kPromUnusable =
+    "a window's mean per communicator kind (2.30) or one latest operation per dump (2.29), with no "
+    "membership or sequence numbers to compare the members of one operation, so no detector reads them";
+
+}  // namespace
+
 Result<std::vector<Finding>> DiagnoseStore(Store& store, const DiagnoseOptions& o,
                                            DiagnoseTiming* timing, InputSummary* read) {
   DiagnoseOptions with_run = o;
@@ -432,6 +441,14 @@ Result<std::vector<Finding>> DiagnoseStore(Store& store, const DiagnoseOptions& 
   COLLSCOPE_RETURN_IF_ERROR(DetectFromSteps(store, run, data->procs.empty() ? nullptr : &*data, o.comm, &out, read));
   COLLSCOPE_RETURN_IF_ERROR(DetectFromHangEvidence(store, run, data->procs.empty() ? nullptr : &*data, &out, read));
   COLLSCOPE_RETURN_IF_ERROR(DetectFromStoredKernels(store, run, &out, read));
+  if (read) {
+    auto prom = store.Query("SELECT count(*), coalesce(sum(samples), 0) FROM prom_files WHERE run_id = "
+                            "(SELECT run_id FROM runs WHERE name = " + SqlString(run) + ")");
+    if (!prom.ok()) return prom.status();
+    if (*prom->rows[0][0] != "0")
+      read->unusable.push_back("the store's " + *prom->rows[0][0] + " NCCL Inspector Prometheus files (" +
+                               *prom->rows[0][1] + " samples): " + kPromUnusable + " (collscope summary shows them)");
+  }
   Consolidate(&out, o.suppressed);
   COLLSCOPE_RETURN_IF_ERROR(AddRecordEvidence(store, run, data, &out));
   return out;
@@ -441,7 +458,7 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
                                            const DiagnoseOptions& o, DiagnoseTiming* timing,
                                            Store* records, InputSummary* read) {
   namespace fs = std::filesystem;
-  std::vector<std::string> logs, step_files, hang_files, kernel_files;
+  std::vector<std::string> logs, step_files, hang_files, kernel_files, prom_files;
   // Every regular file under the paths, once (core/input_files.h: links followed once, FIFOs
   // and devices skipped with a reason, never opened).
   auto found = FindInputFiles(paths, [](const std::string&, bool) { return true; });
@@ -453,15 +470,18 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
     if (IsStepSeriesFile(f) || IsIterationLog(f)) step_files.push_back(f);
     else if (IsKernelSummaryFile(f)) kernel_files.push_back(f);
     else if (IsRasReportFile(f)) hang_files.push_back(f);  // found by content, whatever its name
-    else if (IsPromTextfile(f)) {
-      if (read)
-        read->unusable.push_back(f + ": an NCCL Inspector Prometheus file (per-window means per size bucket); no "
-                                     "detector reads them yet (collscope ingest stores them)");
-    } else if (IsInspectorLogName(name)) logs.push_back(f);
+    else if (IsPromTextfile(f)) prom_files.push_back(f);
+    else if (IsInspectorLogName(name)) logs.push_back(f);
     else if (readers::IsHangEvidenceFile(f)) hang_files.push_back(f);
     else if (!readers::IsKinetoTraceName(f) && read)
       read->unusable.push_back(f + ": not a format collscope diagnose reads");
   }
+  // One line for all of them: a job writes one per GPU.
+  if (read && !prom_files.empty())
+    read->unusable.push_back(
+        prom_files[0] +
+        (prom_files.size() > 1 ? " and " + std::to_string(prom_files.size() - 1) + " more" : std::string()) +
+        ": NCCL Inspector Prometheus files: " + kPromUnusable + " (collscope ingest stores them, collscope summary shows them)");
   if (records && !logs.empty())
     return Status::Error(logs[0] + ": Inspector logs among the paths and a store: ingest them into the store first");
   // Every input goes into a temporary store first, so that `diagnose PATHS` and `diagnose --db`
