@@ -489,7 +489,8 @@ std::vector<Card> Cards(const std::vector<dg::Finding>& findings) {
   return cards;
 }
 
-std::string CardHtml(const Card& card, int world, int64_t t0, int64_t t1, const std::map<std::string, CommInfo>& comms) {
+std::string CardHtml(const Card& card, int world, int64_t t0, int64_t t1, const std::map<std::string, CommInfo>& comms,
+                     bool chart) {
   const dg::Finding& f = *card.occurrences[0];
   const bool symptom = dg::IsSymptom(f.kind);
   const std::string n = std::to_string(card.number);
@@ -537,6 +538,14 @@ std::string CardHtml(const Card& card, int world, int64_t t0, int64_t t1, const 
   }
   h += "<dt>What to check</dt><dd>" + HtmlEscape(WhatToCheck(f.kind)) + "</dd>";
   h += "</dl>";
+  if (chart)
+    h += "<div class=\"mini-chart\" id=\"card-chart-" + n + "\" data-card=\"" + n +
+         "\"></div><p class=\"note\">Exec time of the culprit's communicators (red) against their sibling "
+         "communicators (grey), each record over the siblings' usual time for its op and size; shaded: the "
+         "finding's window.</p>";
+  else if (!symptom && (!f.hosts.empty() || !f.ranks.empty()))
+    h += "<p class=\"note\" id=\"card-chart-" + n +
+         "-none\">No chart: the culprit's communicators have no siblings in the records to compare them with.</p>";
   if (!f.evidence.empty()) {
     h += "<table class=\"t evidence\"><thead><tr><th>evidence</th><th>value</th><th>what</th></tr></thead><tbody>";
     for (const dg::Evidence& e : f.evidence) {
@@ -718,6 +727,49 @@ std::string BandsJson(const std::vector<Card>& cards) {
   return bands + "]";
 }
 
+// Each culprit card's mini chart (the culprit_series macro): the communicators of the ranks it
+// names (of its hosts, when it names no rank) against their siblings, in about 40 bins of the
+// run. The first kMaxCardCharts culprit cards: a chart is one scan of the records.
+constexpr int kMaxCardCharts = 8;
+
+Result<std::string> CardSeriesJson(Store& store, const std::string& rid, const std::vector<Card>& cards, int64_t t0,
+                                   int64_t t1, std::set<int>* charted) {
+  std::string out = "[";
+  int tried = 0;
+  const int64_t bin_us = std::max<int64_t>(1, (t1 - t0) / 40);
+  for (const Card& c : cards) {
+    const dg::Finding& f = *c.occurrences[0];
+    if (dg::IsSymptom(f.kind) || (f.ranks.empty() && f.hosts.empty()) || tried >= kMaxCardCharts) continue;
+    ++tried;
+    std::string ranks = "[", hosts = "[";
+    for (int r : f.ranks) ranks += (ranks.size() > 1 ? "," : "") + std::to_string(r);
+    for (const std::string& h : f.hosts) hosts += (hosts.size() > 1 ? "," : "") + SqlString(h);
+    // By its ranks first (a straggler's host holds healthy ranks too), by its hosts where the
+    // records cannot place the ranks.
+    bool has_culprit = false, has_peers = false;
+    Result<QueryResult> q = QueryResult{};
+    for (const auto& [r, h] : {std::pair{ranks, std::string("[")}, std::pair{std::string("["), hosts}}) {
+      if (r.size() == 1 && h.size() == 1) continue;
+      q = store.Query("SELECT bin_start_us, culprit::INTEGER, ratio, records FROM culprit_series(" + rid + ", " + r +
+                      "]::INTEGER[], " + h + "]::VARCHAR[], " + std::to_string(t0) + ", " + std::to_string(bin_us) + ")");
+      if (!q.ok()) return Status::Error("culprit_series: " + q.status().message());
+      has_culprit = has_peers = false;
+      for (const auto& row : q->rows) (*row[1] == "1" ? has_culprit : has_peers) = true;
+      if (has_culprit) break;
+    }
+    if (!has_culprit || !has_peers) continue;
+    charted->insert(c.number);
+    out += (out.size() > 1 ? "," : "") + std::string("{\"card\":") + std::to_string(c.number) +
+           ",\"start_us\":" + std::to_string(f.start_us) + ",\"end_us\":" + std::to_string(f.end_us) + ",\"rows\":[";
+    for (size_t i = 0; i < q->rows.size(); ++i) {
+      const auto& row = q->rows[i];
+      out += (i ? ",[" : "[") + *row[0] + "," + *row[1] + "," + *row[2] + "," + *row[3] + "]";
+    }
+    out += "]}";
+  }
+  return out + "]";
+}
+
 std::string NamedHostsJson(const NamedHosts& n) {
   std::string named = "{\"culprits\":[", sep;
   for (const std::string& h : n.culprit_order) named += sep + JsonEscape(h), sep = ",";
@@ -785,7 +837,7 @@ std::string FirstScreenHtml(Store& store, const std::string& run, const Findings
 
 // The findings' cards, and what was suppressed.
 std::string FindingsHtml(const FindingsSource& fs, const std::vector<Card>& cards, int world, int64_t t0, int64_t t1,
-                         const std::map<std::string, CommInfo>& comm_info) {
+                         const std::map<std::string, CommInfo>& comm_info, const std::set<int>& charted) {
   // ---- the findings ----
   std::string fhtml = "<p class=\"note\" id=\"confidence-note\">Confidence (0-1) is the detector's score; in the "
                       "evaluation's calibration on simulated faults (docs/diagnosis.md), findings at 0.8 or above "
@@ -796,7 +848,7 @@ std::string FindingsHtml(const FindingsSource& fs, const std::vector<Card>& card
   } else if (cards.empty()) {
     fhtml += "<div class=\"empty\" id=\"no-findings\">No findings: the diagnosis found nothing wrong in this run.</div>";
   }
-  for (const Card& c : cards) fhtml += CardHtml(c, world, t0, t1, comm_info);
+  for (const Card& c : cards) fhtml += CardHtml(c, world, t0, t1, comm_info, charted.count(c.number) > 0);
   fhtml += SuppressedHtml(fs.suppressed);
 
   return fhtml;
@@ -997,12 +1049,14 @@ Result<std::string> RenderReport(Store& store, const ReportOptions& ro) {
   }
   COLLSCOPE_RETURN_IF_ERROR(add("bands", BandsJson(cards)));
   COLLSCOPE_RETURN_IF_ERROR(add("named_hosts", NamedHostsJson(named)));
+  std::set<int> charted;
+  COLLSCOPE_RETURN_IF_ERROR(add("card_series", CardSeriesJson(store, rid, cards, t0, t1, &charted)));
   data += "}";
 
   // For programs: the findings the report shows, as `diagnose --json` writes them.
   const std::string findings = dg::FindingsToJson(fs.findings, fs.suppressed);
   return FillTemplate(run, data, findings, FirstScreenHtml(store, run, fs, cards, t0, t1),
-                      FindingsHtml(fs, cards, world, t0, t1, comm_info), HostTableHtml(*hosts, named));
+                      FindingsHtml(fs, cards, world, t0, t1, comm_info, charted), HostTableHtml(*hosts, named));
 }
 
 Status WriteReport(Store& store, const ReportOptions& options) {

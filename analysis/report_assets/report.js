@@ -99,6 +99,25 @@
   }
   function markBands(id, n) { var node = document.getElementById(id); if (node) node.setAttribute('data-bands', String(n)); }
 
+  // ---- each culprit card's mini chart: its communicators against their siblings over time, the
+  // finding's window shaded (culprit_series in analysis/views.cc) ----
+  (D.card_series || []).forEach(function (cs) {
+    var id = 'card-chart-' + cs.card, mine = [], peers = [];
+    cs.rows.forEach(function (r) { (r[1] ? mine : peers).push([r[0] / 1000, r[2], r[3]]); });
+    var band = cs.end_us > cs.start_us ? [[{xAxis: cs.start_us / 1000, itemStyle: {color: 'rgba(214,69,69,0.14)'}}, {xAxis: cs.end_us / 1000}]] : [];
+    function line(name, data, color) {
+      return {name: name, type: 'line', showSymbol: false, data: data, lineStyle: {color: color, width: 2}, itemStyle: {color: color}};
+    }
+    var s0 = line('culprit\u2019s communicators', mine, '#d64545');
+    s0.markArea = {silent: true, data: band};
+    chart(id, {tooltip: {trigger: 'axis', confine: true, valueFormatter: function (v) { return num(v, 2) + '\u00d7 usual'; }},
+      legend: {top: 0, right: 0, textStyle: {fontSize: 11}}, grid: {left: 44, right: 12, top: 24, bottom: 24},
+      xAxis: {type: 'time', axisLabel: {fontSize: 10, hideOverlap: true}},
+      yAxis: {type: 'value', name: '\u00d7 usual', nameTextStyle: {fontSize: 10}, axisLabel: {fontSize: 10}, scale: true},
+      series: [s0, line('siblings', peers, '#8c8c8c')]});
+    markBands(id, band.length);
+  });
+
   // ---- hot kernels ----
   var hot = rows(D.hot_kernels);
   var maxShare = Math.max.apply(null, hot.map(function (r) { return r.time_share || 0; }).concat([1e-9]));

@@ -74,6 +74,9 @@ check() {
   grep -q "class=\"culprit-name\" href=\"#host-$culprit\">$culprit</a>" "$dom" || fail "$name: no card names $culprit"
   # No raw JSON evidence: a table with units.
   grep -q '<table class="t evidence">' "$dom" || fail "$name: no evidence table"
+  # The first card's mini chart: the culprit against its peers, with the finding's window.
+  grep -Eq 'id="card-chart-1"[^>]*data-chart="ok"' "$dom" || fail "$name: the first card has no mini chart"
+  grep -Eq 'id="card-chart-1"[^>]*data-bands="[1-9]' "$dom" || fail "$name: the first card's chart has no window"
   sed -n '/<section id="findings"/,/<\/section>/p' "$dom" | grep '<pre' >/dev/null && fail "$name: raw evidence block"
   # The host table puts the culprit first, highlighted; the heatmap labels it.
   grep -q "id=\"host-table\"><table class=\"t hosts\"><thead>.*</thead><tbody><tr id=\"host-$culprit\" class=\"culprit\">" "$dom" ||
