@@ -540,12 +540,13 @@ std::string CardHtml(const Card& card, int world, int64_t t0, int64_t t1, const 
   h += "</dl>";
   if (chart)
     h += "<div class=\"mini-chart\" id=\"card-chart-" + n + "\" data-card=\"" + n +
-         "\"></div><p class=\"note\">Exec time of the culprit's communicators (red) against their sibling "
-         "communicators (grey), each record over the siblings' usual time for its op and size; shaded: the "
+         "\"></div><p class=\"note\">Exec time of the communicators this finding names (red) against their "
+         "sibling communicators (grey), over the siblings' usual time for the same op and size; shaded: the "
          "finding's window.</p>";
   else if (!symptom && (!f.hosts.empty() || !f.ranks.empty()))
     h += "<p class=\"note\" id=\"card-chart-" + n +
-         "-none\">No chart: the culprit's communicators have no siblings in the records to compare them with.</p>";
+         "-none\">No chart: the communicators this finding names have no siblings in the records to compare "
+         "them with.</p>";
   if (!f.evidence.empty()) {
     h += "<table class=\"t evidence\"><thead><tr><th>evidence</th><th>value</th><th>what</th></tr></thead><tbody>";
     for (const dg::Evidence& e : f.evidence) {
@@ -727,9 +728,9 @@ std::string BandsJson(const std::vector<Card>& cards) {
   return bands + "]";
 }
 
-// Each culprit card's mini chart (the culprit_series macro): the communicators of the ranks it
-// names (of its hosts, when it names no rank) against their siblings, in about 40 bins of the
-// run. The first kMaxCardCharts culprit cards: a chart is one scan of the records.
+// Each culprit card's mini chart (the culprit_series macro): the communicators it names against
+// their siblings, in about 40 bins of the run. The first kMaxCardCharts culprit cards: each chart
+// is a scan of the records.
 constexpr int kMaxCardCharts = 8;
 
 Result<std::string> CardSeriesJson(Store& store, const std::string& rid, const std::vector<Card>& cards, int64_t t0,
@@ -739,24 +740,18 @@ Result<std::string> CardSeriesJson(Store& store, const std::string& rid, const s
   const int64_t bin_us = std::max<int64_t>(1, (t1 - t0) / 40);
   for (const Card& c : cards) {
     const dg::Finding& f = *c.occurrences[0];
-    if (dg::IsSymptom(f.kind) || (f.ranks.empty() && f.hosts.empty()) || tried >= kMaxCardCharts) continue;
+    if (dg::IsSymptom(f.kind) || (f.ranks.empty() && f.hosts.empty()) || f.comms.empty() ||
+        tried >= kMaxCardCharts)
+      continue;
     ++tried;
-    std::string ranks = "[", hosts = "[";
-    for (int r : f.ranks) ranks += (ranks.size() > 1 ? "," : "") + std::to_string(r);
-    for (const std::string& h : f.hosts) hosts += (hosts.size() > 1 ? "," : "") + SqlString(h);
-    // By its ranks first (a straggler's host holds healthy ranks too), by its hosts where the
-    // records cannot place the ranks.
+    std::string comms;
+    for (const std::string& id : f.comms) comms += (comms.empty() ? "" : ",") + SqlString(id);
+    Result<QueryResult> q = store.Query("SELECT bin_start_us, culprit::INTEGER, ratio, records FROM culprit_series(" +
+                                        rid + ", [" + comms + "]::VARCHAR[], " + std::to_string(t0) + ", " +
+                                        std::to_string(bin_us) + ")");
+    if (!q.ok()) return Status::Error("culprit_series: " + q.status().message());
     bool has_culprit = false, has_peers = false;
-    Result<QueryResult> q = QueryResult{};
-    for (const auto& [r, h] : {std::pair{ranks, std::string("[")}, std::pair{std::string("["), hosts}}) {
-      if (r.size() == 1 && h.size() == 1) continue;
-      q = store.Query("SELECT bin_start_us, culprit::INTEGER, ratio, records FROM culprit_series(" + rid + ", " + r +
-                      "]::INTEGER[], " + h + "]::VARCHAR[], " + std::to_string(t0) + ", " + std::to_string(bin_us) + ")");
-      if (!q.ok()) return Status::Error("culprit_series: " + q.status().message());
-      has_culprit = has_peers = false;
-      for (const auto& row : q->rows) (*row[1] == "1" ? has_culprit : has_peers) = true;
-      if (has_culprit) break;
-    }
+    for (const auto& row : q->rows) (*row[1] == "1" ? has_culprit : has_peers) = true;
     if (!has_culprit || !has_peers) continue;
     charted->insert(c.number);
     out += (out.size() > 1 ? "," : "") + std::string("{\"card\":") + std::to_string(c.number) +

@@ -475,29 +475,26 @@ SELECT run_id, comm, op, n_nodes, nranks, message_size, count(*) AS gpus, sum(sa
        median(exec_us) AS median_us, max(exec_us) AS max_us,
        arg_max(node, exec_us) AS max_node, arg_max(gpu, exec_us) AS max_gpu
 FROM per_gpu GROUP BY ALL)sql");
-  // A finding's culprit against its peers over time: the exec times of the communicators that
-  // hold a culprit rank (or host, when the finding names no rank) against their siblings (same
-  // name, size and span), each record over the siblings' usual time for its op and size. Healthy,
-  // both stay near 1; members waiting for a straggler, or a slow link's transfers, lift the
-  // culprit's communicators alone. Bins of bin_us from t0_us, by start time (dump time without).
-  v.push_back(R"sql(CREATE OR REPLACE {TEMP} MACRO culprit_series(rid, culprit_ranks, culprit_hosts, t0_us, bin_us) AS TABLE
-WITH rr AS (SELECT * FROM records_v WHERE run_id = rid),
--- Global ranks where the records carry none: each process's rank in a communicator of every
--- process (the world communicator), as the diagnosis knows them.
-world AS (SELECT process_id, any_value(rank) AS g FROM rr
-          WHERE n_ranks = (SELECT count(DISTINCT process_id) FROM rr) GROUP BY process_id),
-r AS (
-  SELECT comm_id, coalesce(comm_name, '') AS cname, n_ranks, nnodes, op, msg_size_bytes,
-         exec_time_us::DOUBLE AS x, coalesce(start_ts_us, dump_ts_us)::BIGINT AS t,
-         coalesce(list_contains(culprit_ranks, coalesce(global_rank, world.g)), false)
-           OR coalesce(list_contains(culprit_hosts, hostname), false) AS named
-  FROM rr LEFT JOIN world USING (process_id) WHERE exec_time_us > 0),
-mine AS (SELECT DISTINCT comm_id FROM r WHERE named),
-classes AS (SELECT DISTINCT cname, n_ranks, nnodes FROM r SEMI JOIN mine USING (comm_id)),
-rc AS (SELECT r.*, comm_id IN (SELECT comm_id FROM mine) AS culprit FROM r SEMI JOIN classes USING (cname, n_ranks, nnodes)),
-usual AS (SELECT cname, n_ranks, nnodes, op, msg_size_bytes, median(x) AS m FROM rc WHERE NOT culprit GROUP BY ALL)
-SELECT t0_us + (t - t0_us) // bin_us * bin_us AS bin_start_us, culprit, round(median(x / m), 4) AS ratio, count(*) AS records
-FROM rc JOIN usual USING (cname, n_ranks, nnodes, op, msg_size_bytes)
+  // A finding's culprit against its peers over time: the exec times of the communicators it names
+  // (ids as written, `comms`) against their siblings (same name, size and span). Each (op, bin)
+  // cell's median over the siblings' usual (median) cell of the same op and size: healthy, both
+  // stay near 1; members waiting for a straggler, or a slow link's transfers, lift the named
+  // communicators alone. Bins of bin_us from t0_us, by start time (dump time without). One scan
+  // of the records, of the siblings' classes only.
+  v.push_back(R"sql(CREATE OR REPLACE {TEMP} MACRO culprit_series(rid, comms, t0_us, bin_us) AS TABLE
+WITH named AS (SELECT comm_id, coalesce(comm_name, '') AS cname, n_ranks, nnodes FROM communicators
+               WHERE run_id = rid AND list_contains(comms, id)),
+ops AS (SELECT o.op_id, o.comm_id IN (SELECT comm_id FROM named) AS culprit, coalesce(c.comm_name, '') AS cname,
+               c.n_ranks, c.nnodes, o.op, o.msg_size_bytes
+        FROM operations o JOIN communicators c USING (run_id, comm_id)
+        WHERE o.run_id = rid AND (coalesce(c.comm_name, ''), c.n_ranks, c.nnodes) IN (SELECT (cname, n_ranks, nnodes) FROM named)),
+cells AS (SELECT op_id, t0_us + (coalesce(start_ts_us, dump_ts_us)::BIGINT - t0_us) // bin_us * bin_us AS bin_start_us,
+                 median(exec_time_us::DOUBLE) AS x, count(*) AS n
+          FROM records WHERE run_id = rid AND exec_time_us > 0 AND op_id IN (SELECT op_id FROM ops) GROUP BY ALL),
+joined AS (SELECT * FROM cells JOIN ops USING (op_id)),
+usual AS (SELECT cname, n_ranks, nnodes, op, msg_size_bytes, median(x) AS m FROM joined WHERE NOT culprit GROUP BY ALL)
+SELECT bin_start_us, culprit, round(median(x / m), 4) AS ratio, sum(n)::BIGINT AS records
+FROM joined JOIN usual USING (cname, n_ranks, nnodes, op, msg_size_bytes)
 WHERE m > 0
 GROUP BY ALL ORDER BY bin_start_us, culprit)sql");
 }
