@@ -455,10 +455,22 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
   }
   auto sum = [](const std::vector<double>& v, int a, int b) {
     double s = 0;
-    if (!v.empty())
-      for (int w = a; w <= b; ++w) s += v[static_cast<size_t>(w)];
+    b = std::min(b, static_cast<int>(v.size()) - 1);
+    for (int w = std::max(a, 0); w <= b; ++w) s += v[static_cast<size_t>(w)];
     return s;
   };
+  // Point-to-point waits sit in the windows of their records' times. A record without its start
+  // time is placed at its dump, and it completed in the dump pass before: up to an interval
+  // earlier, a different lag for each process (each dumps in its own phase), while a collective
+  // instance is placed by its earliest member's dump. So what a late run waited on its pipeline
+  // peers is summed over the run and the windows of one dump interval after it.
+  int p2p_lag = 0;
+  {
+    std::vector<double> lags;
+    for (const P2p& x : d.p2p)
+      if (x.earliest_ts > 0 && x.earliest_ts < x.ts) lags.push_back(static_cast<double>(x.ts - x.earliest_ts));
+    if (!lags.empty()) p2p_lag = static_cast<int>(std::ceil(Median(lags) / W));
+  }
 
   auto suppress = [&](const LateEvent& e, std::string why) {
     if (!o.suppressed) return;
@@ -506,8 +518,9 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
     // its members against the others).
     std::vector<double> peers_p2p;
     for (int q : d.comms[static_cast<size_t>(e.comm)].procs)
-      if (q != e.proc) peers_p2p.push_back(sum(p2p_wait[static_cast<size_t>(q)], e.w0, e.w1));
-    const double p2p = std::max(0.0, sum(p2p_wait[static_cast<size_t>(e.proc)], e.w0, e.w1) - Median(peers_p2p));
+      if (q != e.proc) peers_p2p.push_back(sum(p2p_wait[static_cast<size_t>(q)], e.w0, e.w1 + p2p_lag));
+    const double p2p =
+        std::max(0.0, sum(p2p_wait[static_cast<size_t>(e.proc)], e.w0, e.w1 + p2p_lag) - Median(peers_p2p));
     // A slow transfer in one communicator (or a slow pipeline wire) makes its members late in
     // the others, never in itself, and only by as much more as it held them than it held their
     // peers there (a slow link under every member of a tensor-parallel group makes none of them
@@ -560,7 +573,7 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
       for (auto q = ps.begin(); q != ps.end(); ++q) {
         if (q == rr || std::find(held.begin(), held.end(), *q) == held.end()) continue;
         auto it = toward.find({r.proc, c, q < rr});
-        if (it != toward.end() && sum(it->second, r.w0, r.w1) >= o.explained_share * r.wait_us)
+        if (it != toward.end() && sum(it->second, r.w0, r.w1 + p2p_lag) >= o.explained_share * r.wait_us)
           return &d.comms[static_cast<size_t>(c)];
       }
     }

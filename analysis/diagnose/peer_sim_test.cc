@@ -176,6 +176,23 @@ TEST(PeerBaseline, NicDegradedOnNode13OfA256GpuJobIsNode13) {
   EXPECT_EQ(f[0].hosts, std::vector<std::string>({"node-013"})) << FindingsToText(f);
 }
 
+TEST(PeerBaseline, ANicsPipelinePartnersAreNoStragglersWhateverTheirDumpPhase) {
+  SKIP_UNDER_SANITIZERS();
+  testing::TempDir dir;
+  // 256 GPUs, PP 4 (8 hosts a stage), 1 s dumps: node-021 (stage 2) slows its pipelines' sends,
+  // so its partners on stages 0, 1 and 3 arrive late in their data-parallel groups. Their
+  // Send/Recv records are placed at their dumps, up to a second after they waited, each process
+  // in its own phase; summed over the late run alone, some partners' waits fell outside it and
+  // they became compute stragglers at 0.95.
+  Model m = kCliJob;
+  m.seed = 3;
+  auto f = Diagnose(dir / "job", {32, 8, 8, 4}, {"kind=nic_degrade,host=21,factor=0.3,start_step=10,end_step=20"},
+                    "2.30", 30, nullptr, m);
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].kind, Kind::kSlowLink);
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"node-021"})) << FindingsToText(f);
+}
+
 TEST(PeerBaseline, GpuSlowFromStepZeroIsNamedAlone) {
   testing::TempDir dir;
   // Rank 150 of 256 in the issue; here rank 5 of 16 (TP partner 4, pipeline partners on other
