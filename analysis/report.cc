@@ -489,8 +489,10 @@ std::vector<Card> Cards(const std::vector<dg::Finding>& findings) {
   return cards;
 }
 
+// chart: the card has a mini chart (CardSeriesJson), else no_chart says why it has none ("" for a
+// symptom or a culprit-less finding, which never have one).
 std::string CardHtml(const Card& card, int world, int64_t t0, int64_t t1, const std::map<std::string, CommInfo>& comms,
-                     bool chart) {
+                     bool chart, const std::string& no_chart) {
   const dg::Finding& f = *card.occurrences[0];
   const bool symptom = dg::IsSymptom(f.kind);
   const std::string n = std::to_string(card.number);
@@ -543,10 +545,8 @@ std::string CardHtml(const Card& card, int world, int64_t t0, int64_t t1, const 
          "\"></div><p class=\"note\">Exec time of the communicators this finding names (red) against their "
          "sibling communicators (grey), over the siblings' usual time for the same op and size; shaded: the "
          "finding's window.</p>";
-  else if (!symptom && (!f.hosts.empty() || !f.ranks.empty()))
-    h += "<p class=\"note\" id=\"card-chart-" + n +
-         "-none\">No chart: the communicators this finding names have no siblings in the records to compare "
-         "them with.</p>";
+  else if (!no_chart.empty())
+    h += "<p class=\"note\" id=\"card-chart-" + n + "-none\">No chart: " + HtmlEscape(no_chart) + ".</p>";
   if (!f.evidence.empty()) {
     h += "<table class=\"t evidence\"><thead><tr><th>evidence</th><th>value</th><th>what</th></tr></thead><tbody>";
     for (const dg::Evidence& e : f.evidence) {
@@ -733,17 +733,25 @@ std::string BandsJson(const std::vector<Card>& cards) {
 // is a scan of the records.
 constexpr int kMaxCardCharts = 8;
 
+// Charts: card number -> "" when it has one, else why not; symptoms and culprit-less findings are
+// not in it.
 Result<std::string> CardSeriesJson(Store& store, const std::string& rid, const std::vector<Card>& cards, int64_t t0,
-                                   int64_t t1, std::set<int>* charted) {
+                                   int64_t t1, std::map<int, std::string>* charts) {
   std::string out = "[";
   int tried = 0;
   const int64_t bin_us = std::max<int64_t>(1, (t1 - t0) / 40);
   for (const Card& c : cards) {
     const dg::Finding& f = *c.occurrences[0];
-    if (dg::IsSymptom(f.kind) || (f.ranks.empty() && f.hosts.empty()) || f.comms.empty() ||
-        tried >= kMaxCardCharts)
+    if (dg::IsSymptom(f.kind) || (f.ranks.empty() && f.hosts.empty())) continue;
+    std::string& why_not = (*charts)[c.number];
+    if (f.comms.empty()) {
+      why_not = "the finding names no communicator to compare";
       continue;
-    ++tried;
+    }
+    if (tried++ >= kMaxCardCharts) {
+      why_not = "only the first " + std::to_string(kMaxCardCharts) + " culprit cards have one";
+      continue;
+    }
     std::string comms;
     for (const std::string& id : f.comms) comms += (comms.empty() ? "" : ",") + SqlString(id);
     Result<QueryResult> q = store.Query("SELECT bin_start_us, culprit::INTEGER, ratio, records FROM culprit_series(" +
@@ -752,8 +760,16 @@ Result<std::string> CardSeriesJson(Store& store, const std::string& rid, const s
     if (!q.ok()) return Status::Error("culprit_series: " + q.status().message());
     bool has_culprit = false, has_peers = false;
     for (const auto& row : q->rows) (*row[1] == "1" ? has_culprit : has_peers) = true;
-    if (!has_culprit || !has_peers) continue;
-    charted->insert(c.number);
+    if (!has_culprit || !has_peers) {
+      // No row at all is either: the series needs both the named communicators and their siblings.
+      auto named = store.QueryInt("SELECT count(*) FROM communicators WHERE run_id = " + rid + " AND list_contains([" +
+                                  comms + "]::VARCHAR[], id)");
+      if (!named.ok()) return named.status();
+      why_not = *named == 0 ? "the records hold none of the communicators this finding names"
+                            : "the communicators this finding names have no siblings in the records to compare "
+                              "them with";
+      continue;
+    }
     out += (out.size() > 1 ? "," : "") + std::string("{\"card\":") + std::to_string(c.number) +
            ",\"start_us\":" + std::to_string(f.start_us) + ",\"end_us\":" + std::to_string(f.end_us) + ",\"rows\":[";
     for (size_t i = 0; i < q->rows.size(); ++i) {
@@ -832,7 +848,7 @@ std::string FirstScreenHtml(Store& store, const std::string& run, const Findings
 
 // The findings' cards, and what was suppressed.
 std::string FindingsHtml(const FindingsSource& fs, const std::vector<Card>& cards, int world, int64_t t0, int64_t t1,
-                         const std::map<std::string, CommInfo>& comm_info, const std::set<int>& charted) {
+                         const std::map<std::string, CommInfo>& comm_info, const std::map<int, std::string>& charts) {
   // ---- the findings ----
   std::string fhtml = "<p class=\"note\" id=\"confidence-note\">Confidence (0-1) is the detector's score; in the "
                       "evaluation's calibration on simulated faults (docs/diagnosis.md), findings at 0.8 or above "
@@ -843,7 +859,11 @@ std::string FindingsHtml(const FindingsSource& fs, const std::vector<Card>& card
   } else if (cards.empty()) {
     fhtml += "<div class=\"empty\" id=\"no-findings\">No findings: the diagnosis found nothing wrong in this run.</div>";
   }
-  for (const Card& c : cards) fhtml += CardHtml(c, world, t0, t1, comm_info, charted.count(c.number) > 0);
+  for (const Card& c : cards) {
+    auto it = charts.find(c.number);
+    fhtml += CardHtml(c, world, t0, t1, comm_info, it != charts.end() && it->second.empty(),
+                      it == charts.end() ? "" : it->second);
+  }
   fhtml += SuppressedHtml(fs.suppressed);
 
   return fhtml;
@@ -1044,14 +1064,14 @@ Result<std::string> RenderReport(Store& store, const ReportOptions& ro) {
   }
   COLLSCOPE_RETURN_IF_ERROR(add("bands", BandsJson(cards)));
   COLLSCOPE_RETURN_IF_ERROR(add("named_hosts", NamedHostsJson(named)));
-  std::set<int> charted;
-  COLLSCOPE_RETURN_IF_ERROR(add("card_series", CardSeriesJson(store, rid, cards, t0, t1, &charted)));
+  std::map<int, std::string> charts;
+  COLLSCOPE_RETURN_IF_ERROR(add("card_series", CardSeriesJson(store, rid, cards, t0, t1, &charts)));
   data += "}";
 
   // For programs: the findings the report shows, as `diagnose --json` writes them.
   const std::string findings = dg::FindingsToJson(fs.findings, fs.suppressed);
   return FillTemplate(run, data, findings, FirstScreenHtml(store, run, fs, cards, t0, t1),
-                      FindingsHtml(fs, cards, world, t0, t1, comm_info, charted), HostTableHtml(*hosts, named));
+                      FindingsHtml(fs, cards, world, t0, t1, comm_info, charts), HostTableHtml(*hosts, named));
 }
 
 Status WriteReport(Store& store, const ReportOptions& options) {

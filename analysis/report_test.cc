@@ -142,6 +142,11 @@ TEST_F(Report, FindingsDocumentInPlainWords) {
   EXPECT_EQ(cards.find("\"bandwidth_share\""), std::string::npos);
   EXPECT_NE(cards.find("id=\"confidence-note\""), std::string::npos);
   EXPECT_NE(cards.find("confidence 0.90 \xC2\xB7 high"), std::string::npos);
+  // 0xa is the store's only communicator of its size: no chart, and the card says why.
+  EXPECT_EQ(cards.find("class=\"mini-chart\""), std::string::npos);
+  EXPECT_NE(cards.find("No chart: the communicators this finding names have no siblings in the records"),
+            std::string::npos)
+      << cards;
   // The suppressed candidate, collapsed, with its reason.
   EXPECT_NE(cards.find("<details id=\"suppressed\""), std::string::npos);
   EXPECT_EQ(cards.find("<details id=\"suppressed\" open"), std::string::npos);
