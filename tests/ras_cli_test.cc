@@ -142,5 +142,33 @@ TEST(RasCli, AMonitorLogBesideTheRecordsNamesTheRankAndHost) {
       << d.text;
 }
 
+// A RAS report from containers (pids that are not the records'), of node-002's tensor-parallel
+// communicator in the bundled example job, rank 5 behind: its hash is the records' communicator
+// id, so rank 5 there is the records' process, global rank 21 on node-002, though the report
+// lists only that 8-rank communicator (which it would otherwise take for the world).
+TEST(RasCli, TheCommunicatorHashJoinsRanksWhateverTheirPids) {
+  testing::TempDir dir;
+  std::string ranks;
+  for (int r = 0; r < 8; ++r)
+    ranks += std::string(r ? "," : "") + "{\"rank\": " + std::to_string(r) + ", \"host\": \"10.0.0.3\", \"pid\": " +
+             std::to_string(10 + r) + ", \"cuda_dev\": " + std::to_string(r) + ", \"nvml_dev\": " + std::to_string(r) +
+             ", \"status\": {\"init_state\": 0, \"async_error\": 0, \"finalize_called\": false, \"destroy_flag\": "
+             "false, \"abort_flag\": false}, \"collective_counts\": {\"Broadcast\": 0, \"Reduce\": 0, \"AllGather\": 0, "
+             "\"ReduceScatter\": 0, \"AllReduce\": " + (r == 5 ? "99" : "100") + "}}";
+  testing::WriteFile(dir / "ras.json",
+                     "{\"nccl_version\": \"2.30.7\", \"cuda_runtime_version\": 13000, \"cuda_driver_version\": 13000, "
+                     "\"timestamp\": \"2026-07-01 10:00:00\", \"communicators_count\": 1, \"communicators\": [{\"hash\": "
+                     "\"0x5dd88acc5d7993\", \"secondary_hash\": \"0x1:0x2\", \"size\": 8, \"ranks_count\": 8, "
+                     "\"missing_ranks_count\": 0, \"ranks\": [" + ranks + "], \"missing_ranks\": []}], \"ras\": "
+                     "{\"collection_time_sec\": 0.004, \"timeouts_count\": 0}}\n");
+  ASSERT_EQ(Collscope(std::string("ingest ") + COLLSCOPE_SOURCE_DIR + "/examples/job/nccl-inspector --db " +
+                      dir / "s.duckdb --run example").code,
+            0);
+  Output d = Collscope("diagnose --db " + dir / "s.duckdb " + dir / "ras.json --json");
+  EXPECT_NE(d.text.find("\"detector\": \"ras.status\""), std::string::npos) << d.text;
+  EXPECT_NE(d.text.find("rank 21 (host node-002, RAS node 10.0.0.3, pid 15, GPU 5)"), std::string::npos) << d.text;
+  EXPECT_NE(d.text.find("\"hosts\": [\"node-002\"], \"ranks\": [21]"), std::string::npos) << d.text;
+}
+
 }  // namespace
 }  // namespace collscope

@@ -449,9 +449,11 @@ Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWi
       have_global = true;
     }
   }
-  for (Comm& c : d.comms) {
+  for (size_t ci = 0; ci < d.comms.size(); ++ci) {
+    Comm& c = d.comms[ci];
     for (int p : c.procs) c.hosts.push_back(d.procs[p].host);
     SortUnique(&c.hosts);
+    c.ranks = comm_ranks[ci];
   }
   if (have_global) {
     for (size_t p = 0; p < d.procs.size(); ++p)

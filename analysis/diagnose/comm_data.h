@@ -27,6 +27,7 @@ struct Comm {
   int n_ranks = 0;
   int nnodes = 0;
   std::vector<int> procs;  // members (process indexes), in communicator-rank order where known
+  std::vector<int> ranks;  // parallel to procs where the records give them: each member's rank here
   std::vector<int> hosts;  // distinct host indexes of the members
 };
 

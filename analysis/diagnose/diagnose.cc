@@ -326,8 +326,17 @@ namespace {
 std::vector<JobProcess> JobProcesses(const CommData* records) {
   std::vector<JobProcess> job;
   if (!records) return job;
-  for (const Proc& p : records->procs)
-    if (p.pid >= 0) job.push_back({records->hosts[static_cast<size_t>(p.host)], p.pid, p.global_rank});
+  std::vector<int> at(records->procs.size(), -1);  // process index -> its entry in job
+  for (size_t i = 0; i < records->procs.size(); ++i) {
+    const Proc& p = records->procs[i];
+    if (p.pid < 0) continue;
+    at[i] = static_cast<int>(job.size());
+    job.push_back({records->hosts[static_cast<size_t>(p.host)], p.pid, p.global_rank, {}});
+  }
+  for (const Comm& c : records->comms)
+    for (size_t k = 0; k < c.procs.size() && k < c.ranks.size(); ++k)
+      if (at[static_cast<size_t>(c.procs[k])] >= 0 && c.ranks[k] >= 0)
+        job[static_cast<size_t>(at[static_cast<size_t>(c.procs[k])])].comm_ranks.emplace_back(c.id, c.ranks[k]);
   return job;
 }
 

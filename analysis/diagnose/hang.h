@@ -57,10 +57,14 @@ std::vector<Finding> AnalyzeInflight(const std::vector<InflightState>& states,
 // host, and so names the node; on a node so named, a pid several hosts share is that host's
 // process. A node that two joins give different hosts is joined to none. Joined findings name the
 // records' host names (what the other detectors name, so they merge); the node stays in the text.
+// Exact where the records know it: RAS's communicator hash is Inspector's communicator id, so a
+// RAS rank of a communicator is the process that recorded that rank of it, whatever its pid
+// (containers give every host the same pids), and names its node.
 struct JobProcess {
   std::string hostname;
   int64_t pid = -1;
   int global_rank = -1;
+  std::vector<std::pair<std::string, int>> comm_ranks;  // (communicator id, 0x..., its rank there)
 };
 std::vector<Finding> AnalyzeRasReports(const std::vector<readers::RasReport>& reports,
                                        const std::vector<JobProcess>& job = {});

@@ -1,6 +1,8 @@
 // Hang root cause from saved NCCL RAS status reports (core/readers/ras.h); see hang.h.
 #include <algorithm>
+#include <cctype>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "analysis/diagnose/hang.h"
@@ -49,18 +51,36 @@ std::string Who(const Culprit& c) {
 class ProcessJoin {
  public:
   ProcessJoin(const RasReport& r, const std::vector<JobProcess>& job) {
-    for (const JobProcess& p : job) by_pid_[p.pid].push_back(&p);
+    for (const JobProcess& p : job) {
+      by_pid_[p.pid].push_back(&p);
+      for (const auto& [id, rank] : p.comm_ranks)
+        if (const auto hash = Hash(id)) by_comm_rank_.emplace(std::pair{*hash, rank}, &p);
+    }
+    auto learn_host = [&](const std::string& node, const std::string& hostname) {
+      if (node.empty()) return;
+      auto [h, added] = host_of_.emplace(node, hostname);
+      if (!added && h->second != hostname) unjoinable_.insert(node);
+    };
     auto learn = [&](const std::string& node, int64_t pid) {
       auto it = by_pid_.find(pid);
-      if (node.empty() || pid < 0 || it == by_pid_.end() || it->second.size() != 1) return;
-      auto [h, added] = host_of_.emplace(node, it->second[0]->hostname);
-      if (!added && h->second != it->second[0]->hostname) unjoinable_.insert(node);
+      if (pid < 0 || it == by_pid_.end() || it->second.size() != 1) return;
+      learn_host(node, it->second[0]->hostname);
     };
     for (const RasComm& c : r.comms)
-      for (const RasRank& k : c.ranks) learn(k.host, k.pid);
+      for (const RasRank& k : c.ranks) {
+        if (const JobProcess* p = Exact(c, k)) learn_host(k.host, p->hostname);
+        else learn(k.host, k.pid);
+      }
     for (const RasProcess& p : r.processes) learn(p.host, p.pid);
   }
   bool empty() const { return by_pid_.empty(); }
+  // The records' process that is rank k of communicator c, when the records have it.
+  const JobProcess* Exact(const RasComm& c, const RasRank& k) const {
+    const std::optional<uint64_t> hash = Hash(c.hash);
+    if (!hash || k.rank < 0) return nullptr;
+    auto it = by_comm_rank_.find({*hash, k.rank});
+    return it == by_comm_rank_.end() ? nullptr : it->second;
+  }
   // The records' process of RAS's (node, pid); when `global` is known, it must be that rank.
   const JobProcess* Find(const std::string& node, int64_t pid, int global) const {
     auto it = by_pid_.find(pid);
@@ -78,6 +98,18 @@ class ProcessJoin {
   }
 
  private:
+  // RAS's text form zero-pads the hash ("%016lx"), its JSON and Inspector do not: compared as numbers.
+  static std::optional<uint64_t> Hash(const std::string& text) {
+    if (text.size() < 3 || text.size() > 18 || text[0] != '0' || (text[1] != 'x' && text[1] != 'X')) return std::nullopt;
+    uint64_t v = 0;
+    for (size_t i = 2; i < text.size(); ++i) {
+      const char ch = static_cast<char>(std::tolower(static_cast<unsigned char>(text[i])));
+      if (!std::isxdigit(static_cast<unsigned char>(ch))) return std::nullopt;
+      v = v * 16 + static_cast<uint64_t>(ch <= '9' ? ch - '0' : ch - 'a' + 10);
+    }
+    return v;
+  }
+  std::map<std::pair<uint64_t, int>, const JobProcess*> by_comm_rank_;
   std::map<int64_t, std::vector<const JobProcess*>> by_pid_;
   std::map<std::string, std::string> host_of_;  // RAS node -> the records' host name
   std::set<std::string> unjoinable_;
@@ -110,6 +142,9 @@ Finding Analyze(const RasReport& r, const std::vector<JobProcess>& job, bool* an
       if (k.rank >= 0 && k.pid >= 0) global[{k.host, k.pid}] = k.rank;
   const ProcessJoin join(r, job);
   auto global_of = [&](const RasComm& c, const RasRank& k) {
+    // The records' own process of this rank first: a report that lists only some communicators
+    // can take one for the world.
+    if (const JobProcess* p = join.Exact(c, k); p && p->global_rank >= 0) return p->global_rank;
     if (&c == world) return k.rank;
     auto it = global.find({k.host, k.pid});
     if (k.pid >= 0 && it != global.end()) return it->second;
@@ -129,7 +164,8 @@ Finding Analyze(const RasReport& r, const std::vector<JobProcess>& job, bool* an
     }
     blamed.insert(&k);
     const int g = global_of(c, k);
-    culprits.push_back({&c, &k, g, join.Find(k.host, k.pid, g), conf, std::move(why)});
+    const JobProcess* exact = join.Exact(c, k);
+    culprits.push_back({&c, &k, g, exact ? exact : join.Find(k.host, k.pid, g), conf, std::move(why)});
   };
   for (const RasComm& c : r.comms) {
     // Launch counts per function: the ranks behind the others, when they are fewer than half of

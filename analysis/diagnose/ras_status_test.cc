@@ -131,7 +131,8 @@ TEST(RasStatus, NoWorldCommunicatorNamesTheProcess) {
 
 // RAS names nodes by address, the records by host name: the records' pids join them. A pid one
 // process has names it; where hosts share a pid (containers), the node learnt from another
-// process's unique pid picks the host; a node two joins name differently is joined to none.
+// process's unique pid picks the host; a node two joins name differently is joined to none. A
+// communicator the records have joins its ranks exactly, whatever their pids.
 TEST(RasStatus, TheRecordsPidsJoinNodesToRanksAndHostNames) {
   auto rank = [](int r, const std::string& node, int64_t pid, int64_t allreduces) {
     readers::RasRank k;
@@ -151,7 +152,7 @@ TEST(RasStatus, TheRecordsPidsJoinNodesToRanksAndHostNames) {
              rank(3, "10.0.0.1", 101, 912)};
   r.comms = {c};
   r.job_processes = 16;
-  const std::vector<JobProcess> job = {{"node-a", 100, 0}, {"node-b", 100, 4}, {"node-b", 201, 5}, {"node-a", 101, 1}};
+  const std::vector<JobProcess> job = {{"node-a", 100, 0, {}}, {"node-b", 100, 4, {}}, {"node-b", 201, 5, {}}, {"node-a", 101, 1, {}}};
 
   auto f = AnalyzeRasReports({r}, job);
   ASSERT_EQ(f.size(), 1u);
@@ -174,6 +175,27 @@ TEST(RasStatus, TheRecordsPidsJoinNodesToRanksAndHostNames) {
   readers::RasReport torn = r;
   torn.comms[0].ranks.push_back(rank(4, "10.0.0.2", 101, 912));
   f = AnalyzeRasReports({torn}, job);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(f[0].ranks.empty());
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"10.0.0.2"}));
+
+  // Containers: every process has pid 100, so pids join nothing; the communicator's hash and
+  // rank, which the records have too (Inspector's id, not zero-padded), name each one exactly.
+  readers::RasReport boxed = r;
+  boxed.comms[0].ranks = {rank(0, "10.0.0.1", 100, 912), rank(1, "10.0.0.2", 100, 911), rank(2, "10.0.0.2", 100, 912),
+                          rank(3, "10.0.0.1", 100, 912)};
+  const std::vector<JobProcess> boxed_job = {{"node-a", 100, 0, {{"0xaa", 0}}},
+                                             {"node-b", 100, 4, {{"0xaa", 1}}},
+                                             {"node-b", 100, 5, {{"0xaa", 2}}},
+                                             {"node-a", 100, 1, {{"0xaa", 3}}}};
+  f = AnalyzeRasReports({boxed}, boxed_job);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].ranks, std::vector<int>({4}));
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"node-b"}));
+  EXPECT_EQ(f[0].victims, std::vector<int>({0, 1, 5}));
+  EXPECT_NE(f[0].summary.find("rank 4 (host node-b, RAS node 10.0.0.2, pid 100)"), std::string::npos) << f[0].summary;
+  // The same pids without the records' memberships: as before, no rank, the address.
+  f = AnalyzeRasReports({boxed}, {{"node-a", 100, 0, {}}, {"node-b", 100, 4, {}}, {"node-b", 100, 5, {}}, {"node-a", 100, 1, {}}});
   ASSERT_EQ(f.size(), 1u);
   EXPECT_TRUE(f[0].ranks.empty());
   EXPECT_EQ(f[0].hosts, std::vector<std::string>({"10.0.0.2"}));
