@@ -375,6 +375,30 @@ std::vector<Scenario> BuiltinSuite(const std::string& name) {
   const int n = name == "large" ? 24 : name == "explore" ? 2 * static_cast<int>(shapes.size())
                                                          : static_cast<int>(shapes.size());
   for (int i = 0; i < n; ++i) AddFaultScenarios(shapes[static_cast<size_t>(i) % shapes.size()], first + i, 40, &s);
+  if (name == "explore") {
+    // `collscope simulate`'s own defaults (8 layers, 4k sequences, 1 s dumps, moderate noise): a
+    // dump interval of several diagnosis windows, which every shape above (200 ms dumps, one
+    // window) leaves undrawn; there the pipeline partners of a degraded NIC once became compute
+    // stragglers. One NIC, one GPU and a healthy job per shape, faults for steps 8-20 of 24.
+    const std::vector<Shape> cli = {{"128g-pp4", 16, 8, 8, 4}, {"256g-pp2", 32, 8, 8, 2},
+                                    {"256g-pp4", 32, 8, 8, 4}, {"512g-pp4", 64, 8, 8, 4}};
+    for (size_t i = 0; i < cli.size(); ++i) {
+      const Shape& sh = cli[i];
+      const int seed = 2001 + static_cast<int>(i);
+      const std::vector<std::string> args = {
+          "layers=8", "hidden=4096", "seq_len=4096", "micro_batches=4", "dump_interval_us=1000000",
+          "hosts=" + std::to_string(sh.hosts), "gpus_per_host=" + std::to_string(sh.gpus),
+          "tp=" + std::to_string(sh.tp), "pp=" + std::to_string(sh.pp), "seed=" + std::to_string(seed),
+          "steps=24", "compute_sigma=0.03", "comm_sigma=0.05", "flavor=2.30"};
+      const std::string sfx = "-" + sh.tag + "-1s-s" + std::to_string(seed);
+      const int host = (seed * 7) % sh.hosts, rank = (seed * 37) % sh.world();
+      s.push_back({"cli-healthy" + sfx, args, {}, ""});
+      s.push_back({"cli-nic_degrade" + sfx, args,
+                   {"kind=nic_degrade,host=" + std::to_string(host) + ",factor=0.3,start_step=8,end_step=20"}, ""});
+      s.push_back({"cli-gpu_straggler" + sfx, args,
+                   {"kind=gpu_straggler,rank=" + std::to_string(rank) + ",factor=1.15,start_step=8,end_step=20"}, ""});
+    }
+  }
   // A long healthy job (>= 1,000 steps) at the highest noise: no finding may appear.
   s.push_back({"healthy-1000steps-8g",
                {"hosts=4", "gpus_per_host=2", "tp=2", "pp=2", "layers=2", "hidden=1024", "seq_len=1024",
