@@ -489,10 +489,10 @@ std::vector<Card> Cards(const std::vector<dg::Finding>& findings) {
   return cards;
 }
 
-// chart: the card has a mini chart (CardSeriesJson), else no_chart says why it has none ("" for a
-// symptom or a culprit-less finding, which never have one).
+// no_chart (CardSeriesJson): null for a card that never has a mini chart (a symptom, a finding
+// naming no culprit), empty for one that has it, else why it has none.
 std::string CardHtml(const Card& card, int world, int64_t t0, int64_t t1, const std::map<std::string, CommInfo>& comms,
-                     bool chart, const std::string& no_chart) {
+                     const std::string* no_chart) {
   const dg::Finding& f = *card.occurrences[0];
   const bool symptom = dg::IsSymptom(f.kind);
   const std::string n = std::to_string(card.number);
@@ -540,13 +540,13 @@ std::string CardHtml(const Card& card, int world, int64_t t0, int64_t t1, const 
   }
   h += "<dt>What to check</dt><dd>" + HtmlEscape(WhatToCheck(f.kind)) + "</dd>";
   h += "</dl>";
-  if (chart)
+  if (no_chart && no_chart->empty())
     h += "<div class=\"mini-chart\" id=\"card-chart-" + n + "\" data-card=\"" + n +
          "\"></div><p class=\"note\">Exec time of the communicators this finding names (red) against their "
          "sibling communicators (grey), over the siblings' usual time for the same op and size; shaded: the "
          "finding's window.</p>";
-  else if (!no_chart.empty())
-    h += "<p class=\"note\" id=\"card-chart-" + n + "-none\">No chart: " + HtmlEscape(no_chart) + ".</p>";
+  else if (no_chart)
+    h += "<p class=\"note\" id=\"card-chart-" + n + "-none\">No chart: " + HtmlEscape(*no_chart) + ".</p>";
   if (!f.evidence.empty()) {
     h += "<table class=\"t evidence\"><thead><tr><th>evidence</th><th>value</th><th>what</th></tr></thead><tbody>";
     for (const dg::Evidence& e : f.evidence) {
@@ -861,8 +861,7 @@ std::string FindingsHtml(const FindingsSource& fs, const std::vector<Card>& card
   }
   for (const Card& c : cards) {
     auto it = charts.find(c.number);
-    fhtml += CardHtml(c, world, t0, t1, comm_info, it != charts.end() && it->second.empty(),
-                      it == charts.end() ? "" : it->second);
+    fhtml += CardHtml(c, world, t0, t1, comm_info, it == charts.end() ? nullptr : &it->second);
   }
   fhtml += SuppressedHtml(fs.suppressed);
 

@@ -6,6 +6,7 @@
 #include "analysis/views.h"
 #include "cli/command.h"
 #include "cli/output.h"
+#include "core/readers/prom_textfile.h"
 #include "core/readers/text.h"
 
 namespace collscope::cli {
@@ -151,8 +152,7 @@ void PrintProm(const PromSummary& p) {
     }
     if (p.kinds_total > p.kinds.size()) std::printf("    ... and %lu more kinds\n", p.kinds_total - p.kinds.size());
   }
-  std::printf("    collscope diagnose compares no rank from these: a window's mean per communicator kind (2.30), or "
-              "one latest operation per dump (2.29), cannot show who waited for whom\n");
+  std::printf("    collscope diagnose compares no rank from these: %s\n", readers::kPromNotComparable);
 }
 
 std::string PromJson(const PromSummary& p) {

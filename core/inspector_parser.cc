@@ -11,6 +11,13 @@
 
 namespace collscope {
 
+bool ParseHexHash(std::string_view text, uint64_t* out) {
+  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) text.remove_prefix(2);
+  if (text.empty() || text.size() > 16) return false;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), *out, 16);
+  return ec == std::errc() && p == text.data() + text.size();
+}
+
 using simdjson::ondemand::json_type;
 using simdjson::ondemand::object;
 using simdjson::ondemand::value;
@@ -160,13 +167,6 @@ class Reader {
  private:
   std::string* reason_;
 };
-
-bool ParseHexHash(std::string_view text, uint64_t* out) {
-  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) text.remove_prefix(2);
-  if (text.empty() || text.size() > 16) return false;
-  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), *out, 16);
-  return ec == std::errc() && p == text.data() + text.size();
-}
 
 // Required-field bookkeeping: one bit per field we must see.
 enum Need : uint32_t {

@@ -17,6 +17,10 @@
 
 namespace collscope {
 
+// A communicator hash as NCCL prints it ("0x" and up to 16 hex digits, zero-padded or not: Inspector
+// writes "%lx", RAS's text form "%016lx"). False for anything else.
+bool ParseHexHash(std::string_view text, uint64_t* out);
+
 class InspectorLineParser {
  public:
   // `data` holds the line without its newline; at least len + simdjson::SIMDJSON_PADDING bytes

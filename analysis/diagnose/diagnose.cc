@@ -22,6 +22,7 @@
 #include "core/readers/hang_evidence.h"
 #include "core/readers/kernel_summary.h"
 #include "core/readers/kineto.h"
+#include "core/readers/prom_textfile.h"
 #include "core/readers/step_file.h"
 
 namespace collscope::diagnose {
@@ -426,15 +427,6 @@ Status AddRecordEvidence(Store& store, const std::string& run, const std::option
 
 }  // namespace
 
-namespace {
-
-// Why no detector reads Inspector's Prometheus files (inspector-formats-2.md §6).
-constexpr const char* kPromUnusable =
-    "a window's mean per communicator kind (2.30) or one latest operation per dump (2.29), with no "
-    "membership or sequence numbers to compare the members of one operation, so no detector reads them";
-
-}  // namespace
-
 Result<std::vector<Finding>> DiagnoseStore(Store& store, const DiagnoseOptions& o,
                                            DiagnoseTiming* timing, InputSummary* read) {
   DiagnoseOptions with_run = o;
@@ -456,7 +448,7 @@ Result<std::vector<Finding>> DiagnoseStore(Store& store, const DiagnoseOptions& 
     if (!prom.ok()) return prom.status();
     if (*prom->rows[0][0] != "0")
       read->unusable.push_back("the store's " + *prom->rows[0][0] + " NCCL Inspector Prometheus files (" +
-                               *prom->rows[0][1] + " samples): " + kPromUnusable + " (collscope summary shows them)");
+                               *prom->rows[0][1] + " samples): " + readers::kPromNotComparable + ", so no detector reads them (collscope summary shows them)");
   }
   Consolidate(&out, o.suppressed);
   COLLSCOPE_RETURN_IF_ERROR(AddRecordEvidence(store, run, data, &out));
@@ -490,7 +482,7 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
     read->unusable.push_back(
         prom_files[0] +
         (prom_files.size() > 1 ? " and " + std::to_string(prom_files.size() - 1) + " more" : std::string()) +
-        ": NCCL Inspector Prometheus files: " + kPromUnusable + " (collscope ingest stores them, collscope summary shows them)");
+        ": NCCL Inspector Prometheus files: " + readers::kPromNotComparable + ", so no detector reads them (collscope ingest stores them, collscope summary shows them)");
   if (records && !logs.empty())
     return Status::Error(logs[0] + ": Inspector logs among the paths and a store: ingest them into the store first");
   // Every input goes into a temporary store first, so that `diagnose PATHS` and `diagnose --db`

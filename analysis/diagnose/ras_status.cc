@@ -1,11 +1,10 @@
 // Hang root cause from saved NCCL RAS status reports (core/readers/ras.h); see hang.h.
 #include <algorithm>
-#include <cctype>
 #include <map>
-#include <optional>
 #include <set>
 
 #include "analysis/diagnose/hang.h"
+#include "core/inspector_parser.h"
 
 namespace collscope::diagnose {
 namespace {
@@ -54,7 +53,7 @@ class ProcessJoin {
     for (const JobProcess& p : job) {
       by_pid_[p.pid].push_back(&p);
       for (const auto& [id, rank] : p.comm_ranks)
-        if (const auto hash = Hash(id)) by_comm_rank_.emplace(std::pair{*hash, rank}, &p);
+        if (uint64_t hash = 0; ParseHexHash(id, &hash)) by_comm_rank_.emplace(std::pair{hash, rank}, &p);
     }
     auto learn_host = [&](const std::string& node, const std::string& hostname) {
       if (node.empty()) return;
@@ -76,9 +75,9 @@ class ProcessJoin {
   bool empty() const { return by_pid_.empty(); }
   // The records' process that is rank k of communicator c, when the records have it.
   const JobProcess* Exact(const RasComm& c, const RasRank& k) const {
-    const std::optional<uint64_t> hash = Hash(c.hash);
-    if (!hash || k.rank < 0) return nullptr;
-    auto it = by_comm_rank_.find({*hash, k.rank});
+    uint64_t hash = 0;
+    if (k.rank < 0 || !ParseHexHash(c.hash, &hash)) return nullptr;
+    auto it = by_comm_rank_.find({hash, k.rank});
     return it == by_comm_rank_.end() ? nullptr : it->second;
   }
   // The records' process of RAS's (node, pid); when `global` is known, it must be that rank.
@@ -98,17 +97,7 @@ class ProcessJoin {
   }
 
  private:
-  // RAS's text form zero-pads the hash ("%016lx"), its JSON and Inspector do not: compared as numbers.
-  static std::optional<uint64_t> Hash(const std::string& text) {
-    if (text.size() < 3 || text.size() > 18 || text[0] != '0' || (text[1] != 'x' && text[1] != 'X')) return std::nullopt;
-    uint64_t v = 0;
-    for (size_t i = 2; i < text.size(); ++i) {
-      const char ch = static_cast<char>(std::tolower(static_cast<unsigned char>(text[i])));
-      if (!std::isxdigit(static_cast<unsigned char>(ch))) return std::nullopt;
-      v = v * 16 + static_cast<uint64_t>(ch <= '9' ? ch - '0' : ch - 'a' + 10);
-    }
-    return v;
-  }
+  // By the hash's value: RAS's text form zero-pads it, Inspector does not (ParseHexHash).
   std::map<std::pair<uint64_t, int>, const JobProcess*> by_comm_rank_;
   std::map<int64_t, std::vector<const JobProcess*>> by_pid_;
   std::map<std::string, std::string> host_of_;  // RAS node -> the records' host name

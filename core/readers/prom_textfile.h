@@ -98,4 +98,9 @@ struct PromIngestReport {
 Result<PromIngestReport> IngestPromFiles(Store& store, const std::vector<std::string>& paths,
                                          const std::string& run);
 
+// Why no detector compares ranks from these files (`collscope diagnose` and `summary` say it).
+inline constexpr const char* kPromNotComparable =
+    "a window's mean per communicator kind (2.30) or one latest operation per dump (2.29), with no "
+    "membership or sequence numbers to compare the members of one operation";
+
 }  // namespace collscope::readers
