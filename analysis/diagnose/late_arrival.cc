@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -357,13 +358,19 @@ std::vector<std::vector<double>> SiblingP2pWaits(const CommData& d, double W, Pi
   };
   struct Acc { double sum = 0; int n = 0, w = 0, comm = 0; };
   // A receive waits for its sender's data, and a send for its peer to post the receive (a
-  // stalled stage holds both its neighbours). Key: (comm name, size, own position, peer's
-  // position, direction, bytes, window) -> proc -> acc.
-  std::map<std::tuple<std::string, int, int, int, bool, int64_t, int>, std::map<int, Acc>> by;
+  // stalled stage holds both its neighbours). Sibling pipelines run the same program, so the
+  // same sequence number on each is the same transfer (the same micro-batch of the same step):
+  // that is what they are compared on. Not the window: a record without its start time sits at
+  // its process's dump, and each process dumps in its own phase, so with dumps several windows
+  // apart a window holds one sibling's transfer and not the others'. Records without a sequence
+  // number are compared by window. Key: (comm name, size, own position, peer's position,
+  // direction, bytes, sequence number or -1 - window) -> proc -> acc.
+  std::map<std::tuple<std::string, int, int, int, bool, int64_t, int64_t>, std::map<int, Acc>> by;
   for (const P2p& x : d.p2p) {
     if (x.peer < 0) continue;
     const Comm& c = d.comms[static_cast<size_t>(x.comm)];
-    auto& a = by[{c.name, c.n_ranks, pos(x.comm, x.proc), pos(x.comm, x.peer), x.send, x.bytes, win(x.ts)}][x.proc];
+    const int64_t when = x.sn >= 0 ? x.sn : -1 - win(x.ts);
+    auto& a = by[{c.name, c.n_ranks, pos(x.comm, x.proc), pos(x.comm, x.peer), x.send, x.bytes, when}][x.proc];
     if (a.n == 0) {
       a.w = win(x.ts);
       a.comm = x.comm;
@@ -565,15 +572,35 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
   // sibling pipelines, at least half of what it made its peers wait: a straggler's next stage
   // waits for its activations and, as its siblings wait as long on the stage after them, its
   // pipeline waits in all are no longer than theirs.
-  auto pipeline_follows = [&](const LateEvent& r, const LateEvent& y) -> const Comm* {
+  // What a process waited on one side of its pipelines, beyond its sibling pipelines.
+  auto side_wait = [&](int proc, bool upstream, int w0, int w1) {
+    double x = 0;
+    for (auto it = toward.lower_bound({proc, std::numeric_limits<int>::min(), false});
+         it != toward.end() && std::get<0>(it->first) == proc; ++it)
+      if (std::get<2>(it->first) == upstream) x += sum(it->second, w0, w1);
+    return x;
+  };
+  // Following a rank others explain, the wait counts only beyond what the follower's peers where
+  // it is late waited on the same side, as in (b): a straggler's tensor-parallel partners share
+  // its next stage, and wait as long on it when that stage is held by a fault of its own (a
+  // degraded NIC in its data-parallel group); a straggler stays one.
+  auto pipeline_follows = [&](const LateEvent& r, const LateEvent& y, bool beyond_peers) -> const Comm* {
     const auto& held = d.comms[static_cast<size_t>(y.comm)].procs;
+    auto peers_wait = [&](bool upstream) {
+      if (!beyond_peers) return 0.0;
+      std::vector<double> v;
+      for (int q : d.comms[static_cast<size_t>(r.comm)].procs)
+        if (q != r.proc) v.push_back(side_wait(q, upstream, r.w0, r.w1 + p2p_lag));
+      return v.empty() ? 0.0 : Median(v);
+    };
     for (int c : comms_of[static_cast<size_t>(r.proc)]) {
       const auto& ps = d.comms[static_cast<size_t>(c)].procs;
       const auto rr = std::find(ps.begin(), ps.end(), r.proc);
       for (auto q = ps.begin(); q != ps.end(); ++q) {
         if (q == rr || std::find(held.begin(), held.end(), *q) == held.end()) continue;
         auto it = toward.find({r.proc, c, q < rr});
-        if (it != toward.end() && sum(it->second, r.w0, r.w1 + p2p_lag) >= o.explained_share * r.wait_us)
+        if (it != toward.end() &&
+            sum(it->second, r.w0, r.w1 + p2p_lag) - peers_wait(q < rr) >= o.explained_share * r.wait_us)
           return &d.comms[static_cast<size_t>(c)];
       }
     }
@@ -582,24 +609,38 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
   {
     std::map<int, int> lasts;  // proc -> late arrivals over its root events
     for (const LateEvent* r : roots) lasts[r->proc] += r->last;
+    // A rank whose lateness others explain (a slow link under it, or its own pipeline) still
+    // passes that lateness down its pipeline, so it can lead through the pipeline too: a degraded
+    // NIC's stage delays the stages after it, late in their own data-parallel groups while their
+    // upstream waits are beyond their siblings' (and the stages after them wait less than their
+    // siblings on the way back, which can cancel those waits in their sum). Such a leader need
+    // not be as often late as its follower: its lateness was caused elsewhere, and the
+    // follower's wait on its side of the pipeline is the evidence. Its late arrivals over all its
+    // events only rank it among other leaders.
+    std::map<int, int> explained_lasts;  // proc -> late arrivals over all its events, for non-roots
+    for (const LateEvent& x : ev)
+      if (!lasts.count(x.proc)) explained_lasts[x.proc] += x.last;
     std::set<std::pair<int, int>> late_in;  // (proc, comm) of every significant event
     for (const LateEvent& x : ev) late_in.insert({x.proc, x.comm});
     std::vector<const LateEvent*> kept;
     for (const LateEvent* r : roots) {
       const LateEvent* leader = nullptr;
       const Comm* leader_pipe = nullptr;  // where the leader is followed through its pipeline
+      int leader_strength = 0;
       for (const LateEvent& yv : ev) {
         const LateEvent* y = &yv;
-        if (!lasts.count(y->proc)) continue;  // the leader is a root
-        if (y->proc == r->proc || lasts[y->proc] < lasts[r->proc] || y->w1 < r->w0 || y->w0 > r->w1) continue;
+        const bool root = lasts.count(y->proc) > 0;
+        const int strength = root ? lasts[y->proc] : explained_lasts[y->proc];
+        if (y->proc == r->proc || (root && strength < lasts[r->proc]) || y->w1 < r->w0 || y->w0 > r->w1) continue;
         const auto& members = d.comms[static_cast<size_t>(y->comm)].procs;
         const Comm* pipe = nullptr;
-        if (late_in.count({r->proc, y->comm}) ||
+        if (!root || late_in.count({r->proc, y->comm}) ||
             std::find(members.begin(), members.end(), r->proc) == members.end()) {
-          pipe = pipeline_follows(*r, *y);
+          pipe = pipeline_follows(*r, *y, !root);
           if (!pipe) continue;
         }
-        if (!leader || lasts[y->proc] > lasts[leader->proc]) {
+        if (!leader || strength > leader_strength) {
+          leader_strength = strength;
           leader = y;
           leader_pipe = pipe;
         }
@@ -612,7 +653,8 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
       suppress(*r, "follows rank " + std::to_string(d.procs[static_cast<size_t>(leader->proc)].global_rank) +
                        ": it waits for that rank " + how + "arrives last at " + std::to_string(leader->last) +
                        " of " + std::to_string(leader->instances) + " collectives" +
-                       (leader_pipe ? " of " + CommLabel(d, leader->comm) : " and it does not"));
+                       (leader_pipe ? " of " + CommLabel(d, leader->comm) : " and it does not") +
+                       (lasts.count(leader->proc) ? "" : " (itself late because of others: see its own entry)"));
     }
     roots = std::move(kept);
   }

@@ -193,6 +193,103 @@ TEST(PeerBaseline, ANicsPipelinePartnersAreNoStragglersWhateverTheirDumpPhase) {
   EXPECT_EQ(f[0].hosts, std::vector<std::string>({"node-021"})) << FindingsToText(f);
 }
 
+// A deep pipeline (PP 8, a host per stage and replica) with dumps five diagnosis windows apart.
+const Shape kDeepPipeline{32, 4, 4, 8};
+
+TEST(PeerBaseline, ASlowHostsLaterStagesAreNoStragglersWhenDumpsSpanWindows) {
+  SKIP_UNDER_SANITIZERS();
+  testing::TempDir dir;
+  // node-017 (stage 4 of pipeline replica 1) computes 1.3x slower; the stages after it, node-021
+  // and node-025, receive late and are last in their own data-parallel groups. What they waited on
+  // their pipeline beyond their sibling pipelines was measured per window, and a window held only
+  // the transfers of the processes that dumped in it (each in its own phase, a second apart):
+  // most had no sibling to compare with, and ranks 87 and 100 became compute stragglers. The same
+  // transfer of each sibling pipeline is its same sequence number.
+  Model m = kCliJob;
+  m.seed = 509;
+  auto f = Diagnose(dir / "job", kDeepPipeline, {"kind=host_slowdown,host=17,factor=1.3,start_step=10,end_step=50"},
+                    "2.30", 60, nullptr, m);
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].kind, Kind::kSlowCompute);
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"node-017"})) << FindingsToText(f);
+}
+
+TEST(PeerBaseline, ADegradedNicsLaterStagesFollowItThroughTheirPipeline) {
+  SKIP_UNDER_SANITIZERS();
+  testing::TempDir dir;
+  // node-009's NIC (stage 2 of replica 1) at 0.3: stage 3 is held by the slow wire, and node-017
+  // (stage 4) is late in its data-parallel group, waiting on its upstream pipeline. Its downstream
+  // stages then wait less than their siblings on the way back, so its pipeline waits summed over
+  // both sides were no more than its peers'; and the ranks it waits for are explained (by the
+  // slow link), not roots, so none could lead it. A late rank leads its pipeline whatever
+  // explains it.
+  Model m = kCliJob;
+  m.seed = 506;
+  std::vector<Suppressed> dropped;
+  auto f = Diagnose(dir / "job", kDeepPipeline, {"kind=nic_degrade,host=9,factor=0.3,start_step=20,end_step=45"},
+                    "2.30", 60, &dropped, m);
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].kind, Kind::kSlowLink);
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"node-009"})) << FindingsToText(f);
+  bool follows = false;
+  for (const Suppressed& x : dropped)
+    follows |= x.finding.hosts == std::vector<std::string>({"node-017"}) &&
+               x.reason.find("itself late because of others") != std::string::npos;
+  EXPECT_TRUE(follows) << SuppressedToText(dropped);
+}
+
+TEST(PeerBaseline, AStragglerFollowsNoExpertPartnerItHolds) {
+  SKIP_UNDER_SANITIZERS();
+  testing::TempDir dir;
+  // Rank 197 (256 GPUs, EP 4) 2.21x slow for steps 10-19: its expert partners wait for it in the
+  // all-to-all and are late in their own groups, explained by it. An all-to-all has no upstream
+  // or downstream side: taken for a pipeline, rank 197 "waited on the side" of such a partner
+  // and followed it, and no finding was left (the development suite's masked_straggler-256g-ep-s7).
+  Model m;
+  m.seed = 7;
+  auto f = Diagnose(dir / "job", {32, 8, 8, 4, 1, 4},
+                    {"kind=masked_straggler,rank=197,factor=2.21,start_step=10,end_step=19"}, "2.30", 40, nullptr, m);
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].ranks, std::vector<int>({197})) << FindingsToText(f);
+}
+
+TEST(PeerBaseline, AStragglerFollowsNoExpertPairPartnerOfItsOwnStage) {
+  SKIP_UNDER_SANITIZERS();
+  testing::TempDir dir;
+  // The development job two_faults-32g-ep-s2 with its drawn noise: expert groups of two ranks
+  // (EP 2), whose exchange looks like a pipeline pair's, and rank 19 1.243x slow while node-003's
+  // NIC is degraded. Its expert partner rank 23, late because of it and explained, was taken for
+  // pipeline stage that rank 19 waited on; but its peers waited on it as long.
+  const Model m{.seed = 2, .compute_sigma = 0.012, .comm_sigma = 0.097, .contention_prob = 0.206, .clock_skew_us = 1568};
+  auto f = Diagnose(dir / "job", {8, 4, 4, 2, 1, 2},
+                    {"kind=nic_degrade,host=3,factor=0.162,start_step=17,end_step=25",
+                     "kind=gpu_straggler,rank=19,factor=1.243,start_step=15,end_step=23"},
+                    "2.30", 40, nullptr, m);
+  ASSERT_EQ(f.size(), 2u) << FindingsToText(f);
+  bool straggler = false;
+  for (const Finding& x : f) straggler |= x.kind == Kind::kSlowCompute && x.ranks == std::vector<int>({19});
+  EXPECT_TRUE(straggler) << FindingsToText(f);
+}
+
+TEST(PeerBaseline, AStragglerWhoseNextStageANicHoldsIsStillOne) {
+  SKIP_UNDER_SANITIZERS();
+  testing::TempDir dir;
+  // The development job three_faults-128g-ep-s6 with its drawn noise: rank 90 1.177x slow while
+  // node-013's NIC is degraded. Rank 90's next stage (node-015) waits in its data-parallel group
+  // on node-013, so rank 90 waited on its pipeline's downstream side beyond its siblings, as
+  // long as it made its peers wait; but so did its tensor-parallel partners, whose pipelines
+  // lead to the same host: that wait does not make rank 90 later than them.
+  const Model m{.seed = 6, .compute_sigma = 0.014, .comm_sigma = 0.036, .contention_prob = 0.133, .clock_skew_us = 881};
+  auto f = Diagnose(dir / "job", {16, 8, 8, 4, 1, 2},
+                    {"kind=nic_degrade,host=13,factor=0.262,start_step=7,end_step=23",
+                     "kind=host_slowdown,host=9,factor=1.479,start_step=10,end_step=30",
+                     "kind=gpu_straggler,rank=90,factor=1.177,start_step=5,end_step=22"},
+                    "2.30", 40, nullptr, m);
+  bool straggler = false;
+  for (const Finding& x : f) straggler |= x.kind == Kind::kSlowCompute && x.ranks == std::vector<int>({90});
+  EXPECT_TRUE(straggler) << FindingsToText(f);
+}
+
 TEST(PeerBaseline, GpuSlowFromStepZeroIsNamedAlone) {
   testing::TempDir dir;
   // Rank 150 of 256 in the issue; here rank 5 of 16 (TP partner 4, pipeline partners on other

@@ -380,8 +380,11 @@ std::vector<Scenario> BuiltinSuite(const std::string& name) {
     // dump interval of several diagnosis windows, which every shape above (200 ms dumps, one
     // window) leaves undrawn; there the pipeline partners of a degraded NIC once became compute
     // stragglers. One NIC, one GPU and a healthy job per shape, faults for steps 8-20 of 24.
+    // And a deep pipeline (PP 8, a host of 4 GPUs per stage and replica), where a slowed stage's
+    // later stages were once compute stragglers.
     const std::vector<Shape> cli = {{"128g-pp4", 16, 8, 8, 4}, {"256g-pp2", 32, 8, 8, 2},
-                                    {"256g-pp4", 32, 8, 8, 4}, {"512g-pp4", 64, 8, 8, 4}};
+                                    {"256g-pp4", 32, 8, 8, 4}, {"512g-pp4", 64, 8, 8, 4},
+                                    {"128g-pp8", 32, 4, 4, 8}};
     for (size_t i = 0; i < cli.size(); ++i) {
       const Shape& sh = cli[i];
       const int seed = 2001 + static_cast<int>(i);
