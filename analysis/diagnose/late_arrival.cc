@@ -17,6 +17,7 @@
 // by at least half of what it made its own peers wait. Root ranks of one host whose windows
 // overlap make one finding (a slowed host), a root alone a rank finding.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -380,8 +381,9 @@ std::vector<std::vector<double>> SiblingP2pWaits(const CommData& d, double W, Pi
     if (x.peer < 0) continue;
     const Comm& c = d.comms[static_cast<size_t>(x.comm)];
     const int name = name_ids.try_emplace(c.name, static_cast<int>(name_ids.size())).first->second;
+    const int w = win(x.ts);
     items.push_back({name, c.n_ranks, pos(x.comm, x.proc), pos(x.comm, x.peer), x.send, x.bytes,
-                     x.sn >= 0 ? x.sn : -1 - win(x.ts), x.proc, x.comm, win(x.ts), x.exec});
+                     x.sn >= 0 ? x.sn : -1 - w, x.proc, x.comm, w, x.exec});
   }
   std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
     return std::tuple_cat(a.Key(), std::tie(a.proc)) < std::tuple_cat(b.Key(), std::tie(b.proc));
@@ -605,15 +607,20 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
   // it is late waited on the same side, as in (b): a straggler's tensor-parallel partners share
   // its next stage, and wait as long on it when that stage is held by a fault of its own (a
   // degraded NIC in its data-parallel group); a straggler stays one.
-  auto pipeline_follows = [&](const LateEvent& r, const LateEvent& y, bool beyond_peers) -> const Comm* {
-    const auto& held = d.comms[static_cast<size_t>(y.comm)].procs;
-    auto peers_wait = [&](bool upstream) {
-      if (!beyond_peers) return 0.0;
+  // Per side (downstream, upstream): the median of what r's peers where it is late waited there.
+  auto peers_side_waits = [&](const LateEvent& r) {
+    std::array<double, 2> out{};
+    for (bool upstream : {false, true}) {
       std::vector<double> v;
       for (int q : d.comms[static_cast<size_t>(r.comm)].procs)
         if (q != r.proc) v.push_back(side_wait(q, upstream, r.w0, r.w1 + p2p_lag));
-      return v.empty() ? 0.0 : Median(v);
-    };
+      if (!v.empty()) out[upstream] = Median(std::move(v));
+    }
+    return out;
+  };
+  // peers: what to count the wait beyond (zeros for a root leader).
+  auto pipeline_follows = [&](const LateEvent& r, const LateEvent& y, const std::array<double, 2>& peers) -> const Comm* {
+    const auto& held = d.comms[static_cast<size_t>(y.comm)].procs;
     for (int c : comms_of[static_cast<size_t>(r.proc)]) {
       const auto& ps = d.comms[static_cast<size_t>(c)].procs;
       const auto rr = std::find(ps.begin(), ps.end(), r.proc);
@@ -621,7 +628,7 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
         if (q == rr || std::find(held.begin(), held.end(), *q) == held.end()) continue;
         auto it = toward.find({r.proc, c, q < rr});
         if (it != toward.end() &&
-            sum(it->second, r.w0, r.w1 + p2p_lag) - peers_wait(q < rr) >= o.explained_share * r.wait_us)
+            sum(it->second, r.w0, r.w1 + p2p_lag) - peers[q < rr] >= o.explained_share * r.wait_us)
           return &d.comms[static_cast<size_t>(c)];
       }
     }
@@ -648,6 +655,7 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
       const LateEvent* leader = nullptr;
       const Comm* leader_pipe = nullptr;  // where the leader is followed through its pipeline
       int leader_strength = 0;
+      const std::array<double, 2> no_peers{}, peers = peers_side_waits(*r);
       for (const LateEvent& yv : ev) {
         const LateEvent* y = &yv;
         const bool root = lasts.count(y->proc) > 0;
@@ -657,7 +665,7 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
         const Comm* pipe = nullptr;
         if (!root || late_in.count({r->proc, y->comm}) ||
             std::find(members.begin(), members.end(), r->proc) == members.end()) {
-          pipe = pipeline_follows(*r, *y, !root);
+          pipe = pipeline_follows(*r, *y, root ? no_peers : peers);
           if (!pipe) continue;
         }
         if (!leader || strength > leader_strength) {
