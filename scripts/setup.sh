@@ -12,7 +12,8 @@ shift || true
 packages=(build-essential pkg-config ca-certificates
           libsimdjson-dev libcli11-dev libzstd-dev zlib1g-dev
           libgtest-dev libgmock-dev libbenchmark-dev chromium clang libclang-rt-14-dev
-          libsnappy-dev file prometheus prometheus-alertmanager victoria-metrics)
+          libsnappy-dev libunwind-dev libdw-dev python3-dev file
+          prometheus prometheus-alertmanager victoria-metrics)
 declare -A tools=([cmake]=cmake [git]=git [python3]=python3 [npm]="nodejs npm")
 missing=()
 for p in "${packages[@]}"; do
