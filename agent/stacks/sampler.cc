@@ -30,6 +30,7 @@ namespace collscope::stacks {
 namespace {
 
 constexpr size_t kSymbolCacheEntries = 65536;
+constexpr int64_t kStopWaitUs = 200000;
 
 int64_t NowUs(clockid_t clock) {
   timespec ts{};
@@ -389,8 +390,20 @@ Status Sampler::Impl::Hold(pid_t tid, std::vector<Held>* held, StackError* error
     ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
     return Status::Ok();
   }
+  // The stop is reported to us as the tracer; waited for with a bound, since a thread that exits
+  // meanwhile, or a parent that reaps the stop first (a tracer that is also the parent), would
+  // otherwise hold the sampler for ever.
   int status = 0;
-  if (waitpid(tid, &status, __WALL) != tid || !WIFSTOPPED(status)) return Status::Ok();  // exited
+  pid_t got = 0;
+  for (int64_t deadline = NowUs(CLOCK_MONOTONIC) + kStopWaitUs;
+       (got = waitpid(tid, &status, __WALL | WNOHANG)) == 0 && NowUs(CLOCK_MONOTONIC) < deadline;) {
+    timespec pause{0, 20000};
+    nanosleep(&pause, nullptr);
+  }
+  if (got != tid || !WIFSTOPPED(status)) {
+    ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
+    return Status::Ok();  // exited, or the stop never came: this thread is left out of the sample
+  }
   // A signal that arrived first is delivered when the thread is let go.
   int sig = WSTOPSIG(status);
   bool interrupt_stop = (status >> 16) == PTRACE_EVENT_STOP;
@@ -511,7 +524,8 @@ Result<Sample> Sampler::Impl::Take(StackError* error) {
   reported_this_sample_ = false;
   memory_.Invalidate();
   std::vector<pid_t> tids = ThreadsOf(pid_);
-  if (tids.empty()) {
+  char process_state = ThreadState(pid_, pid_);
+  if (tids.empty() || process_state == 'Z' || process_state == 'X') {  // gone, or a zombie
     *error = StackError::kTargetExited;
     return Status::Error("pid " + std::to_string(pid_) + " has exited");
   }

@@ -1,0 +1,402 @@
+// The sampler against real Python processes (Debian's python3.11, started here), each stopped in
+// a known place (testdata/stack_target.py marks the lines): it must name the frame, the line and
+// the native call below it, and a session over eight ranks must name the one stuck apart.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/stacks/sampler.h"
+#include "agent/stacks/stack_session.h"
+
+extern char** environ;
+
+namespace collscope::stacks {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kPython = "/usr/bin/python3.11";
+const std::string kScript =
+    std::string(COLLSCOPE_SOURCE_DIR) + "/agent/stacks/testdata/stack_target.py";
+
+// The line of stack_target.py marked `# AT:<name>`.
+int MarkedLine(const std::string& name) {
+  std::ifstream in(kScript);
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n)
+    if (line.find("# AT:" + name) != std::string::npos) return n;
+  return -1;
+}
+
+// A child process running stack_target.py in one mode, killed when this goes out of scope.
+class Target {
+ public:
+  explicit Target(const std::string& mode, int rank = -1) {
+    int out[2];
+    if (pipe(out) != 0) return;
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+    posix_spawn_file_actions_addclose(&actions, out[0]);
+    std::vector<std::string> env_strings;
+    for (char** e = environ; *e; ++e)
+      if (std::string(*e).rfind("RANK=", 0) != 0) env_strings.emplace_back(*e);
+    if (rank >= 0) env_strings.push_back("RANK=" + std::to_string(rank));
+    std::vector<char*> env;
+    for (auto& s : env_strings) env.push_back(s.data());
+    env.push_back(nullptr);
+    std::string m = mode;
+    std::array<char*, 4> argv{const_cast<char*>(kPython), const_cast<char*>(kScript.c_str()),
+                              m.data(), nullptr};
+    if (posix_spawn(&pid_, kPython, &actions, nullptr, argv.data(), env.data()) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&actions);
+    close(out[1]);
+    // "ready\n", which Python may write in two pieces: the whole line, or the child would write
+    // its newline into a closed pipe.
+    std::string said;
+    char c = 0;
+    while (said.size() < 16 && read(out[0], &c, 1) == 1 && c != '\n') said.push_back(c);
+    close(out[0]);
+    if (said != "ready" && pid_ > 0) pid_ = -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // into its marked line
+  }
+  ~Target() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+#define REQUIRE_PYTHON()                                                                      \
+  do {                                                                                        \
+    if (access(kPython, X_OK) != 0) GTEST_SKIP() << kPython << " not installed (python3.11)"; \
+  } while (0)
+
+const ThreadStack* MainThread(const Sample& s, pid_t pid) {
+  for (const ThreadStack& t : s.threads)
+    if (t.tid == pid) return &t;
+  return nullptr;
+}
+
+std::unique_ptr<Sampler> AttachOrSkip(pid_t pid, SamplerOptions options = {}) {
+  auto sampler = Sampler::Attach(pid, options);
+  EXPECT_TRUE(sampler.ok()) << sampler.status().message();
+  return sampler.ok() ? std::move(*sampler) : nullptr;
+}
+
+// The innermost Python frame of a thread, with the index of the frame in its stack.
+const Frame* InnermostPython(const ThreadStack& t, size_t* index = nullptr) {
+  for (size_t i = 0; i < t.frames.size(); ++i)
+    if (t.frames[i].kind == Frame::Kind::kPython) {
+      if (index) *index = i;
+      return &t.frames[i];
+    }
+  return nullptr;
+}
+
+bool HasPythonFrame(const ThreadStack& t, const std::string& function, int line) {
+  for (const Frame& f : t.frames)
+    if (f.kind == Frame::Kind::kPython && f.function == function && f.line == line &&
+        fs::path(f.file).filename() == "stack_target.py")
+      return true;
+  return false;
+}
+
+TEST(Sampler, NamesTheFunctionAndLineAPythonProcessIsStuckIn) {
+  REQUIRE_PYTHON();
+  Target target("stuck");
+  ASSERT_GT(target.pid(), 0);
+  auto sampler = AttachOrSkip(target.pid());
+  ASSERT_TRUE(sampler);
+  EXPECT_EQ(sampler->facts().python_version.substr(0, 5), "3.11.")
+      << sampler->facts().python_unread;
+  auto sample = sampler->Take();
+  ASSERT_TRUE(sample.ok()) << sample.status().message();
+  const ThreadStack* main = MainThread(*sample, target.pid());
+  ASSERT_NE(main, nullptr);
+  EXPECT_TRUE(HasPythonFrame(*main, "stuck_here", MarkedLine("stuck")));
+  // Callers are outer frames: <module> is further from the leaf than stuck_here.
+  auto at = [&](const std::string& function) {
+    for (size_t i = 0; i < main->frames.size(); ++i)
+      if (main->frames[i].function == function) return i;
+    return main->frames.size();
+  };
+  EXPECT_LT(at("stuck_here"), at("<module>"));
+  EXPECT_LT(at("<module>"), main->frames.size());
+  // Python frames sit where the evaluator ran them: inside Py_RunMain, not beyond _start.
+  EXPECT_LT(at("<module>"), at("Py_RunMain"));
+  EXPECT_LT(at("Py_RunMain"), main->frames.size());
+  // Native frames around the Python ones: the process's entry below, the futex wait above.
+  EXPECT_TRUE(std::any_of(main->frames.begin(), main->frames.end(), [](const Frame& f) {
+    return f.kind == Frame::Kind::kNative && f.function == "Py_RunMain";
+  }));
+  size_t python_at = 0;
+  ASSERT_NE(InnermostPython(*main, &python_at), nullptr);
+  EXPECT_GT(python_at, 0u) << "the lock wait's native frames should be inside the Python ones";
+  EXPECT_LT(sample->stopped_us, 1000000);
+}
+
+TEST(Sampler, ReadsTheLineOfASpinningLoop) {
+  REQUIRE_PYTHON();
+  Target target("spin");
+  ASSERT_GT(target.pid(), 0);
+  auto sampler = AttachOrSkip(target.pid());
+  ASSERT_TRUE(sampler);
+  int at_line = 0, samples = 5;
+  for (int i = 0; i < samples; ++i) {
+    auto sample = sampler->Take();
+    ASSERT_TRUE(sample.ok()) << sample.status().message();
+    const ThreadStack* main = MainThread(*sample, target.pid());
+    ASSERT_NE(main, nullptr);
+    const Frame* top = InnermostPython(*main);
+    ASSERT_NE(top, nullptr);
+    EXPECT_EQ(top->function, "spin");
+    // The loop is two lines (the while and the increment); the increment is where it mostly is.
+    if (top->line == MarkedLine("spin")) ++at_line;
+    EXPECT_TRUE(top->line == MarkedLine("spin") || top->line == MarkedLine("spin") - 1)
+        << top->line;
+  }
+  EXPECT_GE(at_line, 1);
+}
+
+TEST(Sampler, ShowsTheNativeCallAPythonFrameIsBlockedIn) {
+  REQUIRE_PYTHON();
+  Target target("native");
+  ASSERT_GT(target.pid(), 0);
+  auto sampler = AttachOrSkip(target.pid());
+  ASSERT_TRUE(sampler);
+  auto sample = sampler->Take();
+  ASSERT_TRUE(sample.ok()) << sample.status().message();
+  const ThreadStack* main = MainThread(*sample, target.pid());
+  ASSERT_NE(main, nullptr);
+  size_t at = 0;
+  const Frame* top = InnermostPython(*main, &at);
+  ASSERT_NE(top, nullptr);
+  EXPECT_EQ(top->function, "blocked_in_native");
+  EXPECT_EQ(top->line, MarkedLine("native"));
+  ASSERT_GT(at, 0u);
+  EXPECT_NE(main->frames[0].function.find("read"), std::string::npos) << main->frames[0].Label();
+  EXPECT_EQ(main->state, 'S');
+}
+
+TEST(Sampler, SamplesEveryThread) {
+  REQUIRE_PYTHON();
+  Target target("worker");
+  ASSERT_GT(target.pid(), 0);
+  auto sampler = AttachOrSkip(target.pid());
+  ASSERT_TRUE(sampler);
+  auto sample = sampler->Take();
+  ASSERT_TRUE(sample.ok()) << sample.status().message();
+  ASSERT_EQ(sample->threads.size(), 2u);
+  const ThreadStack* main = MainThread(*sample, target.pid());
+  ASSERT_NE(main, nullptr);
+  EXPECT_TRUE(HasPythonFrame(*main, "stuck_here", MarkedLine("stuck")));
+  const ThreadStack& other =
+      sample->threads[0].tid == target.pid() ? sample->threads[1] : sample->threads[0];
+  EXPECT_TRUE(HasPythonFrame(other, "worker", MarkedLine("worker")));
+  EXPECT_FALSE(HasPythonFrame(other, "stuck_here", MarkedLine("stuck")));
+}
+
+TEST(Sampler, ReadsNativeStacksOfAProgramWithoutPython) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    execl("/bin/sleep", "sleep", "30", nullptr);
+    _exit(127);
+  }
+  ASSERT_GT(pid, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  {
+    auto sampler = AttachOrSkip(pid);
+    ASSERT_TRUE(sampler);
+    EXPECT_TRUE(sampler->facts().python_version.empty());
+    EXPECT_NE(sampler->facts().python_unread.find("not a CPython process"), std::string::npos);
+    auto sample = sampler->Take();
+    ASSERT_TRUE(sample.ok()) << sample.status().message();
+    ASSERT_EQ(sample->threads.size(), 1u);
+    const auto& frames = sample->threads[0].frames;
+    EXPECT_TRUE(std::any_of(frames.begin(), frames.end(), [](const Frame& f) {
+      return f.function.find("nanosleep") != std::string::npos;
+    }));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+}
+
+TEST(Sampler, RefusesAnotherUsersProcess) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to start a process as another user";
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(126);
+    execl("/bin/sleep", "sleep", "30", nullptr);
+    _exit(127);
+  }
+  ASSERT_GT(pid, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto sampler = Sampler::Attach(pid, {});
+  EXPECT_FALSE(sampler.ok());
+  EXPECT_NE(sampler.status().message().find("not to you"), std::string::npos)
+      << sampler.status().message();
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+}
+
+TEST(StackSession, StopsCleanlyWhenTheTargetExits) {
+  REQUIRE_PYTHON();
+  Target target("exit");
+  ASSERT_GT(target.pid(), 0);
+  StackSessionOptions options;
+  options.pids = {target.pid()};
+  options.duration_s = 5;
+  options.rate_hz = 20;
+  // The exited child stays a zombie (this test is its parent and reaps it at the end): a zombie
+  // has exited.
+  auto start = std::chrono::steady_clock::now();
+  auto result = SampleProcesses(options);
+  ASSERT_TRUE(result.ok()) << result.status().message();
+  ASSERT_EQ(result->processes.size(), 1u);
+  EXPECT_TRUE(result->processes[0].exited);
+  EXPECT_GT(result->processes[0].samples, 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4));
+}
+
+// Eight ranks of a hung job: seven wait for their peers in a blocking read, rank 5 is busy in its
+// own work.
+TEST(StackSession, NamesTheRankStuckApartAmongEight) {
+  REQUIRE_PYTHON();
+  std::vector<std::unique_ptr<Target>> ranks;
+  for (int r = 0; r < 8; ++r)
+    ranks.push_back(std::make_unique<Target>(r == 5 ? "compile" : "wait", r));
+  StackSessionOptions options;
+  for (auto& t : ranks) {
+    ASSERT_GT(t->pid(), 0);
+    options.pids.push_back(t->pid());
+  }
+  options.duration_s = 1.5;
+  auto result = SampleProcesses(options);
+  ASSERT_TRUE(result.ok()) << result.status().message();
+  const StackComparison& c = result->comparison;
+  ASSERT_EQ(c.outliers.size(), 1u) << c.summary;
+  const ProcessStacks& odd = c.processes[c.outliers[0]];
+  EXPECT_EQ(odd.rank, 5);
+  EXPECT_TRUE(odd.stayed);
+  EXPECT_EQ(odd.position, "compile_graph (stack_target.py)");
+  EXPECT_EQ(c.majority, 7u);
+  EXPECT_TRUE(c.majority_stayed);
+  EXPECT_NE(c.majority_position_label.find(
+                "wait_for_peers (stack_target.py:" + std::to_string(MarkedLine("wait")) + ")"),
+            std::string::npos)
+      << c.majority_position_label;
+  EXPECT_NE(c.summary.find("rank 5"), std::string::npos) << c.summary;
+  EXPECT_NE(c.summary.find("compile_graph"), std::string::npos) << c.summary;
+}
+
+// Seven ranks still train (their stacks move between forward, backward and the optimizer); rank 2
+// has deadlocked.
+TEST(StackSession, NamesTheRankStuckWhileItsPeersProgress) {
+  REQUIRE_PYTHON();
+  std::vector<std::unique_ptr<Target>> ranks;
+  for (int r = 0; r < 8; ++r)
+    ranks.push_back(std::make_unique<Target>(r == 2 ? "deadlock" : "train", r));
+  StackSessionOptions options;
+  for (auto& t : ranks) {
+    ASSERT_GT(t->pid(), 0);
+    options.pids.push_back(t->pid());
+  }
+  options.duration_s = 2;
+  options.rate_hz = 20;
+  auto result = SampleProcesses(options);
+  ASSERT_TRUE(result.ok()) << result.status().message();
+  const StackComparison& c = result->comparison;
+  ASSERT_EQ(c.outliers.size(), 1u) << c.summary;
+  const ProcessStacks& odd = c.processes[c.outliers[0]];
+  EXPECT_EQ(odd.rank, 2);
+  EXPECT_TRUE(odd.stayed);
+  EXPECT_EQ(odd.position, "deadlocked (stack_target.py)");
+  EXPECT_FALSE(c.majority_stayed);
+  EXPECT_NE(c.summary.find("still progressing"), std::string::npos) << c.summary;
+}
+
+TEST(StackSession, WritesOneStackFileAProcessWithEverySample) {
+  REQUIRE_PYTHON();
+  Target target("worker", 3);
+  ASSERT_GT(target.pid(), 0);
+  fs::path dir = fs::temp_directory_path() / ("collscope-stacks-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  StackSessionOptions options;
+  options.pids = {target.pid()};
+  options.duration_s = 1.2;
+  options.window_us = 500'000;
+  options.out_dir = dir.string();
+  auto result = SampleProcesses(options);
+  ASSERT_TRUE(result.ok()) << result.status().message();
+  ASSERT_EQ(result->processes.size(), 1u);
+  const ProcessSession& p = result->processes[0];
+  ASSERT_FALSE(p.file.empty());
+  std::ifstream in(p.file);
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  EXPECT_NE(line.find("\"collscope_stacks\":1,\"type\":\"process\""), std::string::npos) << line;
+  EXPECT_NE(line.find("\"rank\":3"), std::string::npos) << line;
+  int64_t counted = 0;
+  std::set<std::string> windows;
+  bool ended = false;
+  while (std::getline(in, line)) {
+    if (line.find("\"type\":\"end\"") != std::string::npos) ended = true;
+    size_t at = line.find("\"count\":");
+    if (at == std::string::npos) continue;
+    counted += std::stoll(line.substr(at + 8));
+    size_t w = line.find("\"window_start_us\":");
+    windows.insert(line.substr(w, line.find(',', w) - w));
+  }
+  EXPECT_TRUE(ended);
+  EXPECT_EQ(counted, p.samples * 2);  // two threads a sample, every one in some window
+  EXPECT_GE(windows.size(), 2u);
+  fs::remove_all(dir);
+}
+
+TEST(StacksCli, PrintsTheMergedStacksOfALiveProcess) {
+  REQUIRE_PYTHON();
+  const char* bin = std::getenv("COLLSCOPE_BIN");
+  if (!bin) GTEST_SKIP() << "COLLSCOPE_BIN not set (run through ctest)";
+  Target target("stuck");
+  ASSERT_GT(target.pid(), 0);
+  std::string cmd =
+      std::string(bin) + " stacks --pid " + std::to_string(target.pid()) + " --duration 0.5 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof(buf), p)) out.append(buf, n);
+  int status = pclose(p);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+  EXPECT_NE(out.find("Python frames: read (CPython 3.11"), std::string::npos) << out;
+  EXPECT_NE(out.find("stuck_here (stack_target.py:" + std::to_string(MarkedLine("stuck")) + ")"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("Py_RunMain"), std::string::npos) << out;
+  EXPECT_NE(out.find("has been in `stuck_here (stack_target.py:"), std::string::npos) << out;
+
+  std::string none = std::string(bin) + " stacks --pid 999999999 --duration 0.2 >/dev/null 2>&1";
+  EXPECT_EQ(WEXITSTATUS(std::system(none.c_str())), 2);
+}
+
+}  // namespace
+}  // namespace collscope::stacks
