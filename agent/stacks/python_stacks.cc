@@ -141,8 +141,8 @@ const PythonStackReader::CodeInfo* PythonStackReader::Code(uint64_t address) {
   return &slot.info;
 }
 
-Result<std::vector<PythonThread>> PythonStackReader::ReadThreads() {
-  std::vector<PythonThread> threads;
+Result<std::vector<PythonStackReader::ThreadState>> PythonStackReader::ListThreads() {
+  std::vector<ThreadState> threads;
   uint64_t interp = 0;
   if (!memory_.ReadPointer(runtime_ + layout_.runtime_interpreters_head, &interp))
     return Status::Error(std::string("cannot read _PyRuntime: ") + std::strerror(errno));
@@ -150,45 +150,60 @@ Result<std::vector<PythonThread>> PythonStackReader::ReadThreads() {
     uint64_t tstate = 0;
     if (!memory_.ReadPointer(interp + layout_.interp_threads_head, &tstate)) break;
     for (size_t t = 0; tstate && t < kMaxThreads; ++t) {
-      PythonThread thread;
-      memory_.ReadValue(tstate + layout_.tstate_native_thread_id, &thread.native_thread_id);
-      uint64_t cframe = 0, frame = 0;
-      if (memory_.ReadPointer(tstate + layout_.tstate_cframe, &cframe) && cframe)
-        memory_.ReadPointer(cframe + layout_.cframe_current_frame, &frame);
-      while (frame) {
-        if (thread.frames.size() >= max_depth_) {
-          thread.truncated = true;
-          break;
-        }
-        uint64_t code = 0, prev_instr = 0, previous = 0;
-        uint8_t is_entry = 0;
-        if (!memory_.ReadPointer(frame + layout_.frame_code, &code) ||
-            !memory_.ReadPointer(frame + layout_.frame_prev_instr, &prev_instr) ||
-            !memory_.ReadValue(frame + layout_.frame_is_entry, &is_entry) ||
-            !memory_.ReadPointer(frame + layout_.frame_previous, &previous)) {
-          thread.truncated = true;
-          break;
-        }
-        PythonFrame f;
-        f.is_entry = is_entry != 0;
-        if (const CodeInfo* info = code ? Code(code) : nullptr) {
-          f.function = info->function;
-          f.file = info->file;
-          uint64_t first_unit = code + layout_.code_code_adaptive;
-          int64_t instruction =
-              (static_cast<int64_t>(prev_instr) - static_cast<int64_t>(first_unit)) / 2;
-          f.line = LineForInstruction(info->line_table, info->first_line, instruction);
-        } else {
-          f.function = "?";
-        }
-        thread.frames.push_back(std::move(f));
-        frame = previous;
-      }
-      threads.push_back(std::move(thread));
+      ThreadState state;
+      state.address = tstate;
+      memory_.ReadValue(tstate + layout_.tstate_native_thread_id, &state.native_thread_id);
+      threads.push_back(state);
       if (!memory_.ReadPointer(tstate + layout_.tstate_next, &tstate)) break;
     }
     if (!memory_.ReadPointer(interp + layout_.interp_next, &interp)) break;
   }
+  return threads;
+}
+
+PythonThread PythonStackReader::ReadFrames(const ThreadState& state) {
+  PythonThread thread;
+  thread.native_thread_id = state.native_thread_id;
+  uint64_t cframe = 0, frame = 0;
+  if (memory_.ReadPointer(state.address + layout_.tstate_cframe, &cframe) && cframe)
+    memory_.ReadPointer(cframe + layout_.cframe_current_frame, &frame);
+  while (frame) {
+    if (thread.frames.size() >= max_depth_) {
+      thread.truncated = true;
+      break;
+    }
+    uint64_t code = 0, prev_instr = 0, previous = 0;
+    uint8_t is_entry = 0;
+    if (!memory_.ReadPointer(frame + layout_.frame_code, &code) ||
+        !memory_.ReadPointer(frame + layout_.frame_prev_instr, &prev_instr) ||
+        !memory_.ReadValue(frame + layout_.frame_is_entry, &is_entry) ||
+        !memory_.ReadPointer(frame + layout_.frame_previous, &previous)) {
+      thread.truncated = true;
+      break;
+    }
+    PythonFrame f;
+    f.is_entry = is_entry != 0;
+    if (const CodeInfo* info = code ? Code(code) : nullptr) {
+      f.function = info->function;
+      f.file = info->file;
+      uint64_t first_unit = code + layout_.code_code_adaptive;
+      int64_t instruction =
+          (static_cast<int64_t>(prev_instr) - static_cast<int64_t>(first_unit)) / 2;
+      f.line = LineForInstruction(info->line_table, info->first_line, instruction);
+    } else {
+      f.function = "?";
+    }
+    thread.frames.push_back(std::move(f));
+    frame = previous;
+  }
+  return thread;
+}
+
+Result<std::vector<PythonThread>> PythonStackReader::ReadThreads() {
+  auto states = ListThreads();
+  if (!states.ok()) return states.status();
+  std::vector<PythonThread> threads;
+  for (const ThreadState& s : *states) threads.push_back(ReadFrames(s));
   return threads;
 }
 

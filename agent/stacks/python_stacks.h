@@ -33,6 +33,15 @@ class PythonStackReader {
   PythonStackReader(const RemoteMemory& memory, uint64_t runtime_address,
                     const collscope_cpython_layout& layout, size_t max_depth = 256);
 
+  // Every thread state of every interpreter: its kernel tid and where its state is.
+  struct ThreadState {
+    uint64_t native_thread_id = 0, address = 0;
+  };
+  Result<std::vector<ThreadState>> ListThreads();
+  // The frames of one thread state. Its thread should be stopped: a thread changes only its own
+  // frames, so holding that one thread is enough for a consistent stack.
+  PythonThread ReadFrames(const ThreadState& thread);
+  // Both, for every thread (a sampler that stops nothing).
   Result<std::vector<PythonThread>> ReadThreads();
 
  private:

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <elfutils/libdwfl.h>
 #include <libunwind-ptrace.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
@@ -395,10 +396,16 @@ Status Sampler::Impl::Hold(pid_t tid, std::vector<Held>* held, StackError* error
   // otherwise hold the sampler for ever.
   int status = 0;
   pid_t got = 0;
-  for (int64_t deadline = NowUs(CLOCK_MONOTONIC) + kStopWaitUs;
-       (got = waitpid(tid, &status, __WALL | WNOHANG)) == 0 && NowUs(CLOCK_MONOTONIC) < deadline;) {
-    timespec pause{0, 20000};
-    nanosleep(&pause, nullptr);
+  int64_t deadline = NowUs(CLOCK_MONOTONIC) + kStopWaitUs;
+  for (int tries = 0;
+       (got = waitpid(tid, &status, __WALL | WNOHANG)) == 0 && NowUs(CLOCK_MONOTONIC) < deadline;
+       ++tries) {
+    if (tries < 200) {
+      sched_yield();  // the stop usually lands within microseconds
+    } else {
+      timespec pause{0, 20000};
+      nanosleep(&pause, nullptr);
+    }
   }
   if (got != tid || !WIFSTOPPED(status)) {
     ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
@@ -539,39 +546,45 @@ Result<Sample> Sampler::Impl::Take(StackError* error) {
     threads.push_back(std::move(t));
   }
 
-  std::vector<Held> held;
-  std::map<pid_t, std::vector<uint64_t>> native;
-  std::map<pid_t, bool> native_truncated;
-  Result<std::vector<PythonThread>> python = std::vector<PythonThread>{};
-  if (options_.native) {
-    int64_t stop_start = NowUs(CLOCK_MONOTONIC);
-    for (pid_t tid : tids) {
-      Status st = Hold(tid, &held, error);
-      if (!st.ok()) {
-        Release(held);
-        return st;
-      }
-    }
-    if (python_) python = python_->ReadThreads();
-    for (const Held& h : held) native[h.tid] = Unwind(h.tid, &native_truncated[h.tid]);
-    Release(held);
-    sample.stopped_us = NowUs(CLOCK_MONOTONIC) - stop_start;
-    if (held.empty()) {
-      *error = StackError::kTargetExited;
-      return Status::Error("pid " + std::to_string(pid_) + " has exited");
-    }
-  } else if (python_) {
-    python = python_->ReadThreads();
+  // Thread states are listed without stopping anything (the list changes only when threads start
+  // or end); then each thread is held alone, just while its own frames are read and unwound, so
+  // no thread waits for the others' unwinding.
+  std::unordered_map<uint64_t, PythonStackReader::ThreadState> python_state;
+  if (python_) {
+    auto states = python_->ListThreads();
+    if (states.ok())
+      for (const auto& st : *states) python_state[st.native_thread_id] = st;
   }
-  if (!python.ok()) {
-    if (ThreadsOf(pid_).empty()) {
-      *error = StackError::kTargetExited;
-      return Status::Error("pid " + std::to_string(pid_) + " has exited");
+  size_t held_any = 0;
+  for (ThreadStack& t : threads) {
+    auto state = python_state.find(static_cast<uint64_t>(t.tid));
+    std::optional<PythonThread> python;
+    std::vector<uint64_t> native;
+    bool truncated = false;
+    if (options_.native) {
+      std::vector<Held> held;
+      int64_t hold_start = NowUs(CLOCK_MONOTONIC);
+      Status st = Hold(t.tid, &held, error);
+      if (!st.ok()) return st;
+      if (held.empty()) continue;  // the thread ended
+      ++held_any;
+      memory_.Invalidate();  // other threads ran since the last one was read
+      if (state != python_state.end()) python = python_->ReadFrames(state->second);
+      native = Unwind(t.tid, &truncated);
+      Release(held);
+      int64_t held_us = NowUs(CLOCK_MONOTONIC) - hold_start;
+      sample.stopped_us = std::max(sample.stopped_us, held_us);
+    } else if (state != python_state.end()) {
+      python = python_->ReadFrames(state->second);
     }
+    t.frames = Merge(native, python ? &*python : nullptr, &truncated);
+    t.truncated = truncated;
+    if (!t.frames.empty() || options_.native) sample.threads.push_back(std::move(t));
   }
-  std::unordered_map<uint64_t, const PythonThread*> python_by_tid;
-  if (python.ok())
-    for (const PythonThread& p : *python) python_by_tid[p.native_thread_id] = &p;
+  if (options_.native && held_any == 0) {
+    *error = StackError::kTargetExited;
+    return Status::Error("pid " + std::to_string(pid_) + " has exited");
+  }
   for (auto it = upts_.begin(); it != upts_.end();) {  // threads that ended
     if (!std::binary_search(tids.begin(), tids.end(), it->first)) {
       _UPT_destroy(it->second);
@@ -579,13 +592,6 @@ Result<Sample> Sampler::Impl::Take(StackError* error) {
     } else {
       ++it;
     }
-  }
-  for (ThreadStack& t : threads) {
-    auto p = python_by_tid.find(static_cast<uint64_t>(t.tid));
-    bool truncated = native_truncated[t.tid];
-    t.frames = Merge(native[t.tid], p == python_by_tid.end() ? nullptr : p->second, &truncated);
-    t.truncated = truncated;
-    if (!t.frames.empty() || options_.native) sample.threads.push_back(std::move(t));
   }
   sample.took_us = NowUs(CLOCK_MONOTONIC) - start;
   return sample;

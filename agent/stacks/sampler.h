@@ -1,8 +1,8 @@
 // Samples the native and Python call stacks of every thread of one running process from outside
-// it. A sample stops the process's threads with ptrace (PTRACE_SEIZE + PTRACE_INTERRUPT, never a
-// signal the program can see), reads the Python frames from its memory, unwinds each thread with
-// libunwind, and lets it go; symbols are resolved (elfutils' libdwfl) after the threads run again,
-// so a sample stops the process only for the reads. It never takes the GIL and runs nothing in the
+// it. A sample stops one thread at a time with ptrace (PTRACE_SEIZE + PTRACE_INTERRUPT, never a
+// signal the program can see), reads that thread's Python frames from memory, unwinds it with
+// libunwind, and lets it go; symbols are resolved (elfutils' libdwfl) after it runs again, so a
+// thread is held only for its own reads. It never takes the GIL and runs nothing in the
 // target. Python frames are read for the CPython version whose headers the build found (3.11);
 // another version gives native stacks and says why.
 //
@@ -44,7 +44,7 @@ struct ThreadStack {
 
 struct Sample {
   int64_t unix_us = 0;
-  int64_t stopped_us = 0;  // how long the threads were held (0 when nothing was stopped)
+  int64_t stopped_us = 0;  // the longest any one thread was held (0 when nothing was stopped)
   int64_t took_us = 0;     // the whole sample, symbols included
   std::vector<ThreadStack> threads;
 };

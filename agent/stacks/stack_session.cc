@@ -199,7 +199,8 @@ void PrintStackSession(const StackSessionResult& r, size_t top, FILE* out) {
                  f.host.c_str(), f.command_line.c_str());
     std::fprintf(out, "  %lld samples", static_cast<long long>(p.samples));
     if (p.samples)
-      std::fprintf(out, ", %lld us each on average, threads held %lld us on average (at most %lld)",
+      std::fprintf(out,
+                   ", %lld us each on average; a thread held %lld us on average (at most %lld)",
                    static_cast<long long>(p.sample_us_total / p.samples),
                    static_cast<long long>(p.stopped_us_total / p.samples),
                    static_cast<long long>(p.max_stopped_us));
