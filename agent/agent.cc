@@ -405,7 +405,7 @@ TickReport Agent::TickLocked() {
     r.ingested = true;
     r.records_stored = in->records.records_stored + in->summaries.records_stored;
     r.lines_rejected =
-        in->records.lines_rejected + in->steps.lines_rejected + in->kernels.lines_rejected;
+        in->records.lines_rejected + in->steps.lines_rejected + in->kernels.lines_rejected + in->stacks.lines_rejected;
     for (std::string& s : in->NotStored()) r.not_stored.push_back(std::move(s));
     records_ += r.records_stored;
     rejected_ += r.lines_rejected;

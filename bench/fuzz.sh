@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-600}
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(inspector_line line_reader kineto pickle nccl_tests inflight_state steps kernel_summary ras prom)
+((${#targets[@]})) || targets=(inspector_line line_reader kineto pickle nccl_tests inflight_state steps kernel_summary ras prom stacks)
 fixtures=${COLLSCOPE_FIXTURES:-../shared/fixtures}
 out=${COLLSCOPE_FUZZ_BUILD:-build-fuzz}
 
@@ -54,6 +54,19 @@ for f in "$job"/kernels/*.kernels.jsonl.gz; do
   seed kernel_summary "$seeds/tmp"
   gzip -c "$seeds/tmp" > "$seeds/tmp.gz" && seed kernel_summary "$seeds/tmp.gz"
 done
+# Stack files of `collscope stacks --out` (sampling needs ptrace, so one is written here as the
+# writer, agent/stacks/stack_session.cc, writes it): a finished file and one still being written.
+mkdir -p "$seeds/stacks"
+{
+  printf '%s\n' '{"collscope_stacks":1,"type":"process","host":"node1","pid":4711,"rank":3,"exe":"/usr/bin/python3.11","command":"python3 train.py","python":"3.11.2","python_unread":"","interval_us":100000,"native":true}'
+  printf '%s\n' '{"type":"stacks","tid":4711,"thread":"python3","window_start_us":1764666000000000,"window_end_us":1764666010000000,"first_us":1764666000100000,"last_us":1764666009900000,"count":99,"frames":"_start;Py_RunMain;<module> (train.py:80);train_step (train.py:42);wait (python3.11/threading.py:320);pthread_cond_wait;libc.so.6+0x8f2a1"}'
+  printf '%s\n' '{"type":"stacks","tid":4730,"thread":"nccl proxy","window_start_us":1764666000000000,"window_end_us":1764666010000000,"first_us":1764666000100000,"last_us":1764666000100000,"count":1,"frames":"start_thread;ncclProxyService;poll"}'
+} > "$seeds/stacks/open.stacks.jsonl"
+{
+  cat "$seeds/stacks/open.stacks.jsonl"
+  printf '%s\n' '{"type":"end","samples":100,"failed":0,"dropped":0,"mean_sample_us":850,"mean_stopped_us":420,"max_stopped_us":2100,"exited":false}'
+} > "$seeds/stacks/done.stacks.jsonl"
+gzip -c "$seeds/stacks/done.stacks.jsonl" > "$seeds/stacks/done.stacks.jsonl.gz"
 # RAS reports and MONITOR logs: the test samples (tests/ras_samples.h), one file each.
 awk -v d="$seeds" '/R"[a-z]*\(/ { f = 1; n++; sub(/.*R"[a-z]*\(/, ""); out = d "/ras" n } f && /^\)[a-z]*";/ { f = 0; close(out); next } f { print > out }' tests/ras_samples.h
 for f in "$seeds"/ras[0-9]*; do [ -e "$f" ] && seed ras "$f"; done

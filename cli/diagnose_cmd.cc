@@ -82,7 +82,7 @@ void Register(CLI::App& app) {
       "diagnose",
       "Find faulty ranks, hosts, links and hangs (NCCL Inspector logs, Flight Recorder dumps, "
       "collscope in-flight state, step/phase series, Megatron/NeMo iteration logs, PyTorch "
-      "profiler (Kineto) traces, or a "
+      "profiler (Kineto) traces, collscope stacks files, or a "
       "store).\n"
       "Says on stderr what it read, the evidence tier, and what it could not use.\n"
       "Exit status (as diff's): 0 inputs read and no finding, 1 findings, 2 a usage error or "

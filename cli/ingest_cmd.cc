@@ -35,11 +35,12 @@ struct Reports {
   const readers::StepIngestReport& steps;
   const readers::HangIngestReport& hang;
   const readers::KernelSummaryIngestReport& kern;
+  const readers::StackIngestReport& stk;
   const readers::PromIngestReport& prom;
 };
 
 void PrintJson(const std::string& run, const Reports& all) {
-  const auto& [rep, kin, steps, hang, kern, prom] = all;
+  const auto& [rep, kin, steps, hang, kern, stk, prom] = all;
   std::printf(
       "{\"run\": %s, \"run_id\": %d, \"ingest_id\": %d, \"files_seen\": %lu, \"files_read\": "
       "%lu, \"files_unchanged\": %lu, \"files_rewritten\": %lu, \"bytes_read\": %lu, "
@@ -53,6 +54,8 @@ void PrintJson(const std::string& run, const Reports& all) {
       "\"flight_recorder_dumps_seen\": %lu, \"flight_recorder_dumps_read\": %lu, \"state_files_seen\": %lu, "
       "\"state_files_read\": %lu, \"ras_reports_seen\": %lu, \"ras_reports_read\": %lu, \"ras_lines_unused\": %lu, \"kernel_summary_files_seen\": %lu, \"kernel_summary_files_read\": %lu, "
       "\"kernel_summaries\": %lu, \"kernel_summary_lines_rejected\": %lu, \"kernel_summary_lines_unknown\": %lu, "
+      "\"stack_files_seen\": %lu, \"stack_files_read\": %lu, \"stack_files_incomplete\": %lu, \"stacks\": %lu, "
+      "\"stack_lines_rejected\": %lu, \"stack_lines_unknown\": %lu, "
       "\"prom_files_seen\": %lu, \"prom_files_read\": %lu, \"prom_samples\": %lu, \"prom_lines_unused\": %lu, "
       "\"prom_incomplete_tails\": %lu}\n",
       JsonString(run).c_str(), rep.run_id, rep.ingest_id, rep.files_seen, rep.files_read,
@@ -62,12 +65,13 @@ void PrintJson(const std::string& run, const Reports& all) {
       steps.files_seen, steps.files_read, steps.steps, steps.phases, steps.lines_rejected, steps.dropped_events,
       hang.dumps_seen, hang.dumps_read, hang.states_seen, hang.states_read, hang.ras_seen, hang.ras_read,
       hang.ras_lines_unused, kern.files_seen, kern.files_read,
-      kern.summaries, kern.lines_rejected, kern.lines_unknown, prom.files_seen, prom.files_read, prom.samples,
+      kern.summaries, kern.lines_rejected, kern.lines_unknown, stk.files_seen, stk.files_read, stk.files_incomplete,
+      stk.stacks, stk.lines_rejected, stk.lines_unknown, prom.files_seen, prom.files_read, prom.samples,
       prom.lines_unused, prom.incomplete_tails);
 }
 
 void PrintText(const std::string& db, const std::string& run, const Reports& all) {
-  const auto& [rep, kin, steps, hang, kern, prom] = all;
+  const auto& [rep, kin, steps, hang, kern, stk, prom] = all;
   std::printf("run %s: %lu files (%lu read, %lu unchanged, %lu rewritten)\n", run.c_str(),
               rep.files_seen, rep.files_read, rep.files_unchanged, rep.files_rewritten);
   std::printf("%lu lines, %.1f MB in %.2f s (%.0f MB/s): %lu records, %lu dump_stats stored, "
@@ -106,6 +110,14 @@ void PrintText(const std::string& db, const std::string& run, const Reports& all
                 kern.files_seen, kern.files_read, kern.summaries, kern.lines_rejected,
                 kern.lines_unknown ? (", " + std::to_string(kern.lines_unknown) +
                                       " lines of unknown types skipped").c_str() : "");
+  if (stk.files_seen) {
+    std::string more;
+    if (stk.lines_unknown) more += ", " + std::to_string(stk.lines_unknown) + " lines of unknown types skipped";
+    if (stk.files_incomplete)
+      more += ", " + std::to_string(stk.files_incomplete) + " without an end line (still being written, or cut)";
+    std::printf("stack files (collscope stacks): %lu files (%lu read): %lu stack rows, %lu lines rejected%s\n",
+                stk.files_seen, stk.files_read, stk.stacks, stk.lines_rejected, more.c_str());
+  }
   if (prom.files_seen)
     std::printf("NCCL Inspector Prometheus files: %lu (%lu samples), %lu lines not understood%s\n", prom.files_seen,
                 prom.samples, prom.lines_unused,
@@ -113,8 +125,10 @@ void PrintText(const std::string& db, const std::string& run, const Reports& all
                                          " unfinished last lines (caught mid-write; read when whole)").c_str() : "");
   for (const std::string& s : steps.first_rejections) std::printf("  rejected %s\n", s.c_str());
   for (const std::string& s : kern.first_rejections) std::printf("  rejected %s\n", s.c_str());
+  for (const std::string& s : stk.first_rejections) std::printf("  rejected %s\n", s.c_str());
   for (const std::string& s : rep.first_rejections) std::printf("  rejected %s\n", s.c_str());
-  if (rep.lines_rejected > rep.first_rejections.size() || kern.lines_rejected > kern.first_rejections.size())
+  if (rep.lines_rejected > rep.first_rejections.size() || kern.lines_rejected > kern.first_rejections.size() ||
+      stk.lines_rejected > stk.first_rejections.size())
     std::printf("  ... see: collscope sql --db %s \"SELECT * FROM ingest_log\"\n", db.c_str());
 }
 
@@ -157,14 +171,14 @@ int Run(const Options& o) {
   if (failed) std::fprintf(stderr, "collscope ingest: %s\n", agg.status().message().c_str());
   // What could not be read is said whatever the output mode.
   for (const std::string& s : in.NotStored()) std::fprintf(stderr, "collscope ingest: %s\n", s.c_str());
-  const Reports all{in.records, in.kineto, in.steps, in.hang, in.kernels, in.prom};
+  const Reports all{in.records, in.kineto, in.steps, in.hang, in.kernels, in.stacks, in.prom};
   if (o.json) PrintJson(opts.run, all);
   else if (!o.quiet) PrintText(o.db, opts.run, all);
   if (in.NoInputs()) {
     std::fprintf(stderr, "collscope ingest: no input files (*.log, *.jsonl, their .gz, "
                          "Kineto *.pt.trace.json[.gz], step/phase series, Megatron/NeMo iteration logs, Flight "
-                         "Recorder dumps, *.inflight.json state files, NCCL RAS status reports, CUPTI kernel summaries or NCCL "
-                         "Inspector Prometheus *.prom files) found\n");
+                         "Recorder dumps, *.inflight.json state files, NCCL RAS status reports, CUPTI kernel summaries, "
+                         "collscope stack files or NCCL Inspector Prometheus *.prom files) found\n");
     return 2;
   }
   if (failed || in.NothingStored()) return 2;
@@ -176,8 +190,8 @@ void Register(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "ingest", "Ingest NCCL Inspector / collscope logs, PyTorch-profiler (Kineto) traces, "
                 "step/phase series, Megatron/NeMo iteration logs, PyTorch Flight Recorder dumps, "
-                "collscope in-flight state files, NCCL RAS status reports, collscope CUPTI kernel summaries and NCCL "
-                "Inspector Prometheus textfiles (files or directories, "
+                "collscope in-flight state files, NCCL RAS status reports, collscope CUPTI kernel summaries, "
+                "collscope stack files (collscope stacks --out) and NCCL Inspector Prometheus textfiles (files or directories, "
                 "recursively) into a store. Incremental: files that grew "
                 "are read from where the last ingest stopped; unchanged ones are skipped. Exit "
                 "status: 0 everything stored; 1 stored, but some lines were rejected or inputs "

@@ -780,11 +780,11 @@ Result<InputFiles> DiscoverInputs(const std::vector<std::string>& paths) {
     std::string name = fs::path(path).filename().string();
     // Named explicitly, a file is taken whatever its name, except JSON documents (Kineto
     // traces, plugin state files), which are not JSON lines and have readers of their own.
-    // Step/phase series and the CUPTI library's kernel summaries are JSON lines too, and
-    // frameworks' iteration logs are often named *.log: all are found by content, with readers
-    // of their own.
+    // Step/phase series, the CUPTI library's kernel summaries and `collscope stacks` files are
+    // JSON lines too, and frameworks' iteration logs are often named *.log: all are found by
+    // content, with readers of their own.
     auto other_format = [&] { return IsStepSeriesFile(path) || IsIterationLog(path) || IsKernelSummaryFile(path) || IsRasReportFile(path) ||
-                                              IsPromTextfile(path); };
+                                              IsPromTextfile(path) || IsStackFile(path); };
     if (named) return !(name.ends_with(".json") || name.ends_with(".json.gz")) && !other_format();
     return IsInspectorLogName(name) && !other_format();
   });

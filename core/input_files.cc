@@ -254,6 +254,33 @@ bool IsKernelSummaryFile(const std::string& path) {
          o["format"].get_string().get(format) == simdjson::SUCCESS && format == kFormat;
 }
 
+bool IsStackFile(const std::string& path) {
+  // The writer opens every file with these bytes; another writer's key order is parsed below,
+  // with a first line up to this long (a process line holds the command line).
+  static constexpr std::string_view kMagic = "{\"collscope_stacks\":";
+  static constexpr std::string_view kKey = "\"collscope_stacks\"";
+  constexpr size_t kMaxFirstLine = size_t{64} << 10;
+  bool whole = true;
+  Result<std::string> first = ReadPrefix(path, size_t{4} << 10, &whole);
+  if (!first.ok()) return false;
+  std::string head = std::move(*first);
+  if (head.starts_with(kMagic)) return true;
+  size_t eol = head.find('\n');
+  if (!head.empty() && head[0] == '{' && eol == std::string::npos && !whole) {
+    Result<std::string> more = ReadPrefix(path, kMaxFirstLine);
+    if (!more.ok()) return false;
+    head = std::move(*more);
+    eol = head.find('\n');
+  }
+  if (head.empty() || head[0] != '{' || (eol == std::string::npos && head.size() == kMaxFirstLine)) return false;
+  head.resize(std::min(eol, head.size()));
+  if (head.find(kKey) == std::string::npos) return false;
+  simdjson::dom::parser parser;
+  simdjson::dom::object o;
+  return parser.parse(head).get_object().get(o) == simdjson::SUCCESS &&
+         o["collscope_stacks"].error() != simdjson::NO_SUCH_FIELD;
+}
+
 bool IsIterationLogLine(std::string_view line) {
   if (line.find("train_step_timing in s=") != std::string_view::npos) return true;
   return line.find("elapsed time per iteration (ms):") != std::string_view::npos &&

@@ -40,6 +40,13 @@ bool IsStepSeriesFile(const std::string& path);
 // file's name; such files are no Inspector log.
 bool IsKernelSummaryFile(const std::string& path);
 
+// True when the file's first line (decompressed when its name ends in .gz) is the process line of
+// a stack file of `collscope stacks --out` (core/readers/stacks.h): a JSON object with a
+// "collscope_stacks" key, whatever its version (another version is refused by the reader, with
+// its reason, rather than read as an Inspector log). Found by content, whatever the file's name
+// (<host>-pid<pid>.stacks.jsonl by default); such files are no Inspector log.
+bool IsStackFile(const std::string& path);
+
 // True for a training framework's iteration line (core/readers/iteration_log.h): Megatron's
 // "iteration N/ M | ... elapsed time per iteration (ms): X" or NeMo's "train_step_timing in s=X".
 bool IsIterationLogLine(std::string_view line);

@@ -48,6 +48,8 @@ bool StandardLibrary(const std::string& file) {
 
 }  // namespace
 
+std::string DescribeProcess(const ProcessStacks& p) { return ProcessName(p) + " " + Where(p); }
+
 std::string DurationText(int64_t us) {
   char buf[64];
   if (us < 1000000) {
@@ -202,12 +204,12 @@ StackComparison CompareProcesses(const std::vector<FoldedStack>& stacks) {
   auto top = std::max_element(states.begin(), states.end(),
                               [](const auto& a, const auto& b) { return a.second < b.second; });
   if (n == 1) {
-    out.summary = ProcessName(out.processes[0]) + " " + Where(out.processes[0]) + ".";
+    out.summary = DescribeProcess(out.processes[0]) + ".";
     return out;
   }
   if (top->second * 2 <= n) {
     out.summary = "no position is shared by most of the " + std::to_string(n) + " processes:";
-    for (const auto& p : out.processes) out.summary += " " + ProcessName(p) + " " + Where(p) + ";";
+    for (const auto& p : out.processes) out.summary += " " + DescribeProcess(p) + ";";
     out.summary.back() = '.';
     return out;
   }
@@ -239,11 +241,12 @@ StackComparison CompareProcesses(const std::vector<FoldedStack>& stacks) {
   }
   for (size_t k = 0; k < out.outliers.size(); ++k) {
     const ProcessStacks& p = out.processes[out.outliers[k]];
-    out.summary += (k ? "; " : "") + ProcessName(p) + " " + Where(p);
+    out.summary += (k ? "; " : "") + DescribeProcess(p);
   }
   std::string m = std::to_string(out.majority);
-  out.summary += example->stayed ? ", while the other " + m + " processes have " + peers + "."
-                                 : ", while the other " + m + " processes are still progressing.";
+  out.peers_text = example->stayed ? "the other " + m + " processes have " + peers
+                                   : "the other " + m + " processes are still progressing";
+  out.summary += ", while " + out.peers_text + ".";
   return out;
 }
 

@@ -78,8 +78,14 @@ struct StackComparison {
   std::string majority_position_label;   // "" when the processes have no majority
   bool majority_stayed = false;
   size_t majority = 0;
+  std::string
+      peers_text;       // "the other 7 processes have been in `...` for 40 s" ("" without outliers)
   std::string summary;  // one paragraph for people, naming the outliers and their frames
 };
+
+// "rank 12 (pid 4711 on node-003) has been in `frame` for 40 s (400 of 400 samples)", or "... is
+// still progressing (...)".
+std::string DescribeProcess(const ProcessStacks& p);
 
 // Compares the main threads (tid == pid) of the processes: each is at one position throughout
 // (stayed) or moving (progressing). Where a strict majority shares one state (the same position,

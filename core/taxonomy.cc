@@ -104,6 +104,13 @@ constexpr TableSpec kTables[] = {
      "One row per window, GPU activity (kernel, memcpy, memset), device and stream of a "
      "kernel-summary file: exact count and duration totals, and the duration distribution's "
      "log-normal modes. Late summary lines of a window are added in."},
+    {"stack_files", "run_id, file_id",
+     "One row per stack file of `collscope stacks --out` (one sampled process) of a run: the "
+     "process, how it was sampled, what was read and the session's end line (NULL while the "
+     "session still writes the file). A file read again replaces its rows."},
+    {"stack_samples", "",
+     "One row per window, thread and distinct call stack of a stack file: how many samples found "
+     "the thread in that stack, when, and where that is (the position, computed at ingest)."},
 };
 
 constexpr FieldSpec kFields[] = {
@@ -777,6 +784,69 @@ constexpr FieldSpec kFields[] = {
     {"kernel_summaries", "modes", "STRUCT(count BIGINT, centre_us DOUBLE, spread DOUBLE)[]", R::kMeasurement, "summary.modes",
      "The duration distribution as log-normal modes: executions, geometric mean (microseconds) and "
      "standard deviation of the log duration; the counts add up to count."},
+    // stack_files
+    {"stack_files", "run_id", "INTEGER", R::kIdentifier, "derived", "Run."},
+    {"stack_files", "file_id", "INTEGER", R::kIdentifier, "derived", "File number within the run's stack files."},
+    {"stack_files", "path", "VARCHAR", R::kProvenance, "file system", "Path of the file."},
+    {"stack_files", "bytes", "UBIGINT", R::kProvenance, "file system", "Size of the file when read."},
+    {"stack_files", "host", "VARCHAR", R::kIdentifier, "process.host", "Host of the sampled process."},
+    {"stack_files", "pid", "BIGINT", R::kIdentifier, "process.pid", "Process id."},
+    {"stack_files", "rank", "INTEGER", R::kIdentifier, "process.rank", "Global rank, NULL when the launcher set none."},
+    {"stack_files", "exe", "VARCHAR", R::kConfiguration, "process.exe", "Executable of the process."},
+    {"stack_files", "command", "VARCHAR", R::kConfiguration, "process.command", "Command line of the process."},
+    {"stack_files", "python_version", "VARCHAR", R::kConfiguration, "process.python",
+     "CPython version whose frames were read (3.11.2); NULL when Python frames were not read."},
+    {"stack_files", "python_unread", "VARCHAR", R::kConfiguration, "process.python_unread",
+     "Why Python frames were not read; NULL when they were."},
+    {"stack_files", "interval_us", "BIGINT", R::kConfiguration, "process.interval_us", "Sampling interval, microseconds."},
+    {"stack_files", "native", "BOOLEAN", R::kConfiguration, "process.native", "Native (C/C++) frames were unwound too."},
+    {"stack_files", "lines", "UBIGINT", R::kCounter, "derived", "Lines read."},
+    {"stack_files", "lines_rejected", "UBIGINT", R::kCounter, "derived",
+     "Lines not stored (each is in ingest_log with its reason)."},
+    {"stack_files", "lines_unknown", "UBIGINT", R::kCounter, "derived",
+     "Lines of a type this collscope does not know (a later writer's), skipped."},
+    {"stack_files", "stacks", "UBIGINT", R::kCounter, "derived", "Rows stored in stack_samples."},
+    {"stack_files", "samples", "UBIGINT", R::kCounter, "end.samples",
+     "Samples taken of the process (NULL without an end line)."},
+    {"stack_files", "failed", "UBIGINT", R::kCounter, "end.failed", "Samples that failed (NULL without an end line)."},
+    {"stack_files", "dropped", "UBIGINT", R::kCounter, "end.dropped",
+     "Samples not kept: their stack was past the per-window bound of distinct stacks (NULL without an end line)."},
+    {"stack_files", "mean_sample_us", "BIGINT", R::kMeasurement, "end.mean_sample_us",
+     "Mean time one sample took, microseconds (NULL without an end line)."},
+    {"stack_files", "mean_stopped_us", "BIGINT", R::kMeasurement, "end.mean_stopped_us",
+     "Mean time a thread was held stopped per sample, microseconds (NULL without an end line)."},
+    {"stack_files", "max_stopped_us", "BIGINT", R::kMeasurement, "end.max_stopped_us",
+     "Longest time a thread was held stopped, microseconds (NULL without an end line)."},
+    {"stack_files", "exited", "BOOLEAN", R::kMeasurement, "end.exited",
+     "The process exited during the session (NULL without an end line)."},
+    {"stack_files", "complete", "BOOLEAN", R::kProvenance, "derived",
+     "An end line was read: the session finished the file (false: still being written, or cut)."},
+    // stack_samples
+    {"stack_samples", "run_id", "INTEGER", R::kIdentifier, "derived", "Run."},
+    {"stack_samples", "file_id", "INTEGER", R::kIdentifier, "derived", "Stack file (stack_files)."},
+    {"stack_samples", "line", "UBIGINT", R::kProvenance, "derived", "Line number in the file."},
+    {"stack_samples", "host", "VARCHAR", R::kIdentifier, "process.host", "Host of the process."},
+    {"stack_samples", "pid", "BIGINT", R::kIdentifier, "process.pid", "Process id."},
+    {"stack_samples", "rank", "INTEGER", R::kIdentifier, "process.rank", "Global rank, NULL when the launcher set none."},
+    {"stack_samples", "tid", "BIGINT", R::kIdentifier, "stacks.tid", "Thread id (the main thread's is the pid)."},
+    {"stack_samples", "thread", "VARCHAR", R::kIdentifier, "stacks.thread", "Thread name."},
+    {"stack_samples", "window_start_us", "BIGINT", R::kCounter, "stacks.window_start_us",
+     "Window start, microseconds since the epoch (windows are aligned to multiples of their length, so "
+     "processes line up)."},
+    {"stack_samples", "window_end_us", "BIGINT", R::kCounter, "stacks.window_end_us",
+     "Window end (exclusive), microseconds since the epoch."},
+    {"stack_samples", "first_us", "BIGINT", R::kCounter, "stacks.first_us",
+     "First sample in the window with this stack, microseconds since the epoch."},
+    {"stack_samples", "last_us", "BIGINT", R::kCounter, "stacks.last_us",
+     "Last sample in the window with this stack, microseconds since the epoch."},
+    {"stack_samples", "count", "BIGINT", R::kMeasurement, "stacks.count", "Samples in the window that found the thread in this stack."},
+    {"stack_samples", "frames", "VARCHAR", R::kMeasurement, "stacks.frames",
+     "The call stack, root first, frames separated by ';' (Python frames as function (file.py:line))."},
+    {"stack_samples", "position", "VARCHAR", R::kMeasurement, "derived",
+     "Where the thread was, to group by: the innermost Python frame's function and file (without the "
+     "line), else the innermost named native frame (collscope::PositionOf)."},
+    {"stack_samples", "position_label", "VARCHAR", R::kMeasurement, "derived",
+     "The position for people: the Python frame with its line, and the innermost named native frame below it."},
 };
 
 }  // namespace

@@ -440,5 +440,55 @@ TEST(KernelSummaries, WhatCannotBeUsedIsSaid) {
   EXPECT_NE(paths.text.find(unranked), std::string::npos) << paths.text;
 }
 
+// Stack files of `collscope stacks --out` (core/readers/stacks.h): ingest says what it read and
+// what it could not, stores no Inspector file for them, and SQL groups threads by position.
+TEST(StackFiles, IngestSaysWhatWasReadAndSqlGroupsByPosition) {
+  testing::TempDir dir;
+  auto process = [](int pid, int version) {
+    return "{\"collscope_stacks\":" + std::to_string(version) + ",\"type\":\"process\",\"host\":\"node1\",\"pid\":" +
+           std::to_string(pid) + ",\"rank\":" + std::to_string(pid - 100) +
+           ",\"exe\":\"/usr/bin/python3\",\"command\":\"python3 train.py\",\"python\":\"3.11.2\","
+           "\"python_unread\":\"\",\"interval_us\":100000,\"native\":true}\n";
+  };
+  auto stacks = [](int tid, int count, const std::string& frames) {
+    return "{\"type\":\"stacks\",\"tid\":" + std::to_string(tid) +
+           ",\"thread\":\"python3\",\"window_start_us\":1764666000000000,\"window_end_us\":1764666010000000,"
+           "\"first_us\":1764666000000000,\"last_us\":1764666009900000,\"count\":" +
+           std::to_string(count) + ",\"frames\":\"" + frames + "\"}\n";
+  };
+  const std::string end =
+      "{\"type\":\"end\",\"samples\":100,\"failed\":0,\"dropped\":0,\"mean_sample_us\":800,"
+      "\"mean_stopped_us\":400,\"max_stopped_us\":900,\"exited\":false}\n";
+  const std::string wait = "main;train_step (train.py:42);wait (python3.11/threading.py:320);pthread_cond_wait";
+  testing::WriteFile((dir / "job") + "/node1-pid100.stacks.jsonl", process(100, 1) + stacks(100, 100, wait) + end);
+  testing::WriteFile((dir / "job") + "/node1-pid101.stacks.jsonl",
+                     process(101, 1) + stacks(101, 99, wait) + stacks(101, 0, wait) + end);
+  const std::string v2 = (dir / "job") + "/node1-pid102.stacks.jsonl";
+  testing::WriteFile(v2, process(102, 2));
+  const std::string db = dir / "s.duckdb";
+  Output ing = Collscope("ingest " + dir / "job" + " --db " + db);
+  EXPECT_EQ(ing.code, 1) << ing.text;  // stored, with a rejected line and a file refused
+  EXPECT_NE(ing.text.find("run job: 0 files"), std::string::npos) << ing.text;  // no Inspector log among them
+  EXPECT_NE(ing.text.find("stack files (collscope stacks): 3 files (2 read): 2 stack rows, 1 lines rejected\n"),
+            std::string::npos)
+      << ing.text;
+  EXPECT_NE(ing.text.find("rejected " + (dir / "job") + "/node1-pid101.stacks.jsonl:3: \"count\" is not positive"),
+            std::string::npos)
+      << ing.text;
+  EXPECT_NE(ing.text.find("not stored: " + v2 + ":1: stack file version 2; this collscope reads version 1"),
+            std::string::npos)
+      << ing.text;
+  Output again = Collscope("ingest " + dir / "job" + " --db " + db + " --json");
+  EXPECT_NE(again.text.find("\"stack_files_seen\": 3, \"stack_files_read\": 2, \"stack_files_incomplete\": 0, "
+                            "\"stacks\": 2, \"stack_lines_rejected\": 1, \"stack_lines_unknown\": 0"),
+            std::string::npos)
+      << again.text;
+  Output rows = Collscope("sql --db " + db +
+                          " --csv \"SELECT position_label, count(DISTINCT pid), sum(count) FROM stack_samples "
+                          "WHERE tid = pid GROUP BY 1\"");
+  EXPECT_EQ(rows.code, 0) << rows.text;
+  EXPECT_NE(rows.text.find("train_step (train.py:42) -> pthread_cond_wait,2,199"), std::string::npos) << rows.text;
+}
+
 }  // namespace
 }  // namespace collscope

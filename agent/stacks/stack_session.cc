@@ -170,9 +170,13 @@ Result<StackSessionResult> SampleProcesses(const StackSessionOptions& options) {
       for (const ThreadStack& th : sample->threads) {
         std::vector<std::string> frames;
         frames.reserve(th.frames.size() + 1);
-        for (auto it = th.frames.rbegin(); it != th.frames.rend(); ++it)
+        // ';' joins folded frames, so none may hold one (a C++ template's text could).
+        for (auto it = th.frames.rbegin(); it != th.frames.rend(); ++it) {
           frames.push_back(it->Label());
+          std::replace(frames.back().begin(), frames.back().end(), ';', ',');
+        }
         if (th.truncated) frames.insert(frames.begin(), "[truncated]");
+        if (frames.empty()) frames.push_back("[no frames read]");  // counted, never dropped
         Emit(t, t.folder->Add(f.host, f.pid, f.rank, th.tid, th.name, sample->unix_us, frames),
              &result.stacks);
       }

@@ -20,75 +20,15 @@
 
 #include "agent/stacks/sampler.h"
 #include "agent/stacks/stack_session.h"
-
-extern char** environ;
+#include "agent/stacks/stack_target_test_util.h"
 
 namespace collscope::stacks {
 namespace {
 
 namespace fs = std::filesystem;
-
-const char* kPython = "/usr/bin/python3.11";
-const std::string kScript =
-    std::string(COLLSCOPE_SOURCE_DIR) + "/agent/stacks/testdata/stack_target.py";
-
-// The line of stack_target.py marked `# AT:<name>`.
-int MarkedLine(const std::string& name) {
-  std::ifstream in(kScript);
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n)
-    if (line.find("# AT:" + name) != std::string::npos) return n;
-  return -1;
-}
-
-// A child process running stack_target.py in one mode, killed when this goes out of scope.
-class Target {
- public:
-  explicit Target(const std::string& mode, int rank = -1) {
-    int out[2];
-    if (pipe(out) != 0) return;
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-    posix_spawn_file_actions_addclose(&actions, out[0]);
-    std::vector<std::string> env_strings;
-    for (char** e = environ; *e; ++e)
-      if (std::string(*e).rfind("RANK=", 0) != 0) env_strings.emplace_back(*e);
-    if (rank >= 0) env_strings.push_back("RANK=" + std::to_string(rank));
-    std::vector<char*> env;
-    for (auto& s : env_strings) env.push_back(s.data());
-    env.push_back(nullptr);
-    std::string m = mode;
-    std::array<char*, 4> argv{const_cast<char*>(kPython), const_cast<char*>(kScript.c_str()),
-                              m.data(), nullptr};
-    if (posix_spawn(&pid_, kPython, &actions, nullptr, argv.data(), env.data()) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
-    close(out[1]);
-    // "ready\n", which Python may write in two pieces: the whole line, or the child would write
-    // its newline into a closed pipe.
-    std::string said;
-    char c = 0;
-    while (said.size() < 16 && read(out[0], &c, 1) == 1 && c != '\n') said.push_back(c);
-    close(out[0]);
-    if (said != "ready" && pid_ > 0) pid_ = -1;
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // into its marked line
-  }
-  ~Target() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-  pid_t pid() const { return pid_; }
-
- private:
-  pid_t pid_ = -1;
-};
-
-#define REQUIRE_PYTHON()                                                                      \
-  do {                                                                                        \
-    if (access(kPython, X_OK) != 0) GTEST_SKIP() << kPython << " not installed (python3.11)"; \
-  } while (0)
+using stack_target::kPython;
+using stack_target::MarkedLine;
+using Target = stack_target::Target;
 
 const ThreadStack* MainThread(const Sample& s, pid_t pid) {
   for (const ThreadStack& t : s.threads)

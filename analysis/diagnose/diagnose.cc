@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "analysis/diagnose/bubble_steps.h"
 #include "analysis/diagnose/compute_growth.h"
@@ -16,6 +17,7 @@
 #include "analysis/diagnose/kernel_detect.h"
 #include "analysis/diagnose/kernel_summaries.h"
 #include "analysis/diagnose/registry.h"
+#include "analysis/diagnose/stack_evidence.h"
 #include "analysis/diagnose/steps.h"
 #include "core/coverage.h"
 #include "core/ingest.h"
@@ -23,6 +25,7 @@
 #include "core/readers/kernel_summary.h"
 #include "core/readers/kineto.h"
 #include "core/readers/prom_textfile.h"
+#include "core/readers/stacks.h"
 #include "core/readers/step_file.h"
 
 namespace collscope::diagnose {
@@ -228,6 +231,9 @@ std::string InputSummary::ToText() const {
   if (stored_kernels) add("the store's Kineto kernels");
   if (kernel_summaries)
     add(std::to_string(kernel_summaries) + " CUPTI kernel-summary file" + (kernel_summaries > 1 ? "s" : ""));
+  if (stack_processes)
+    add(std::to_string(stack_samples) + " sampled call stacks of " + std::to_string(stack_processes) + " process" +
+        (stack_processes > 1 ? "es" : "") + " (collscope stacks)");
   if (!usable()) add("nothing usable");
   const std::string tier = Tier();
   if (tier.size() == 1 && tier != "-") o += "; evidence tier " + tier;
@@ -425,6 +431,22 @@ Status AddRecordEvidence(Store& store, const std::string& run, const std::option
   return AddAnnotatedPhases(store, *run_id, *data, out);
 }
 
+// What the run's sampled call stacks (collscope stacks) say of its hang findings.
+Status AddStoredStackEvidence(Store& store, const std::string& run, std::vector<Finding>* out, InputSummary* read) {
+  if (!readers::HasStackTables(store)) return Status::Ok();
+  auto stacks = readers::ReadStoredStacks(store, run);
+  if (!stacks.ok()) return stacks.status();
+  if (stacks->empty()) return Status::Ok();
+  if (read) {
+    std::set<std::pair<std::string, int64_t>> processes;
+    for (const FoldedStack& s : *stacks) processes.emplace(s.host, s.pid);
+    read->stack_processes += static_cast<int>(processes.size());
+    for (const FoldedStack& s : *stacks) read->stack_samples += s.count;
+  }
+  AddStackEvidence(*stacks, out);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<std::vector<Finding>> DiagnoseStore(Store& store, const DiagnoseOptions& o,
@@ -452,6 +474,7 @@ Result<std::vector<Finding>> DiagnoseStore(Store& store, const DiagnoseOptions& 
   }
   Consolidate(&out, o.suppressed);
   COLLSCOPE_RETURN_IF_ERROR(AddRecordEvidence(store, run, data, &out));
+  COLLSCOPE_RETURN_IF_ERROR(AddStoredStackEvidence(store, run, &out, read));
   return out;
 }
 
@@ -459,7 +482,7 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
                                            const DiagnoseOptions& o, DiagnoseTiming* timing,
                                            Store* records, InputSummary* read) {
   namespace fs = std::filesystem;
-  std::vector<std::string> logs, step_files, hang_files, kernel_files, prom_files;
+  std::vector<std::string> logs, step_files, hang_files, kernel_files, prom_files, stack_files;
   // Every regular file under the paths, once (core/input_files.h: links followed once, FIFOs
   // and devices skipped with a reason, never opened).
   auto found = FindInputFiles(paths, [](const std::string&, bool) { return true; });
@@ -470,6 +493,7 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
     const std::string name = fs::path(f).filename().string();
     if (IsStepSeriesFile(f) || IsIterationLog(f)) step_files.push_back(f);
     else if (IsKernelSummaryFile(f)) kernel_files.push_back(f);
+    else if (IsStackFile(f)) stack_files.push_back(f);
     else if (IsRasReportFile(f)) hang_files.push_back(f);  // found by content, whatever its name
     else if (IsPromTextfile(f)) prom_files.push_back(f);
     else if (IsInspectorLogName(name)) logs.push_back(f);
@@ -491,7 +515,7 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
   std::vector<Finding> out;
   const std::string temp_run = "diagnose";
   std::unique_ptr<Store> temp;
-  if (!logs.empty() || !step_files.empty() || !hang_files.empty() || !kernel_files.empty()) {
+  if (!logs.empty() || !step_files.empty() || !hang_files.empty() || !kernel_files.empty() || !stack_files.empty()) {
     auto store = Store::Open(":memory:");
     if (!store.ok()) return store.status();
     temp = std::move(*store);
@@ -522,6 +546,11 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
     }
     if (!kernel_files.empty()) {
       auto rep = readers::IngestKernelSummaries(*temp, kernel_files, temp_run);
+      if (!rep.ok()) return rep.status();
+      note(rep->lines_rejected, rep->first_rejections, rep->failed);
+    }
+    if (!stack_files.empty()) {
+      auto rep = readers::IngestStackFiles(*temp, stack_files, temp_run);
       if (!rep.ok()) return rep.status();
       note(rep->lines_rejected, rep->first_rejections, rep->failed);
     }
@@ -557,6 +586,9 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
   out.insert(out.end(), k->begin(), k->end());
   Consolidate(&out, o.suppressed);
   if (records_store) COLLSCOPE_RETURN_IF_ERROR(AddRecordEvidence(*records_store, run, data, &out));
+  // The paths' stacks, else a store's own.
+  if (!stack_files.empty()) COLLSCOPE_RETURN_IF_ERROR(AddStoredStackEvidence(*temp, temp_run, &out, read));
+  else if (records) COLLSCOPE_RETURN_IF_ERROR(AddStoredStackEvidence(*records, run, &out, read));
   return out;
 }
 

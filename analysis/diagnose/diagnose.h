@@ -47,6 +47,8 @@ struct InputSummary {
   int iteration_logs = 0;  // frameworks' job-level iteration logs (Megatron, NeMo)
   bool stored_kernels = false;  // the store holds Kineto kernels (collscope ingest)
   int kernel_summaries = 0;     // kernel-summary files of the CUPTI library (core/readers/kernel_summary.h)
+  int stack_processes = 0;      // processes with sampled call stacks (collscope stacks); no tier of their own
+  int64_t stack_samples = 0;    // their thread samples
   uint64_t lines_rejected = 0;
   std::vector<std::string> unusable;  // "path: why", for inputs that were not used
   std::string Tier() const;     // "A".."D", or "" when nothing usable was read

@@ -5,13 +5,13 @@ namespace collscope::readers {
 bool InputsReport::NoInputs() const {
   return records.files_seen == 0 && kineto.files_seen == 0 && steps.files_seen == 0 &&
          hang.dumps_seen + hang.states_seen + hang.ras_seen == 0 && kernels.files_seen == 0 &&
-         summaries.files_seen == 0 && prom.files_seen == 0;
+         stacks.files_seen == 0 && summaries.files_seen == 0 && prom.files_seen == 0;
 }
 
 bool InputsReport::NothingStored() const {
   return records.records_stored + records.dump_stats_stored + kineto.files_read + steps.files_read +
-                 hang.dumps_read + hang.states_read + hang.ras_read + kernels.files_read + summaries.files_read +
-                 prom.files_read ==
+                 hang.dumps_read + hang.states_read + hang.ras_read + kernels.files_read + stacks.files_read +
+                 summaries.files_read + prom.files_read ==
              0 &&
          records.files_unchanged + kineto.files_unchanged + summaries.files_unchanged == 0;
 }
@@ -20,13 +20,15 @@ bool InputsReport::AnythingLost() const {
   return records.lines_rejected || records.records_missing || !records.skipped.empty() ||
          !kineto.failed.empty() || steps.lines_rejected || !steps.failed.empty() ||
          !hang.failed.empty() || hang.ras_lines_unused || kernels.lines_rejected || !kernels.failed.empty() ||
+         stacks.lines_rejected || !stacks.failed.empty() ||
          !summaries.failed.empty() || prom.lines_unused || !prom.failed.empty();
 }
 
 std::vector<std::string> InputsReport::NotStored() const {
   std::vector<std::string> out;
   for (const std::string& s : records.skipped) out.push_back("skipped " + s);
-  for (const auto* list : {&kineto.failed, &steps.failed, &hang.failed, &kernels.failed, &summaries.failed, &prom.failed})
+  for (const auto* list :
+       {&kineto.failed, &steps.failed, &hang.failed, &kernels.failed, &stacks.failed, &summaries.failed, &prom.failed})
     for (const std::string& s : *list) out.push_back("not stored: " + s);
   for (const std::string& s : hang.ras_unused) out.push_back("not understood: " + s);
   if (hang.ras_lines_unused > hang.ras_unused.size())
@@ -64,6 +66,9 @@ Result<InputsReport> IngestInputs(Store& store, const std::vector<std::string>& 
   auto kernels = IngestKernelSummaries(store, others, options.run);
   if (!kernels.ok()) return kernels.status();
   r.kernels = std::move(*kernels);
+  auto stacks = IngestStackFiles(store, others, options.run);
+  if (!stacks.ok()) return stacks.status();
+  r.stacks = std::move(*stacks);
   auto prom = IngestPromFiles(store, others, options.run);
   if (!prom.ok()) return prom.status();
   r.prom = std::move(*prom);

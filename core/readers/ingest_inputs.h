@@ -1,7 +1,8 @@
 // Every input format `collscope ingest` takes, in one call: NCCL Inspector / collscope logs,
 // PyTorch-profiler (Kineto) traces, step/phase series and iteration logs, hang evidence (Flight
-// Recorder dumps, in-flight state files, NCCL RAS status reports), CUPTI kernel summaries, NCCL
-// Inspector Prometheus textfiles (prom_textfile.h) and the record summaries of
+// Recorder dumps, in-flight state files, NCCL RAS status reports), CUPTI kernel summaries, stack
+// files of `collscope stacks` (stacks.h), NCCL Inspector Prometheus textfiles (prom_textfile.h)
+// and the record summaries of
 // per-host agents (core/readers/record_summary.h), each through its own importer into the same
 // run. A path that is a summary root (only host=... folders) goes to the record-summary importer
 // alone: the other importers would only sniff its Parquet files and pass them by, every tick. `collscope ingest` and the live agent both call it, so they store the same
@@ -21,6 +22,7 @@
 #include "core/readers/kineto.h"
 #include "core/readers/prom_textfile.h"
 #include "core/readers/record_summary.h"
+#include "core/readers/stacks.h"
 #include "core/readers/step_file.h"
 
 namespace collscope::readers {
@@ -31,6 +33,7 @@ struct InputsReport {
   StepIngestReport steps;
   HangIngestReport hang;
   KernelSummaryIngestReport kernels;
+  StackIngestReport stacks;  // stack files of `collscope stacks --out` (stacks.h)
   RecordSummaryIngestReport summaries;
   PromIngestReport prom;  // NCCL Inspector Prometheus textfiles (prom_textfile.h)
 
