@@ -19,6 +19,11 @@
 #include "core/input_files.h"
 #include "core/readers/ingest_inputs.h"
 #include "core/readers/record_summary.h"
+#include "core/readers/stacks.h"
+#include "analysis/diagnose/stack_evidence.h"
+#ifdef COLLSCOPE_HAVE_STACKS
+#include "agent/stacks/stack_session.h"
+#endif
 #include "core/store.h"
 
 namespace collscope::agent {
@@ -282,6 +287,10 @@ TickReport Agent::Tick() {
     ++errors_;
     std::fprintf(stderr, "collscope agent: %s\n", r.error.c_str());
   }
+  if (r.stack_processes)
+    std::fprintf(stderr, "collscope agent: a new hang: sampled the stacks of %d processes of job %s\n",
+                 r.stack_processes, o_.stacks_job.c_str());
+  if (!r.stacks_note.empty()) std::fprintf(stderr, "collscope agent: %s\n", r.stacks_note.c_str());
   last_ = r;
   std::vector<MetricFamily> families = job_metrics_;
   Publish(std::move(families));
@@ -496,6 +505,7 @@ TickReport Agent::TickLocked() {
     return r;
   }
   mark("diagnose");
+  SampleStacksOnNewHang(store, &*findings, &r);
   JobMetricsOptions mo;
   mo.tp = read.tp;
   mo.pp = read.pp;
@@ -538,6 +548,50 @@ TickReport Agent::TickLocked() {
   Alert(ch);
   mark("alert");
   return r;
+}
+
+void Agent::SampleStacksOnNewHang(Store& store, std::vector<diagnose::Finding>* findings,
+                                  TickReport* r) {
+  if (o_.stacks_job.empty()) return;
+  bool new_hang = false;
+  for (const diagnose::Finding& f : *findings)
+    new_hang |= f.kind == diagnose::Kind::kHang && !tracker_.active().count(FindingTracker::KeyOf(f));
+  if (!new_hang) return;
+#ifdef COLLSCOPE_HAVE_STACKS
+  std::vector<pid_t> pids = stacks::ProcessesOfJob(o_.stacks_job);
+  if (pids.empty()) {
+    r->stacks_note = "no process of job " + o_.stacks_job + " runs here as this user: no stacks sampled";
+    return;
+  }
+  stacks::StackSessionOptions so;
+  so.pids = pids;
+  so.duration_s = o_.stacks_burst_s;
+  so.rate_hz = 10;
+  so.out_dir = o_.db + ".stacks";
+  auto session = stacks::SampleProcesses(so);
+  if (!session.ok()) {
+    r->stacks_note = "stacks: " + session.status().message();
+    return;
+  }
+  std::vector<std::string> files;
+  for (const stacks::ProcessSession& p : session->processes)
+    if (!p.file.empty()) files.push_back(p.file);
+  for (const std::string& why : session->not_sampled) r->stacks_note += (r->stacks_note.empty() ? "" : "; ") + why;
+  auto stored = readers::IngestStackFiles(store, files, o_.run);
+  if (!stored.ok()) {
+    r->stacks_note = "stacks: " + stored.status().message();
+    return;
+  }
+  auto stacks = readers::ReadStoredStacks(store, o_.run);
+  if (!stacks.ok()) {
+    r->stacks_note = "stacks: " + stacks.status().message();
+    return;
+  }
+  diagnose::AddStackEvidence(*stacks, findings);
+  r->stack_processes = static_cast<int>(session->processes.size());
+#else
+  r->stacks_note = "this collscope was built without stack sampling (libunwind-dev, libdw-dev)";
+#endif
 }
 
 void Agent::Alert(const FindingTracker::Changes& ch) {

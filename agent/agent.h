@@ -74,6 +74,12 @@ struct AgentOptions {
   // watched folder holds several hosts'; empty: everything under the watched paths.
   std::vector<std::string> hosts;
   bool diagnose = true;  // false: ingest (and export) only, no window, metrics or alerts
+  // The job's processes on this host (those whose SLURM_JOB_ID, TORCHELASTIC_RUN_ID or
+  // COLLSCOPE_JOB is this; docs/stacks.md): when a hang finding first appears, their call stacks
+  // are sampled for stacks_burst_s at 10 Hz (collscope stacks), stored, and the finding is raised
+  // with what they say. Empty: never. Needs the right to trace them (same user, ptrace_scope).
+  std::string stacks_job;
+  double stacks_burst_s = 2;
 };
 
 // What one tick did (for tests and the agent's own metrics).
@@ -89,6 +95,8 @@ struct TickReport {
   int findings = 0, raised = 0, resolved = 0;
   double seconds = 0;
   std::vector<std::string> not_stored;  // inputs named by the ingest as skipped or not stored
+  int stack_processes = 0;  // processes whose stacks a new hang had sampled this tick
+  std::string stacks_note;  // why a new hang's stacks were not sampled, or what was not
   std::string error;                    // a failed step, said on /healthz and in the log
 };
 
@@ -126,6 +134,9 @@ class Agent {
   double DiagnoseEvery() const;
   void Publish(std::vector<MetricFamily> families);
   void Alert(const FindingTracker::Changes& changes);
+  // A hang finding not active before: sample the job's processes here, store their stacks, and add
+  // their evidence to the findings before they are raised.
+  void SampleStacksOnNewHang(Store& store, std::vector<diagnose::Finding>* findings, TickReport* r);
 
   AgentOptions o_;
   FolderWatch watch_;

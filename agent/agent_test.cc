@@ -17,6 +17,9 @@
 #include "agent/job_metrics.h"
 #include "agent/metrics.h"
 #include "agent/scripted_peer.h"
+#ifdef COLLSCOPE_HAVE_STACKS
+#include "agent/stacks/stack_target_test_util.h"
+#endif
 #include "agent/watch.h"
 #include "analysis/views.h"
 #include "core/ingest.h"
@@ -522,6 +525,48 @@ TEST(Agent, AWaitingReaderGetsTheStoreAndTheTickItBlocksIsMadeUpLater) {
   EXPECT_TRUE(r.ran);
   EXPECT_TRUE(r.ingested) << "the change seen during the skipped tick is ingested now";
 }
+
+#ifdef COLLSCOPE_HAVE_STACKS
+// A new hang: the agent samples the job's processes here (COLLSCOPE_JOB) before it raises the
+// finding, and the finding says where the rank that never joined was. Eight real Python processes
+// stand in for the simulated job's ranks; rank 5 is busy in its own work.
+TEST(Agent, ANewHangIsRaisedWithItsRanksStack) {
+  REQUIRE_PYTHON();
+  collscope::testing::TempDir dir;
+  sim::SimConfig c = DefaultJob(dir / "job", "kind=hang,rank=5,comm=tp,start_step=6", 12);
+  c.cluster.hosts = 2;
+  RunSimulation(c);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  const std::string job = "agent-test-" + std::to_string(getpid());
+  std::vector<std::unique_ptr<stacks::stack_target::Target>> ranks;
+  for (int r = 0; r < 8; ++r) {
+    ranks.push_back(std::make_unique<stacks::stack_target::Target>(r == 5 ? "compile" : "wait", r, job));
+    ASSERT_GT(ranks.back()->pid(), 0);
+  }
+  AgentOptions o;
+  o.watch = {dir / "job"};
+  o.db = dir / "agent.duckdb";
+  o.listen = "";
+  o.window_s = 3600;
+  o.rescan_s = 0;
+  o.stacks_job = job;
+  o.stacks_burst_s = 1;
+  auto a = Agent::Create(o);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  TickReport r = (*a)->Tick();
+  EXPECT_TRUE(r.error.empty()) << r.error;
+  ASSERT_TRUE(r.diagnosed);
+  EXPECT_EQ(r.stack_processes, 8) << r.stacks_note;
+  const std::string findings = (*a)->FindingsJson();
+  const std::string frame =
+      "compile_graph (stack_target.py:" + std::to_string(stacks::stack_target::MarkedLine("compile")) + ")";
+  EXPECT_NE(findings.find("\"stack_frame.rank5\": \"" + frame), std::string::npos) << findings;
+  EXPECT_NE(findings.find("Its stack: in `" + frame), std::string::npos) << findings;
+  // The hang is active now: the next tick samples nothing, and its stored stacks still join it.
+  r = (*a)->Tick();
+  EXPECT_EQ(r.stack_processes, 0);
+}
+#endif
 
 }  // namespace
 }  // namespace collscope::agent

@@ -140,6 +140,12 @@ void Register(CLI::App& app) {
                   "Ingest only this host's files (<host>-pid*); repeat for several");
   cmd->add_flag("!--no-diagnose", o->agent.diagnose,
                 "Ingest (and export) only: no window, metrics or alerts (a host agent)");
+  cmd->add_option("--stacks-job", o->agent.stacks_job,
+                  "When a hang finding first appears, sample the call stacks of this job's processes "
+                  "on this host (SLURM_JOB_ID, TORCHELASTIC_RUN_ID or COLLSCOPE_JOB equal to it; "
+                  "docs/stacks.md) and raise the finding with them");
+  cmd->add_option("--stacks-burst", o->agent.stacks_burst_s, "Seconds of stack sampling (10 Hz) a new hang gets")
+      ->capture_default_str()->check(CLI::Range(0.1, 60.0));
   cmd->add_option("--ticks", o->agent.max_ticks, "Stop after this many ticks (0: until SIGTERM)")
       ->capture_default_str();
   cmd->callback([o] { SetExitCode(Run(*o)); });

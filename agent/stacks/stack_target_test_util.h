@@ -34,7 +34,8 @@ inline int MarkedLine(const std::string& name) {
 // A child process running stack_target.py in one mode, killed when this goes out of scope.
 class Target {
  public:
-  explicit Target(const std::string& mode, int rank = -1) {
+  // rank: the RANK it is launched with (-1: none); job: its COLLSCOPE_JOB ("" : none).
+  explicit Target(const std::string& mode, int rank = -1, const std::string& job = "") {
     int out[2];
     if (pipe(out) != 0) return;
     posix_spawn_file_actions_t actions;
@@ -45,6 +46,7 @@ class Target {
     for (char** e = environ; *e; ++e)
       if (std::string(*e).rfind("RANK=", 0) != 0) env_strings.emplace_back(*e);
     if (rank >= 0) env_strings.push_back("RANK=" + std::to_string(rank));
+    if (!job.empty()) env_strings.push_back("COLLSCOPE_JOB=" + job);
     std::vector<char*> env;
     for (auto& s : env_strings) env.push_back(s.data());
     env.push_back(nullptr);

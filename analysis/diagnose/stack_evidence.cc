@@ -13,6 +13,11 @@ void AddStackEvidence(const std::vector<FoldedStack>& stacks, std::vector<Findin
   for (const FoldedStack& s : stacks) sampled_until = std::max(sampled_until, s.last_us);
   for (Finding& f : *findings) {
     if (f.kind != Kind::kHang) continue;
+    // Stacks said again (a later sample) replace what they said before.
+    std::erase_if(f.evidence, [](const Evidence& e) {
+      return e.key == "stacks" || e.key.starts_with("stack_frame.rank");
+    });
+    if (size_t at = f.summary.find(" Its stack: in `"); at != std::string::npos) f.summary.resize(at);
     std::vector<FoldedStack> during;
     for (const FoldedStack& s : stacks)
       if (f.start_us <= 0 || s.last_us >= f.start_us) during.push_back(s);
