@@ -1,6 +1,7 @@
-// What sampled call stacks (collscope stacks, stored by core/readers/stacks.h) say of the hang
-// findings: where each root-cause rank's main thread was while the job hung, whether it stood
-// apart from its peers, and which process the stacks single out when the finding names none.
+// What sampled call stacks (collscope stacks, stored by core/readers/stacks.h) say of the
+// findings. Of hang findings: where each root-cause rank's main thread was while the job hung,
+// whether it stood apart from its peers, and which process the stacks single out when the finding
+// names none.
 //
 // Stacks join the findings by global rank (the launcher's RANK in the sampled process). Only
 // samples taken after the hang began are compared: stacks of a job that was still running say
@@ -17,7 +18,18 @@
 
 namespace collscope::diagnose {
 
-// Adds the stacks' evidence (keys "stacks" and "stack_frame.rank<R>") to each hang finding.
+// Adds the stacks' evidence (keys "stacks" and "stack_frame.rank<R>") to each hang finding, and
+// to host_stall and slow_compute findings the position whose share of a root-cause rank's samples
+// grew during the finding ("stack_grew.rank<R>"): a host blocked in JIT compilation or a data
+// loader looks like a slow GPU from the collectives, and its stack says otherwise. Stacks said
+// again replace what they said before.
 void AddStackEvidence(const std::vector<FoldedStack>& stacks, std::vector<Finding>* findings);
+
+// The main-thread position of `rank` whose share of its samples inside [start_us, end_us) grew
+// most over its share outside that time (or, with too few samples outside, over its peers' share
+// inside it), by at least 20 points with at least 5 samples inside; "" when none did. *text gets
+// "`label` in 62% of its samples during it, 3% outside it".
+std::string GrownPosition(const std::vector<FoldedStack>& stacks, int rank, int64_t start_us,
+                          int64_t end_us, std::string* text);
 
 }  // namespace collscope::diagnose
