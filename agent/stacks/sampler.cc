@@ -20,6 +20,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
@@ -243,6 +244,18 @@ std::vector<pid_t> ProcessesOfJob(const std::string& job) {
     }
   }
   closedir(dir);
+  // Not this command and its ancestors (run inside the job, they carry its variables too); and
+  // where the launcher gave ranks, only ranked processes (not the job's shells and launchers).
+  std::set<pid_t> own;
+  for (pid_t p = getpid(); p > 1 && own.insert(p).second;) {
+    std::string stat = ReadFileText(ProcPath(p, "stat"));
+    size_t close = stat.rfind(')');
+    if (close == std::string::npos) break;
+    p = static_cast<pid_t>(std::strtol(stat.c_str() + close + 4, nullptr, 10));  // ") S <ppid>"
+  }
+  std::erase_if(pids, [&](pid_t p) { return own.count(p) > 0; });
+  if (std::any_of(pids.begin(), pids.end(), [](pid_t p) { return RankFromEnvironment(p) >= 0; }))
+    std::erase_if(pids, [](pid_t p) { return RankFromEnvironment(p) < 0; });
   std::sort(pids.begin(), pids.end());
   return pids;
 }
@@ -294,6 +307,21 @@ class Sampler::Impl {
   std::unordered_map<pid_t, void*> upts_;
   std::optional<PythonStackReader> python_;
   std::unordered_map<uint64_t, std::pair<std::string, std::string>> symbols_;
+  struct Blocked {
+    std::string syscall;  // /proc/.../syscall when it was unwound
+    std::vector<uint64_t> native;
+    bool truncated;
+  };
+  std::unordered_map<pid_t, Blocked> blocked_;
+  std::unordered_map<pid_t, std::string> names_;
+
+  // "202 0x7f.. ... 0x7ffd.. 0x7f.." (number, arguments, user sp, pc) for a thread blocked in a
+  // system call; "" for one running, stopped outside a system call, or unreadable.
+  std::string BlockedSyscall(pid_t tid) const {
+    std::string line = Trimmed(ReadFileText("/proc/" + std::to_string(pid_) + "/task/" +
+                                            std::to_string(tid) + "/syscall"));
+    return !line.empty() && std::isdigit(static_cast<unsigned char>(line[0])) ? line : "";
+  }
 };
 
 Status Sampler::Impl::Init(ProcessFacts* facts) {
@@ -540,8 +568,13 @@ Result<Sample> Sampler::Impl::Take(StackError* error) {
   for (pid_t tid : tids) {
     ThreadStack t;
     t.tid = tid;
-    t.name = Trimmed(
-        ReadFileText("/proc/" + std::to_string(pid_) + "/task/" + std::to_string(tid) + "/comm"));
+    auto name = names_.find(tid);  // a thread's name is read once
+    if (name == names_.end())
+      name = names_
+                 .emplace(tid, Trimmed(ReadFileText("/proc/" + std::to_string(pid_) + "/task/" +
+                                                    std::to_string(tid) + "/comm")))
+                 .first;
+    t.name = name->second;
     t.state = ThreadState(pid_, tid);
     threads.push_back(std::move(t));
   }
@@ -561,7 +594,25 @@ Result<Sample> Sampler::Impl::Take(StackError* error) {
     std::optional<PythonThread> python;
     std::vector<uint64_t> native;
     bool truncated = false;
-    if (options_.native) {
+    // A thread blocked in the same system call, at the same user stack pointer and pc as when it
+    // was last unwound, has the same native stack: it is not stopped again (idle threads cost one
+    // file read). Its Python frames are read anyway, and kept only if it stayed blocked meanwhile.
+    const std::string syscall = options_.native ? BlockedSyscall(t.tid) : "";
+    bool reused = false;
+    if (auto last = blocked_.find(t.tid);
+        !syscall.empty() && last != blocked_.end() && last->second.syscall == syscall) {
+      memory_.Invalidate();
+      if (state != python_state.end()) python = python_->ReadFrames(state->second);
+      reused = BlockedSyscall(t.tid) == syscall;
+      if (reused) {
+        native = last->second.native;
+        truncated = last->second.truncated;
+        ++held_any;
+      } else {
+        python.reset();
+      }
+    }
+    if (options_.native && !reused) {
       std::vector<Held> held;
       int64_t hold_start = NowUs(CLOCK_MONOTONIC);
       Status st = Hold(t.tid, &held, error);
@@ -574,7 +625,11 @@ Result<Sample> Sampler::Impl::Take(StackError* error) {
       Release(held);
       int64_t held_us = NowUs(CLOCK_MONOTONIC) - hold_start;
       sample.stopped_us = std::max(sample.stopped_us, held_us);
-    } else if (state != python_state.end()) {
+      if (!syscall.empty())
+        blocked_[t.tid] = {syscall, native, truncated};
+      else
+        blocked_.erase(t.tid);
+    } else if (!options_.native && state != python_state.end()) {
       python = python_->ReadFrames(state->second);
     }
     t.frames = Merge(native, python ? &*python : nullptr, &truncated);
@@ -593,6 +648,12 @@ Result<Sample> Sampler::Impl::Take(StackError* error) {
       ++it;
     }
   }
+  std::erase_if(blocked_, [&](const auto& b) {
+    return !std::binary_search(tids.begin(), tids.end(), b.first);
+  });
+  std::erase_if(names_, [&](const auto& n) {
+    return !std::binary_search(tids.begin(), tids.end(), n.first);
+  });
   sample.took_us = NowUs(CLOCK_MONOTONIC) - start;
   return sample;
 }

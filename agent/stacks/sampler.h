@@ -91,7 +91,8 @@ class Sampler {
 int RankFromEnvironment(pid_t pid);
 
 // This user's processes whose environment names the job: SLURM_JOB_ID, TORCHELASTIC_RUN_ID or
-// COLLSCOPE_JOB equal to `job`. Sorted by pid.
+// COLLSCOPE_JOB equal to `job`; not this process or its ancestors, and only those with a rank
+// when any has one. Sorted by pid.
 std::vector<pid_t> ProcessesOfJob(const std::string& job);
 
 }  // namespace collscope::stacks

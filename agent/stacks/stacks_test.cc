@@ -338,5 +338,29 @@ TEST(StacksCli, PrintsTheMergedStacksOfALiveProcess) {
   EXPECT_EQ(WEXITSTATUS(std::system(none.c_str())), 2);
 }
 
+TEST(StacksCli, AJobsProcessesAreItsRankedOnesNotTheCommandOrItsShell) {
+  REQUIRE_PYTHON();
+  const char* bin = std::getenv("COLLSCOPE_BIN");
+  if (!bin) GTEST_SKIP() << "COLLSCOPE_BIN not set (run through ctest)";
+  const std::string job = "stacks-test-" + std::to_string(getpid());
+  Target rank0("wait", 0, job), rank1("compile", 1, job), launcher("stuck", -1, job);
+  ASSERT_GT(rank0.pid(), 0);
+  ASSERT_GT(rank1.pid(), 0);
+  ASSERT_GT(launcher.pid(), 0);
+  EXPECT_EQ(ProcessesOfJob(job), (std::vector<pid_t>{rank0.pid(), rank1.pid()}));
+  // Run inside the job (its variable set), the command samples neither itself nor its shell.
+  std::string cmd =
+      "COLLSCOPE_JOB=" + job + " " + bin + " stacks --job " + job + " --duration 0.3 --json 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof(buf), p)) out.append(buf, n);
+  pclose(p);
+  EXPECT_NE(out.find("\"not_sampled\":[]"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"pid\":" + std::to_string(rank0.pid()) + ","), std::string::npos) << out;
+  EXPECT_EQ(out.find("\"pid\":" + std::to_string(launcher.pid()) + ","), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace collscope::stacks
