@@ -27,6 +27,10 @@ std::string ResultError(duckdb_result* r, const std::string& context) {
 std::string SqlString(const std::string& s) {
   std::string out = "'";
   for (char c : s) {
+    if (c == '\0') {  // SQL text is a C string: a NUL would end the statement mid-literal
+      out += "\\x00";
+      continue;
+    }
     if (c == '\'') out += '\'';
     out += c;
   }

@@ -88,7 +88,7 @@ class Store {
   duckdb_connection conn_ = nullptr;
 };
 
-// Quotes a string as an SQL literal.
+// Quotes a string as an SQL literal. A NUL byte becomes the text \x00: SQL text is a C string.
 std::string SqlString(const std::string& s);
 
 // A fingerprint of definitions (view and macro SQL): a store that records the fingerprint of what

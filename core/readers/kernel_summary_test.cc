@@ -159,6 +159,16 @@ TEST_F(KernelSummaryTest, BadLinesAreCountedAndNamedWithFileAndLine) {
   EXPECT_EQ(Rows("SELECT lines, lines_rejected, summaries FROM kernel_summary_files"), std::vector<std::string>{"11|8|1"});
 }
 
+// A raw NUL byte in a rejected line is stored as the text \x00: SQL text is a C string, and the
+// NUL once ended the statement mid-literal, failing the whole ingest.
+TEST_F(KernelSummaryTest, ARejectedLineWithANulByteIsStoredNotFatal) {
+  const std::string path = Write("nul.kernels.jsonl", std::string(kProcess) + kGemm + std::string("{bad\0line\n", 10));
+  auto rep = IngestKernelSummaries(*store_, {path}, "job");
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  EXPECT_EQ(rep->lines_rejected, 1u);
+  EXPECT_EQ(Rows("SELECT excerpt FROM ingest_log WHERE path = '" + path + "'"), std::vector<std::string>{"{bad\\x00line"});
+}
+
 TEST_F(KernelSummaryTest, AnotherFormatVersionRefusesTheFileWithItsReason) {
   const std::string path = Write("v2.kernels.jsonl",
       "{\"type\":\"process\",\"format\":\"collscope-kernels\",\"format_version\":2,\"host\":\"n\",\"pid\":1,\"rank\":0,"
