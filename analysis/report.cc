@@ -15,8 +15,11 @@
 #include <set>
 
 #include "analysis/diagnose/diagnose.h"
+#include "analysis/flame_graph.h"
 #include "analysis/primitives.h"
 #include "analysis/report_assets.h"
+#include "core/readers/stacks.h"
+#include "core/stack_profile.h"
 
 namespace collscope {
 namespace {
@@ -589,6 +592,109 @@ std::string SuppressedHtml(const std::vector<dg::Suppressed>& suppressed) {
   return h + "</tbody></table></details>";
 }
 
+// ---- call stacks (collscope stacks) ----
+
+struct StacksRead {
+  std::vector<FoldedStack> stacks;  // the run's stored stacks, every thread
+  size_t processes = 0, threads = 0;
+  int64_t samples = 0, t0 = 0, t1 = 0;  // sum of counts; first and last sample
+};
+
+// "rank 5 (pid 4711 on node-001)", "pid 4711 on node-001".
+std::string ProcessText(const ProcessStacks& p) {
+  const std::string where = "pid " + std::to_string(p.pid) + (p.host.empty() ? "" : " on " + p.host);
+  return p.rank >= 0 ? "rank " + std::to_string(p.rank) + " (" + where + ")" : where;
+}
+
+// Escaped text with `code` spans (CompareProcesses quotes frames in backticks), first letter up.
+std::string SentenceHtml(std::string text) {
+  if (!text.empty() && std::islower(static_cast<unsigned char>(text[0])))
+    text[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(text[0])));
+  std::string out;
+  size_t at = 0;
+  while (true) {
+    const size_t open = text.find('`', at);
+    const size_t close = open == std::string::npos ? open : text.find('`', open + 1);
+    if (close == std::string::npos) break;
+    out += HtmlEscape(text.substr(at, open - at)) + "<code>" +
+           HtmlEscape(text.substr(open + 1, close - open - 1)) + "</code>";
+    at = close + 1;
+  }
+  return out + HtmlEscape(text.substr(at));
+}
+
+std::string SamplesText(int64_t n) { return std::to_string(n) + (n == 1 ? " sample" : " samples"); }
+
+// The main threads (tid == pid) of the processes in `processes` (inside) or of the others, their
+// samples in *samples.
+std::vector<FoldedStack> MainThreads(const std::vector<FoldedStack>& stacks,
+                                     const std::set<std::pair<std::string, int64_t>>& processes, bool inside,
+                                     int64_t* samples) {
+  std::vector<FoldedStack> out;
+  *samples = 0;
+  for (const FoldedStack& s : stacks)
+    if (s.tid == s.pid && s.count > 0 && processes.count({s.host, s.pid}) == (inside ? 1u : 0u)) {
+      out.push_back(s);
+      *samples += s.count;
+    }
+  return out;
+}
+
+// The "Call stacks" section: what was read, the processes compared (CompareProcesses, as
+// `collscope stacks` and the hang findings say it), and flame graphs of the main threads: of the
+// processes standing apart and of the others, or of all when none stands apart. Static HTML.
+// "" when the run has no stacks.
+std::string StacksSectionHtml(const StacksRead& sr) {
+  if (sr.stacks.empty()) return "";
+  std::string h = "<section id=\"stacks\" class=\"section\"><h2>Call stacks</h2>";
+  h += "<p class=\"note\" id=\"stacks-read\">Read " + SamplesText(sr.samples) + " of " +
+       std::to_string(sr.threads) + " thread" + (sr.threads == 1 ? "" : "s") + " in " +
+       std::to_string(sr.processes) + " process" + (sr.processes == 1 ? "" : "es") +
+       " (collscope stacks), " + HtmlEscape(When(sr.t0)) + " .. " + HtmlEscape(When(sr.t1)) + " (" +
+       HtmlEscape(Duration(static_cast<double>(sr.t1 - sr.t0))) +
+       "). The flame graphs show main threads (thread id = process id), callers on top, each frame as "
+       "wide as its share of the samples (hover a frame for its samples); frames: "
+       "<span class=\"fg-key fg-py\">Python</span> <span class=\"fg-key fg-nat\">native</span>.</p>";
+  const StackComparison c = CompareProcesses(sr.stacks);
+  h += "<p id=\"stacks-summary\" class=\"stacks-summary\" data-outliers=\"" + std::to_string(c.outliers.size()) +
+       "\">" + SentenceHtml(c.summary) + "</p>";
+  std::set<std::pair<std::string, int64_t>> apart;
+  std::string names;
+  for (size_t k = 0; k < c.outliers.size(); ++k) {
+    const ProcessStacks& p = c.processes[c.outliers[k]];
+    apart.insert({p.host, p.pid});
+    if (k < 4) names += (k ? ", " : "") + ProcessText(p);
+    else if (k == 4) names += " and " + std::to_string(c.outliers.size() - 4) + " more";
+  }
+  auto graph = [&h](const std::string& id, const std::string& title, const std::vector<FoldedStack>& stacks) {
+    h += "<h3 id=\"" + id + "-title\">" + HtmlEscape(title) + "</h3><div id=\"" + id + "\" class=\"flame-box\">" +
+         FlameGraphHtml(stacks) + "</div>";
+  };
+  int64_t samples = 0;
+  if (!apart.empty()) {
+    const std::vector<FoldedStack> out = MainThreads(sr.stacks, apart, true, &samples);
+    graph("flame-apart",
+          std::string(apart.size() == 1 ? "Standing apart: " : "Standing apart, merged: ") + names +
+              ", main thread" + (apart.size() == 1 ? "" : "s") + ", " + SamplesText(samples),
+          out);
+    const std::vector<FoldedStack> others = MainThreads(sr.stacks, apart, false, &samples);
+    const size_t n = c.processes.size() - apart.size();
+    graph("flame-others",
+          "The other " + std::to_string(n) + " process" + (n == 1 ? "" : "es") + ", main threads merged, " +
+              SamplesText(samples),
+          others);
+  } else if (!c.processes.empty()) {
+    const std::vector<FoldedStack> all = MainThreads(sr.stacks, apart, false, &samples);
+    const size_t n = c.processes.size();
+    graph("flame-all",
+          n == 1 ? ProcessText(c.processes[0]) + ", main thread, " + SamplesText(samples)
+                 : "All " + std::to_string(n) + " processes, main threads merged, " + SamplesText(samples),
+          all);
+  } else {
+    h += "<p class=\"note\">No main thread was sampled: no flame graph.</p>";
+  }
+  return h + "</section>";
+}
 }  // namespace
 
 bool ReportHasCharts() { return ReportEchartsJs().size() > 1000; }
@@ -666,6 +772,28 @@ Status LoadFindings(Store& store, const ReportOptions& ro, const std::string& ru
     if (f.ok()) fs.findings = std::move(*f);
     else fs.error = f.status().message();
   }
+  return Status::Ok();
+}
+
+// The run's sampled call stacks (collscope stacks), when the store has them.
+Status LoadStacks(Store& store, const std::string& run, StacksRead* out) {
+  if (!readers::HasStackTables(store)) return Status::Ok();
+  Result<std::vector<FoldedStack>> stacks = readers::ReadStoredStacks(store, run);
+  if (!stacks.ok()) return Status::Error("stacks: " + stacks.status().message());
+  std::set<std::pair<std::string, int64_t>> processes;
+  std::set<std::tuple<std::string, int64_t, int64_t>> threads;
+  for (const FoldedStack& s : *stacks) {
+    if (s.count <= 0) continue;
+    processes.insert({s.host, s.pid});
+    threads.insert({s.host, s.pid, s.tid});
+    out->samples += s.count;
+    out->t0 = out->t0 == 0 ? s.first_us : std::min(out->t0, s.first_us);
+    out->t1 = std::max(out->t1, s.last_us);
+  }
+  if (out->samples == 0) return Status::Ok();
+  out->processes = processes.size();
+  out->threads = threads.size();
+  out->stacks = std::move(*stacks);
   return Status::Ok();
 }
 
@@ -793,7 +921,7 @@ std::string NamedHostsJson(const NamedHosts& n) {
 
 // The first screen: what was read, where the findings came from, the culprit.
 std::string FirstScreenHtml(Store& store, const std::string& run, const FindingsSource& fs,
-                            const std::vector<Card>& cards, int64_t t0, int64_t t1) {
+                            const std::vector<Card>& cards, int64_t t0, int64_t t1, const StacksRead& sr) {
   std::string summary = "<h1 id=\"title\">Run " + HtmlEscape(run) + "</h1><p id=\"provenance\" class=\"provenance\">";
   summary += "Read run <b>" + HtmlEscape(run) + "</b> of store <code>" + HtmlEscape(store.path()) + "</code>";
   if (fs.diagnosed) {
@@ -810,6 +938,10 @@ std::string FirstScreenHtml(Store& store, const std::string& run, const Findings
                "--findings the report diagnoses the store and says its tier)</span>. <span id=\"findings-source\">"
                "Findings: <b>read from " + HtmlEscape(fs.path) + "</b>, not diagnosed here</span>.";
   }
+  if (!sr.stacks.empty())
+    summary += " <span id=\"stacks-read-top\">Call stacks: <b>" + SamplesText(sr.samples) + " of " +
+               std::to_string(sr.processes) + " process" + (sr.processes == 1 ? "" : "es") +
+               "</b> read (collscope stacks; <a href=\"#stacks\">below</a>)</span>.";
   summary += "</p>";
   if (fs.diagnosed && !fs.read.unusable.empty()) {
     summary += "<details class=\"unusable\"><summary>" + std::to_string(fs.read.unusable.size()) +
@@ -933,11 +1065,12 @@ std::string HostTableHtml(const QueryResult& hosts_table, const NamedHosts& name
 
 // The template's {{NAME}} markers filled in one pass, so inserted text is never scanned again.
 std::string FillTemplate(const std::string& run, const std::string& data, const std::string& findings,
-                         const std::string& summary, const std::string& fhtml, const std::string& htable) {
+                         const std::string& summary, const std::string& fhtml, const std::string& htable,
+                         const std::string& stacks) {
   std::string tpl(ReportTemplateHtml());
   std::string html;
   html.reserve(tpl.size() + ReportEchartsJs().size() + data.size() + findings.size() + summary.size() +
-               fhtml.size() + htable.size() + 4096);
+               fhtml.size() + htable.size() + stacks.size() + 4096);
   size_t pos = 0;
   while (true) {
     size_t at = tpl.find("{{", pos);
@@ -954,6 +1087,8 @@ std::string FillTemplate(const std::string& run, const std::string& data, const 
     else if (key == "SUMMARY") html += summary;
     else if (key == "FINDINGS_HTML") html += fhtml;
     else if (key == "HOST_TABLE") html += htable;
+    else if (key == "STACKS_SECTION") html += stacks;
+    else if (key == "STACKS_NAV") html += stacks.empty() ? "" : "<a href=\"#stacks\">Call stacks</a>";
     else if (key == "JS") html += ReportJs();
     else html.append(tpl, at, end + 2 - at);
     pos = end + 2;
@@ -972,6 +1107,8 @@ Result<std::string> RenderReport(Store& store, const ReportOptions& ro) {
   COLLSCOPE_RETURN_IF_ERROR(ChooseBins(store, rid, ro, &o, &t0, &t1));
   FindingsSource fs;
   COLLSCOPE_RETURN_IF_ERROR(LoadFindings(store, ro, run, &fs));
+  StacksRead stacks;
+  COLLSCOPE_RETURN_IF_ERROR(LoadStacks(store, run, &stacks));
   const std::vector<Card> cards = Cards(fs.findings);
   std::map<std::string, CommInfo> comm_info;
   COLLSCOPE_RETURN_IF_ERROR(CommLabels(store, rid, fs.findings, &comm_info));
@@ -1069,8 +1206,9 @@ Result<std::string> RenderReport(Store& store, const ReportOptions& ro) {
 
   // For programs: the findings the report shows, as `diagnose --json` writes them.
   const std::string findings = dg::FindingsToJson(fs.findings, fs.suppressed);
-  return FillTemplate(run, data, findings, FirstScreenHtml(store, run, fs, cards, t0, t1),
-                      FindingsHtml(fs, cards, world, t0, t1, comm_info, charts), HostTableHtml(*hosts, named));
+  return FillTemplate(run, data, findings, FirstScreenHtml(store, run, fs, cards, t0, t1, stacks),
+                      FindingsHtml(fs, cards, world, t0, t1, comm_info, charts), HostTableHtml(*hosts, named),
+                      StacksSectionHtml(stacks));
 }
 
 Status WriteReport(Store& store, const ReportOptions& options) {

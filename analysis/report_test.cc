@@ -5,6 +5,7 @@
 #include "analysis/diagnose/diagnose.h"
 #include "analysis/views.h"
 #include "core/ingest.h"
+#include "core/readers/ingest_inputs.h"
 #include "tests/test_util.h"
 #ifdef COLLSCOPE_REPORT_TEST_SIM
 #include "tests/sim_job.h"
@@ -190,6 +191,134 @@ TEST_F(Report, SymptomNamesSuspectsNotACulprit) {
   EXPECT_NE(html->find("<tr id=\"host-h1\" class=\"suspect\">"), std::string::npos);
   EXPECT_EQ(html->find("class=\"culprit\""), std::string::npos);
   EXPECT_NE(html->find("\"named_hosts\":{\"culprits\":[],\"suspects\":[\"h1\",\"h2\"]}"), std::string::npos);
+}
+
+// A stack file of `collscope stacks --out` (core/readers/stacks.h) for one process: its main
+// thread (tid = pid) in `main_frames` for `samples` samples of one 10 s window, and a proxy thread.
+std::string StackFile(int pid, int rank, const std::string& main_frames, int samples) {
+  constexpr int64_t kW = 1767225600000000;
+  auto stacks = [&](int64_t tid, const std::string& thread, const std::string& frames, int count) {
+    return "{\"type\":\"stacks\",\"tid\":" + std::to_string(tid) + ",\"thread\":\"" + thread +
+           "\",\"window_start_us\":" + std::to_string(kW) + ",\"window_end_us\":" + std::to_string(kW + 10000000) +
+           ",\"first_us\":" + std::to_string(kW + 100000) + ",\"last_us\":" + std::to_string(kW + 9900000) +
+           ",\"count\":" + std::to_string(count) + ",\"frames\":\"" + frames + "\"}\n";
+  };
+  return "{\"collscope_stacks\":1,\"type\":\"process\",\"host\":\"h1\",\"pid\":" + std::to_string(pid) +
+         ",\"rank\":" + std::to_string(rank) +
+         ",\"exe\":\"/usr/bin/python3.11\",\"command\":\"python3 train.py\",\"python\":\"3.11.2\","
+         "\"python_unread\":\"\",\"interval_us\":100000,\"native\":true}\n" +
+         stacks(pid, "python3", main_frames, samples) +
+         stacks(pid + 1000, "nccl proxy", "start_thread;ncclProxyService;poll", samples) +
+         "{\"type\":\"end\",\"samples\":" + std::to_string(samples) +
+         ",\"failed\":0,\"dropped\":0,\"mean_sample_us\":800,\"mean_stopped_us\":400,\"max_stopped_us\":900,"
+         "\"exited\":false}\n";
+}
+
+const char kWaiting[] =
+    "_start;Py_RunMain;<module> (train.py:90);step (train.py:41);all_reduce "
+    "(torch/distributed/distributed_c10d.py:2050);cudaStreamSynchronize";
+const char kCompiling[] =
+    "_start;Py_RunMain;<module> (train.py:90);step (train.py:41);compile_graph (train.py:39);"
+    "std::vector<int>::push_back";
+
+void IngestStacks(Store& store, const std::string& dir) {
+  IngestOptions o;
+  o.run = "job";
+  o.threads = 1;
+  auto in = readers::IngestInputs(store, {dir}, o);
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  ASSERT_EQ(in->stacks.files_read, 4u);
+  ASSERT_EQ(in->stacks.lines_rejected, 0u) << in->stacks.first_rejections.at(0);
+}
+
+// Stacks in the store: a "Call stacks" section, readable without JavaScript, that says what was
+// read, names the process whose main thread stands apart, and draws a flame graph of its main
+// thread and one of the others' merged.
+TEST_F(Report, CallStacksSectionNamesTheProcessStandingApart) {
+  for (int r = 0; r < 4; ++r)
+    testing::WriteFile(dir_ / ("stacks/h1-pid" + std::to_string(11 + r) + ".stacks.jsonl"),
+                       StackFile(11 + r, r, r == 2 ? kCompiling : kWaiting, 100));
+  IngestStacks(*store_, dir_ / "stacks");
+  ReportOptions o;
+  auto html = RenderReport(*store_, o);
+  ASSERT_TRUE(html.ok()) << html.status().message();
+  const std::string top = Section(*html, "summary");
+  EXPECT_NE(top.find("<span id=\"stacks-read-top\">Call stacks: <b>800 samples of 4 processes</b> read"),
+            std::string::npos)
+      << top;
+  EXPECT_NE(html->find("<a href=\"#stacks\">Call stacks</a>"), std::string::npos);  // in the menu
+  const std::string sec = Section(*html, "stacks");
+  ASSERT_FALSE(sec.empty());
+  // After the findings, before the overview.
+  EXPECT_LT(html->find("<section id=\"findings\""), html->find("<section id=\"stacks\""));
+  EXPECT_LT(html->find("<section id=\"stacks\""), html->find("<section id=\"overview\""));
+  EXPECT_NE(sec.find("<h2>Call stacks</h2>"), std::string::npos);
+  EXPECT_NE(sec.find("Read 800 samples of 8 threads in 4 processes (collscope stacks), 2026-01-01 00:00:00.100"),
+            std::string::npos)
+      << sec;
+  // CompareProcesses's sentence: rank 2 stands apart, in its own frame.
+  EXPECT_NE(sec.find("data-outliers=\"1\">Rank 2 (pid 13 on h1) has been in <code>compile_graph (train.py:39) -&gt; "
+                     "std::vector&lt;int&gt;::push_back</code>"),
+            std::string::npos)
+      << sec;
+  EXPECT_NE(sec.find("while the other 3 processes have been in <code>all_reduce"), std::string::npos) << sec;
+  // Its flame graph holds its main thread alone; the others' holds theirs.
+  const size_t apart = sec.find("<div id=\"flame-apart\""), others = sec.find("<div id=\"flame-others\"");
+  ASSERT_NE(apart, std::string::npos) << sec;
+  ASSERT_NE(others, std::string::npos) << sec;
+  ASSERT_LT(apart, others);
+  EXPECT_NE(sec.find("<h3 id=\"flame-apart-title\">Standing apart: rank 2 (pid 13 on h1), main thread, 100 samples</h3>"),
+            std::string::npos)
+      << sec;
+  EXPECT_NE(sec.find("<h3 id=\"flame-others-title\">The other 3 processes, main threads merged, 300 samples</h3>"),
+            std::string::npos);
+  const std::string g_apart = sec.substr(apart, others - apart), g_others = sec.substr(others);
+  EXPECT_NE(g_apart.find("<div class=\"flame\" data-samples=\"100\""), std::string::npos) << g_apart;
+  EXPECT_NE(g_apart.find("<div class=\"fg-f fg-py\" title=\"compile_graph (train.py:39)&#10;100 samples, 100.0%\">"
+                         "compile_graph (train.py:39)</div>"),
+            std::string::npos)
+      << g_apart;
+  EXPECT_NE(g_apart.find(">std::vector&lt;int&gt;::push_back</div>"), std::string::npos);
+  EXPECT_EQ(g_apart.find("cudaStreamSynchronize"), std::string::npos);
+  EXPECT_EQ(g_apart.find("ncclProxyService"), std::string::npos);  // main threads only
+  EXPECT_NE(g_others.find("<div class=\"flame\" data-samples=\"300\""), std::string::npos) << g_others;
+  EXPECT_NE(g_others.find("class=\"fg-f fg-nat\" title=\"cudaStreamSynchronize&#10;300 samples, 100.0%\""),
+            std::string::npos)
+      << g_others;
+  EXPECT_EQ(g_others.find("compile_graph"), std::string::npos);
+  EXPECT_EQ(g_others.find("ncclProxyService"), std::string::npos);
+  EXPECT_EQ(sec.find("<script"), std::string::npos);  // static HTML
+  EXPECT_EQ(sec.find("std::vector<int>"), std::string::npos);  // escaped everywhere
+}
+
+// When no process stands apart: the sentence says so, and one flame graph of every main thread.
+TEST_F(Report, CallStacksWithNoneApartDrawOneMergedGraph) {
+  for (int r = 0; r < 4; ++r)
+    testing::WriteFile(dir_ / ("stacks/h1-pid" + std::to_string(11 + r) + ".stacks.jsonl"),
+                       StackFile(11 + r, r, kWaiting, 50));
+  IngestStacks(*store_, dir_ / "stacks");
+  auto html = RenderReport(*store_, ReportOptions());
+  ASSERT_TRUE(html.ok()) << html.status().message();
+  const std::string sec = Section(*html, "stacks");
+  EXPECT_NE(sec.find("data-outliers=\"0\">All 4 processes have been in <code>"), std::string::npos) << sec;
+  EXPECT_NE(sec.find("none stands apart"), std::string::npos);
+  EXPECT_EQ(sec.find("flame-apart"), std::string::npos);
+  EXPECT_EQ(sec.find("flame-others"), std::string::npos);
+  EXPECT_NE(sec.find("<h3 id=\"flame-all-title\">All 4 processes, main threads merged, 200 samples</h3>"),
+            std::string::npos)
+      << sec;
+  EXPECT_NE(sec.find("<div class=\"flame\" data-samples=\"200\""), std::string::npos);
+}
+
+// A store without stacks: no section, no menu entry, nothing said about stacks at the top.
+TEST_F(Report, NoStacksNoSection) {
+  auto html = RenderReport(*store_, ReportOptions());
+  ASSERT_TRUE(html.ok()) << html.status().message();
+  EXPECT_EQ(html->find("<section id=\"stacks\""), std::string::npos);
+  EXPECT_EQ(html->find("href=\"#stacks\""), std::string::npos);
+  EXPECT_EQ(html->find("stacks-read"), std::string::npos);
+  EXPECT_EQ(html->find("class=\"flame\""), std::string::npos);
+  EXPECT_EQ(html->find("{{STACKS"), std::string::npos);
 }
 
 #ifdef COLLSCOPE_REPORT_TEST_SIM

@@ -96,9 +96,9 @@ int Run(Options o) {
       return 1;
     }
     std::printf("wrote %zu trace events to %s: %zu findings, %zu ranks, %zu windows, %zu steps, "
-                "%zu kernels, %zu collectives%s; open it in https://ui.perfetto.dev\n",
+                "%zu kernels, %zu collectives, %zu stack slices%s; open it in https://ui.perfetto.dev\n",
                 rep->events, o.perfetto.c_str(), rep->findings, rep->ranks, rep->windows, rep->steps,
-                rep->kernels, rep->collectives, rep->truncated ? " (truncated)" : "");
+                rep->kernels, rep->collectives, rep->stack_slices, rep->truncated ? " (truncated)" : "");
   }
   return 0;
 }

@@ -346,14 +346,15 @@ Status Sampler::Impl::Init(ProcessFacts* facts) {
   facts->host = host;
   facts->rank = RankFromEnvironment(pid_);
 
-  // A first read tells a refused process from one we may trace before anything is stopped.
-  uint64_t probe = 0;
-  dwfl_ = NewDwfl(pid_);
-  if (!dwfl_) return Status::Error("pid " + std::to_string(pid_) + ": cannot read its memory map");
-  uint64_t low = std::strtoull(ReadFileText(ProcPath(pid_, "maps")).c_str(), nullptr, 16);
-  if (low && !memory_.ReadValue(low, &probe) && errno == EPERM)
+  // A first read tells a refused process from one we may trace before anything is stopped: its
+  // memory map and a word at its first mapping need the same right as tracing it.
+  const std::string maps = ReadFileText(ProcPath(pid_, "maps"));
+  uint64_t probe = 0, low = std::strtoull(maps.c_str(), nullptr, 16);
+  if (maps.empty() || (low && !memory_.ReadValue(low, &probe) && errno == EPERM))
     return Status::Error("pid " + std::to_string(pid_) +
                          ": the kernel refused to read its memory (" + PermissionHint() + ")");
+  dwfl_ = NewDwfl(pid_);
+  if (!dwfl_) return Status::Error("pid " + std::to_string(pid_) + ": cannot read its memory map");
 
   if (options_.native) {
     accessors_ = {FindProcInfo, PutUnwindInfo, GetDynInfoListAddr, AccessMem, AccessReg,

@@ -362,5 +362,55 @@ TEST(StacksCli, AJobsProcessesAreItsRankedOnesNotTheCommandOrItsShell) {
   EXPECT_EQ(out.find("\"pid\":" + std::to_string(launcher.pid()) + ","), std::string::npos) << out;
 }
 
+// The kernel's refusal is said with what to change: here a process of the same (unprivileged) user
+// that made itself undumpable, which that user may not trace.
+TEST(StacksCli, ARefusedProcessIsNamedWithWhatToChange) {
+  REQUIRE_PYTHON();
+  const char* bin = std::getenv("COLLSCOPE_BIN");
+  if (!bin) GTEST_SKIP() << "COLLSCOPE_BIN not set (run through ctest)";
+  if (geteuid() != 0)
+    GTEST_SKIP() << "needs root to run both processes as another, unprivileged user";
+  auto as_nobody = [](std::vector<std::string> args, int out_fd) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      if (out_fd >= 0) dup2(out_fd, 1), dup2(out_fd, 2);
+      if (setgid(65534) != 0 || setuid(65534) != 0) _exit(126);
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    return pid;
+  };
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t target = as_nobody({kPython, stack_target::kScript, "nodump"}, ready[1]);
+  close(ready[1]);
+  char c[8] = {};
+  ASSERT_GT(read(ready[0], c, 5), 0);  // "ready"
+  close(ready[0]);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+  pid_t sampler =
+      as_nobody({bin, "stacks", "--pid", std::to_string(target), "--duration", "0.2"}, out[1]);
+  close(out[1]);
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = read(out[0], buf, sizeof(buf))) > 0;)
+    text.append(buf, static_cast<size_t>(n));
+  close(out[0]);
+  int status = 0;
+  waitpid(sampler, &status, 0);
+  kill(target, SIGKILL);
+  waitpid(target, nullptr, 0);
+  EXPECT_EQ(WEXITSTATUS(status), 2) << text;
+  EXPECT_NE(text.find("pid " + std::to_string(target) + ": the kernel refused to read its memory"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("CAP_SYS_PTRACE"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace collscope::stacks

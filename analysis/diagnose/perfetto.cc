@@ -8,11 +8,13 @@
 
 #include "analysis/diagnose/duck.h"
 #include "core/readers/kineto.h"
+#include "core/readers/stacks.h"
 
 namespace collscope::diagnose {
 namespace {
 
 constexpr int kTidFindings = 1, kTidSteps = 2, kTidCollectives = 3, kTidStreamBase = 100;
+constexpr int kTidStacksBase = 10;  // lane i of a rank's main thread stacks: 10 + i
 
 void Escape(std::string* out, std::string_view s) {
   out->push_back('"');
@@ -367,6 +369,63 @@ Status WriteCollectives(duckdb_connection conn, const std::string& rid, const st
   return Status::Ok();
 }
 
+// The sampled stacks (collscope stacks) of the ranks' main threads in the windows: one slice per
+// stored stack, from its first to its last sample, on lanes that never overlap.
+Status WriteStacks(duckdb_connection conn, const std::string& rid, const std::string& in_ranks,
+                   const std::vector<std::pair<double, double>>& merged, const PerfettoOptions& o, Writer& w,
+                   PerfettoReport& rep) {
+  std::string overlap;
+  for (const auto& [a, b] : merged)
+    overlap += (overlap.empty() ? "" : " OR ") + ("(first_us <= " + Num(b) + " AND last_us >= " + Num(a) + ")");
+  auto s = Fetch(conn,
+                 "SELECT CAST(rank AS BIGINT), CAST(pid AS BIGINT), CAST(count AS BIGINT), "
+                 "CAST(window_start_us AS BIGINT), CAST(window_end_us AS BIGINT), CAST(first_us AS DOUBLE), "
+                 "CAST(last_us AS DOUBLE), coalesce(position_label, ''), frames, coalesce(host, ''), "
+                 "coalesce(thread, '') FROM stack_samples WHERE run_id = " + rid +
+                     " AND tid = pid AND rank IN (" + in_ranks + ") AND (" + overlap +
+                     ") ORDER BY 1, 6, 7 DESC, file_id, line LIMIT " + std::to_string(o.max_events + 1),
+                 "iiiiiddssss");
+  if (!s.ok()) return s.status();
+  int rank = -1;
+  std::vector<double> lane_end;  // of the current rank's lanes
+  for (size_t i = 0; i < s->rows; ++i) {
+    if (static_cast<int>(s->i[0][i]) != rank) {
+      rank = static_cast<int>(s->i[0][i]);
+      lane_end.clear();
+    }
+    const double ts = s->d[0][i], dur = std::max(s->d[1][i] - s->d[0][i], 1.0);
+    size_t lane = 0;
+    while (lane < lane_end.size() && lane_end[lane] > ts) ++lane;
+    if (lane == kMaxStackLanes) {
+      ++rep.stack_slices_left_out;
+      continue;
+    }
+    const bool fresh = lane == lane_end.size();
+    if (w.count() + (fresh ? 3 : 1) > o.max_events) {
+      rep.truncated = true;
+      break;
+    }
+    const int tid = kTidStacksBase + static_cast<int>(lane);
+    if (fresh) {
+      lane_end.push_back(0);
+      w.Event("M", "thread_name", "", rank, tid, 0, 0,
+              Args().Str("name", "main thread stacks" + (lane ? " (" + std::to_string(lane + 1) + ")" : std::string()))
+                  .Done());
+      w.Event("M", "thread_sort_index", "", rank, tid, 0, 0, Args().Val("sort_index", tid).Done());
+    }
+    lane_end[lane] = ts + dur;
+    w.Event("X", s->s[0][i].empty() ? "(no position)" : s->s[0][i], "stacks", rank, tid, ts, dur,
+            Args().Str("frames", s->s[1][i]).Val("count", static_cast<double>(s->i[2][i]))
+                .Raw("window", "{\"start_us\": " + std::to_string(s->i[3][i]) + ", \"end_us\": " +
+                                   std::to_string(s->i[4][i]) + "}")
+                .Val("pid", static_cast<double>(s->i[1][i])).Str("host", s->s[2][i]).Str("thread", s->s[3][i])
+                .Done());
+    ++rep.stack_slices;
+  }
+  if (s->rows > o.max_events) rep.truncated = true;  // more rows than could ever be written
+  return Status::Ok();
+}
+
 // Each finding: a global instant at its start, and slices on the findings track of its ranks.
 void WriteFindings(const std::vector<Finding>& findings, const std::set<int>& ranks,
                    const std::vector<std::pair<double, double>>& merged, const PerfettoOptions& o, Writer& w,
@@ -445,12 +504,15 @@ Result<PerfettoReport> ExportPerfetto(Store& store, const std::vector<Finding>& 
     COLLSCOPE_RETURN_IF_ERROR(WriteKinetoEvents(conn, rid, in_ranks, merged, o, w, rep));
   if (!ranks.empty() && !merged.empty() && !rep.truncated)
     COLLSCOPE_RETURN_IF_ERROR(WriteCollectives(conn, rid, in.proc_rank_sql, in_ranks, merged, o, w, rep));
+  if (!ranks.empty() && !merged.empty() && !rep.truncated && readers::HasStackTables(store))
+    COLLSCOPE_RETURN_IF_ERROR(WriteStacks(conn, rid, in_ranks, merged, o, w, rep));
   WriteFindings(findings, ranks, merged, o, w, rep);
   rep.events = w.count();
   std::string out = "{\"displayTimeUnit\": \"ms\",\n\"otherData\": ";
   out += Args().Str("generator", "collscope export --perfetto").Str("findings_schema", kFindingsSchema)
              .Val("findings", static_cast<double>(rep.findings)).Val("ranks", static_cast<double>(rep.ranks))
-             .Val("windows", static_cast<double>(rep.windows)).Done();
+             .Val("windows", static_cast<double>(rep.windows))
+             .Val("stack_slices", static_cast<double>(rep.stack_slices)).Done();
   out += ",\n\"traceEvents\": [";
   out += w.str();
   out += "\n]}\n";

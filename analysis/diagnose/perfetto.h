@@ -4,6 +4,12 @@
 // collectives (store records with start/stop times: verbose Inspector or collscope plugin), and
 // the findings: a global instant event (a line across every track) at each finding's start, a
 // slice on the "findings" track of every root-cause rank ("root cause") and victim ("victim").
+// A rank whose process was sampled by `collscope stacks` (stack_samples, joined by global rank)
+// gets a "main thread stacks" track: one slice per stored stack of its main thread (tid = pid)
+// that overlaps the windows, named by its position, from its first to its last sample. Slices
+// of one track never overlap (Chrome's trace format forbids it on a thread): a stack that
+// overlaps the previous ones goes to the next free lane, "main thread stacks (2)", ... (at most
+// kMaxStackLanes; a stack that finds none free is left out and counted).
 #pragma once
 
 #include <cstddef>
@@ -25,10 +31,14 @@ struct PerfettoOptions {
   size_t max_events = 2000000;  // stop adding kernels and collectives beyond this
 };
 
+inline constexpr size_t kMaxStackLanes = 16;  // "main thread stacks" tracks per rank
+
 struct PerfettoReport {
   size_t events = 0, ranks = 0, windows = 0;
   size_t steps = 0, kernels = 0, collectives = 0, findings = 0;
-  bool truncated = false;  // max_events reached
+  size_t stack_slices = 0;           // slices on the "main thread stacks" tracks
+  size_t stack_slices_left_out = 0;  // stacks that overlapped kMaxStackLanes others of their rank
+  bool truncated = false;            // max_events reached
 };
 
 // Writes the trace to *json.

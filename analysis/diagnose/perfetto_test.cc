@@ -4,10 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
 #include "analysis/diagnose/perfetto_test_util.h"
+#include "core/ingest.h"
+#include "core/readers/ingest_inputs.h"
 #include "core/readers/kineto.h"
 #include "tests/test_util.h"
 
@@ -86,6 +89,131 @@ TEST(Perfetto, HandBuiltStoreAndFinding) {
   EXPECT_EQ(instants, 1u);
   EXPECT_EQ(root, 1u);
   EXPECT_EQ(victim, 1u);
+  EXPECT_EQ(rep->stack_slices, 0u);  // no stacks in the store
+}
+
+// Sampled call stacks (collscope stacks) on the ranks of the trace: a "main thread stacks" track
+// per rank with one slice per stored stack of its main thread in the windows, joined by global
+// rank, its overlapping stacks on lanes of their own; bounded by max_events.
+TEST(Perfetto, MainThreadStacksOnTheirRanks) {
+  testing::TempDir dir;
+  constexpr int64_t kW = 1767225600000000, kS = 10000000;  // windows of 10 s
+  auto line = [](int64_t tid, int64_t w, int64_t first, int64_t last, int count, const std::string& frames) {
+    return "{\"type\":\"stacks\",\"tid\":" + std::to_string(tid) + ",\"thread\":\"t\",\"window_start_us\":" +
+           std::to_string(w) + ",\"window_end_us\":" + std::to_string(w + kS) + ",\"first_us\":" +
+           std::to_string(first) + ",\"last_us\":" + std::to_string(last) + ",\"count\":" + std::to_string(count) +
+           ",\"frames\":\"" + frames + "\"}\n";
+  };
+  // Ranks 0-3 (pids 100-103), three windows each. Rank 2 compiles; the others wait in two stacks
+  // sampled in turn (their [first, last] overlap); every process has a proxy thread too.
+  for (int r = 0; r < 4; ++r) {
+    const int pid = 100 + r;
+    std::string f = "{\"collscope_stacks\":1,\"type\":\"process\",\"host\":\"node" + std::to_string(r) +
+                    "\",\"pid\":" + std::to_string(pid) + ",\"rank\":" + std::to_string(r) +
+                    ",\"exe\":\"python3\",\"command\":\"python3 train.py\",\"python\":\"3.11.2\","
+                    "\"python_unread\":\"\",\"interval_us\":100000,\"native\":true}\n";
+    for (int k = 0; k < 3; ++k) {
+      const int64_t w = kW + k * kS;
+      if (r == 2) {
+        f += line(pid, w, w + 100000, w + 9900000, 99, "_start;step (train.py:41);compile_graph (train.py:39)");
+      } else {
+        f += line(pid, w, w + 100000, w + 9900000, 50, "_start;step (train.py:41);all_reduce (c10d.py:2050);poll");
+        f += line(pid, w, w + 200000, w + 9800000, 49, "_start;step (train.py:41);all_reduce (c10d.py:2050);wait");
+      }
+      f += line(pid + 1, w, w, w + 9900000, 99, "start_thread;ncclProxyService;poll");
+    }
+    testing::WriteFile(dir / ("stacks/node" + std::to_string(r) + "-pid" + std::to_string(pid) + ".stacks.jsonl"), f);
+  }
+  auto store = Store::Open(":memory:");
+  ASSERT_TRUE(store.ok());
+  IngestOptions io;
+  io.run = "run";
+  io.threads = 1;
+  auto in = readers::IngestInputs(**store, {dir / "stacks"}, io);
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  ASSERT_EQ(in->stacks.stacks, 4u * 3 * 2 + 3 * 3);
+  // A hang of rank 2 from the second window on, rank 0 and 1 its victims (rank 3 is not in the
+  // trace); the window it gets, without steps: [its start, +15 s], so the second and third windows.
+  Finding f;
+  f.kind = Kind::kHang;
+  f.confidence = 0.95;
+  f.ranks = {2};
+  f.victims = {0, 1};
+  f.start_us = kW + kS;
+  f.end_us = kW + 3 * kS;
+  f.summary = "Rank 2 never joined";
+  PerfettoOptions o;
+  o.max_window_us = 15e6;
+  std::string json;
+  auto rep = ExportPerfetto(**store, {f}, o, &json);
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  auto ev = Parse(json);
+  EXPECT_EQ(rep->events, ev.size());
+  EXPECT_EQ(rep->ranks, 3u);
+  EXPECT_EQ(rep->stack_slices, 2u + 4 + 4);
+  EXPECT_EQ(rep->stack_slices_left_out, 0u);
+  EXPECT_FALSE(rep->truncated);
+  std::map<int64_t, std::vector<const Ev*>> by_rank;  // the stack slices
+  std::map<std::pair<int64_t, int64_t>, std::string> track_names;
+  for (const Ev& e : ev) {
+    if (e.ph == "M" && e.name == "thread_name" && e.tid >= 10 && e.tid < 100) track_names[{e.pid, e.tid}] = e.args;
+    if (e.cat != "stacks") continue;
+    by_rank[e.pid].push_back(&e);
+    EXPECT_EQ(e.ph, "X");
+    EXPECT_EQ(e.args.find("ncclProxyService"), std::string::npos) << e.args;  // main threads only
+    EXPECT_GE(e.ts, static_cast<double>(kW + kS));  // the first window is outside the trace's
+  }
+  ASSERT_EQ(by_rank.size(), 3u);
+  EXPECT_EQ(by_rank.count(3), 0u);
+  // Rank 2: its own frame, one lane, each slice from the stack's first sample to its last.
+  ASSERT_EQ(by_rank[2].size(), 2u);
+  const Ev& c = *by_rank[2][0];
+  EXPECT_EQ(c.name, "compile_graph (train.py:39)");
+  EXPECT_EQ(c.tid, 10);
+  EXPECT_DOUBLE_EQ(c.ts, static_cast<double>(kW + kS + 100000));
+  EXPECT_DOUBLE_EQ(c.dur, 9800000.0);
+  EXPECT_NE(c.args.find("\"frames\":\"_start;step (train.py:41);compile_graph (train.py:39)\""), std::string::npos)
+      << c.args;
+  EXPECT_NE(c.args.find("\"count\":99"), std::string::npos) << c.args;
+  EXPECT_NE(c.args.find("\"window\":{\"start_us\":" + std::to_string(kW + kS) + ",\"end_us\":" +
+                        std::to_string(kW + 2 * kS) + "}"),
+            std::string::npos)
+      << c.args;
+  EXPECT_NE(c.args.find("\"pid\":102"), std::string::npos);
+  EXPECT_EQ(by_rank[2][1]->tid, 10);
+  EXPECT_NE(track_names[std::make_pair(int64_t{2}, int64_t{10})].find("main thread stacks"), std::string::npos);
+  EXPECT_EQ(track_names.count(std::make_pair(int64_t{2}, int64_t{11})), 0u);
+  // Ranks 0 and 1: their waits, on two lanes whose slices never overlap.
+  for (int r : {0, 1}) {
+    ASSERT_EQ(by_rank[r].size(), 4u) << r;
+    std::map<int64_t, std::vector<std::pair<double, double>>> lanes;
+    for (const Ev* e : by_rank[r]) {
+      EXPECT_EQ(e->name.rfind("all_reduce (c10d.py:2050) -> ", 0), 0u) << e->name;
+      lanes[e->tid].push_back({e->ts, e->ts + e->dur});
+    }
+    EXPECT_EQ(lanes.size(), 2u);
+    for (auto& [tid, spans] : lanes) {
+      std::sort(spans.begin(), spans.end());
+      for (size_t i = 1; i < spans.size(); ++i) EXPECT_LE(spans[i - 1].second, spans[i].first) << r;
+    }
+    EXPECT_NE(track_names[std::make_pair(int64_t{r}, int64_t{11})].find("main thread stacks (2)"), std::string::npos);
+  }
+  // Bounded by max_events: the trace stops adding stacks there.
+  const size_t stack_events = 10 + 2 * 5;  // slices, and two metadata events per lane
+  PerfettoOptions small = o;
+  small.max_events = rep->events - 4 /* the finding's */ - stack_events + 6;
+  auto cut = ExportPerfetto(**store, {f}, small, &json);
+  ASSERT_TRUE(cut.ok()) << cut.status().message();
+  EXPECT_TRUE(cut->truncated);
+  EXPECT_GT(cut->stack_slices, 0u);
+  EXPECT_LT(cut->stack_slices, 10u);
+  size_t not_findings = 0, slices = 0;
+  for (const Ev& e : Parse(json)) {
+    not_findings += e.cat != "finding";
+    slices += e.cat == "stacks";
+  }
+  EXPECT_LE(not_findings, small.max_events);
+  EXPECT_EQ(slices, cut->stack_slices);
 }
 
 }  // namespace

@@ -69,6 +69,12 @@ def deadlocked():
     lock.acquire()  # AT:deadlock
 
 
+def not_dumpable():
+    # Same user, but no longer traceable by it (as a setuid program would be).
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
+    stuck_here()
+
+
 def exit_soon():
     time.sleep(0.6)
 
@@ -85,7 +91,7 @@ def with_worker():
 MODES = {
     "stuck": stuck_here, "spin": spin, "native": blocked_in_native, "compile": compile_graph,
     "wait": wait_for_peers, "train": train, "deadlock": deadlocked, "exit": exit_soon,
-    "worker": with_worker,
+    "worker": with_worker, "nodump": not_dumpable,
 }
 
 if __name__ == "__main__":
