@@ -4,11 +4,14 @@
 
 #include <signal.h>
 #include <spawn.h>
+#include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -77,10 +80,29 @@ class Target {
   pid_t pid_ = -1;
 };
 
+// Whether this process may trace its own child at all: "" if so, else why not (a sandbox whose
+// seccomp filter refuses ptrace, say). Yama's ptrace_scope 1 still lets a parent trace its child.
+inline std::string PtraceRefused() {
+  pid_t child = fork();
+  if (child == 0) {
+    pause();
+    _exit(0);
+  }
+  if (child < 0) return "fork failed";
+  std::string why;
+  if (ptrace(PTRACE_SEIZE, child, nullptr, nullptr) != 0)
+    why = std::string("ptrace refused: ") + strerror(errno);
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  return why;
+}
+
 #define REQUIRE_PYTHON()                                                                           \
   do {                                                                                             \
     if (access(::collscope::stacks::stack_target::kPython, X_OK) != 0)                             \
       GTEST_SKIP() << ::collscope::stacks::stack_target::kPython << " not installed (python3.11)"; \
+    if (std::string why = ::collscope::stacks::stack_target::PtraceRefused(); !why.empty())        \
+      GTEST_SKIP() << why << ": stacks cannot be sampled here";                                    \
   } while (0)
 
 }  // namespace collscope::stacks::stack_target

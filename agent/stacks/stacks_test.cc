@@ -156,6 +156,7 @@ TEST(Sampler, SamplesEveryThread) {
 }
 
 TEST(Sampler, ReadsNativeStacksOfAProgramWithoutPython) {
+  if (std::string why = stack_target::PtraceRefused(); !why.empty()) GTEST_SKIP() << why;
   pid_t pid = fork();
   if (pid == 0) {
     execl("/bin/sleep", "sleep", "30", nullptr);
