@@ -9,7 +9,7 @@ the ratio of the medians. Also printed: the sampler's own time per sample (from 
 it held the target's threads per sample, and its CPU share of a core.
 
 Usage: bench/stacks_cost.py [--bin build/collscope] [--rate 10] [--seconds 5] [--rounds 5]
-       [--threads 16] [--python /usr/bin/python3.11]
+       [--threads 16] [--python /usr/bin/python3.11] [--python-only]
 """
 import argparse
 import json
@@ -53,23 +53,24 @@ def run_once(args, sampled):
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert t.stdout.readline().strip() == "ready"
     sampler = None
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     if sampled:
         sampler = subprocess.Popen([args.bin, "stacks", "--pid", str(t.pid), "--rate", str(args.rate),
-                                    "--duration", str(args.seconds), "--json"],
+                                    "--duration", str(args.seconds), "--json"] +
+                                   (["--no-native"] if args.python_only else []),
                                    stdout=subprocess.PIPE, text=True)
         time.sleep(0.05)  # attached (symbols read) before the work starts
     t.stdin.write("go\n")
     t.stdin.flush()
     done = int(t.stdout.readline())
     t.wait()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)  # the target's time is in from here on
     stats = None
     if sampler:
         out, _ = sampler.communicate()
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         p = json.loads(out)["processes"][0]
         cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-        stats = (p["samples"], p["mean_sample_us"], p["mean_stopped_us"], p["max_stopped_us"])
+        stats = (p["samples"], p["mean_sample_us"], p["mean_stopped_us"], p["max_stopped_us"], cpu)
     return done, stats
 
 
@@ -82,6 +83,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--threads", type=int, default=16)
+    ap.add_argument("--python-only", action="store_true", help="collscope stacks --no-native")
     args = ap.parse_args()
     if args.target:
         target(args.seconds, args.threads)
@@ -102,6 +104,9 @@ def main():
     print(f"per sample: {statistics.median(s[1] for s in stats):.0f} us of the sampler's time, "
           f"threads held {statistics.median(s[2] for s in stats):.0f} us "
           f"(worst {max(s[3] for s in stats)} us); {samples} samples")
+    print(f"sampler CPU: {100 * statistics.median(s[4] for s in stats) / args.seconds:.2f}% of a core")
+    print(f"best of each: alone {max(alone)}, sampled {max(sampled)}: slowdown "
+          f"{100 * (1 - max(sampled) / max(alone)):.2f}%")
 
 
 if __name__ == "__main__":
