@@ -1,12 +1,12 @@
 #include "agent/stacks/stack_session.h"
 
-#include <sys/stat.h>
 #include <time.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 
@@ -96,8 +96,9 @@ Result<StackSessionResult> SampleProcesses(const StackSessionOptions& options) {
   std::vector<Target> targets;
   int64_t interval_us =
       std::max<int64_t>(1000, std::llround(1e6 / std::max(0.01, options.rate_hz)));
-  if (!options.out_dir.empty() && mkdir(options.out_dir.c_str(), 0755) != 0 && errno != EEXIST)
-    return Status::Error("cannot create " + options.out_dir + ": " + std::strerror(errno));
+  std::error_code ec;
+  if (!options.out_dir.empty() && !std::filesystem::create_directories(options.out_dir, ec) && ec)
+    return Status::Error("cannot create " + options.out_dir + ": " + ec.message());
   for (pid_t pid : options.pids) {
     auto sampler = Sampler::Attach(pid, options.sampler);
     if (!sampler.ok()) {
@@ -113,8 +114,11 @@ Result<StackSessionResult> SampleProcesses(const StackSessionOptions& options) {
       t.session.file =
           options.out_dir + "/" + f.host + "-pid" + std::to_string(f.pid) + ".stacks.jsonl";
       t.file = std::fopen(t.session.file.c_str(), "w");
-      if (!t.file)
-        return Status::Error("cannot write " + t.session.file + ": " + std::strerror(errno));
+      if (!t.file) {
+        const std::string why = "cannot write " + t.session.file + ": " + std::strerror(errno);
+        for (Target& opened : targets) std::fclose(opened.file);
+        return Status::Error(why);
+      }
       std::string line = "{\"collscope_stacks\":1,\"type\":\"process\"";
       Field("host", f.host, &line);
       Field("pid", f.pid, &line);

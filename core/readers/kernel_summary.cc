@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "core/line_reader.h"
+#include "core/readers/rows.h"
 
 namespace collscope::readers {
 namespace {
@@ -431,9 +432,7 @@ Status StoreFile(Store& store, int32_t run_id, const KernelSummaryFile& f) {
   sql += "DELETE FROM ingest_log WHERE run_id = " + rid + " AND path = " + SqlString(path) + ";\n";
   sql += "INSERT INTO kernel_summary_files VALUES " + FileRow(rid, id, path, f) + ";\n";
   std::string log;
-  for (const KernelSummaryFile::Rejection& x : f.rejected)
-    log += std::string(log.empty() ? "" : ", ") + "(" + rid + ", NULL, " + SqlString(path) + ", " +
-           std::to_string(x.line) + ", " + SqlString(x.reason) + ", " + SqlString(StorablePath(x.excerpt)) + ")";
+  AppendIngestLogValues(rid, path, f.rejected, &log);
   if (!log.empty()) sql += "INSERT INTO ingest_log VALUES " + log + ";\n";
   sql += std::string("CREATE OR REPLACE TEMP TABLE ") + kStagedRows +
          " AS SELECT * EXCLUDE (grid, block, modes), 0::INTEGER AS grid_x, 0::INTEGER AS grid_y, 0::INTEGER AS grid_z, "

@@ -16,6 +16,16 @@
 
 namespace collscope::readers {
 
+// VALUES of ingest_log rows for a file's rejected lines (each with line, reason and excerpt), for
+// "INSERT INTO ingest_log VALUES ..."; appended to *values, comma-separated.
+template <typename Rejections>
+void AppendIngestLogValues(const std::string& run_id, const std::string& path, const Rejections& rejected,
+                           std::string* values) {
+  for (const auto& x : rejected)
+    *values += std::string(values->empty() ? "" : ", ") + "(" + run_id + ", NULL, " + SqlString(path) + ", " +
+               std::to_string(x.line) + ", " + SqlString(x.reason) + ", " + SqlString(StorablePath(x.excerpt)) + ")";
+}
+
 class Rows {
  public:
   Rows() = default;

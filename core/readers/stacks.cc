@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "core/line_reader.h"
+#include "core/readers/rows.h"
 
 namespace collscope::readers {
 namespace {
@@ -351,10 +352,7 @@ Status StoreFile(Store& store, int32_t run_id, const StackFile& f) {
   sql += "DELETE FROM ingest_log WHERE run_id = " + rid + " AND path = " + SqlString(path) + ";\n";
   sql += "INSERT INTO stack_files VALUES " + FileRow(rid, id, path, f) + ";\n";
   std::string log;
-  for (const StackFile::Rejection& x : f.rejected)
-    log += std::string(log.empty() ? "" : ", ") + "(" + rid + ", NULL, " + SqlString(path) + ", " +
-           std::to_string(x.line) + ", " + SqlString(x.reason) + ", " +
-           SqlString(Text(StorablePath(x.excerpt))) + ")";
+  AppendIngestLogValues(rid, path, f.rejected, &log);
   if (!log.empty()) sql += "INSERT INTO ingest_log VALUES " + log + ";\n";
   COLLSCOPE_RETURN_IF_ERROR(store.Exec(sql));
   Status st = AppendRows(store, run_id, static_cast<int32_t>(id), f);

@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "core/readers/iteration_log.h"
+#include "core/readers/rows.h"
 
 namespace collscope::readers {
 namespace {
@@ -269,9 +270,7 @@ Status StoreFiles(Store& store, int32_t run_id, const std::vector<StepFile>& fil
       for (int32_t v : p.parallel) rows_ranks += ", " + Opt(v);
       rows_ranks += ")";
     }
-    for (const StepFile::Rejection& x : f.rejected)
-      rows_log += std::string(rows_log.empty() ? "" : ", ") + "(" + rid + ", NULL, " + SqlString(path) + ", " +
-                  std::to_string(x.line) + ", " + SqlString(x.reason) + ", " + SqlString(StorablePath(x.excerpt)) + ")";
+    AppendIngestLogValues(rid, path, f.rejected, &rows_log);
   }
   std::string sql = "BEGIN TRANSACTION;\n";
   if (!replaced.empty()) {
