@@ -12,6 +12,7 @@ namespace {
 
 constexpr int64_t kMinSamplesInside = 5;
 constexpr double kMinGrowth = 0.2;
+constexpr size_t kMaxRanksDescribed = 8;  // a hang naming a whole group is not said rank by rank
 
 struct Shares {
   std::map<std::string, int64_t> count;
@@ -100,7 +101,17 @@ void AddStackEvidence(const std::vector<FoldedStack>& stacks, std::vector<Findin
     for (size_t i : c.outliers) outliers.insert(c.processes[i].rank);
     std::string text;
     auto sentence = [&text](const std::string& s) { text += (text.empty() ? "" : " ") + s; };
+    const bool ranked = std::any_of(c.processes.begin(), c.processes.end(),
+                                    [](const ProcessStacks& q) { return q.rank >= 0; });
+    if (!ranked && !f.ranks.empty())
+      sentence("The sampled processes carry no rank (their launcher set no RANK): not joined.");
+    size_t described = 0;
     for (int rank : f.ranks) {
+      if (!ranked) break;
+      if (described++ == kMaxRanksDescribed) {
+        sentence("And " + std::to_string(f.ranks.size() - kMaxRanksDescribed) + " more ranks.");
+        break;
+      }
       auto p = std::find_if(c.processes.begin(), c.processes.end(),
                             [rank](const ProcessStacks& q) { return q.rank == rank; });
       if (p == c.processes.end()) {

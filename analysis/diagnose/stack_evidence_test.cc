@@ -84,6 +84,24 @@ TEST(StackEvidence, ARankTheStacksDoNotSingleOutAndAnotherTheyDo) {
   EXPECT_NE(Text(g[0], "stacks").find("rank 9: no stacks sampled."), std::string::npos);
 }
 
+TEST(StackEvidence, UnrankedStacksAreNotJoinedAndManyRanksAreNotListed) {
+  std::vector<FoldedStack> unranked = HungJob(3, 2'000'000);
+  for (FoldedStack& s : unranked) s.rank = -1;
+  std::vector<Finding> f{Hang({3}, 1'000'000)};
+  AddStackEvidence(unranked, &f);
+  EXPECT_NE(Text(f[0], "stacks").find("carry no rank"), std::string::npos) << Text(f[0], "stacks");
+  EXPECT_EQ(Text(f[0], "stack_frame.rank3"), "");
+  std::vector<FoldedStack> big;
+  for (int r = 0; r < 20; ++r) big.push_back(Row(r, "wait (t.py:4)", 2'000'000, 12'000'000, 100));
+  std::vector<int> all(20);
+  for (int r = 0; r < 20; ++r) all[r] = r;
+  std::vector<Finding> g{Hang(all, 1'000'000)};
+  AddStackEvidence(big, &g);
+  EXPECT_NE(Text(g[0], "stacks").find("And 12 more ranks."), std::string::npos)
+      << Text(g[0], "stacks");
+  EXPECT_EQ(Text(g[0], "stack_frame.rank8"), "");
+}
+
 TEST(StackEvidence, AHangNamingNoRankGetsTheComparison) {
   std::vector<Finding> f{Hang({}, 1'000'000)};
   AddStackEvidence(HungJob(2, 2'000'000), &f);
