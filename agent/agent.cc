@@ -78,6 +78,8 @@ Agent::Agent(const AgentOptions& options)
     : o_(options), watch_(options.watch), tracker_(options.resolve_after) {}
 
 Agent::~Agent() {
+  stacks_stop_ = true;
+  if (stacks_thread_.joinable()) stacks_thread_.join();
   if (server_) server_->Stop();
   for (auto& r : remotes_) r->Stop(std::chrono::seconds(2));
 }
@@ -173,8 +175,21 @@ Result<std::unique_ptr<Agent>> Agent::Create(const AgentOptions& options) {
     if (std::find(options.watch.begin(), options.watch.end(), options.accept_summaries) == options.watch.end())
       with_accepted.watch.push_back(options.accept_summaries);
   }
+  if (options.stacks_rate_hz > 0) {
+    if (options.stacks_job.empty()) return Status::Error("--stacks-rate needs --stacks-job: whose processes");
+    std::error_code ec;
+    const std::string folder = options.db + ".stacks";
+    std::filesystem::create_directories(folder, ec);
+    if (ec) return Status::Error(folder + ": " + ec.message());
+    with_accepted.watch.push_back(folder);  // the sampler's files are ingested as any input
+  }
   std::unique_ptr<Agent> a(new Agent(with_accepted));
   COLLSCOPE_RETURN_IF_ERROR(a->Init());
+#ifdef COLLSCOPE_HAVE_STACKS
+  if (options.stacks_rate_hz > 0) a->stacks_thread_ = std::thread([agent = a.get()] { agent->SampleStacksAlways(); });
+#else
+  if (options.stacks_rate_hz > 0) return Status::Error("this collscope was built without stack sampling");
+#endif
   return a;
 }
 
@@ -591,6 +606,34 @@ void Agent::SampleStacksOnNewHang(Store& store, std::vector<diagnose::Finding>* 
   r->stack_processes = static_cast<int>(session->processes.size());
 #else
   r->stacks_note = "this collscope was built without stack sampling (libunwind-dev, libdw-dev)";
+#endif
+}
+
+void Agent::SampleStacksAlways() {
+#ifdef COLLSCOPE_HAVE_STACKS
+  // Sessions end to list the job's processes anew (ranks restart, workers come and go); each
+  // writes its own files, named by its start, so the store keeps every session's stacks.
+  while (!stacks_stop_) {
+    std::vector<pid_t> pids = stacks::ProcessesOfJob(o_.stacks_job);
+    if (pids.empty()) {
+      for (int i = 0; i < 20 && !stacks_stop_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      continue;
+    }
+    stacks::StackSessionOptions so;
+    so.pids = pids;
+    so.rate_hz = o_.stacks_rate_hz;
+    so.duration_s = o_.stacks_session_s;
+    so.window_us = static_cast<int64_t>(o_.stacks_window_s * 1e6);
+    so.out_dir = o_.db + ".stacks";
+    so.file_tag = std::to_string(WallMicros() / 1000000);
+    so.sampler.native = false;  // nothing is stopped: native stacks are for a new hang's burst
+    so.stop = &stacks_stop_;
+    auto session = stacks::SampleProcesses(so);
+    if (!session.ok()) {
+      std::fprintf(stderr, "collscope agent: always-on stacks: %s\n", session.status().message().c_str());
+      for (int i = 0; i < 20 && !stacks_stop_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
 #endif
 }
 

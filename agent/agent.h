@@ -23,6 +23,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "agent/finding_tracker.h"
@@ -80,6 +81,13 @@ struct AgentOptions {
   // with what they say. Empty: never. Needs the right to trace them (same user, ptrace_scope).
   std::string stacks_job;
   double stacks_burst_s = 2;
+  // Always on: the same processes' Python stacks sampled at this rate without stopping them
+  // (collscope stacks --no-native) in sessions of stacks_session_s that list the processes anew,
+  // folded per stacks_window_s; the files (under <db>.stacks/) are ingested like any watched
+  // input. 0: off.
+  double stacks_rate_hz = 0;
+  double stacks_window_s = 10;
+  double stacks_session_s = 600;
 };
 
 // What one tick did (for tests and the agent's own metrics).
@@ -143,6 +151,9 @@ class Agent {
   FindingTracker tracker_;
   std::unique_ptr<HttpServer> server_;
   std::unique_ptr<Store> store_;  // kept open between ticks until a reader asks for it
+  std::thread stacks_thread_;      // the always-on stack sampler (stacks_rate_hz)
+  std::atomic<bool> stacks_stop_{false};
+  void SampleStacksAlways();
   std::vector<std::unique_ptr<RemoteWriter>> remotes_;
 
   // State kept between ticks.

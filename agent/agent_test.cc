@@ -566,6 +566,49 @@ TEST(Agent, ANewHangIsRaisedWithItsRanksStack) {
   r = (*a)->Tick();
   EXPECT_EQ(r.stack_processes, 0);
 }
+
+// Always on: the job's processes' Python stacks are sampled between ticks without stopping them,
+// and stored by the ticks; the store keeps them after the agent stops.
+TEST(Agent, AlwaysOnStacksAreSampledAndStored) {
+  REQUIRE_PYTHON();
+  collscope::testing::TempDir dir;
+  sim::SimConfig c = DefaultJob(dir / "job", "kind=nic_degrade,host=1,factor=0.25", 8);
+  RunSimulation(c);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  const std::string job = "agent-always-" + std::to_string(getpid());
+  stacks::stack_target::Target rank0("wait", 0, job), rank1("compile", 1, job);
+  ASSERT_GT(rank0.pid(), 0);
+  ASSERT_GT(rank1.pid(), 0);
+  AgentOptions o;
+  o.watch = {dir / "job"};
+  o.db = dir / "agent.duckdb";
+  o.listen = "";
+  o.window_s = 3600;
+  o.rescan_s = 0.5;
+  o.stacks_job = job;
+  o.stacks_rate_hz = 20;
+  o.stacks_window_s = 0.5;
+  {
+    auto a = Agent::Create(o);
+    ASSERT_TRUE(a.ok()) << a.status().message();
+    (*a)->Tick();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1800));  // windows close every 0.5 s
+    TickReport r = (*a)->Tick();
+    EXPECT_TRUE(r.error.empty()) << r.error;
+  }
+  auto store = Store::Open(o.db);
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  auto rows = (*store)->Query(
+      "SELECT rank, position, sum(count) FROM stack_samples WHERE tid = pid GROUP BY ALL ORDER BY rank");
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  ASSERT_EQ(rows->rows.size(), 2u);
+  EXPECT_EQ(*rows->rows[0][1], "wait_for_peers (stack_target.py)");
+  EXPECT_EQ(*rows->rows[1][1], "compile_graph (stack_target.py)");
+  EXPECT_GE(std::stoll(*rows->rows[1][2]), 10);
+  auto native = (*store)->QueryInt("SELECT count(*) FROM stack_files WHERE native");
+  ASSERT_TRUE(native.ok());
+  EXPECT_EQ(*native, 0) << "always-on sampling stops nothing";
+}
 #endif
 
 }  // namespace

@@ -146,6 +146,10 @@ void Register(CLI::App& app) {
                   "docs/stacks.md) and raise the finding with them");
   cmd->add_option("--stacks-burst", o->agent.stacks_burst_s, "Seconds of stack sampling (10 Hz) a new hang gets")
       ->capture_default_str()->check(CLI::Range(0.1, 60.0));
+  cmd->add_option("--stacks-rate", o->agent.stacks_rate_hz,
+                  "Always on: sample the --stacks-job processes' Python stacks at this rate (Hz), "
+                  "stopping nothing, and store them (0: off)")
+      ->capture_default_str()->check(CLI::Range(0.0, 100.0));
   cmd->add_option("--ticks", o->agent.max_ticks, "Stop after this many ticks (0: until SIGTERM)")
       ->capture_default_str();
   cmd->callback([o] { SetExitCode(Run(*o)); });

@@ -111,8 +111,8 @@ Result<StackSessionResult> SampleProcesses(const StackSessionOptions& options) {
     t.folder = std::make_unique<StackFolder>(options.window_us);
     if (!options.out_dir.empty()) {
       const ProcessFacts& f = t.session.facts;
-      t.session.file =
-          options.out_dir + "/" + f.host + "-pid" + std::to_string(f.pid) + ".stacks.jsonl";
+      t.session.file = options.out_dir + "/" + f.host + "-pid" + std::to_string(f.pid) +
+                       (options.file_tag.empty() ? "" : "-" + options.file_tag) + ".stacks.jsonl";
       t.file = std::fopen(t.session.file.c_str(), "w");
       if (!t.file) {
         const std::string why = "cannot write " + t.session.file + ": " + std::strerror(errno);

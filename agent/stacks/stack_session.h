@@ -33,7 +33,8 @@ struct StackSessionOptions {
   double rate_hz = 10;
   double duration_s = 2;  // 0: until every process exits or `stop` is set
   int64_t window_us = 10'000'000;
-  std::string out_dir;  // "" writes no files
+  std::string out_dir;   // "" writes no files
+  std::string file_tag;  // files are <host>-pid<pid>[-<tag>].stacks.jsonl
   SamplerOptions sampler;
   const std::atomic<bool>* stop = nullptr;
 };
