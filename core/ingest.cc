@@ -783,8 +783,11 @@ Result<InputFiles> DiscoverInputs(const std::vector<std::string>& paths) {
     // Step/phase series, the CUPTI library's kernel summaries and `collscope stacks` files are
     // JSON lines too, and frameworks' iteration logs are often named *.log: all are found by
     // content, with readers of their own.
-    auto other_format = [&] { return IsStepSeriesFile(path) || IsIterationLog(path) || IsKernelSummaryFile(path) || IsRasReportFile(path) ||
-                                              IsPromTextfile(path) || IsStackFile(path); };
+    auto other_format = [&] {
+      return IsStepSeriesFile(path) || IsIterationLog(path) ||
+             CollscopeLinesFormatOf(path) != CollscopeLinesFormat::kNone || IsRasReportFile(path) ||
+             IsPromTextfile(path);
+    };
     if (named) return !(name.ends_with(".json") || name.ends_with(".json.gz")) && !other_format();
     return IsInspectorLogName(name) && !other_format();
   });

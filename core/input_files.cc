@@ -226,60 +226,55 @@ bool IsStepSeriesFile(const std::string& path) {
   return std::string_view(buf, sizeof(buf)) == kMagic;
 }
 
-bool IsKernelSummaryFile(const std::string& path) {
-  // The process line is a few hundred bytes; a first line longer than this is something else.
+namespace {
+
+// The first line of a JSON-lines file when it is a JSON object of at most 64 KiB (a process line
+// holds a command line), decompressed when the name ends in .gz as LineReader reads it; "" when
+// it is not. Every Inspector log of a folder comes through here: a small first read tells most
+// apart.
+std::string FirstJsonObjectLine(const std::string& path) {
   constexpr size_t kMaxFirstLine = size_t{64} << 10;
-  static constexpr std::string_view kFormat = "collscope-kernels";
-  // Decompressed when the name ends in .gz, as LineReader (core/line_reader.h) reads it. Every
-  // Inspector log of a folder comes through here: a small first read tells most apart.
   bool whole = true;
   Result<std::string> first = ReadPrefix(path, size_t{4} << 10, &whole);
-  if (!first.ok()) return false;
+  if (!first.ok()) return "";
   std::string head = std::move(*first);
   size_t eol = head.find('\n');
   if (!head.empty() && head[0] == '{' && eol == std::string::npos && !whole) {
     Result<std::string> more = ReadPrefix(path, kMaxFirstLine);
-    if (!more.ok()) return false;
+    if (!more.ok()) return "";
     head = std::move(*more);
     eol = head.find('\n');
   }
-  if (head.empty() || head[0] != '{' || (eol == std::string::npos && head.size() == kMaxFirstLine)) return false;
+  if (head.empty() || head[0] != '{' || (eol == std::string::npos && head.size() == kMaxFirstLine)) return "";
   head.resize(std::min(eol, head.size()));
-  if (head.find(kFormat) == std::string::npos) return false;
-  simdjson::dom::parser parser;
-  simdjson::dom::object o;
-  std::string_view type, format;
-  return parser.parse(head).get_object().get(o) == simdjson::SUCCESS &&
-         o["type"].get_string().get(type) == simdjson::SUCCESS && type == "process" &&
-         o["format"].get_string().get(format) == simdjson::SUCCESS && format == kFormat;
+  return head;
 }
 
-bool IsStackFile(const std::string& path) {
-  // The writer opens every file with these bytes; another writer's key order is parsed below,
-  // with a first line up to this long (a process line holds the command line).
-  static constexpr std::string_view kMagic = "{\"collscope_stacks\":";
-  static constexpr std::string_view kKey = "\"collscope_stacks\"";
-  constexpr size_t kMaxFirstLine = size_t{64} << 10;
-  bool whole = true;
-  Result<std::string> first = ReadPrefix(path, size_t{4} << 10, &whole);
-  if (!first.ok()) return false;
-  std::string head = std::move(*first);
-  if (head.starts_with(kMagic)) return true;
-  size_t eol = head.find('\n');
-  if (!head.empty() && head[0] == '{' && eol == std::string::npos && !whole) {
-    Result<std::string> more = ReadPrefix(path, kMaxFirstLine);
-    if (!more.ok()) return false;
-    head = std::move(*more);
-    eol = head.find('\n');
-  }
-  if (head.empty() || head[0] != '{' || (eol == std::string::npos && head.size() == kMaxFirstLine)) return false;
-  head.resize(std::min(eol, head.size()));
-  if (head.find(kKey) == std::string::npos) return false;
+}  // namespace
+
+CollscopeLinesFormat CollscopeLinesFormatOf(const std::string& path) {
+  static constexpr std::string_view kKernels = "collscope-kernels";
+  const std::string head = FirstJsonObjectLine(path);
+  // The stacks writer opens every file with these bytes; another writer's key order is parsed.
+  if (head.starts_with("{\"collscope_stacks\":")) return CollscopeLinesFormat::kStacks;
+  const bool stacks = head.find("\"collscope_stacks\"") != std::string::npos;
+  if (!stacks && head.find(kKernels) == std::string::npos) return CollscopeLinesFormat::kNone;
   simdjson::dom::parser parser;
   simdjson::dom::object o;
-  return parser.parse(head).get_object().get(o) == simdjson::SUCCESS &&
-         o["collscope_stacks"].error() != simdjson::NO_SUCH_FIELD;
+  if (parser.parse(head).get_object().get(o) != simdjson::SUCCESS) return CollscopeLinesFormat::kNone;
+  if (stacks && o["collscope_stacks"].error() != simdjson::NO_SUCH_FIELD) return CollscopeLinesFormat::kStacks;
+  std::string_view type, format;
+  return o["type"].get_string().get(type) == simdjson::SUCCESS && type == "process" &&
+                 o["format"].get_string().get(format) == simdjson::SUCCESS && format == kKernels
+             ? CollscopeLinesFormat::kKernelSummaries
+             : CollscopeLinesFormat::kNone;
 }
+
+bool IsKernelSummaryFile(const std::string& path) {
+  return CollscopeLinesFormatOf(path) == CollscopeLinesFormat::kKernelSummaries;
+}
+
+bool IsStackFile(const std::string& path) { return CollscopeLinesFormatOf(path) == CollscopeLinesFormat::kStacks; }
 
 bool IsIterationLogLine(std::string_view line) {
   if (line.find("train_step_timing in s=") != std::string_view::npos) return true;

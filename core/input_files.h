@@ -47,6 +47,10 @@ bool IsKernelSummaryFile(const std::string& path);
 // (<host>-pid<pid>.stacks.jsonl by default); such files are no Inspector log.
 bool IsStackFile(const std::string& path);
 
+// Both questions above with one read of the first line, for callers that ask each file both.
+enum class CollscopeLinesFormat { kNone, kKernelSummaries, kStacks };
+CollscopeLinesFormat CollscopeLinesFormatOf(const std::string& path);
+
 // True for a training framework's iteration line (core/readers/iteration_log.h): Megatron's
 // "iteration N/ M | ... elapsed time per iteration (ms): X" or NeMo's "train_step_timing in s=X".
 bool IsIterationLogLine(std::string_view line);

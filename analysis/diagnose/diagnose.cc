@@ -491,9 +491,10 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
     for (const std::string& s : found->skipped) read->unusable.push_back(s);
   for (const std::string& f : found->files) {
     const std::string name = fs::path(f).filename().string();
+    const CollscopeLinesFormat lines = CollscopeLinesFormatOf(f);
     if (IsStepSeriesFile(f) || IsIterationLog(f)) step_files.push_back(f);
-    else if (IsKernelSummaryFile(f)) kernel_files.push_back(f);
-    else if (IsStackFile(f)) stack_files.push_back(f);
+    else if (lines == CollscopeLinesFormat::kKernelSummaries) kernel_files.push_back(f);
+    else if (lines == CollscopeLinesFormat::kStacks) stack_files.push_back(f);
     else if (IsRasReportFile(f)) hang_files.push_back(f);  // found by content, whatever its name
     else if (IsPromTextfile(f)) prom_files.push_back(f);
     else if (IsInspectorLogName(name)) logs.push_back(f);
