@@ -488,6 +488,9 @@ TEST(StackFiles, IngestSaysWhatWasReadAndSqlGroupsByPosition) {
                           "WHERE tid = pid GROUP BY 1\"");
   EXPECT_EQ(rows.code, 0) << rows.text;
   EXPECT_NE(rows.text.find("train_step (train.py:42) -> pthread_cond_wait,2,199"), std::string::npos) << rows.text;
+  // With no finding to join them to, diagnose still says it read them.
+  Output diag = Collscope("diagnose --db " + db);
+  EXPECT_NE(diag.text.find("sampled call stacks of 2 processes (collscope stacks)"), std::string::npos) << diag.text;
 }
 
 }  // namespace

@@ -434,6 +434,21 @@ Status AddRecordEvidence(Store& store, const std::string& run, const std::option
 // What the run's sampled call stacks (collscope stacks) say of its hang findings.
 Status AddStoredStackEvidence(Store& store, const std::string& run, std::vector<Finding>* out, InputSummary* read) {
   if (!readers::HasStackTables(store)) return Status::Ok();
+  // The agent diagnoses every tick and always-on sampling keeps adding stacks: they are read only
+  // when a finding can use them, and only counted otherwise.
+  const bool wanted = std::any_of(out->begin(), out->end(), [](const Finding& f) {
+    return f.kind == Kind::kHang || f.kind == Kind::kHostStall || f.kind == Kind::kSlowCompute;
+  });
+  if (!wanted) {
+    if (read) {
+      auto n = store.Query("SELECT count(DISTINCT (s.host, s.pid)), coalesce(sum(s.count), 0) FROM stack_samples s "
+                           "JOIN runs r USING (run_id) WHERE r.name = " + SqlString(run));
+      if (!n.ok()) return n.status();
+      read->stack_processes += std::stoi(n->rows[0][0].value_or("0"));
+      read->stack_samples += std::stoll(n->rows[0][1].value_or("0"));
+    }
+    return Status::Ok();
+  }
   auto stacks = readers::ReadStoredStacks(store, run);
   if (!stacks.ok()) return stacks.status();
   if (stacks->empty()) return Status::Ok();
