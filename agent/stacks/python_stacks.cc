@@ -199,12 +199,4 @@ PythonThread PythonStackReader::ReadFrames(const ThreadState& state) {
   return thread;
 }
 
-Result<std::vector<PythonThread>> PythonStackReader::ReadThreads() {
-  auto states = ListThreads();
-  if (!states.ok()) return states.status();
-  std::vector<PythonThread> threads;
-  for (const ThreadState& s : *states) threads.push_back(ReadFrames(s));
-  return threads;
-}
-
 }  // namespace collscope::stacks

@@ -41,8 +41,6 @@ class PythonStackReader {
   // The frames of one thread state. Its thread should be stopped: a thread changes only its own
   // frames, so holding that one thread is enough for a consistent stack.
   PythonThread ReadFrames(const ThreadState& thread);
-  // Both, for every thread (a sampler that stops nothing).
-  Result<std::vector<PythonThread>> ReadThreads();
 
  private:
   struct CodeInfo {

@@ -30,7 +30,6 @@ bool RemoteMemory::ReadDirect(uint64_t addr, void* out, size_t len) const {
   }
   iovec local{out, len};
   iovec remote{reinterpret_cast<void*>(addr), len};
-  ++syscalls_;
   ssize_t n = process_vm_readv(pid_, &local, 1, &remote, 1, 0);
   if (n == static_cast<ssize_t>(len)) return true;
   if (n >= 0) errno = EFAULT;  // a partial read: the range crosses into unmapped memory

@@ -22,7 +22,6 @@ class RemoteMemory {
   // Copies len bytes at addr into out; false (errno set) when any byte could not be read.
   bool Read(uint64_t addr, void* out, size_t len) const;
   void Invalidate() const { pages_.clear(); }
-  int64_t syscalls() const { return syscalls_; }
 
   template <typename T>
   bool ReadValue(uint64_t addr, T* out) const {
@@ -37,7 +36,6 @@ class RemoteMemory {
   bool ReadDirect(uint64_t addr, void* out, size_t len) const;
   pid_t pid_;
   mutable std::unordered_map<uint64_t, std::vector<uint8_t>> pages_;  // empty vector: unreadable
-  mutable int64_t syscalls_ = 0;
 };
 
 }  // namespace collscope::stacks

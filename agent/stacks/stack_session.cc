@@ -167,7 +167,6 @@ Result<StackSessionResult> SampleProcesses(const StackSessionOptions& options) {
       any = true;
       t.session.samples++;
       t.session.sample_us_total += sample->took_us;
-      t.session.max_sample_us = std::max(t.session.max_sample_us, sample->took_us);
       t.session.stopped_us_total += sample->stopped_us;
       t.session.max_stopped_us = std::max(t.session.max_stopped_us, sample->stopped_us);
       const ProcessFacts& f = t.session.facts;

@@ -42,7 +42,7 @@ struct StackSessionOptions {
 struct ProcessSession {
   ProcessFacts facts;
   int64_t samples = 0, failed = 0, dropped = 0;
-  int64_t sample_us_total = 0, max_sample_us = 0, stopped_us_total = 0, max_stopped_us = 0;
+  int64_t sample_us_total = 0, stopped_us_total = 0, max_stopped_us = 0;
   bool exited = false;
   std::string last_error;
   std::string file;  // the stack file written, if any
