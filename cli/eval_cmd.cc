@@ -9,6 +9,7 @@ namespace {
 
 struct Options {
   std::string suite = "small";
+  std::string suite_file;
   std::string floors;
   std::string work_dir;
   std::string only;
@@ -21,7 +22,17 @@ struct Options {
 
 int Run(const Options& o) {
   using namespace collscope::diagnose;
-  auto suite = BuiltinSuite(o.suite);
+  std::vector<Scenario> suite;
+  if (!o.suite_file.empty()) {
+    auto read = ReadSuiteFile(o.suite_file);
+    if (!read.ok()) {
+      std::fprintf(stderr, "collscope eval: %s\n", read.status().message().c_str());
+      return 2;
+    }
+    suite = std::move(*read);
+  } else {
+    suite = BuiltinSuite(o.suite);
+  }
   if (suite.empty()) {
     std::fprintf(stderr, "collscope eval: unknown suite '%s' (small, heldout, explore or large)\n", o.suite.c_str());
     return 2;
@@ -58,6 +69,9 @@ void Register(CLI::App& app) {
       "eval", "Simulate labelled faults, diagnose them per evidence tier and print strictly scored precision, recall and exact rate per kind.");
   cmd->add_option("--suite", o->suite, "small (CI, development seeds) | heldout (seeds detector work never looks at) | explore (more development seeds, each "
                   "shape twice) | large (bench, up to 10,240 GPUs)")->capture_default_str();
+  cmd->add_option("--suite-file", o->suite_file,
+                  "Score the scenarios of FILE instead: a line each, NAME key=value... fault=SPEC... [damage=missing:R|cut:R] "
+                  "(bench/sweep.py writes them)")->excludes("--suite");
   cmd->add_option("--floors", o->floors, "Fail (exit 1) when a kind drops below its floor in FILE");
   cmd->add_option("--work-dir", o->work_dir, "Where simulated jobs are written");
   cmd->add_option("--only", o->only, "Only scenarios whose name contains this");

@@ -498,6 +498,50 @@ Status Damage(const std::string& dir, const std::string& damage) {
 
 }  // namespace
 
+Result<std::vector<Scenario>> ReadSuiteFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::Error(path + ": cannot read");
+  std::vector<Scenario> suite;
+  std::set<std::string> names;
+  std::string line;
+  for (int lineno = 1; std::getline(in, line); ++lineno) {
+    if (const size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    std::istringstream words(line);
+    Scenario sc;
+    if (!(words >> sc.name)) continue;
+    const std::string at = path + ":" + std::to_string(lineno) + ": ";
+    if (sc.name.find('=') != std::string::npos || sc.name.find('/') != std::string::npos || sc.name == "." || sc.name == "..")
+      return Status::Error(at + "a line starts with the scenario's name (no '=' or '/'), not '" + sc.name + "'");
+    if (!names.insert(sc.name).second) return Status::Error(at + "scenario " + sc.name + " named twice");
+    sim::SimConfig check;
+    check.output.dir = "unused";  // checked as a job, not written
+    std::string word, err;
+    while (words >> word) {
+      if (word.starts_with("fault=")) {
+        sim::FaultSpec spec;
+        if (!sim::ParseFaultSpec(word.substr(6), &spec, &err)) return Status::Error(at + err);
+        check.faults.push_back(spec);
+        sc.faults.push_back(word.substr(6));
+      } else if (word.starts_with("damage=")) {
+        const std::string d = word.substr(7);
+        const bool known = (d.starts_with("missing:") || d.starts_with("cut:")) &&
+                           d.find_first_not_of("0123456789", d.find(':') + 1) == std::string::npos && d.back() != ':';
+        if (!known) return Status::Error(at + "damage is missing:RANK or cut:RANK, not '" + d + "'");
+        if (!sc.damage.empty()) return Status::Error(at + "one damage a scenario");
+        sc.damage = d;
+      } else {
+        if (!Apply(&check, word, &err)) return Status::Error(at + err);
+        sc.args.push_back(word);
+      }
+    }
+    // The job as a whole (its shape, and each fault against it), as `simulate` would check it.
+    if (!sim::ValidateConfig(check, &err)) return Status::Error(at + err);
+    suite.push_back(std::move(sc));
+  }
+  if (suite.empty()) return Status::Error(path + ": no scenario");
+  return suite;
+}
+
 Result<EvalReport> RunEval(const std::vector<Scenario>& suite, const EvalOptions& o) {
   namespace fs = std::filesystem;
   EvalReport rep;

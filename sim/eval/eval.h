@@ -41,6 +41,13 @@ struct Scenario {
 // Empty for any other name.
 std::vector<Scenario> BuiltinSuite(const std::string& name);
 
+// A suite written out, for jobs drawn outside the built-in suites (bench/sweep.py): one scenario
+// a line, its name first, then simulator settings as key=value (those of the built-in suites),
+// fault=SPEC (SPEC as `simulate --fault` takes it; repeatable) and at most one damage=missing:R or
+// damage=cut:R. Blank lines and lines from '#' are skipped. Every setting and fault is checked
+// here: the error names the file and line.
+Result<std::vector<Scenario>> ReadSuiteFile(const std::string& path);
+
 struct KindScore {
   int findings = 0, true_findings = 0, exact_findings = 0, duplicates = 0;
   int faults = 0, found_faults = 0, exact_faults = 0;

@@ -177,6 +177,53 @@ TEST(Eval, ExplorationSeedsAreTheirOwn) {
   EXPECT_TRUE(BuiltinSuite("smal").empty());
 }
 
+// A suite file's scenarios are what its lines say; a bad line is refused with its file and line;
+// and its jobs are simulated and scored like the built-in suites'.
+TEST(Eval, SuiteFileScenariosAreScored) {
+  testing::TempDir dir;
+  const std::string path = dir / "suite.txt";
+  testing::WriteFile(path,
+                     "# two jobs\n"
+                     "\n"
+                     "tiny-nic hosts=4 gpus_per_host=2 tp=2 layers=4 hidden=4096 seq_len=2048 steps=16 "
+                     "dump_interval_us=200000 fault=kind=nic_degrade,host=1,factor=0.2,start_step=4,end_step=12  # a note\n"
+                     "tiny-healthy hosts=2 gpus_per_host=2 tp=2 layers=2 steps=4 damage=cut:3\n");
+  auto suite = ReadSuiteFile(path);
+  ASSERT_TRUE(suite.ok()) << suite.status().message();
+  ASSERT_EQ(suite->size(), 2u);
+  EXPECT_EQ((*suite)[0].name, "tiny-nic");
+  EXPECT_EQ((*suite)[0].args.size(), 8u);
+  EXPECT_EQ((*suite)[0].faults, std::vector<std::string>{"kind=nic_degrade,host=1,factor=0.2,start_step=4,end_step=12"});
+  EXPECT_TRUE((*suite)[0].damage.empty());
+  EXPECT_TRUE((*suite)[1].faults.empty());
+  EXPECT_EQ((*suite)[1].damage, "cut:3");
+
+  for (const auto& [text, why] : std::vector<std::pair<std::string, std::string>>{
+           {"a hosts=2\nb tpp=2\n", ":2: unknown scenario setting tpp"},
+           {"a fault=kind=nic_degrad,host=1\n", ":1: "},
+           {"a hosts=2\na hosts=4\n", ":2: scenario a named twice"},
+           {"hosts=2\n", ":1: a line starts with the scenario's name"},
+           {"a damage=cut:\n", ":1: damage is missing:RANK or cut:RANK"},
+           {"# nothing\n", "no scenario"}}) {
+    testing::WriteFile(path, text);
+    auto bad = ReadSuiteFile(path);
+    ASSERT_FALSE(bad.ok()) << text;
+    EXPECT_NE(bad.status().message().find(path), std::string::npos) << bad.status().message();
+    EXPECT_NE(bad.status().message().find(why), std::string::npos) << bad.status().message();
+  }
+  EXPECT_FALSE(ReadSuiteFile(dir / "absent.txt").ok());
+
+  EvalOptions o;
+  o.work_dir = dir / "work";
+  o.only = "tiny-nic";
+  auto r = RunEval(*suite, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->scenarios.size(), 1u);
+  const KindScore& link = r->tiers.at("A").kinds.at("slow_link");
+  EXPECT_EQ(link.faults, 1);
+  EXPECT_EQ(link.found_faults, 1) << r->ToText();
+}
+
 TEST(Eval, SmallSuiteMeetsFloors) {
 #ifdef COLLSCOPE_SANITIZED
   // Under the sanitizers the suite runs 5-10x slower: one seed's jobs check the code paths, and
