@@ -504,18 +504,12 @@ std::vector<Finding> DetectMismatch(const CommData& d) {
   // (comm, op, sn) -> instances (different sizes split a collective into several instances)
   std::map<std::tuple<int, int, int64_t>, std::vector<const Inst*>> by;
   std::map<std::pair<int, int>, int> op_max_n;  // (comm, op) -> most ranks seen in one instance
-  // (comm, op) -> instances, and those every member recorded: sampled records (the 2.29
-  // Inspector's latest-snapshot dumps) catch most instances at one or two ranks only.
-  std::map<std::pair<int, int>, std::pair<int, int>> op_complete;
   std::map<std::pair<int, int>, std::set<int>> op_procs;  // (comm, op) -> ranks that recorded it
   for (const Inst& x : d.insts) {
     op_procs[{x.comm, x.op}].insert(x.pmin);
     by[{x.comm, x.op, x.sn}].push_back(&x);
     int& m = op_max_n[{x.comm, x.op}];
     m = std::max(m, x.n);
-    auto& oc = op_complete[{x.comm, x.op}];
-    oc.first++;
-    oc.second += x.n == static_cast<int>(d.comms[x.comm].procs.size());
   }
   std::set<std::pair<int, int>> reported;  // (comm, proc)
   auto report = [&](const Inst& odd, const std::string& why, int64_t expect_bytes) {
@@ -555,26 +549,38 @@ std::vector<Finding> DetectMismatch(const CommData& d) {
     for (const Inst* x : v)
       if (x != big && x->n <= std::max(1, big->n / 2)) report(*x, "a different message size (" + std::to_string(x->bytes) + " vs " + std::to_string(big->bytes) + " bytes)", big->bytes);
   }
-  // An op that only one rank of a communicator ever issued. Only records that are complete say
-  // that the others never issued it: another op of the communicator must have been recorded by
-  // every member in most of its instances (sampled records catch one rank at a time).
-  // Nor can a run whose records are mostly sampled: one communicator's op every member's dump
-  // caught (the last before a long pause) says nothing of what the others issued between dumps.
-  int64_t all_instances = 0, complete_instances = 0;
-  for (auto& [ck, oc] : op_complete) {
-    all_instances += oc.first;
-    complete_instances += oc.second;
-  }
-  const bool sampled_run = 2 * complete_instances <= all_instances;
+  // An op that only one rank of a communicator ever issued. Only the others' records say that they
+  // never issued it, and only where they recorded everything they did: Inspector numbers each
+  // collective type on its own (coll_sn is NCCL's per-type counter), so no record of another type
+  // sits at "the same" sequence number to compare with. The others must have recorded another op
+  // of the communicator without a gap over the odd record's time: consecutive instances, each
+  // recorded by all members but at most one (the odd rank's own count of it lags), from the
+  // communicator's first (sn 0) or an instance no later than the odd record, through one no earlier.
+  // Sampled records (the 2.29 Inspector's latest-snapshot dumps) leave gaps, and a dump pass every
+  // member's records share (the job's last op, caught by every final dump) covers no earlier time.
+  auto covered = [&](int comm, int odd_op, int64_t ts) {
+    const size_t full = d.comms[comm].procs.size();
+    std::map<int, std::map<int64_t, const Inst*>> by_op;  // op -> sn -> an instance of it
+    for (const Inst& x : d.insts)
+      if (x.comm == comm && x.op != odd_op && static_cast<size_t>(x.n) + 1 >= full) by_op[x.op].emplace(x.sn, &x);
+    for (const auto& [op, sns] : by_op) {
+      bool open = false;  // a gap-free run that began no later than ts is going on
+      int64_t prev = -2;
+      for (const auto& [sn, x] : sns) {
+        if (sn != prev + 1) open = false;
+        prev = sn;
+        if (!open) open = sn == 0 || x->ts <= ts;
+        if (open && x->ts >= ts) return true;
+      }
+    }
+    return false;
+  };
   for (auto& [key, v] : by) {
     const Inst& x = *v[0];
     const Comm& c = d.comms[x.comm];
-    if (sampled_run || v.size() != 1 || x.n != 1 || c.procs.size() < 3) continue;
+    if (v.size() != 1 || x.n != 1 || c.procs.size() < 3) continue;
     if (op_max_n[{x.comm, x.op}] > 1 || op_procs[{x.comm, x.op}].size() > 1) continue;
-    int other_complete = 0;
-    for (auto& [ck, oc] : op_complete)
-      if (ck.first == x.comm && ck.second != x.op && 2 * oc.second > oc.first) ++other_complete;
-    if (other_complete) report(x, "a different collective (op code " + std::to_string(x.op) + ")", -1);
+    if (covered(x.comm, x.op, x.ts)) report(x, "a different collective (op code " + std::to_string(x.op) + ")", -1);
   }
   return out;
 }

@@ -552,9 +552,30 @@ TEST(Mismatch, AMostlySampledRunCannotShowAMissingOp) {
     x.n = 1;
     x.pmin = d.comms[static_cast<size_t>(x.comm)].procs[0];
   }
-  for (int k = 0; k < 5; ++k) d.insts.push_back(Record(4, 1, k, 4, 2, d.t0 + k));
+  d.insts.push_back(Record(4, 1, 4, 4, 2, d.t0 + 4));
   d.insts.push_back(Record(4, 2, 0, 1, 4, d.t0));
   EXPECT_TRUE(DetectMismatch(d).empty()) << FindingsToText(DetectMismatch(d));
+}
+
+// The same when the job's last op of the communicator was caught by every final dump (all members
+// stopped at it) long after the lone record: a 24-GPU job with 2 s 2.29 dumps blamed rank 2 for
+// the ReduceScatter its first dump happened to catch. Only a gap-free stretch of the others'
+// records that spans the lone record's time says what they did then.
+TEST(Mismatch, TheOthersRecordsMustSpanTheLoneRecordsTime) {
+  CommData d = Job();
+  Fill(&d, 20, -1, 0, 0, -1, 0, 0);
+  std::erase_if(d.insts, [](const Inst& x) { return x.comm == 4 && x.sn != 19; });
+  d.insts.push_back(Record(4, 2, 3, 1, 4, d.t0 + 1000));
+  EXPECT_TRUE(DetectMismatch(d).empty()) << FindingsToText(DetectMismatch(d));
+  // The others' complete records from the first through the last: a mismatch.
+  CommData whole = Job();
+  Fill(&whole, 20, -1, 0, 0, -1, 0, 0);
+  whole.insts.push_back(Record(4, 2, 3, 1, 4, whole.t0 + 1000));
+  ASSERT_EQ(DetectMismatch(whole).size(), 1u) << FindingsToText(DetectMismatch(whole));
+  EXPECT_EQ(DetectMismatch(whole)[0].ranks, std::vector<int>({4}));
+  // One instance missing before the lone record's time leaves no stretch that began before it.
+  std::erase_if(whole.insts, [](const Inst& x) { return x.comm == 4 && x.sn == 0; });
+  EXPECT_TRUE(DetectMismatch(whole).empty()) << FindingsToText(DetectMismatch(whole));
 }
 
 // A communicator behind its siblings says "hang" only when its records are complete.
