@@ -161,5 +161,25 @@ TEST(ComputeGrowthSim, BubbleShorterThanTwoDumpWindowsFromTheStepPhases) {
   EXPECT_TRUE(Of(*f, Kind::kHostStall).empty());
 }
 
+TEST(ComputeGrowthSim, BubbleWithoutPipelineRecordsFromTheDeclaredStages) {
+  // The 2.29 Inspector writes no Send/Recv records, so the records say nothing of the pipeline;
+  // the step series declare each rank's stage (parallel.pp), and that is where the stage comes
+  // from (a 128-GPU PP 8 job of a generality sweep went unnamed).
+  testing::TempDir dir;
+  const std::string job = dir / "bubble229";
+  auto c = Pp4Job(job, {"pipeline_bubble", {{"stage", "1"}, {"delay_us", "15000"}, {"start_step", "10"}, {"end_step", "30"}}}, 0);
+  c.inspector.flavor = "2.29";
+  sim::SimStats stats;
+  std::string err;
+  ASSERT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
+  auto f = DiagnosePaths({job + "/nccl-inspector", job + "/steps"}, DiagnoseOptions{});
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  auto b = Of(*f, Kind::kPipelineBubble);
+  ASSERT_EQ(b.size(), 1u) << FindingsToText(*f);
+  EXPECT_EQ(b[0].detector, "steps.stage_idle");
+  EXPECT_EQ(b[0].ranks, (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_TRUE(Of(*f, Kind::kSlowCompute).empty()) << FindingsToText(*f);
+}
+
 }  // namespace
 }  // namespace collscope::diagnose
