@@ -95,6 +95,19 @@ TEST(StageIdle, BubbleOfAStageIsFoundWithItsRanksAndSteps) {
   EXPECT_NE(f[0].summary.find("Pipeline stage 1"), std::string::npos) << f[0].summary;
 }
 
+// Downstream of a bubble every stage waits as long as the origin idles; where a stage's timers
+// put part of that wait after the receive, the part seems idle. A stage that waited more than
+// it idled follows another: stage 0's bubble is the one finding.
+TEST(StageIdle, AStageThatWaitedMoreThanItIdledFollowsTheBubble) {
+  auto f = Detect(Job(50, [](int r, int st, readers::StepRow* row) {
+    Bubble(0, 10, 25, 9000)(r, st, row);
+    if (r / 4 == 2 && st >= 10 && st <= 25) row->phases["pp_p2p"] -= 4000;
+  }));
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].ranks, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_LT(Ev(f[0], "own_extra_p2p_us"), 500);
+}
+
 TEST(StageIdle, AGapInAPhaseOfAnotherNameCountsAsIdle) {
   // Real timers name no "host_stall": a gap under an unknown phase name (or none) is idle, and
   // the simulator's host_stall phase is just one such name.
