@@ -390,6 +390,45 @@ void AddP2pWaits(const CommData& d, double W, WaitLedger* led) {
 
 }  // namespace
 
+namespace {
+
+// A host-side stall (JIT, garbage collection, data loading) is one process's own: ranks on
+// different hosts do not stall alike at the same moment by chance. When they seem to, each was
+// held by one cause the records do not show (an expert all-to-all through a slow NIC, where the
+// 2.29 Inspector records no Send/Recv, made one rank of each data-parallel group "stall" 1.7 s
+// at once in a 256-GPU sweep job), and naming any of them would send someone to a healthy host.
+void DropCoincidentStalls(std::vector<Finding>* out, std::vector<Suppressed>* suppressed) {
+  auto stall = [](const Finding& f) { return f.kind == Kind::kHostStall && f.detector == "comm.stall"; };
+  auto wait = [](const Finding& f) {
+    for (const Evidence& e : f.evidence)
+      if (e.key == "max_wait_us") return e.value;
+    return 0.0;
+  };
+  std::vector<bool> coincident(out->size(), false);
+  for (size_t i = 0; i < out->size(); ++i)
+    for (size_t j = i + 1; j < out->size(); ++j) {
+      const Finding &a = (*out)[i], &b = (*out)[j];
+      if (!stall(a) || !stall(b) || a.hosts == b.hosts) continue;
+      const bool overlap = a.start_us <= b.end_us && b.start_us <= a.end_us;
+      // Alike: the same wait within the spread of one collective's arrivals (a quarter).
+      const bool alike = std::fabs(wait(a) - wait(b)) <= 0.25 * std::max(wait(a), wait(b));
+      if (overlap && alike) coincident[i] = coincident[j] = true;
+    }
+  std::vector<Finding> kept;
+  for (size_t i = 0; i < out->size(); ++i) {
+    if (!coincident[i]) {
+      kept.push_back(std::move((*out)[i]));
+    } else if (suppressed) {
+      suppressed->push_back({std::move((*out)[i]), "coincident stall: ranks on other hosts stalled as long at the same time, "
+                                                   "so a cause shared by them (network, a transfer the records lack), not "
+                                                   "this host"});
+    }
+  }
+  *out = std::move(kept);
+}
+
+}  // namespace
+
 std::vector<Finding> DetectSlowCompute(const CommData& d, const CommOptions& o) {
   std::vector<Finding> out;
   if (d.insts.empty()) return out;
@@ -496,6 +535,7 @@ std::vector<Finding> DetectSlowCompute(const CommData& d, const CommOptions& o) 
                             "a host-side stall (JIT compilation, garbage collection, data loading, I/O); check that rank's Python stack at that time.");
     out.push_back(std::move(f));
   }
+  DropCoincidentStalls(&out, o.suppressed);
   return out;
 }
 
