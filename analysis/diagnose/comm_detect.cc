@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <set>
 #include <tuple>
@@ -393,35 +394,64 @@ void AddP2pWaits(const CommData& d, double W, WaitLedger* led) {
 namespace {
 
 // A host-side stall (JIT, garbage collection, data loading) is one process's own: ranks on
-// different hosts do not stall alike at the same moment by chance. When they seem to, each was
-// held by one cause the records do not show (an expert all-to-all through a slow NIC, where the
-// 2.29 Inspector records no Send/Recv, made one rank of each data-parallel group "stall" 1.7 s
-// at once in a 256-GPU sweep job), and naming any of them would send someone to a healthy host.
+// different hosts do not stall alike at the same moment by chance. When they seem to, either one
+// stalled and the others are its echo (they waited on others around then, if less than half of
+// their stall, e.g. through the pipeline), or all were held by one cause the records do not show
+// (an expert all-to-all through a slow NIC, where the 2.29 Inspector records no Send/Recv, made
+// one rank of each data-parallel group "stall" 1.7 s at once in a 256-GPU sweep job). The one
+// that waited least on others, by half, is the stall; when none stands out, naming any of them
+// would send someone to a healthy host.
 void DropCoincidentStalls(std::vector<Finding>* out, std::vector<Suppressed>* suppressed) {
   auto stall = [](const Finding& f) { return f.kind == Kind::kHostStall && f.detector == "comm.stall"; };
-  auto wait = [](const Finding& f) {
+  auto value = [](const Finding& f, const char* key) {
     for (const Evidence& e : f.evidence)
-      if (e.key == "max_wait_us") return e.value;
+      if (e.key == key) return e.value;
     return 0.0;
   };
-  std::vector<bool> coincident(out->size(), false);
-  for (size_t i = 0; i < out->size(); ++i)
-    for (size_t j = i + 1; j < out->size(); ++j) {
+  const size_t n = out->size();
+  std::vector<size_t> group(n);  // union-find over coincident pairs
+  for (size_t i = 0; i < n; ++i) group[i] = i;
+  std::function<size_t(size_t)> root = [&](size_t i) { return group[i] == i ? i : group[i] = root(group[i]); };
+  std::vector<bool> coincident(n, false);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = i + 1; j < n; ++j) {
       const Finding &a = (*out)[i], &b = (*out)[j];
       if (!stall(a) || !stall(b) || a.hosts == b.hosts) continue;
       const bool overlap = a.start_us <= b.end_us && b.start_us <= a.end_us;
       // Alike: the same wait within the spread of one collective's arrivals (a quarter).
-      const bool alike = std::fabs(wait(a) - wait(b)) <= 0.25 * std::max(wait(a), wait(b));
-      if (overlap && alike) coincident[i] = coincident[j] = true;
+      const double wa = value(a, "max_wait_us"), wb = value(b, "max_wait_us");
+      if (overlap && std::fabs(wa - wb) <= 0.25 * std::max(wa, wb)) {
+        coincident[i] = coincident[j] = true;
+        group[root(i)] = root(j);
+      }
     }
+  std::map<size_t, std::vector<size_t>> groups;
+  for (size_t i = 0; i < n; ++i)
+    if (coincident[i]) groups[root(i)].push_back(i);
+  std::vector<bool> drop(n, false);
+  std::vector<std::string> why(n);
+  for (auto& [g, members] : groups) {
+    std::sort(members.begin(), members.end(), [&](size_t a, size_t b) {
+      return value((*out)[a], "waited_on_others_us") < value((*out)[b], "waited_on_others_us");
+    });
+    const double least = value((*out)[members[0]], "waited_on_others_us");
+    const double next = value((*out)[members[1]], "waited_on_others_us");
+    const bool one_stands_out = least < 0.5 * next;
+    for (size_t k = one_stands_out ? 1 : 0; k < members.size(); ++k) {
+      drop[members[k]] = true;
+      why[members[k]] = one_stands_out
+                            ? "echo of rank " + std::to_string((*out)[members[0]].ranks[0]) +
+                                  "'s stall: it stalled as long at the same time, but waited on others around then and that rank did not"
+                            : "coincident stall: ranks on other hosts stalled as long at the same time, so a cause shared by "
+                              "them (network, a transfer the records lack), not this host";
+    }
+  }
   std::vector<Finding> kept;
-  for (size_t i = 0; i < out->size(); ++i) {
-    if (!coincident[i]) {
+  for (size_t i = 0; i < n; ++i) {
+    if (!drop[i]) {
       kept.push_back(std::move((*out)[i]));
     } else if (suppressed) {
-      suppressed->push_back({std::move((*out)[i]), "coincident stall: ranks on other hosts stalled as long at the same time, "
-                                                   "so a cause shared by them (network, a transfer the records lack), not "
-                                                   "this host"});
+      suppressed->push_back({std::move((*out)[i]), why[i]});
     }
   }
   *out = std::move(kept);
@@ -442,7 +472,7 @@ std::vector<Finding> DetectSlowCompute(const CommData& d, const CommOptions& o) 
   const auto keys = KeyBaselines(d);
   const double W = WindowUs(d, o);
   const size_t P = d.procs.size();
-  struct Stall { int64_t ts; double wait; int comm; };
+  struct Stall { int64_t ts; double wait; int comm; double waited = 0; };
   std::vector<std::vector<Stall>> stalls(P);
   WaitLedger led;
   for (const Inst& x : d.insts) {
@@ -486,6 +516,7 @@ std::vector<Finding> DetectSlowCompute(const CommData& d, const CommOptions& o) 
       waited -= led.EchoOf(p, s.comm, std::max(0, w0 - 1), w1 + 1);
       if (waited < o.explained_share * s.wait) {
         own.push_back(s);
+        own.back().waited = std::max(0.0, waited);
       } else if (o.suppressed) {
         Finding f;
         f.kind = Kind::kHostStall;
@@ -511,11 +542,12 @@ std::vector<Finding> DetectSlowCompute(const CommData& d, const CommOptions& o) 
     f.ranks = {d.procs[p].global_rank};
     f.hosts = {d.hosts[d.procs[p].host]};
     std::set<int> victims, comms;
-    double mx = 0;
+    double mx = 0, waited = 0;
     int64_t first = INT64_MAX, last = 0;
     for (const Stall& s : own) {
       comms.insert(s.comm);
       mx = std::max(mx, s.wait);
+      waited = std::max(waited, s.waited);
       first = std::min(first, s.ts);
       last = std::max(last, s.ts);
       for (int q : d.comms[s.comm].procs)
@@ -527,6 +559,7 @@ std::vector<Finding> DetectSlowCompute(const CommData& d, const CommOptions& o) 
     f.end_us = last + static_cast<int64_t>(W);
     f.confidence = 0.8;
     f.Add("max_wait_us", mx);
+    f.Add("waited_on_others_us", waited);
     f.Add("stalls", static_cast<double>(own.size()));
     f.summary = "Rank " + std::to_string(f.ranks[0]) + " on " + f.hosts[0] + " blocked for " +
                 Fmt("%.1f", mx / 1e6) + " s before a collective while " +
