@@ -366,6 +366,48 @@ TEST(Consolidate, OneRanksStallFromRecordsAndStepsIsOneFinding) {
   EXPECT_EQ(merged_away[0].finding.start_us, 200);
 }
 
+// A stage whose host's link is slow hands its activations late, and the records see a bubble of
+// that stage: the link's effect, folded into the link finding without the stage's other host. A
+// bubble of another stage, or at another time, stays its own.
+TEST(Consolidate, TheBubbleOfASlowLinksStageIsTheLinks) {
+  auto link = [] {
+    Finding f;
+    f.kind = Kind::kSlowLink;
+    f.detector = "comm.slow_link";
+    f.hosts = {"h5"};
+    f.start_us = 1000;
+    f.end_us = 5000;
+    f.confidence = 1;
+    return f;
+  };
+  auto bubble = [](std::vector<std::string> hosts, int64_t a, int64_t b) {
+    Finding f;
+    f.kind = Kind::kPipelineBubble;
+    f.detector = "comm.pipeline_bubble";
+    f.hosts = std::move(hosts);
+    f.ranks = {8, 9, 10, 11};
+    f.victims = {12, 13};
+    f.start_us = a;
+    f.end_us = b;
+    f.confidence = 0.35;
+    return f;
+  };
+  std::vector<Finding> fs = {link(), bubble({"h4", "h5"}, 2000, 4000)};
+  std::vector<Suppressed> folded;
+  Consolidate(&fs, &folded);
+  ASSERT_EQ(fs.size(), 1u) << FindingsToText(fs);
+  EXPECT_EQ(fs[0].kind, Kind::kSlowLink);
+  EXPECT_EQ(fs[0].hosts, std::vector<std::string>({"h5"}));
+  EXPECT_EQ(fs[0].victims, std::vector<int>({12, 13}));
+  ASSERT_EQ(folded.size(), 1u);
+  EXPECT_EQ(folded[0].finding.kind, Kind::kPipelineBubble);
+  for (auto other : {bubble({"h2", "h3"}, 2000, 4000), bubble({"h4", "h5"}, 9000, 9900)}) {
+    std::vector<Finding> two = {link(), other};
+    Consolidate(&two);
+    EXPECT_EQ(two.size(), 2u) << FindingsToText(two);
+  }
+}
+
 // A step regression that lasted as long as a slow link is its impact: folded into it, said in its
 // summary, and kept in the suppressed list with the reason. A straggler of the whole job did not
 // make the step time rise then; a regression nothing coincides with stays a symptom.
@@ -915,15 +957,21 @@ TEST(HostStall, PropagatedStallBlamesOnlyTheRoot) {
 // lack: neither host is named. Apart in time, or unalike, each is its own host's stall.
 TEST(HostStall, CoincidentStallsOnTwoHostsAreNoHostsStall) {
   std::vector<Suppressed> dropped;
-  auto stalls = [&](int other_sn, double other_wait_us) {
+  auto stalls = [&](int other_sn, double other_wait_us, double other_waited_us = 0) {
     CommData d = Job();
     Fill(&d, 200, -1, 0, 0, /*late_proc=*/0, 50, 51, /*late_us=*/3e6);
-    for (Inst& x : d.insts)
+    for (Inst& x : d.insts) {
       if (d.comms[x.comm].id == "0xd1" && x.sn == other_sn) {
         x.pmin = 5;  // host h2, no communicator shared with rank 0's
         x.tmed = x.tmin + other_wait_us;
         x.tmax = x.tmed * 1.01;
       }
+      if (other_waited_us > 0 && d.comms[x.comm].id == "0xt2" && x.sn == other_sn - 1) {
+        x.pmin = 4;  // rank 5 waits on its tensor-parallel partner just before its own "stall"
+        x.tmed = x.tmin + other_waited_us;
+        x.tmax = x.tmed * 1.01;
+      }
+    }
     CommOptions o = Opts();
     o.suppressed = &dropped;
     std::vector<int> ranks;
@@ -936,6 +984,10 @@ TEST(HostStall, CoincidentStallsOnTwoHostsAreNoHostsStall) {
   EXPECT_NE(dropped.back().reason.find("coincident stall"), std::string::npos) << dropped.back().reason;
   EXPECT_EQ(stalls(150, 3e6), (std::vector<int>{0, 5}));
   EXPECT_EQ(stalls(52, 2e6), (std::vector<int>{0, 5}));
+  // Alike, but rank 5 waited on others around then (less than half its stall) and rank 0 did
+  // not: rank 5's is an echo of rank 0's stall, which is kept.
+  EXPECT_EQ(stalls(52, 3e6, 1e6), (std::vector<int>{0}));
+  EXPECT_NE(dropped.back().reason.find("echo of rank 0"), std::string::npos) << dropped.back().reason;
 }
 
 TEST(HostStall, TheStallsOwnEchoDoesNotExplainItAway) {

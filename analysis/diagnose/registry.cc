@@ -94,6 +94,26 @@ bool WireHostAmongTheRecords(const Finding& a, const Finding& b) {
   return Subset(wire.hosts, other.hosts) && ShareComm(a, b) && OverlapInTime(a, b);
 }
 
+// A stage whose host's network is slow hands its activations late: its own collectives (context
+// or data parallel) and sends crawl, and the next stage idles as behind a bubble. The records'
+// bubble finding about that stage, while the link is slow, is the link's effect: it adds its
+// detector and victims to the link finding, never its hosts (the stage's other host is healthy).
+// A 32-GPU PP 8 CP 2 sweep job named stage 2 beside its slow NIC.
+bool BubbleOfTheSlowLinksStage(const Finding& link, const Finding& bubble) {
+  return bubble.detector == "comm.pipeline_bubble" && !link.hosts.empty() && Subset(link.hosts, bubble.hosts) &&
+         OverlapInTime(link, bubble);
+}
+
+void AddTheLinksEffect(Finding* link, const Finding& bubble) {
+  link->victims.insert(link->victims.end(), bubble.victims.begin(), bubble.victims.end());
+  SortUnique(&link->victims);
+  std::vector<int> v;
+  std::set_difference(link->victims.begin(), link->victims.end(), link->ranks.begin(), link->ranks.end(),
+                      std::back_inserter(v));
+  link->victims = std::move(v);
+  link->AddText("also_explains", bubble.detector + ": the next pipeline stage waits for this host's stage");
+}
+
 // The symptom and the cause mostly coincide: their overlap is at least half of each one's window
 // (a cause that lasted the whole job did not make the step time rise at one step). The step
 // series is the whole job's, so any culprit of the job relates to it in space; time says which.
@@ -192,6 +212,10 @@ const std::vector<MergeRule>& MergeRules() {
          return b.detector == "proxy.wire" && Subset(b.hosts, a.hosts) && ShareComm(a, b) && OverlapInTime(a, b);
        },
        false, Kind::kSlowLink, TakeTheWiresEnd},
+      {Kind::kSlowLink,
+       "a bubble of the pipeline stage on the slow link's host, overlapping windows: a stage whose network is slow "
+       "hands its activations late",
+       &BubbleOfTheSlowLinksStage, false, Kind::kPipelineBubble, &AddTheLinksEffect},
       // One compute straggler: one host (or hosts one covers, as a slow stage does), whichever
       // detector saw it.
       {Kind::kSlowCompute, "the same host (or a host set one covers), overlapping windows",
