@@ -7,7 +7,8 @@ own: hosts of 2, 4 or 8 GPUs, TP 1-8, PP 1-8, context and expert parallelism, du
 noise up to the suites' highest, both Inspector flavours; faults over the whole job or a window,
 at severities across each detector's limit, one or two at once, and healthy jobs. It writes the
 jobs as a suite file (`collscope eval --suite-file`), runs the evaluation, and prints every job
-whose fault was missed or that drew a false finding, tier by tier.
+whose fault was missed or that drew a false finding, tier by tier (and how many of those false
+findings are symptoms that name no culprit by design: slow_network, step_regression, step_jitter).
 
 usage: bench/sweep.py [--collscope build/collscope] [--seed N] [--jobs N] [--out DIR] [--max-gpus N]
 The same seed draws the same jobs. The suite file and the JSON report stay under --out.
@@ -122,7 +123,9 @@ def main():
         for tier, t in sorted(s["tiers"].items()):
             missed = s["faults"] - t.get("found", 0)
             if missed > 0 or t.get("false_findings", 0) > 0:
-                problems.append(f"{tier}: found {t.get('found', 0)}/{s['faults']}, false {t.get('false_findings', 0)}")
+                sym = t.get("false_symptoms", 0)
+                problems.append(f"{tier}: found {t.get('found', 0)}/{s['faults']}, false {t.get('false_findings', 0)}"
+                                + (f" ({sym} naming no culprit)" if sym else ""))
         if problems:
             bad += 1
             print(f"{s['name']}: " + "; ".join(problems))

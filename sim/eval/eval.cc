@@ -168,6 +168,7 @@ Status ScoreFindings(const std::string& gt_path, const std::vector<Finding>& fin
     } else {
       if (duplicate) ks.duplicates++;
       run->false_findings++;
+      if (symptom) run->false_symptoms++;
     }
   }
   for (Truth& t : truths) {
@@ -808,7 +809,8 @@ std::string EvalReport::ToJson() const {
     bool first = true;
     for (const auto& [t, r] : s.tiers) {
       o << (first ? "" : ", ") << "\"" << t << "\": {\"found\": " << r.found << ", \"exact\": " << r.exact
-        << ", \"findings\": " << r.findings << ", \"false_findings\": " << r.false_findings << "}";
+        << ", \"findings\": " << r.findings << ", \"false_findings\": " << r.false_findings
+        << ", \"false_symptoms\": " << r.false_symptoms << "}";
       first = false;
     }
     o << "}, \"sim_s\": " << s.sim_s << ", \"ingest_s\": " << s.ingest_s << ", \"analysis_s\": " << s.analysis_s << "}";

@@ -88,6 +88,7 @@ struct TierScore {
 
 struct TierRun {
   int findings = 0, false_findings = 0, found = 0, exact = 0;
+  int false_symptoms = 0;  // of the false findings, those naming no culprit by design (IsSymptom)
 };
 
 struct ScenarioResult {

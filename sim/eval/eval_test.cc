@@ -74,6 +74,7 @@ TEST(Eval, ScoresStrictly) {
   EXPECT_EQ(run.findings, 9);
   EXPECT_EQ(run.found, 1);
   EXPECT_EQ(run.false_findings, 8);
+  EXPECT_EQ(run.false_symptoms, 1);  // the step regression: false, and told apart
   const KindScore& sc = tier.kinds.at("slow_compute");
   EXPECT_EQ(sc.faults, 1);
   EXPECT_EQ(sc.found_faults, 0);
