@@ -389,10 +389,6 @@ void AddP2pWaits(const CommData& d, double W, WaitLedger* led) {
   }
 }
 
-}  // namespace
-
-namespace {
-
 // A host-side stall (JIT, garbage collection, data loading) is one process's own: ranks on
 // different hosts do not stall alike at the same moment by chance. When they seem to, either one
 // stalled and the others are its echo (they waited on others around then, if less than half of
