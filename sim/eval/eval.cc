@@ -511,8 +511,11 @@ Result<std::vector<Scenario>> ReadSuiteFile(const std::string& path) {
     Scenario sc;
     if (!(words >> sc.name)) continue;
     const std::string at = path + ":" + std::to_string(lineno) + ": ";
-    if (sc.name.find('=') != std::string::npos || sc.name.find('/') != std::string::npos || sc.name == "." || sc.name == "..")
-      return Status::Error(at + "a line starts with the scenario's name (no '=' or '/'), not '" + sc.name + "'");
+    // The name is a directory under the work dir and a JSON string: letters, digits and ._+- only.
+    const bool plain = sc.name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-") ==
+                       std::string::npos;
+    if (!plain || sc.name == "." || sc.name == "..")
+      return Status::Error(at + "a line starts with the scenario's name (letters, digits and ._+- only), not '" + sc.name + "'");
     if (!names.insert(sc.name).second) return Status::Error(at + "scenario " + sc.name + " named twice");
     sim::SimConfig check;
     check.output.dir = "unused";  // checked as a job, not written

@@ -204,6 +204,7 @@ TEST(Eval, SuiteFileScenariosAreScored) {
            {"a fault=kind=nic_degrad,host=1\n", ":1: "},
            {"a hosts=2\na hosts=4\n", ":2: scenario a named twice"},
            {"hosts=2\n", ":1: a line starts with the scenario's name"},
+           {"a\"b hosts=2\n", ":1: a line starts with the scenario's name"},
            {"a damage=cut:\n", ":1: damage is missing:RANK or cut:RANK"},
            {"# nothing\n", "no scenario"}}) {
     testing::WriteFile(path, text);
