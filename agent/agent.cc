@@ -613,10 +613,14 @@ void Agent::SampleStacksAlways() {
 #ifdef COLLSCOPE_HAVE_STACKS
   // Sessions end to list the job's processes anew (ranks restart, workers come and go); each
   // writes its own files, named by its start, so the store keeps every session's stacks.
+  // A second's pause that a stop ends at once.
+  auto pause = [this] {
+    for (int i = 0; i < 20 && !stacks_stop_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  };
   while (!stacks_stop_) {
     std::vector<pid_t> pids = stacks::ProcessesOfJob(o_.stacks_job);
     if (pids.empty()) {
-      for (int i = 0; i < 20 && !stacks_stop_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      pause();
       continue;
     }
     stacks::StackSessionOptions so;
@@ -631,7 +635,7 @@ void Agent::SampleStacksAlways() {
     auto session = stacks::SampleProcesses(so);
     if (!session.ok()) {
       std::fprintf(stderr, "collscope agent: always-on stacks: %s\n", session.status().message().c_str());
-      for (int i = 0; i < 20 && !stacks_stop_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      pause();
     }
   }
 #endif

@@ -206,6 +206,15 @@ TEST(JobMetrics, AStragglerRankArrivesLastAndOnlyInsideTheWindowItIsIn) {
   EXPECT_TRUE(SeriesOf(*none, "collscope_rank_arrival_delay_seconds").empty());
 }
 
+// An agent without a listener that watches dir/job and keeps its store as dir/agent.duckdb.
+AgentOptions WatchingTheJob(const collscope::testing::TempDir& dir) {
+  AgentOptions o;
+  o.watch = {dir / "job"};
+  o.db = dir / "agent.duckdb";
+  o.listen = "";
+  return o;
+}
+
 // The simulator's default model on 4 hosts (TP 4, PP 2, DP 4): steps of about 0.14 s, long
 // enough for the link detector to tell a slow NIC's host from its partners.
 sim::SimConfig DefaultJob(const std::string& out, const std::string& fault, int steps) {
@@ -228,10 +237,7 @@ TEST(Agent, ATickOnASlowHostsJobRaisesItsFindingAndARestartResumesIt) {
   sim::SimConfig c = DefaultJob(dir / "job", "kind=nic_degrade,host=1,factor=0.25", 30);
   RunSimulation(c);
   ASSERT_FALSE(::testing::Test::HasFailure());
-  AgentOptions o;
-  o.watch = {dir / "job"};
-  o.db = dir / "agent.duckdb";
-  o.listen = "";
+  AgentOptions o = WatchingTheJob(dir);
   o.window_s = 3600;
   o.resolve_after = 1;
   // No periodic walk (tested on its own below): under the sanitizers the first tick outlasts the
@@ -396,10 +402,7 @@ TEST(Agent, EveryAlertmanagerOfAnHaPairAndEveryWebhookGetsTheFinding) {
   // One member of the pair is down: the other still gets the alert, and the failure is counted.
   agent::testing::ScriptedPeer down({agent::testing::StatusReply(503)}), up({agent::testing::StatusReply(200)}),
       hook_a({agent::testing::StatusReply(200)}), hook_b({agent::testing::StatusReply(200)});
-  AgentOptions o;
-  o.watch = {dir / "job"};
-  o.db = dir / "agent.duckdb";
-  o.listen = "";
+  AgentOptions o = WatchingTheJob(dir);
   o.window_s = 3600;
   o.alertmanager = {down.url("/"), up.url("/")};
   o.webhook = {hook_a.url("/a"), hook_b.url("/b")};
@@ -422,10 +425,7 @@ TEST(Agent, RetentionDeletesRecordsOlderThanItsJobTime) {
   sim::SimConfig c = FourHostJob(dir / "job", "", 8);
   const sim::SimStats stats = RunSimulation(c);
   ASSERT_FALSE(::testing::Test::HasFailure());
-  AgentOptions o;
-  o.watch = {dir / "job"};
-  o.db = dir / "agent.duckdb";
-  o.listen = "";
+  AgentOptions o = WatchingTheJob(dir);
   o.retention_s = 0.1;
   {
     auto a = Agent::Create(o);
@@ -471,10 +471,7 @@ TEST(Agent, AWaitingReaderGetsTheStoreAndTheTickItBlocksIsMadeUpLater) {
   sim::SimConfig c = FourHostJob(dir / "job", "", 4);
   RunSimulation(c);
   ASSERT_FALSE(::testing::Test::HasFailure());
-  AgentOptions o;
-  o.watch = {dir / "job"};
-  o.db = dir / "agent.duckdb";
-  o.listen = "";
+  AgentOptions o = WatchingTheJob(dir);
   // The reader is another process (DuckDB's lock is per process), forked before this process
   // opens the store so that it copies no DuckDB threads; it opens the store when told to.
   int go[2], ready[2], release[2];
@@ -543,10 +540,7 @@ TEST(Agent, ANewHangIsRaisedWithItsRanksStack) {
     ranks.push_back(std::make_unique<stacks::stack_target::Target>(r == 5 ? "compile" : "wait", r, job));
     ASSERT_GT(ranks.back()->pid(), 0);
   }
-  AgentOptions o;
-  o.watch = {dir / "job"};
-  o.db = dir / "agent.duckdb";
-  o.listen = "";
+  AgentOptions o = WatchingTheJob(dir);
   o.window_s = 3600;
   o.rescan_s = 0;
   o.stacks_job = job;
@@ -579,10 +573,7 @@ TEST(Agent, AlwaysOnStacksAreSampledAndStored) {
   stacks::stack_target::Target rank0("wait", 0, job), rank1("compile", 1, job);
   ASSERT_GT(rank0.pid(), 0);
   ASSERT_GT(rank1.pid(), 0);
-  AgentOptions o;
-  o.watch = {dir / "job"};
-  o.db = dir / "agent.duckdb";
-  o.listen = "";
+  AgentOptions o = WatchingTheJob(dir);
   o.window_s = 3600;
   o.rescan_s = 0.5;
   o.stacks_job = job;

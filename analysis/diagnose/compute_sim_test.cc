@@ -38,6 +38,16 @@ sim::SimConfig Pp4Job(const std::string& dir, sim::FaultSpec fault, int kineto_r
   return c;
 }
 
+// Simulates the job and diagnoses its Inspector logs with its step/phase series.
+std::vector<Finding> SimulateAndDiagnose(const sim::SimConfig& c) {
+  sim::SimStats stats;
+  std::string err;
+  EXPECT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
+  auto f = DiagnosePaths({c.output.dir + "/nccl-inspector", c.output.dir + "/steps"}, DiagnoseOptions{});
+  EXPECT_TRUE(f.ok()) << f.status().message();
+  return f.ok() ? *f : std::vector<Finding>{};
+}
+
 std::vector<Finding> Of(const std::vector<Finding>& fs, Kind k) {
   std::vector<Finding> out;
   for (const Finding& f : fs)
@@ -55,19 +65,16 @@ TEST(ComputeGrowthSim, SlowStageIsSlowComputeOfItsHostAndNoBubble) {
   testing::TempDir dir;
   const std::string job = dir / "slow";
   auto c = Pp4Job(job, {"host_slowdown", {{"host", "1"}, {"factor", "1.5"}, {"start_step", "10"}, {"end_step", "30"}}}, 16);
-  sim::SimStats stats;
-  std::string err;
-  ASSERT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
-  auto f = DiagnosePaths({job + "/nccl-inspector", job + "/steps"}, DiagnoseOptions{});
-  ASSERT_TRUE(f.ok()) << f.status().message();
-  auto slow = Of(*f, Kind::kSlowCompute);
+  const std::vector<Finding> f = SimulateAndDiagnose(c);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  auto slow = Of(f, Kind::kSlowCompute);
   ASSERT_EQ(slow.size(), 1u);
   EXPECT_EQ(slow[0].hosts, (std::vector<std::string>{"node-001"}));
   EXPECT_EQ(slow[0].ranks, (std::vector<int>{4, 5, 6, 7}));
   EXPECT_EQ(Ev(slow[0], "first_step"), 10);
   EXPECT_EQ(Ev(slow[0], "last_step"), 29);
   EXPECT_NEAR(Ev(slow[0], "compute_growth"), 0.5, 0.05);
-  EXPECT_TRUE(Of(*f, Kind::kPipelineBubble).empty());
+  EXPECT_TRUE(Of(f, Kind::kPipelineBubble).empty());
   // The same with the records already in a store (`diagnose --db job.duckdb steps/`):
   // the step series is mapped to the store's hosts and checked against its findings.
   auto store = Store::Open(":memory:");
@@ -119,13 +126,10 @@ TEST(ComputeGrowthSim, BubbleOfTheSameStageIsNoSlowCompute) {
   testing::TempDir dir;
   const std::string job = dir / "bubble";
   auto c = Pp4Job(job, {"pipeline_bubble", {{"stage", "1"}, {"delay_us", "15000"}, {"start_step", "10"}, {"end_step", "30"}}}, 0);
-  sim::SimStats stats;
-  std::string err;
-  ASSERT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
-  auto f = DiagnosePaths({job + "/nccl-inspector", job + "/steps"}, DiagnoseOptions{});
-  ASSERT_TRUE(f.ok()) << f.status().message();
-  EXPECT_TRUE(Of(*f, Kind::kSlowCompute).empty());
-  auto b = Of(*f, Kind::kPipelineBubble);
+  const std::vector<Finding> f = SimulateAndDiagnose(c);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  EXPECT_TRUE(Of(f, Kind::kSlowCompute).empty());
+  auto b = Of(f, Kind::kPipelineBubble);
   // Stage 2 delivers late too (it waited for stage 1), but its own time did not grow: only the
   // stage with the gap is the bubble.
   ASSERT_EQ(b.size(), 1u) << FindingsToText(b);
@@ -145,20 +149,17 @@ TEST(ComputeGrowthSim, BubbleShorterThanTwoDumpWindowsFromTheStepPhases) {
   const std::string job = dir / "short";
   auto c = Pp4Job(job, {"pipeline_bubble", {{"stage", "1"}, {"delay_us", "10000"}, {"start_step", "12"}, {"end_step", "27"}}}, 0);
   c.inspector.dump_interval_us = 2000000;
-  sim::SimStats stats;
-  std::string err;
-  ASSERT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
-  auto f = DiagnosePaths({job + "/nccl-inspector", job + "/steps"}, DiagnoseOptions{});
-  ASSERT_TRUE(f.ok()) << f.status().message();
-  auto b = Of(*f, Kind::kPipelineBubble);
-  ASSERT_EQ(b.size(), 1u) << FindingsToText(*f);
+  const std::vector<Finding> f = SimulateAndDiagnose(c);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  auto b = Of(f, Kind::kPipelineBubble);
+  ASSERT_EQ(b.size(), 1u) << FindingsToText(f);
   EXPECT_EQ(b[0].detector, "steps.stage_idle");
   EXPECT_EQ(b[0].ranks, (std::vector<int>{4, 5, 6, 7}));
   EXPECT_EQ(b[0].hosts, (std::vector<std::string>{"node-001"}));
   EXPECT_EQ(Ev(b[0], "first_step"), 12);
   EXPECT_EQ(Ev(b[0], "last_step"), 26);
-  EXPECT_TRUE(Of(*f, Kind::kSlowCompute).empty());
-  EXPECT_TRUE(Of(*f, Kind::kHostStall).empty());
+  EXPECT_TRUE(Of(f, Kind::kSlowCompute).empty());
+  EXPECT_TRUE(Of(f, Kind::kHostStall).empty());
 }
 
 TEST(ComputeGrowthSim, BubbleWithoutPipelineRecordsFromTheDeclaredStages) {
@@ -169,16 +170,13 @@ TEST(ComputeGrowthSim, BubbleWithoutPipelineRecordsFromTheDeclaredStages) {
   const std::string job = dir / "bubble229";
   auto c = Pp4Job(job, {"pipeline_bubble", {{"stage", "1"}, {"delay_us", "15000"}, {"start_step", "10"}, {"end_step", "30"}}}, 0);
   c.inspector.flavor = "2.29";
-  sim::SimStats stats;
-  std::string err;
-  ASSERT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
-  auto f = DiagnosePaths({job + "/nccl-inspector", job + "/steps"}, DiagnoseOptions{});
-  ASSERT_TRUE(f.ok()) << f.status().message();
-  auto b = Of(*f, Kind::kPipelineBubble);
-  ASSERT_EQ(b.size(), 1u) << FindingsToText(*f);
+  const std::vector<Finding> f = SimulateAndDiagnose(c);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  auto b = Of(f, Kind::kPipelineBubble);
+  ASSERT_EQ(b.size(), 1u) << FindingsToText(f);
   EXPECT_EQ(b[0].detector, "steps.stage_idle");
   EXPECT_EQ(b[0].ranks, (std::vector<int>{4, 5, 6, 7}));
-  EXPECT_TRUE(Of(*f, Kind::kSlowCompute).empty()) << FindingsToText(*f);
+  EXPECT_TRUE(Of(f, Kind::kSlowCompute).empty()) << FindingsToText(f);
 }
 
 }  // namespace

@@ -283,14 +283,7 @@ Status DetectFromSteps(Store& store, const std::string& run, const CommData* dat
   }
   // Without pipeline records (the 2.29 Inspector writes no Send/Recv) the stages are those the
   // ranks' step series declare (their "parallel.pp"), when the framework gave them.
-  if (stage_of.empty()) {
-    auto rid = store.RunId(run, false);
-    auto declared = rid.ok() ? store.Query("SELECT DISTINCT rank, pp_rank FROM step_ranks WHERE run_id = " +
-                                           std::to_string(*rid) + " AND pp_rank IS NOT NULL AND pp_size > 1")
-                             : Result<QueryResult>(rid.status());
-    if (declared.ok())
-      for (const auto& row : declared->rows) stage_of[std::stoi(*row[0])] = std::stoi(*row[1]);
-  }
+  if (stage_of.empty()) stage_of = series->declared_stage;
   auto f = DetectStepAnomalies(*series, StepOptions{}, host_of);
   out->insert(out->end(), f.begin(), f.end());
   // L2 per-rank compute phases: names slow GPUs and hosts that communication records cannot

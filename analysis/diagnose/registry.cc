@@ -28,6 +28,15 @@ bool ShareComm(const Finding& a, const Finding& b) {
   return false;
 }
 
+// Adds `more` to f's victims, never its own culprits.
+void AddVictims(Finding* f, const std::vector<int>& more) {
+  f->victims.insert(f->victims.end(), more.begin(), more.end());
+  SortUnique(&f->victims);
+  std::vector<int> v;
+  std::set_difference(f->victims.begin(), f->victims.end(), f->ranks.begin(), f->ranks.end(), std::back_inserter(v));
+  f->victims = std::move(v);
+}
+
 // A slow network's data could not tell its hosts apart, and one of them is late in the very
 // communicators it slows: its lateness is its NIC's (its other traffic, unrecorded, crosses it
 // slowly), so the link is that host's.
@@ -36,12 +45,7 @@ void LocalizeLink(Finding* link, const Finding& late) {
   link->kind = Kind::kSlowLink;
   link->hosts = late.hosts;
   link->ranks = late.ranks;
-  link->victims.insert(link->victims.end(), late.victims.begin(), late.victims.end());
-  SortUnique(&link->victims);
-  std::vector<int> v;
-  std::set_difference(link->victims.begin(), link->victims.end(), link->ranks.begin(), link->ranks.end(),
-                      std::back_inserter(v));
-  link->victims = std::move(v);
+  AddVictims(link, late.victims);
   link->confidence = std::min(1.0, std::max(link->confidence * static_cast<double>(suspects), late.confidence));
   for (Evidence& e : link->evidence)
     if (e.key == "ambiguous")
@@ -67,13 +71,8 @@ void TakeTheWiresEnd(Finding* a, const Finding& b) {
   const bool a_is_wire = a->detector == "proxy.wire";
   Finding wire = a_is_wire ? *a : b;
   const Finding& other = a_is_wire ? b : *a;
-  wire.victims.insert(wire.victims.end(), other.victims.begin(), other.victims.end());
-  wire.victims.insert(wire.victims.end(), other.ranks.begin(), other.ranks.end());
-  SortUnique(&wire.victims);
-  std::vector<int> v;
-  std::set_difference(wire.victims.begin(), wire.victims.end(), wire.ranks.begin(), wire.ranks.end(),
-                      std::back_inserter(v));
-  wire.victims = std::move(v);
+  AddVictims(&wire, other.victims);
+  AddVictims(&wire, other.ranks);
   wire.comms.insert(wire.comms.end(), other.comms.begin(), other.comms.end());
   SortUnique(&wire.comms);
   wire.start_us = std::min(wire.start_us, other.start_us);
@@ -105,12 +104,7 @@ bool BubbleOfTheSlowLinksStage(const Finding& link, const Finding& bubble) {
 }
 
 void AddTheLinksEffect(Finding* link, const Finding& bubble) {
-  link->victims.insert(link->victims.end(), bubble.victims.begin(), bubble.victims.end());
-  SortUnique(&link->victims);
-  std::vector<int> v;
-  std::set_difference(link->victims.begin(), link->victims.end(), link->ranks.begin(), link->ranks.end(),
-                      std::back_inserter(v));
-  link->victims = std::move(v);
+  AddVictims(link, bubble.victims);
   link->AddText("also_explains", bubble.detector + ": the next pipeline stage waits for this host's stage");
 }
 

@@ -373,11 +373,12 @@ Result<StepSeries> LoadStepSeries(Store& store, const std::string& run, std::map
   auto run_id = store.RunId(run, false);
   if (!run_id.ok()) return run_id.status();
   const std::string rid = std::to_string(*run_id);
-  if (host_of) {
-    auto h = store.Query("SELECT rank, hostname FROM step_ranks WHERE run_id = " + rid + " AND rank >= 0");
-    if (!h.ok()) return h.status();
-    for (const auto& row : h->rows)
-      if (row[0] && row[1]) (*host_of)[std::stoi(*row[0])] = *row[1];
+  auto h = store.Query("SELECT rank, hostname, pp_rank, pp_size FROM step_ranks WHERE run_id = " + rid + " AND rank >= 0");
+  if (!h.ok()) return h.status();
+  for (const auto& row : h->rows) {
+    const int rank = std::stoi(*row[0]);
+    if (host_of && row[1]) (*host_of)[rank] = *row[1];
+    if (row[2] && row[3] && std::stoi(*row[3]) > 1) s.declared_stage[rank] = std::stoi(*row[2]);
   }
   // A step seen in two files (a process that wrote twice) keeps its longest record.
   auto st = store.Query("SELECT rank, step, min(start_us), max(dur_us) FROM steps WHERE run_id = " + rid +

@@ -120,6 +120,7 @@ TEST_F(StepFileTest, IngestStoresEveryTableAndReplacesAFileReadAgain) {
   EXPECT_EQ(series->rows[0].rank, 5);
   EXPECT_DOUBLE_EQ(series->rows[0].phases.at("forward"), 100);
   EXPECT_EQ(hosts.at(5), "node-3");
+  EXPECT_TRUE(series->declared_stage.empty()) << "this process declared no pipeline";
 }
 
 TEST_F(StepFileTest, AStepFileAmongInspectorLogsIsNoInspectorLog) {

@@ -24,6 +24,8 @@ struct StepRow {
 struct StepSeries {
   std::string source;  // "annotation" (the store's step series, whatever wrote them), "kineto"
   std::vector<StepRow> rows;  // sorted by (rank, step)
+  // rank -> the pipeline stage its process declared (parallel.pp), where the pipeline has 2+.
+  std::map<int, int> declared_stage;
 };
 
 }  // namespace collscope::readers
