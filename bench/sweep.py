@@ -124,8 +124,13 @@ def main():
             missed = s["faults"] - t.get("found", 0)
             if missed > 0 or t.get("false_findings", 0) > 0:
                 sym = t.get("false_symptoms", 0)
+                labels = s.get("fault_labels", [])
+                missed_labels = [labels[j] for j, f in enumerate(t.get("fault_found", [])) if not f and j < len(labels)]
                 problems.append(f"{tier}: found {t.get('found', 0)}/{s['faults']}, false {t.get('false_findings', 0)}"
-                                + (f" ({sym} naming no culprit)" if sym else ""))
+                                + (f" ({sym} naming no culprit)" if sym else "")
+                                + "".join(f", missed {m['kind']}"
+                                          + (f" at {m['severity']}" if m["severity"] is not None else "")
+                                          for m in missed_labels))
         if problems:
             bad += 1
             print(f"{s['name']}: " + "; ".join(problems))

@@ -122,6 +122,8 @@ Status ScoreFindings(const std::string& gt_path, const std::vector<Finding>& fin
     }
   sr->healthy = truths.empty();
   sr->faults = static_cast<int>(truths.size());
+  sr->fault_labels.clear();
+  for (const Truth& t : truths) sr->fault_labels.push_back({t.fault_kind, t.severity});
   for (Truth& t : truths) tier->kinds[t.kind].faults++;
   for (const Finding& f : findings) {
     const std::string kind(KindName(f.kind));
@@ -171,7 +173,9 @@ Status ScoreFindings(const std::string& gt_path, const std::vector<Finding>& fin
       if (symptom) run->false_symptoms++;
     }
   }
+  run->fault_found.clear();
   for (Truth& t : truths) {
+    run->fault_found.push_back(t.found);
     KindScore& ks = tier->kinds[t.kind];
     if (t.found) {
       ks.found_faults++;
@@ -808,12 +812,18 @@ std::string EvalReport::ToJson() const {
   for (size_t i = 0; i < scenarios.size(); ++i) {
     const auto& s = scenarios[i];
     o << (i ? ", " : "") << "{\"name\": \"" << s.name << "\", \"world\": " << s.world << ", \"steps\": " << s.steps
-      << ", \"faults\": " << s.faults << ", \"tiers\": {";
+      << ", \"faults\": " << s.faults << ", \"fault_labels\": [";
+    for (size_t j = 0; j < s.fault_labels.size(); ++j)
+      o << (j ? ", " : "") << "{\"kind\": \"" << s.fault_labels[j].fault_kind << "\", \"severity\": "
+        << (std::isnan(s.fault_labels[j].severity) ? std::string("null") : Num(s.fault_labels[j].severity, 4)) << "}";
+    o << "], \"tiers\": {";
     bool first = true;
     for (const auto& [t, r] : s.tiers) {
       o << (first ? "" : ", ") << "\"" << t << "\": {\"found\": " << r.found << ", \"exact\": " << r.exact
         << ", \"findings\": " << r.findings << ", \"false_findings\": " << r.false_findings
-        << ", \"false_symptoms\": " << r.false_symptoms << "}";
+        << ", \"false_symptoms\": " << r.false_symptoms << ", \"fault_found\": [";
+      for (size_t j = 0; j < r.fault_found.size(); ++j) o << (j ? ", " : "") << (r.fault_found[j] ? "true" : "false");
+      o << "]}";
       first = false;
     }
     o << "}, \"sim_s\": " << s.sim_s << ", \"ingest_s\": " << s.ingest_s << ", \"analysis_s\": " << s.analysis_s << "}";

@@ -89,6 +89,13 @@ struct TierScore {
 struct TierRun {
   int findings = 0, false_findings = 0, found = 0, exact = 0;
   int false_symptoms = 0;  // of the false findings, those naming no culprit by design (IsSymptom)
+  std::vector<bool> fault_found;  // per fault, in ScenarioResult::fault_labels' order
+};
+
+// A triggered fault as the ground truth states it, so a miss can be read with its severity.
+struct FaultLabel {
+  std::string fault_kind;
+  double severity = 0;  // NaN for all-or-nothing kinds (see SeverityPoint)
 };
 
 struct ScenarioResult {
@@ -96,6 +103,7 @@ struct ScenarioResult {
   int steps = 0, world = 0;
   bool healthy = false;
   int faults = 0;
+  std::vector<FaultLabel> fault_labels;
   std::map<std::string, TierRun> tiers;  // by tier letter
   double sim_s = 0, ingest_s = 0, analysis_s = 0;  // analysis_s: tier A
 };

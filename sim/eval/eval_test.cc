@@ -75,6 +75,12 @@ TEST(Eval, ScoresStrictly) {
   EXPECT_EQ(run.found, 1);
   EXPECT_EQ(run.false_findings, 8);
   EXPECT_EQ(run.false_symptoms, 1);  // the step regression: false, and told apart
+  // Each triggered fault with its severity and whether this tier found it, so misses can be read.
+  ASSERT_EQ(sr.fault_labels.size(), 2u);
+  EXPECT_EQ(sr.fault_labels[0].fault_kind, "gpu_straggler");
+  EXPECT_DOUBLE_EQ(sr.fault_labels[0].severity, 1.4);
+  EXPECT_DOUBLE_EQ(sr.fault_labels[1].severity, 4.0);
+  EXPECT_EQ(run.fault_found, (std::vector<bool>{false, true}));
   const KindScore& sc = tier.kinds.at("slow_compute");
   EXPECT_EQ(sc.faults, 1);
   EXPECT_EQ(sc.found_faults, 0);
