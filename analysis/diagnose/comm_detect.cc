@@ -395,8 +395,12 @@ void AddP2pWaits(const CommData& d, double W, WaitLedger* led) {
 // their stall, e.g. through the pipeline), or all were held by one cause the records do not show
 // (an expert all-to-all through a slow NIC, where the 2.29 Inspector records no Send/Recv, made
 // one rank of each data-parallel group "stall" 1.7 s at once in a 256-GPU sweep job). The one
-// that waited least on others, by half, is the stall; when none stands out, naming any of them
-// would send someone to a healthy host.
+// that waited least on others, by half, is the stall, where the others' waits are an echo's: a
+// material share of their stall (a quarter, the bound on alike above). Waits of a few percent
+// of it are the pipeline's usual ones over the seconds around a stall, and which rank had fewer
+// of them says nothing (a 192-GPU PP 8 sweep job named the echo that waited 6 ms of its 2 s, not
+// the stall that waited 70). When none stands out, naming any of them would send someone to a
+// healthy host.
 void DropCoincidentStalls(std::vector<Finding>* out, std::vector<Suppressed>* suppressed) {
   auto stall = [](const Finding& f) { return f.kind == Kind::kHostStall && f.detector == "comm.stall"; };
   auto value = [](const Finding& f, const char* key) {
@@ -432,7 +436,8 @@ void DropCoincidentStalls(std::vector<Finding>* out, std::vector<Suppressed>* su
     });
     const double least = value((*out)[members[0]], "waited_on_others_us");
     const double next = value((*out)[members[1]], "waited_on_others_us");
-    const bool one_stands_out = least < 0.5 * next;
+    const bool one_stands_out =
+        least < 0.5 * next && next >= 0.25 * value((*out)[members[1]], "max_wait_us");
     for (size_t k = one_stands_out ? 1 : 0; k < members.size(); ++k) {
       drop[members[k]] = true;
       why[members[k]] = one_stands_out

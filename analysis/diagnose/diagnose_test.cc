@@ -406,6 +406,28 @@ TEST(Consolidate, TheBubbleOfASlowLinksStageIsTheLinks) {
     Consolidate(&two);
     EXPECT_EQ(two.size(), 2u) << FindingsToText(two);
   }
+  // The step phases' bubble finding of that stage is the link's effect as well.
+  Finding from_steps = bubble({"h4", "h5"}, 2000, 4000);
+  from_steps.detector = "steps.stage_idle";
+  std::vector<Finding> with_steps = {link(), from_steps};
+  Consolidate(&with_steps);
+  EXPECT_EQ(with_steps.size(), 1u) << FindingsToText(with_steps);
+  // A slow network that cannot tell its hosts apart, all of them the stage's: whichever has the
+  // slow NIC is that stage's. One suspect outside the stage leaves the bubble standing.
+  auto network = [&](std::vector<std::string> hosts) {
+    Finding f = link();
+    f.kind = Kind::kSlowNetwork;
+    f.hosts = std::move(hosts);
+    return f;
+  };
+  std::vector<Finding> net = {network({"h4", "h5"}), from_steps};
+  Consolidate(&net);
+  ASSERT_EQ(net.size(), 1u) << FindingsToText(net);
+  EXPECT_EQ(net[0].kind, Kind::kSlowNetwork);
+  EXPECT_EQ(net[0].victims, std::vector<int>({12, 13}));
+  std::vector<Finding> wider = {network({"h3", "h4", "h5"}), from_steps};
+  Consolidate(&wider);
+  EXPECT_EQ(wider.size(), 2u) << FindingsToText(wider);
 }
 
 // A step regression that lasted as long as a slow link is its impact: folded into it, said in its
@@ -744,20 +766,27 @@ TEST(Steps, AStallIsTheRankWhoseOwnTimeGrewNotTheSlowest) {
   EXPECT_EQ(alone[0].ranks, std::vector<int>({2}));
 }
 
-// Both ranks of h1 stall together in step 20 and rank 3 again in step 30: one finding, the host's.
-TEST(Steps, AHostsStallsAreOneFinding) {
+// Both ranks of h1 stall together in steps 20 and 25, and rank 3 alone in step 30: the stalls
+// of the same ranks are one finding, rank 3's alone another (one finding of the host would name
+// ranks 2 and 3 for rank 3's stall, and neither culprit alone).
+TEST(Steps, StallsOfTheSameRanksAreOneFindingAnothersItsOwn) {
   const StepSeries s = FourRankSteps([](int r, int i, readers::StepRow* row) {
-    const bool stalled = (i == 20 && r >= 2) || (i == 30 && r == 3);
-    if (i != 20 && i != 30) return;
+    const bool stalled = ((i == 20 || i == 25) && r >= 2) || (i == 30 && r == 3);
+    if (i != 20 && i != 25 && i != 30) return;
     row->dur_us += 1e6;
     if (!stalled) row->phases["dp_comm"] += 1e6;
   });
   const auto f = DetectStepAnomalies(s, StepOptions{}, kTwoHosts);
-  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
-  EXPECT_EQ(f[0].kind, Kind::kHostStall);
+  ASSERT_EQ(f.size(), 2u) << FindingsToText(f);
+  for (const Finding& x : f) {
+    EXPECT_EQ(x.kind, Kind::kHostStall);
+    EXPECT_EQ(x.hosts, std::vector<std::string>({"h1"}));
+  }
   EXPECT_EQ(f[0].ranks, std::vector<int>({2, 3}));
-  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"h1"}));
   EXPECT_EQ(f[0].Number("stalls", -1), 2);
+  EXPECT_EQ(f[1].ranks, std::vector<int>({3}));
+  EXPECT_EQ(f[1].Number("stalls", -1), 1);
+  EXPECT_EQ(f[1].Number("worst_step", -1), 30);
 }
 
 // A spike every rank spent in its own time (a job-wide pause), or one the series cannot place (no
@@ -988,6 +1017,10 @@ TEST(HostStall, CoincidentStallsOnTwoHostsAreNoHostsStall) {
   // not: rank 5's is an echo of rank 0's stall, which is kept.
   EXPECT_EQ(stalls(52, 3e6, 1e6), (std::vector<int>{0}));
   EXPECT_NE(dropped.back().reason.find("echo of rank 0"), std::string::npos) << dropped.back().reason;
+  // Rank 5 waited on others, but a few percent of its stall (the usual waits around it): that
+  // tells neither apart, and neither is named.
+  EXPECT_TRUE(stalls(52, 3e6, 0.1e6).empty());
+  EXPECT_NE(dropped.back().reason.find("coincident stall"), std::string::npos) << dropped.back().reason;
 }
 
 TEST(HostStall, TheStallsOwnEchoDoesNotExplainItAway) {

@@ -94,18 +94,21 @@ bool WireHostAmongTheRecords(const Finding& a, const Finding& b) {
 }
 
 // A stage whose host's network is slow hands its activations late: its own collectives (context
-// or data parallel) and sends crawl, and the next stage idles as behind a bubble. The records'
-// bubble finding about that stage, while the link is slow, is the link's effect: it adds its
-// detector and victims to the link finding, never its hosts (the stage's other host is healthy).
-// A 32-GPU PP 8 CP 2 sweep job named stage 2 beside its slow NIC.
+// or data parallel) and sends crawl, and the next stage idles as behind a bubble. A bubble
+// finding about that stage (from the records or the step phases), while the link is slow, is the
+// link's effect: it adds its detector and victims to the link finding, never its hosts (the
+// stage's other host is healthy). A 32-GPU PP 8 CP 2 sweep job named stage 2 beside its slow
+// NIC. The same holds for a slow network whose suspect hosts are all the stage's: whichever of
+// them has the slow NIC, it is that stage's (a 64-GPU PP 4 sweep job on 2.29 logs named stage 0
+// from its step phases while its NIC ran at 40%).
 bool BubbleOfTheSlowLinksStage(const Finding& link, const Finding& bubble) {
-  return bubble.detector == "comm.pipeline_bubble" && !link.hosts.empty() && Subset(link.hosts, bubble.hosts) &&
-         OverlapInTime(link, bubble);
+  return !link.hosts.empty() && Subset(link.hosts, bubble.hosts) && OverlapInTime(link, bubble);
 }
 
 void AddTheLinksEffect(Finding* link, const Finding& bubble) {
   AddVictims(link, bubble.victims);
-  link->AddText("also_explains", bubble.detector + ": the next pipeline stage waits for this host's stage");
+  link->AddText("also_explains", bubble.detector + ": the next pipeline stage waits for the stage on " +
+                                     (link->hosts.size() == 1 ? "this host" : "these hosts"));
 }
 
 // The symptom and the cause mostly coincide: their overlap is at least half of each one's window
@@ -209,6 +212,10 @@ const std::vector<MergeRule>& MergeRules() {
       {Kind::kSlowLink,
        "a bubble of the pipeline stage on the slow link's host, overlapping windows: a stage whose network is slow "
        "hands its activations late",
+       &BubbleOfTheSlowLinksStage, false, Kind::kPipelineBubble, &AddTheLinksEffect},
+      {Kind::kSlowNetwork,
+       "a bubble of the pipeline stage on all of a slow network's hosts, overlapping windows: a stage whose network "
+       "is slow hands its activations late",
        &BubbleOfTheSlowLinksStage, false, Kind::kPipelineBubble, &AddTheLinksEffect},
       // One compute straggler: one host (or hosts one covers, as a slow stage does), whichever
       // detector saw it.

@@ -283,8 +283,10 @@ std::vector<Finding> DetectStepAnomalies(const StepSeries& s, const StepOptions&
   for (size_t i : Spikes(x, o.window, o.jitter_ratio))
     if (!in_regression[i]) spikes.push_back(i);
   std::vector<size_t> unexplained;
-  // Stalls of one host are one finding (its ranks may take turns); elsewhere, of the same ranks.
-  std::map<std::string, std::vector<StepStall>> stalls;  // host, or "ranks ..." -> its stalls
+  // Stalls of the same ranks are one finding. Another rank's stall is another event, even on the
+  // same host: a finding naming both would name neither's culprit alone (a 24-GPU sweep job's two
+  // stalls of ranks 16 and 19, steps apart, became one finding for "ranks 16,19").
+  std::map<std::vector<int>, std::vector<StepStall>> stalls;  // ranks -> their stalls
   const StallTimes times = per_rank ? StallTimesOf(s) : StallTimes{};
   for (size_t i : spikes) {
     StepStall st = WhoStalled(times, steps[i], x[i] - med);
@@ -293,9 +295,7 @@ std::vector<Finding> DetectStepAnomalies(const StepSeries& s, const StepOptions&
       continue;
     }
     st.index = i;
-    std::string key = HostOf(st.ranks, host_of);
-    if (key.empty()) key = "ranks " + RankList(st.ranks, st.ranks.size());
-    stalls[key].push_back(std::move(st));
+    stalls[st.ranks].push_back(std::move(st));
   }
   for (const auto& [key, v] : stalls) out.push_back(StallFinding(v, times, steps, x, med, host_of, when));
   if (!unexplained.empty()) {
