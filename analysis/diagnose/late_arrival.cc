@@ -589,7 +589,10 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
   // A root that waits, in a communicator it shares with a stronger root, for that root (late
   // there, while it is not) follows it: what couples them in between may be unrecorded (expert
   // all-to-alls and pipeline sends without p2p records), so its own lateness elsewhere is the
-  // other's. Two independent stragglers of one group are each late in it, and stay. So does a root
+  // other's. So does one that waits there for a rank others explain, late at least as often as
+  // it (a straggler's expert partner waits for it in their all-to-all, and its tensor-parallel
+  // mates wait for that partner: a 64-GPU EP 2 CP 2 sweep job named them as a second straggler).
+  // Two independent stragglers of one group are each late in it, and stay. So does a root
   // on the pipeline of a stronger root, or of a member it holds in a communicator where it is late
   // (its tensor-parallel partner), that waited on its pipeline peers on their side, beyond its
   // sibling pipelines, at least half of what it made its peers wait: a straggler's next stage
@@ -663,8 +666,11 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
         if (y->proc == r->proc || (root && strength < lasts[r->proc]) || y->w1 < r->w0 || y->w0 > r->w1) continue;
         const auto& members = d.comms[static_cast<size_t>(y->comm)].procs;
         const Comm* pipe = nullptr;
-        if (!root || late_in.count({r->proc, y->comm}) ||
-            std::find(members.begin(), members.end(), r->proc) == members.end()) {
+        // Waiting in a shared communicator for a rank that others explain follows it too, where
+        // that rank is late at least as often: the wait came from elsewhere, through it.
+        const bool waits_there = !late_in.count({r->proc, y->comm}) &&
+                                 std::find(members.begin(), members.end(), r->proc) != members.end();
+        if (!waits_there || (!root && strength < lasts[r->proc])) {
           pipe = pipeline_follows(*r, *y, root ? no_peers : peers);
           if (!pipe) continue;
         }

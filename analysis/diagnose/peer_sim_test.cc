@@ -161,6 +161,27 @@ TEST(PeerBaseline, WithoutP2pRecordsAStragglersExpertPartnersFollowIt) {
   EXPECT_TRUE(follows) << SuppressedToText(dropped);
 }
 
+TEST(PeerBaseline, AStragglersExpertPartnersTensorParallelMatesFollowIt) {
+  SKIP_UNDER_SANITIZERS();
+  testing::TempDir dir;
+  // A 64-GPU sweep job (TP 4 PP 2 CP 2 EP 2, 2 s dumps): rank 41 is slow for the whole job.
+  // Rank 33, its expert partner on node-008, waits for it in their all-to-all and arrives late
+  // in its tensor-parallel group; the other three ranks of node-008 wait for rank 33 there and
+  // then arrive late in their context-parallel pairs, with little recorded to explain it. They
+  // follow rank 33 (others explain its lateness), and node-008 is no second straggler.
+  std::vector<Suppressed> dropped;
+  Model m{.layers = 8, .hidden = 2048, .seq_len = 4096, .micro_batches = 8, .dump_interval_us = 2000000,
+          .seed = 11047, .compute_sigma = 0.02, .comm_sigma = 0.034, .contention_prob = 0.228,
+          .clock_skew_us = 2477};
+  auto f = Diagnose(dir / "job", {16, 4, 4, 2, 2, 2}, {"kind=gpu_straggler,rank=41,factor=1.470,start_step=0,end_step=40"},
+                    "2.30", 40, &dropped, m);
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].ranks, std::vector<int>({41})) << FindingsToText(f);
+  int follow_33 = 0;
+  for (const Suppressed& x : dropped) follow_33 += x.reason.rfind("follows rank 33", 0) == 0;
+  EXPECT_GE(follow_33, 3) << SuppressedToText(dropped);
+}
+
 TEST(PeerBaseline, NicDegradedOnNode13OfA256GpuJobIsNode13) {
 #ifdef COLLSCOPE_SANITIZED
   GTEST_SKIP() << "256 GPUs take minutes under the sanitizers; the smaller jobs of this file run the same code";
