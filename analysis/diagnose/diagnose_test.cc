@@ -697,10 +697,12 @@ TEST(Steps, PeltFindsAShiftAndSpikesFindTransients) {
   EXPECT_EQ(cps[0], 30u);
   std::vector<double> y(50, 100.0);
   y[25] = 400;
-  auto sp = Spikes(y, 8, 1.5);
-  ASSERT_EQ(sp.size(), 1u);
-  EXPECT_EQ(sp[0], 25u);
   EXPECT_TRUE(Pelt(y, 0, 5).size() <= 2u);
+  y[3] = 400;  // too early for a window before it: judged against the steps after it
+  auto sp = Spikes(y, 8, 1.5);
+  ASSERT_EQ(sp.size(), 2u);
+  EXPECT_EQ(sp[0], 3u);
+  EXPECT_EQ(sp[1], 25u);
 }
 
 // 4 ranks on 2 hosts (h0: 0, 1; h1: 2, 3), 40 steps of 100 ms: forward, backward and their
@@ -787,6 +789,22 @@ TEST(Steps, StallsOfTheSameRanksAreOneFindingAnothersItsOwn) {
   EXPECT_EQ(f[1].ranks, std::vector<int>({3}));
   EXPECT_EQ(f[1].Number("stalls", -1), 1);
   EXPECT_EQ(f[1].Number("worst_step", -1), 30);
+}
+
+// A stall in step 3, before a window of steps precedes it, is judged against the steps after it;
+// the warm-up of step 0, slow on every rank, is no finding.
+TEST(Steps, AnEarlyStallIsFoundAndTheWarmUpIsNoJitter) {
+  const StepSeries s = FourRankSteps([](int r, int i, readers::StepRow* row) {
+    if (i == 0) row->dur_us += 3e6;  // every rank compiles
+    if (i != 3) return;
+    row->dur_us += 1e6;
+    if (r != 1) row->phases["dp_comm"] += 1e6;
+  });
+  const auto f = DetectStepAnomalies(s, StepOptions{}, kTwoHosts);
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].kind, Kind::kHostStall);
+  EXPECT_EQ(f[0].ranks, std::vector<int>({1}));
+  EXPECT_EQ(f[0].Number("worst_step", -1), 3);
 }
 
 // A spike every rank spent in its own time (a job-wide pause), or one the series cannot place (no

@@ -67,8 +67,13 @@ std::vector<size_t> Pelt(const std::vector<double>& x, double penalty, size_t mi
 
 std::vector<size_t> Spikes(const std::vector<double>& x, int window, double ratio) {
   std::vector<size_t> out;
-  for (size_t i = static_cast<size_t>(window); i < x.size(); ++i) {
-    std::vector<double> w(x.begin() + (i - window), x.begin() + i);
+  const size_t n = static_cast<size_t>(window);
+  if (x.size() <= n) return out;
+  for (size_t i = 0; i < x.size(); ++i) {
+    // The steps before it; the first steps, which have too few, against the steps after them (a
+    // stall in step 5 of a 40-step job went unseen).
+    std::vector<double> w = i >= n ? std::vector<double>(x.begin() + (i - n), x.begin() + i)
+                                   : std::vector<double>(x.begin() + (i + 1), x.begin() + (i + 1 + n));
     const double m = Median(w);
     if (m > 0 && x[i] > ratio * m) out.push_back(i);
   }
@@ -291,7 +296,9 @@ std::vector<Finding> DetectStepAnomalies(const StepSeries& s, const StepOptions&
   for (size_t i : spikes) {
     StepStall st = WhoStalled(times, steps[i], x[i] - med);
     if (st.ranks.empty()) {
-      unexplained.push_back(i);
+      // A job's first steps are its warm-up (compilation, autotuning, allocator growth), slow on
+      // every rank: there only a minority's stall is news.
+      if (i >= static_cast<size_t>(o.window)) unexplained.push_back(i);
       continue;
     }
     st.index = i;

@@ -23,7 +23,8 @@ struct StepOptions {
 // (the first index of each new segment). penalty <= 0: 2 * log(n) * robust variance.
 std::vector<size_t> Pelt(const std::vector<double>& x, double penalty, size_t min_seg);
 
-// Sliding-window, ratio-gated spikes: indexes i with x[i] > ratio * median(previous window).
+// Sliding-window, ratio-gated spikes: indexes i with x[i] > ratio * median(previous window), or
+// of the next window for the first `window` steps. None when x has no full window besides i.
 std::vector<size_t> Spikes(const std::vector<double>& x, int window, double ratio);
 
 // Job step time = the longest rank's step. step_regression and step_jitter findings, each with
