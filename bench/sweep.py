@@ -2,13 +2,14 @@
 """A generality sweep: jobs drawn outside the evaluation suites, scored strictly by `collscope eval`.
 
 The built-in suites draw from one generator (sim/eval/eval.cc): eight shapes, 200 ms dumps, 40
-steps. Detector work that passes them can still fail on shapes they never draw. This draws its
-own: hosts of 2, 4 or 8 GPUs, TP 1-8, PP 1-8, context and expert parallelism, dumps every 0.2-2 s,
-noise up to the suites' highest, both Inspector flavours; faults over the whole job or a window,
-at severities across each detector's limit, one or two at once, and healthy jobs. It writes the
-jobs as a suite file (`collscope eval --suite-file`), runs the evaluation, and prints every job
-whose fault was missed or that drew a false finding, tier by tier (and how many of those false
-findings are symptoms that name no culprit by design: slow_network, step_regression, step_jitter).
+steps. Detector work that passes them can still fail on shapes they never draw. This draws its own:
+hosts of 2, 4 or 8 GPUs, TP 1-8, PP 1-8, context and expert parallelism, dumps every 0.2-2 s, noise
+up to the suites' highest, GPUs that differ in speed by up to 0.4%, both Inspector flavours; faults
+over the whole job or a window, at severities across each detector's limit, one or two at once, and
+healthy jobs. It writes the jobs as a suite file (`collscope eval --suite-file`), runs the
+evaluation, and prints every job whose fault was missed or that drew a false finding, tier by tier
+(and how many of those false findings are symptoms that name no culprit by design: slow_network,
+step_regression, step_jitter).
 
 usage: bench/sweep.py [--collscope build/collscope] [--seed N] [--jobs N] [--out DIR] [--max-gpus N]
 The same seed draws the same jobs. The suite file and the JSON report stay under --out.
@@ -48,7 +49,10 @@ def draw_job(r, max_gpus, index):
                 dump_interval_us=r.choice([200000, 500000, 1000000, 2000000]),
                 compute_sigma=round(r.uniform(0.01, 0.05), 3), comm_sigma=round(r.uniform(0.02, 0.1), 3),
                 contention_prob=round(r.uniform(0, 0.3), 3), clock_skew_us=r.randint(100, 3000),
-                flavor=r.choice(["2.29", "2.30"]), seed=10000 + index)
+                flavor=r.choice(["2.29", "2.30"]), seed=10000 + index,
+                # Healthy GPUs differ in speed (0-0.4%), drawn apart so that the other draws stay
+                # those of earlier sweeps of the same seed.
+                gpu_speed_sigma=random.Random(index).choice([0, 0.002, 0.004]))
     world = sh["hosts"] * sh["gpus_per_host"]
 
     def window():

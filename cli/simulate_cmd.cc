@@ -133,14 +133,26 @@ void AddOptions(CLI::App* cmd, const std::shared_ptr<SimulateOptions>& opts) {
   cmd->add_option("--step-gap-us", c.workload.step_gap_us, "Host time between steps")
       ->capture_default_str();
   // Noise
+  using N = sim::NoiseConfig;
+  auto Fmt = [](const char* f, double x) {
+    char b[32];
+    std::snprintf(b, sizeof b, f, x);
+    return std::string(b);
+  };
   cmd->add_option("--compute-sigma", c.noise.compute_sigma,
-                  "Log-normal sigma of compute (default 0.02)");
+                  "Log-normal sigma of compute (default " + Fmt("%g", N::kComputeSigma) + ")");
   cmd->add_option("--comm-sigma", c.noise.comm_sigma,
-                  "Log-normal sigma of collectives (default 0.035; nccl-tests 0.015)");
+                  "Log-normal sigma of collectives (default " + Fmt("%g", N::kCommSigma) + "; nccl-tests " +
+                      Fmt("%g", N::kCommSigmaNcclTests) + ")");
   cmd->add_option("--contention-prob", c.noise.contention_prob,
-                  "Probability a collective overlaps compute (default 0.25; nccl-tests 0)");
+                  "Probability a collective overlaps compute (default " + Fmt("%g", N::kContentionProb) +
+                      "; nccl-tests 0)");
   cmd->add_option("--contention-min", c.noise.contention_min,
-                  "Worst bandwidth factor under overlap contention (default 0.85)");
+                  "Worst bandwidth factor under overlap contention (default " + Fmt("%g", N::kContentionMin) + ")");
+  cmd->add_option("--gpu-speed-sigma", c.noise.gpu_speed_sigma,
+                  "Static speed spread between healthy GPUs: each GPU's compute at a log-normal factor of this "
+                  "sigma for the whole job")
+      ->capture_default_str();
   // Inspector
   cmd->add_option("--inspector-flavor", c.inspector.flavor,
                   "2.30 (comm_name, p2p_perf, ring buffers) | 2.29 (latest-snapshot sampling)")

@@ -112,11 +112,15 @@ class Engine {
          InspectorWriter& insp, KinetoWriter& kineto, StepWriter& steps)
       : cfg_(config), L_(layout), faults_(faults), insp_(insp), kin_(kineto), steps_(steps) {
     const bool nt = config.mode == Mode::kNcclTests;
-    compute_sigma_ = config.noise.compute_sigma >= 0 ? config.noise.compute_sigma : 0.01;
-    comm_sigma_ = config.noise.comm_sigma >= 0 ? config.noise.comm_sigma : (nt ? 0.015 : 0.025);
-    cont_prob_ = config.noise.contention_prob >= 0 ? config.noise.contention_prob : (nt ? 0 : 0.2);
-    cont_min_ = config.noise.contention_min >= 0 ? config.noise.contention_min : 0.85;
+    using N = NoiseConfig;
+    compute_sigma_ = config.noise.compute_sigma >= 0 ? config.noise.compute_sigma : N::kComputeSigma;
+    comm_sigma_ = config.noise.comm_sigma >= 0 ? config.noise.comm_sigma : (nt ? N::kCommSigmaNcclTests : N::kCommSigma);
+    cont_prob_ = config.noise.contention_prob >= 0 ? config.noise.contention_prob : (nt ? 0 : N::kContentionProb);
+    cont_min_ = config.noise.contention_min >= 0 ? config.noise.contention_min : N::kContentionMin;
     rs_.resize(L_.world);
+    gpu_speed_.resize(L_.world);
+    for (int r = 0; r < L_.world; ++r)
+      gpu_speed_[r] = LogNormal(Hash(cfg_.seed, 0x5BEEDULL, static_cast<uint64_t>(r), 0), config.noise.gpu_speed_sigma);
     inst_.resize(L_.comms.size());
     for (size_t c = 0; c < L_.comms.size(); ++c) {
       const size_t n = L_.comms[c].ranks.size();
@@ -194,6 +198,7 @@ class Engine {
   KinetoWriter& kin_;
   StepWriter& steps_;
   double compute_sigma_, comm_sigma_, cont_prob_, cont_min_;
+  std::vector<double> gpu_speed_;  // each GPU's static compute factor (NoiseConfig::gpu_speed_sigma)
   std::vector<std::vector<ProgOp>> programs_;  // per pipeline stage
   std::vector<RankState> rs_;
   std::vector<CollInst> inst_;
@@ -948,7 +953,7 @@ void Engine::Advance(int r) {
               t += f.stall_us;
             }
           }
-          const double dur = op.base_us * ComputeFactor(r, op, t) *
+          const double dur = op.base_us * ComputeFactor(r, op, t) * gpu_speed_[r] *
                              LogNormal(Hash(cfg_.seed, 0xC0ULL, static_cast<uint64_t>(r),
                                             static_cast<uint64_t>(step_) * 1000003 + st.cursor),
                                        compute_sigma_);

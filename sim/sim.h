@@ -64,11 +64,19 @@ struct WorkloadConfig {
 };
 
 struct NoiseConfig {
-  // Negative values mean "use the default of the mode" (production or nccl-tests).
+  // Negative values mean "use the default of the mode" (production or nccl-tests), below.
   double compute_sigma = -1;    // log-normal sigma of compute kernel durations
   double comm_sigma = -1;       // log-normal sigma of collective durations
   double contention_prob = -1;  // probability a collective overlaps compute and loses bandwidth
   double contention_min = -1;   // bandwidth factor drawn uniformly in [contention_min, 1]
+  // Static speed spread between healthy GPUs (clocks, thermals): each GPU's compute runs at a
+  // log-normal factor of this sigma, fixed for the job. Real GPUs of one model differ by a few
+  // tenths of a percent; 0 (the default) makes them identical.
+  double gpu_speed_sigma = 0;
+
+  static constexpr double kComputeSigma = 0.01;
+  static constexpr double kCommSigma = 0.025, kCommSigmaNcclTests = 0.015;
+  static constexpr double kContentionProb = 0.2, kContentionMin = 0.85;
 };
 
 struct InspectorConfig {

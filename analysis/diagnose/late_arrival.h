@@ -19,12 +19,15 @@ struct LateOptions {
   double min_z = 5;             // last this many standard deviations above chance (1/n)...
   double alpha = 0.01;          // ...and as unlikely by chance, over every communicator membership.
   // A root cause must cost its peers at least this share of their time in that communicator
-  // (weaker lateness still explains and leads others' lateness). Low on purpose:
-  // a slow rank's cost spreads over every communicator and pipeline transfer it holds up, so one
-  // communicator's share understates it (a host 1.8x slower in compute cost its job 4.6% of the
-  // step, and its data-parallel peers 0.6% of theirs); the consistency test above separates a
-  // cause from chance.
-  double min_wait_share = 0.002;
+  // (weaker lateness still explains and leads others' lateness). Healthy GPUs of one model differ
+  // in speed by a few tenths of a percent to a percent (clocks, thermals), fixed for the job, so
+  // the slowest GPU of a group is last as consistently as a fault, and costs its peers about as
+  // much: jobs with GPU speeds spread 0.4-1% (an independent generator's, and the simulator's with
+  // gpu_speed_sigma) drew findings costing 0.2-0.9%, most under half a percent. The floor is no
+  // higher, as a slow rank's cost spreads over every communicator and pipeline transfer it holds
+  // up, so one communicator's share understates it (a host 1.8x slower in compute cost its job
+  // 4.6% of the step, and its data-parallel peers 0.6% of theirs).
+  double min_wait_share = 0.005;
   // Propagated, not a root cause: what it waited on others explains this share of what it made
   // its peers wait.
   double explained_share = 0.5;

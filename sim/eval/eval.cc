@@ -458,6 +458,7 @@ bool Apply(sim::SimConfig* c, const std::string& kv, std::string* err) {
   else if (k == "compute_sigma") c->noise.compute_sigma = d;
   else if (k == "comm_sigma") c->noise.comm_sigma = d;
   else if (k == "contention_prob") c->noise.contention_prob = d;
+  else if (k == "gpu_speed_sigma") c->noise.gpu_speed_sigma = d;
   else if (k == "clock_skew_us") c->cluster.clock_skew_us = d;
   else { *err = "unknown scenario setting " + k; return false; }
   return true;
