@@ -131,6 +131,20 @@ RULES = [
     ('late arrival refuted: compute above its peers is not flat', D + 'compute_growth.cc',
      'return ComputeAbovePeers(p, rank, groups) >= p.threshold;',
      'return false && ComputeAbovePeers(p, rank, groups) >= p.threshold;'),
+    ('steps: stalls of the same ranks are one finding, another rank\'s its own', D + 'steps.cc',
+     'stalls[st.ranks].push_back(std::move(st));', 'stalls[{}].push_back(std::move(st));'),
+    ('steps: the first steps\' spikes are judged against the steps after them', D + 'steps.cc',
+     'for (size_t i = 0; i < x.size(); ++i) {\n    // The steps before it',
+     'for (size_t i = n; i < x.size(); ++i) {\n    // The steps before it'),
+    ('steps: a first-steps spike of every rank is the warm-up, no jitter', D + 'steps.cc',
+     'if (i >= static_cast<size_t>(o.window)) unexplained.push_back(i);', 'unexplained.push_back(i);'),
+    ('host stall: one of coincident stalls stands out only over echoes\' material waits', D + 'comm_detect.cc',
+     'least < 0.5 * next && next >= 0.25 * value', 'least < 0.5 * next && next >= 0 * value'),
+    ('late arrival: a root waiting in a shared communicator for a rank others explain follows it',
+     D + 'late_arrival.cc', 'if (!waits_there || (!root && strength < lasts[r->proc])) {',
+     'if (!waits_there || !root) {'),
+    ('late arrival: a host\'s late members are explained together', D + 'late_arrival.cc',
+     '    if (e.host_test >= 0) {\n      const auto [host_waited', '    if (false) {\n      const auto [host_waited'),
 ]
 
 

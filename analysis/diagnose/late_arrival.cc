@@ -570,12 +570,41 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
     const double xfer = std::max(0.0, held(e.proc) - Median(peers_held));
     return Owed{waited, p2p, xfer};
   };
+  // A host test's members share its late arrivals, so they are explained together: what they
+  // waited on others against what they made their peers wait, summed over the members (a member
+  // last at a few of them, that waited on nobody, is no root when the host's lateness is its other
+  // member's, which waited on its pipeline: an independent generator's job named such a member).
+  // The members are the host's ranks late in the same communicator over overlapping windows, in a
+  // host test or on their own.
+  std::vector<Owed> owed(ev.size());
+  for (size_t i = 0; i < ev.size(); ++i) owed[i] = owed_by(ev[i]);
+  auto host_owed = [&](const LateEvent& e) {
+    const int host = d.procs[static_cast<size_t>(e.proc)].host;
+    std::pair<double, double> sum{0, 0};  // (owed, wait) of the host's late members
+    for (size_t j = 0; j < ev.size(); ++j) {
+      const LateEvent& x = ev[j];
+      if (x.comm != e.comm || d.procs[static_cast<size_t>(x.proc)].host != host || x.w1 < e.w0 || x.w0 > e.w1) continue;
+      sum.first += owed[j].Sum();
+      sum.second += x.wait_us;
+    }
+    return sum;
+  };
   // Roots: late events whose rank waited on nobody as much as it made others wait.
   std::vector<const LateEvent*> roots;
-  for (const LateEvent& e : ev) {
+  for (size_t i = 0; i < ev.size(); ++i) {
+    const LateEvent& e = ev[i];
     // Too cheap to act on, though consistent: it still explains others and leads them.
     if (e.wait_share < o.min_wait_share) continue;
-    const Owed w = owed_by(e);
+    const Owed& w = owed[i];
+    if (e.host_test >= 0) {
+      const auto [host_waited, host_wait] = host_owed(e);
+      if (host_waited >= o.explained_share * host_wait) {
+        suppress(e, "propagated lateness of its host: its host's members late in " + CommLabel(d, e.comm) +
+                        " waited " + Fmt("%.0f", host_waited / 1e3) + " ms on others, at least half of the " +
+                        Fmt("%.0f", host_wait / 1e3) + " ms they made it wait");
+        continue;
+      }
+    }
     if (w.Sum() >= o.explained_share * e.wait_us) {
       suppress(e, "propagated lateness: it waited " + Fmt("%.0f", w.Sum() / 1e3) + " ms on others (late members " +
                       "of its other communicators " + Fmt("%.0f", w.others / 1e3) + " ms, pipeline peers " +

@@ -348,13 +348,14 @@ TEST(PeerBaseline, HostSlowForTheWholeJobIsItsHostNotItsPipelineNeighbour) {
 
 TEST(PeerBaseline, AHostWhoseMembersShareItsLateArrivalsIsFound) {
   testing::TempDir dir;
-  // The suite's job host_slowdown-32g-pp4-s8: node-005 7% slow for half the job. Its data-parallel
+  // The suite's job host_slowdown-32g-pp4-s8, but node-005 15% slow for half the job (the suite
+  // drew 7%, which costs its peers 0.36% of their time, under the floor). Its data-parallel
   // groups hold two of its ranks each, and which of the two is last is chance, so neither is
   // last far more often than 1/4; the host is last far more often than 1/2. Node-001, on the same
   // pipelines, is last in its own groups as a host too: it waited on their receives, its two late
   // members together (one alone waited too little on its pipeline to be a victim).
   std::vector<Suppressed> dropped;
-  auto f = Diagnose(dir / "job", {8, 4, 2, 4}, {"kind=host_slowdown,host=5,factor=1.073,start_step=16,end_step=35"},
+  auto f = Diagnose(dir / "job", {8, 4, 2, 4}, {"kind=host_slowdown,host=5,factor=1.15,start_step=16,end_step=35"},
                     "2.30", 40, &dropped, Model{.seed = 8});
   ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
   EXPECT_EQ(f[0].kind, Kind::kSlowCompute);

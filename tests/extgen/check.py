@@ -23,6 +23,14 @@ JOBS = [
     ("combo-straggler-nic", "tp8pp4dp4", 1115, "straggler:rank=21:factor=1.3+nic:host=12:frac=0.3", []),
     # A GPU 5% slower for the whole job: at the detection limit, still found.
     ("straggler-1.05-limit", "tp8pp2dp4", 1106, "straggler:rank=58:factor=1.05", []),
+    # Healthy GPUs differ in speed (0.4%): the slowest of a tensor-parallel group and two of a host
+    # were last consistently, costing their peers 0.25% of their time, and were named.
+    ("healthy-speed-spread", "tp4pp2dp4", 787046, "healthy",
+     ["--dump-interval-us", "500000", "--comm-names", "auto", "--launcher", "torchrun"]),
+    # A GPU 1.45 ms late at every op: a rank of a stage-0 host, last at a few of its data-parallel
+    # instances while its host mate waited on the pipeline for the late rank, was named beside it.
+    ("late-1.45ms-whole", "tp4pp2dp4", 435366, "late:rank=rand:delay_us=1453",
+     ["--dump-interval-us", "200000", "--comm-names", "named", "--launcher", "torchrun"]),
 ]
 KIND = {"straggler": "slow_compute", "late": "slow_compute", "host_slow": "slow_compute",
         "nic": "slow_link", "flap": "slow_link"}
