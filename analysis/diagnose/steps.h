@@ -20,7 +20,9 @@ struct StepOptions {
 };
 
 // PELT (Killick et al. 2012) for changes in mean with a Gaussian cost; returns change indexes
-// (the first index of each new segment). penalty <= 0: 2 * log(n) * robust variance.
+// (the first index of each new segment). penalty <= 0: 6 * log(n) * the noise variance, estimated
+// from the median absolute difference of successive values (which the shifts themselves barely
+// move): three times the BIC penalty, so that noise bursts are no change points.
 std::vector<size_t> Pelt(const std::vector<double>& x, double penalty, size_t min_seg);
 
 // Sliding-window, ratio-gated spikes: indexes i with x[i] > ratio * median(previous window), or
