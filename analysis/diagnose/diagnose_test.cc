@@ -369,6 +369,29 @@ TEST(Consolidate, OneRanksStallFromRecordsAndStepsIsOneFinding) {
 // A stage whose host's link is slow hands its activations late, and the records see a bubble of
 // that stage: the link's effect, folded into the link finding without the stage's other host. A
 // bubble of another stage, or at another time, stays its own.
+// One stage's bubble seen in several runs of windows is one finding (one root cause), spanning
+// them; another stage's stays its own.
+TEST(Consolidate, OneStagesBubblesAreOneFinding) {
+  auto bubble = [](std::vector<int> ranks, int64_t a, int64_t b) {
+    Finding f;
+    f.kind = Kind::kPipelineBubble;
+    f.detector = "comm.pipeline_bubble";
+    f.ranks = std::move(ranks);
+    f.start_us = a;
+    f.end_us = b;
+    f.confidence = 0.4;
+    return f;
+  };
+  std::vector<Finding> fs = {bubble({72, 73}, 1000, 2000), bubble({72, 73}, 5000, 6000),
+                             bubble({72, 73}, 9000, 9500), bubble({60, 61}, 5000, 6000)};
+  Consolidate(&fs);
+  ASSERT_EQ(fs.size(), 2u) << FindingsToText(fs);
+  std::sort(fs.begin(), fs.end(), [](const Finding& a, const Finding& b) { return a.ranks < b.ranks; });
+  EXPECT_EQ(fs[1].ranks, std::vector<int>({72, 73}));
+  EXPECT_EQ(fs[1].start_us, 1000);
+  EXPECT_EQ(fs[1].end_us, 9500);
+}
+
 TEST(Consolidate, TheBubbleOfASlowLinksStageIsTheLinks) {
   auto link = [] {
     Finding f;

@@ -183,9 +183,10 @@ const std::vector<MergeRule>& MergeRules() {
       // time grew) findings about the same rank.
       {Kind::kHostStall, "the same rank, overlapping windows",
        [](const Finding& a, const Finding& b) { return OverlapInTime(a, b) && ShareRank(a, b); }},
-      // One bubble: the records' and the step phases' findings about a stage.
-      {Kind::kPipelineBubble, "one stage (shared ranks), overlapping windows",
-       [](const Finding& a, const Finding& b) { return ShareRank(a, b) && OverlapInTime(a, b); }},
+      // One bubble: the records' and the step phases' findings about a stage, and one stage's runs
+      // of windows (a 96-GPU PP 8 sweep job named stage 6 five times, in five runs).
+      {Kind::kPipelineBubble, "one stage (shared ranks)",
+       [](const Finding& a, const Finding& b) { return ShareRank(a, b); }},
       // Which end of the link: the wire times name it where the records name its communicators' hosts.
       {Kind::kSlowLink,
        "the proxy wire times name one end among the hosts of the slow communicators: the link is that end's",
