@@ -147,6 +147,8 @@ RULES = [
     ('late arrival: a root waiting in a shared communicator for a rank others explain follows it',
      D + 'late_arrival.cc', 'if (!waits_there || (!root && strength < lasts[r->proc])) {',
      'if (!waits_there || !root) {'),
+    ('merge: a slow network\'s late host is no link when late inside itself', D + 'registry.cc',
+     'b.Number("late_within_its_host", 0) == 0;', 'true;'),
     ('late arrival: a host\'s late members are explained together', D + 'late_arrival.cc',
      '    if (e.host_test >= 0) {\n      const auto [host_waited', '    if (false) {\n      const auto [host_waited'),
 ]

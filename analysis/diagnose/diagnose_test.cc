@@ -369,6 +369,45 @@ TEST(Consolidate, OneRanksStallFromRecordsAndStepsIsOneFinding) {
 // A stage whose host's link is slow hands its activations late, and the records see a bubble of
 // that stage: the link's effect, folded into the link finding without the stage's other host. A
 // bubble of another stage, or at another time, stays its own.
+// A slow network whose hosts the data could not tell apart takes its one late host as the
+// link's, unless that host is late inside itself too (its tensor-parallel group), where no NIC is
+// on the path: then it is a straggler of its own, beside the network.
+TEST(Consolidate, ASlowNetworksLateHostIsItsLinkUnlessLateInsideItself) {
+  auto network = [] {
+    Finding f;
+    f.kind = Kind::kSlowNetwork;
+    f.detector = "comm.slow_link";
+    f.hosts = {"h1", "h2"};
+    f.comms = {"0xd"};
+    f.start_us = 1000;
+    f.end_us = 5000;
+    f.confidence = 0.5;
+    return f;
+  };
+  auto late = [](double within_host) {
+    Finding f;
+    f.kind = Kind::kSlowCompute;
+    f.detector = "comm.late_arrival";
+    f.hosts = {"h2"};
+    f.ranks = {9};
+    f.comms = {"0xd", "0xt"};
+    f.start_us = 2000;
+    f.end_us = 4000;
+    f.confidence = 0.9;
+    f.Add("late_within_its_host", within_host);
+    return f;
+  };
+  std::vector<Finding> nic = {network(), late(0)};
+  Consolidate(&nic);
+  ASSERT_EQ(nic.size(), 1u) << FindingsToText(nic);
+  EXPECT_EQ(nic[0].kind, Kind::kSlowLink);
+  EXPECT_EQ(nic[0].hosts, std::vector<std::string>({"h2"}));
+  std::vector<Finding> straggler = {network(), late(1)};
+  Consolidate(&straggler);
+  ASSERT_EQ(straggler.size(), 2u) << FindingsToText(straggler);
+  for (const Finding& f : straggler) EXPECT_NE(f.kind, Kind::kSlowLink) << FindingsToText(straggler);
+}
+
 // One stage's bubble seen in several runs of windows is one finding (one root cause), spanning
 // them; another stage's stays its own.
 TEST(Consolidate, OneStagesBubblesAreOneFinding) {

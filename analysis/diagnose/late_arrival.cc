@@ -774,6 +774,11 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
       f.Add("peer_wait_share", share);
       f.Add("median_wait_us", last ? wait / last : 0);
       f.Add("host_ranks_flagged", static_cast<double>(f.ranks.size()));
+      // Late inside its own host (a tensor-parallel group there): no NIC is on that path, so the
+      // lateness is the rank's own, whatever its network does.
+      bool within_host = false;
+      for (int c : comms) within_host = within_host || d.comms[static_cast<size_t>(c)].hosts.size() == 1;
+      f.Add("late_within_its_host", within_host ? 1 : 0);
       f.AddText("synchronisation_trap", "root cause shows the shortest collective times; peers wait");
       const int hn = host_size[static_cast<size_t>(h)];
       const std::string who =

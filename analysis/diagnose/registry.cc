@@ -195,12 +195,15 @@ const std::vector<MergeRule>& MergeRules() {
       {Kind::kSlowLink, "the same hosts' link", [](const Finding& a, const Finding& b) { return a.hosts == b.hosts; }},
       {Kind::kSlowNetwork, "the same hosts' network",
        [](const Finding& a, const Finding& b) { return a.hosts == b.hosts; }},
-      // A slow network's one late host is its link's host.
+      // A slow network's one late host is its link's host, unless the host is late inside itself
+      // too, where no NIC is on the path: a straggler of its own (a 96-GPU sweep job with a slow
+      // GPU on one host and a slow NIC on another named the GPU's host as the link).
       {Kind::kSlowNetwork,
        "a slow network's hosts hold exactly one late host, late in the communicators the network "
-       "slows, overlapping windows: the link is that host's",
+       "slows and not inside itself, overlapping windows: the link is that host's",
        [](const Finding& a, const Finding& b) {
-         return b.hosts.size() == 1 && Subset(b.hosts, a.hosts) && ShareComm(a, b) && OverlapInTime(a, b);
+         return b.hosts.size() == 1 && Subset(b.hosts, a.hosts) && ShareComm(a, b) && OverlapInTime(a, b) &&
+                b.Number("late_within_its_host", 0) == 0;
        },
        false, Kind::kSlowCompute, LocalizeLink},
       {Kind::kSlowNetwork,
