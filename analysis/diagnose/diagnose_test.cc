@@ -765,6 +765,10 @@ TEST(Steps, PeltFindsAShiftAndSpikesFindTransients) {
   ASSERT_EQ(sp.size(), 2u);
   EXPECT_EQ(sp[0], 3u);
   EXPECT_EQ(sp[1], 25u);
+  // A series shorter than two windows: the first steps' window is what follows them.
+  std::vector<double> short_series(10, 100.0);
+  short_series[2] = 400;
+  EXPECT_EQ(Spikes(short_series, 8, 1.5), std::vector<size_t>({2}));
 }
 
 // 4 ranks on 2 hosts (h0: 0, 1; h1: 2, 3), 40 steps of 100 ms: forward, backward and their

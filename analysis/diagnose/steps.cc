@@ -72,8 +72,8 @@ std::vector<size_t> Spikes(const std::vector<double>& x, int window, double rati
   for (size_t i = 0; i < x.size(); ++i) {
     // The steps before it; the first steps, which have too few, against the steps after them (a
     // stall in step 5 of a 40-step job went unseen).
-    std::vector<double> w = i >= n ? std::vector<double>(x.begin() + (i - n), x.begin() + i)
-                                   : std::vector<double>(x.begin() + (i + 1), x.begin() + (i + 1 + n));
+    const size_t a = i >= n ? i - n : i + 1, b = i >= n ? i : std::min(x.size(), i + 1 + n);
+    std::vector<double> w(x.begin() + static_cast<std::ptrdiff_t>(a), x.begin() + static_cast<std::ptrdiff_t>(b));
     const double m = Median(w);
     if (m > 0 && x[i] > ratio * m) out.push_back(i);
   }
