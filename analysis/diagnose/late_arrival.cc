@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -576,15 +577,20 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
   // member's, which waited on its pipeline: an independent generator's job named such a member).
   // The members are the host's ranks late in the same communicator over overlapping windows, in a
   // host test or on their own.
-  std::vector<Owed> owed(ev.size());
-  for (size_t i = 0; i < ev.size(); ++i) owed[i] = owed_by(ev[i]);
+  // What each event owes, worked out once and only where a root is weighed (each costs a pass
+  // over every event).
+  std::vector<std::optional<Owed>> owed_cache(ev.size());
+  auto owed = [&](size_t i) -> const Owed& {
+    if (!owed_cache[i]) owed_cache[i] = owed_by(ev[i]);
+    return *owed_cache[i];
+  };
   auto host_owed = [&](const LateEvent& e) {
     const int host = d.procs[static_cast<size_t>(e.proc)].host;
     std::pair<double, double> sum{0, 0};  // (owed, wait) of the host's late members
     for (size_t j = 0; j < ev.size(); ++j) {
       const LateEvent& x = ev[j];
       if (x.comm != e.comm || d.procs[static_cast<size_t>(x.proc)].host != host || x.w1 < e.w0 || x.w0 > e.w1) continue;
-      sum.first += owed[j].Sum();
+      sum.first += owed(j).Sum();
       sum.second += x.wait_us;
     }
     return sum;
@@ -595,7 +601,7 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
     const LateEvent& e = ev[i];
     // Too cheap to act on, though consistent: it still explains others and leads them.
     if (e.wait_share < o.min_wait_share) continue;
-    const Owed& w = owed[i];
+    const Owed& w = owed(i);
     if (e.host_test >= 0) {
       const auto [host_waited, host_wait] = host_owed(e);
       if (host_waited >= o.explained_share * host_wait) {
