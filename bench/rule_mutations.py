@@ -93,6 +93,8 @@ RULES = [
     ('link flap: three bursts make a flap', D + 'link_flap.cc', 'if (burst_start.size() < 3) continue;', ''),
     ('pipeline bubble: stages downstream of a bubble follow it', D + 'bubble_detect.cc',
      'if (!upstream) { kept.push_back(f); continue; }', 'kept.push_back(f);\n    continue;'),
+    ('pipeline bubble: a window\'s idle share is its mean wait times the job\'s receive rate', D + 'bubble_detect.cc',
+     '* l.receives / span_us;', '* a.nr / WindowUs(d, o) + 0 * l.receives / span_us;'),
     ('mismatch: a mostly sampled run cannot show a missing op', D + 'comm_detect.cc',
      'if (sampled_run || v.size() != 1', 'if ((false && sampled_run) || v.size() != 1'),
     ('merge: a hang naming no root cause is the same hang', D + 'registry.cc',

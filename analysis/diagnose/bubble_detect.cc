@@ -4,8 +4,12 @@
 // the stage. For every forward link (stage s -> s+1) the receiver's Recv time minus the sender's
 // Send time is what the receiver waited for the activations (the synchronisation trap again: the
 // side that posted last shows the shorter time, so a transfer slowed by the network raises both
-// and cancels out). Per window that wait, summed over the receives, as a share of wall time is
-// the receiver's idle share. A stage whose forward links (at least `bubble_links` of them) all
+// and cancels out). Per window that wait, averaged over the window's receives and times the link's
+// receives per second over the whole job, is the receiver's idle share. (Not the wait summed over
+// the window's receives: records fall into windows by when they were dumped, so a window holds one,
+// two or no dumps' worth of receives, and that sum swung 1-17% from window to window on a steady
+// link, 200 ms dumps in 200 ms windows, until a quarter of windows made any stage look late.) A
+// stage whose forward links (at least `bubble_links` of them) all
 // idle their receivers `bubble_idle_share` more than usual, in 2+ windows, delivers late: a
 // bubble. One rank of the stage straggling delays only its own links (and shows up as a late
 // arrival in its tensor-parallel group instead).
@@ -59,7 +63,7 @@ std::vector<Finding> DetectPipelineBubble(const CommData& d, const CommOptions& 
   };
   // Forward links: (comm, sender proc, receiver proc) -> per window sums.
   struct Acc { double recv = 0, send = 0; int nr = 0, ns = 0; };
-  struct Link { int comm, from, to, stage; std::vector<Acc> w; };
+  struct Link { int comm, from, to, stage; std::vector<Acc> w; int receives = 0; };
   std::map<std::tuple<int, int, int>, Link> links;
   for (const P2p& x : d.p2p) {
     if (x.peer < 0 || !pipe.count(x.comm)) continue;
@@ -72,8 +76,12 @@ std::vector<Finding> DetectPipelineBubble(const CommData& d, const CommOptions& 
     if (added) { l.comm = x.comm; l.from = from; l.to = to; l.stage = stage_of(x.comm, from); l.w.resize(nw); }
     const int w = std::clamp(static_cast<int>((x.ts - d.t0) / W), 0, nw - 1);
     Acc& a = l.w[w];
-    if (x.send) { a.send += x.exec; a.ns++; } else { a.recv += x.exec; a.nr++; }
+    if (x.send) { a.send += x.exec; a.ns++; } else { a.recv += x.exec; a.nr++; l.receives++; }
   }
+  const double span_us = static_cast<double>(d.t1 - d.t0);
+  auto idle_share = [&](const Link& l, const Acc& a) {
+    return std::max(0.0, a.recv / a.nr - a.send / a.ns) * l.receives / span_us;
+  };
   // Per link and window: the receiver's idle share in excess of the link's usual one.
   std::map<int, std::vector<const Link*>> by_stage;
   // Usual idle share of a link: its 25th percentile over windows (a bubble makes steps longer,
@@ -83,7 +91,7 @@ std::vector<Finding> DetectPipelineBubble(const CommData& d, const CommOptions& 
     by_stage[l.stage].push_back(&l);
     std::vector<double> idles;
     for (const Acc& b : l.w)
-      if (b.nr && b.ns) idles.push_back(std::max(0.0, b.recv / b.nr - b.send / b.ns) * b.nr / W);
+      if (b.nr && b.ns) idles.push_back(idle_share(l, b));
     if (idles.empty()) { base[&l] = 0; continue; }
     std::nth_element(idles.begin(), idles.begin() + idles.size() / 4, idles.end());
     base[&l] = idles[idles.size() / 4];
@@ -98,7 +106,7 @@ std::vector<Finding> DetectPipelineBubble(const CommData& d, const CommOptions& 
         const Acc& a = l->w[w];
         if (a.nr == 0 || a.ns == 0) continue;
         ++with_data;
-        const double idle = std::max(0.0, a.recv / a.nr - a.send / a.ns) * a.nr / W;
+        const double idle = idle_share(*l, a);
         exs.push_back(idle - base[l]);
         if (idle - base[l] >= o.bubble_idle_share) ++high;
       }

@@ -641,6 +641,23 @@ TEST(PipelineBubble, StagesDownstreamOfTheBubbleFollowIt) {
   EXPECT_EQ(f[0].ranks, std::vector<int>({0, 1, 2, 3, 4, 5, 6, 7})) << FindingsToText(f);
 }
 
+TEST(PipelineBubble, AWholeJobStragglersLaterStagesAreNoBubble) {
+  SKIP_UNDER_SANITIZERS();
+  testing::TempDir dir;
+  // A 96-GPU sweep job (TP 4 PP 8, 200 ms dumps): rank 55 (stage 4) is slow for the whole job,
+  // so the stages after it wait longer in every window alike. Summed per window, their receivers'
+  // waits swung with how many dumps each window held, and against its quietest quarter of
+  // windows stage 6 looked late in most of them: a bubble that was not there.
+  Model m{.layers = 8, .hidden = 8192, .seq_len = 2048, .micro_batches = 4, .dump_interval_us = 200000,
+          .seed = 15003, .compute_sigma = 0.04, .comm_sigma = 0.094, .contention_prob = 0.283,
+          .clock_skew_us = 1510};
+  auto f = Diagnose(dir / "job", {12, 8, 4, 8}, {"kind=gpu_straggler,rank=55,factor=1.762,start_step=0,end_step=60"},
+                    "2.30", 60, nullptr, m);
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].kind, Kind::kSlowCompute);
+  EXPECT_EQ(f[0].ranks, std::vector<int>({55})) << FindingsToText(f);
+}
+
 TEST(LinkFlap, ADegradedNicIsOneSlowLinkFinding) {
   testing::TempDir dir;
   // Every transfer through the host collapses: a degradation (comm.slow_link), not a flap, and
