@@ -148,39 +148,39 @@ HttpReply AcceptSummary(const std::string& root, const HttpServerRequest& r) {
 
 Result<std::unique_ptr<Agent>> Agent::Create(const AgentOptions& options) {
   if (options.watch.empty() && options.accept_summaries.empty())
-    return Status::Error("nothing to watch: give the job's dump folders");
-  if (options.db.empty()) return Status::Error("no store given (--db)");
+    return Status::InvalidArgument("nothing to watch: give the job's dump folders");
+  if (options.db.empty()) return Status::InvalidArgument("no store given (--db)");
   if (options.interval_s <= 0 || options.window_s <= 0)
-    return Status::Error("interval and window must be positive");
+    return Status::InvalidArgument("interval and window must be positive");
   if (!options.export_summaries.empty()) {
     // The store's sandbox names the folder it may write, so it must exist before the first open.
     std::error_code ec;
     std::filesystem::create_directories(options.export_summaries, ec);
     if (ec)
-      return Status::Error("--export-summaries " + options.export_summaries + ": " + ec.message());
+      return Status::IOError("--export-summaries " + options.export_summaries + ": " + ec.message());
   }
   if (!options.ship_summaries.empty()) {
     if (options.export_summaries.empty())
-      return Status::Error("--ship-summaries needs --export-summaries: the folder it ships from");
+      return Status::InvalidArgument("--ship-summaries needs --export-summaries: the folder it ships from");
     auto url = ParseHttpUrl(options.ship_summaries);
-    if (!url.ok()) return Status::Error("--ship-summaries " + options.ship_summaries + ": " + url.status().message());
+    if (!url.ok()) return url.status().WithPrefix("--ship-summaries " + options.ship_summaries + ": ");
   }
   AgentOptions with_accepted = options;
   if (!options.accept_summaries.empty()) {
-    if (options.listen.empty()) return Status::Error("--accept-summaries needs --listen: uploads come through it");
+    if (options.listen.empty()) return Status::InvalidArgument("--accept-summaries needs --listen: uploads come through it");
     std::error_code ec;
     std::filesystem::create_directories(options.accept_summaries, ec);
-    if (ec) return Status::Error("--accept-summaries " + options.accept_summaries + ": " + ec.message());
+    if (ec) return Status::IOError("--accept-summaries " + options.accept_summaries + ": " + ec.message());
     // What arrives there is read as any watched summary folder is.
     if (std::find(options.watch.begin(), options.watch.end(), options.accept_summaries) == options.watch.end())
       with_accepted.watch.push_back(options.accept_summaries);
   }
   if (options.stacks_rate_hz > 0) {
-    if (options.stacks_job.empty()) return Status::Error("--stacks-rate needs --stacks-job: whose processes");
+    if (options.stacks_job.empty()) return Status::InvalidArgument("--stacks-rate needs --stacks-job: whose processes");
     std::error_code ec;
     const std::string folder = options.db + ".stacks";
     std::filesystem::create_directories(folder, ec);
-    if (ec) return Status::Error(folder + ": " + ec.message());
+    if (ec) return Status::IOError(folder + ": " + ec.message());
     with_accepted.watch.push_back(folder);  // the sampler's files are ingested as any input
   }
   std::unique_ptr<Agent> a(new Agent(with_accepted));
@@ -188,7 +188,7 @@ Result<std::unique_ptr<Agent>> Agent::Create(const AgentOptions& options) {
 #ifdef COLLSCOPE_HAVE_STACKS
   if (options.stacks_rate_hz > 0) a->stacks_thread_ = std::thread([agent = a.get()] { agent->SampleStacksAlways(); });
 #else
-  if (options.stacks_rate_hz > 0) return Status::Error("this collscope was built without stack sampling");
+  if (options.stacks_rate_hz > 0) return Status::Unsupported("this collscope was built without stack sampling");
 #endif
   return a;
 }
@@ -208,17 +208,17 @@ Status Agent::Init() {
   }
   for (const std::string& target : o_.remote_write) {
     auto url = ParseHttpUrl(target);
-    if (!url.ok()) return Status::Error("--remote-write " + target + ": " + url.status().message());
+    if (!url.ok()) return url.status().WithPrefix("--remote-write " + target + ": ");
     RemoteWriterOptions ro;
     ro.url = target;
     remotes_.push_back(std::make_unique<RemoteWriter>(ro));
     if (Status st = remotes_.back()->Start(); !st.ok())
-      return Status::Error("--remote-write " + target + ": " + st.message());
+      return st.WithPrefix("--remote-write " + target + ": ");
   }
   for (const std::vector<std::string>* urls : {&o_.alertmanager, &o_.webhook})
     for (const std::string& u : *urls) {
       auto url = ParseHttpUrl(u);
-      if (!url.ok()) return Status::Error(u + ": " + url.status().message());
+      if (!url.ok()) return url.status().WithPrefix(u + ": ");
     }
   if (!o_.listen.empty()) {
     const size_t colon = o_.listen.rfind(':');
@@ -235,7 +235,7 @@ Status Agent::Init() {
       }
     }
     if (port < 0 || port > 65535 || ho.address.empty())
-      return Status::Error("--listen " + o_.listen +
+      return Status::InvalidArgument("--listen " + o_.listen +
                            ": give ADDRESS:PORT (127.0.0.1:9464; port 0 picks a free one)");
     ho.port = static_cast<uint16_t>(port);
     server_ = std::make_unique<HttpServer>(ho);
@@ -256,7 +256,7 @@ Status Agent::Init() {
         return reply;
       });
     if (Status st = server_->Start(); !st.ok())
-      return Status::Error("--listen " + o_.listen + ": " + st.message());
+      return st.WithPrefix("--listen " + o_.listen + ": ");
   }
   Publish({});
   return Status::Ok();

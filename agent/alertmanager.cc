@@ -35,7 +35,7 @@ Status PostJson(std::string_view url, std::string_view json, int timeout_ms,
   if (response->status >= 200 && response->status < 300) return Status::Ok();
   std::string excerpt = response->body.substr(0, kMaxErrorExcerptBytes);
   while (!excerpt.empty() && (excerpt.back() == '\n' || excerpt.back() == ' ')) excerpt.pop_back();
-  return Status::Error("POST " + std::string(url) + ": HTTP " + std::to_string(response->status) +
+  return Status::IOError("POST " + std::string(url) + ": HTTP " + std::to_string(response->status) +
                        ": " + excerpt);
 }
 
@@ -87,7 +87,7 @@ Status PostAlerts(std::string_view alertmanager_url, std::span<const Alertmanage
                   int timeout_ms, const HttpHeaders& headers) {
   for (size_t i = 0; i < alerts.size(); ++i) {
     if (alerts[i].labels.empty()) {
-      return Status::Error("alert " + std::to_string(i) +
+      return Status::IOError("alert " + std::to_string(i) +
                            " has no labels (Alertmanager needs them)");
     }
   }

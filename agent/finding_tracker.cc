@@ -72,7 +72,7 @@ Status FindingTracker::Load(const std::string& saved) {
     std::istringstream fields(line);
     TrackedFinding t;
     if (!(fields >> t.first_seen_us >> t.last_seen_us >> t.missed))
-      return Status::Error("saved agent findings, line " + std::to_string(n) + ": no times");
+      return Status::Corruption("saved agent findings, line " + std::to_string(n) + ": no times");
     std::string json;
     std::getline(fields, json);
     std::vector<diagnose::Finding> f;
@@ -81,7 +81,7 @@ Status FindingTracker::Load(const std::string& saved) {
                                         "\", \"findings\": [" + json + "]}",
                                     &f, &error) ||
         f.size() != 1)
-      return Status::Error("saved agent findings, line " + std::to_string(n) + ": " + error);
+      return Status::Corruption("saved agent findings, line " + std::to_string(n) + ": " + error);
     t.finding = f[0];
     t.key = KeyOf(t.finding);
     loaded[t.key] = t;

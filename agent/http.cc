@@ -39,7 +39,7 @@ Result<uint16_t> ParsePort(std::string_view text, std::string_view url) {
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || text.size() > 5 || ec != std::errc() || end != text.data() + text.size() ||
       value == 0 || value > 65535) {
-    return Status::Error("bad port \"" + std::string(text) + "\" in URL " + std::string(url));
+    return Status::InvalidArgument("bad port \"" + std::string(text) + "\" in URL " + std::string(url));
   }
   return static_cast<uint16_t>(value);
 }
@@ -52,11 +52,11 @@ Result<UniqueFd> Connect(const HttpUrl& url, Deadline deadline, int cancel_fd) {
   addrinfo* found = nullptr;
   const std::string port = std::to_string(url.port);
   if (int rc = getaddrinfo(url.host.c_str(), port.c_str(), &hints, &found); rc != 0) {
-    return Status::Error("cannot resolve " + url.host + ": " + gai_strerror(rc));
+    return Status::IOError("cannot resolve " + url.host + ": " + gai_strerror(rc));
   }
   std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> addresses(found, &freeaddrinfo);
   const std::string where = url.host + ":" + port;
-  Status last = Status::Error("no address for " + url.host);
+  Status last = Status::IOError("no address for " + url.host);
   for (const addrinfo* a = addresses.get(); a != nullptr; a = a->ai_next) {
     UniqueFd fd(
         socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol));
@@ -70,7 +70,7 @@ Result<UniqueFd> Connect(const HttpUrl& url, Deadline deadline, int cancel_fd) {
       continue;
     }
     if (Status st = WaitFor(fd.get(), POLLOUT, deadline, cancel_fd); !st.ok()) {
-      return Status::Error("connect to " + where + ": " + st.message());
+      return st.WithPrefix("connect to " + where + ": ");
     }
     int err = 0;
     socklen_t len = sizeof err;
@@ -114,10 +114,10 @@ class ResponseStream {
         Consume(nl + 1);
         return line;
       }
-      if (u.size() > kMaxChunkLineBytes) return Status::Error(std::string(what) + " line too long");
+      if (u.size() > kMaxChunkLineBytes) return Status::Corruption(std::string(what) + " line too long");
       Result<bool> more = More();
       if (!more.ok()) return more.status();
-      if (!*more) return Status::Error("connection closed in the middle of " + std::string(what));
+      if (!*more) return Status::IOError("connection closed in the middle of " + std::string(what));
     }
   }
 
@@ -127,7 +127,7 @@ class ResponseStream {
       Result<bool> more = More();
       if (!more.ok()) return more.status();
       if (!*more) {
-        return Status::Error("connection closed after " + std::to_string(unread().size()) + " of " +
+        return Status::IOError("connection closed after " + std::to_string(unread().size()) + " of " +
                              std::to_string(n) + " bytes of " + std::string(what));
       }
     }
@@ -144,7 +144,7 @@ class ResponseStream {
 };
 
 Status BodyTooLarge() {
-  return Status::Error("response body larger than " + std::to_string(kMaxResponseBodyBytes) +
+  return Status::Corruption("response body larger than " + std::to_string(kMaxResponseBodyBytes) +
                        " bytes");
 }
 
@@ -158,7 +158,7 @@ Status ReadChunkedBody(ResponseStream& in, std::string* body) {
     const auto [end, ec] =
         std::from_chars(size_text.data(), size_text.data() + size_text.size(), size, 16);
     if (size_text.empty() || ec != std::errc() || end != size_text.data() + size_text.size()) {
-      return Status::Error("bad chunk size line \"" + line->substr(0, 64) + "\"");
+      return Status::Corruption("bad chunk size line \"" + line->substr(0, 64) + "\"");
     }
     if (size == 0) break;
     if (size > kMaxResponseBodyBytes - body->size()) return BodyTooLarge();
@@ -167,7 +167,7 @@ Status ReadChunkedBody(ResponseStream& in, std::string* body) {
     in.Consume(size);
     Result<std::string> rest = in.Line("chunk end");
     if (!rest.ok()) return rest.status();
-    if (!rest->empty()) return Status::Error("chunk longer than its size line says");
+    if (!rest->empty()) return Status::Corruption("chunk longer than its size line says");
   }
   // Trailer fields carry nothing the agent uses; they end with an empty line.
   size_t trailer_bytes = 0;
@@ -176,7 +176,7 @@ Status ReadChunkedBody(ResponseStream& in, std::string* body) {
     if (!line.ok()) return line.status();
     if (line->empty()) return Status::Ok();
     trailer_bytes += line->size();
-    if (trailer_bytes > kMaxResponseHeadBytes) return Status::Error("response trailer too large");
+    if (trailer_bytes > kMaxResponseHeadBytes) return Status::Corruption("response trailer too large");
   }
 }
 
@@ -184,13 +184,13 @@ Result<uint64_t> ParseContentLength(const HttpHeaders& headers) {
   std::string value;
   for (const auto& [name, v] : headers) {
     if (!EqualsIgnoringCase(name, "Content-Length")) continue;
-    if (!value.empty() && v != value) return Status::Error("conflicting Content-Length fields");
+    if (!value.empty() && v != value) return Status::Corruption("conflicting Content-Length fields");
     value = v;
   }
   uint64_t n = 0;
   const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
   if (value.empty() || ec != std::errc() || end != value.data() + value.size()) {
-    return Status::Error("bad Content-Length \"" + value.substr(0, 64) + "\"");
+    return Status::Corruption("bad Content-Length \"" + value.substr(0, 64) + "\"");
   }
   return n;
 }
@@ -229,7 +229,7 @@ Status ParseStatusLine(std::string_view line, HttpResponse* response) {
       !std::all_of(line.begin() + 9, line.begin() + 12,
                    [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }) ||
       (line.size() > 12 && line[12] != ' ')) {
-    return Status::Error("bad status line \"" + std::string(line.substr(0, 64)) + "\"");
+    return Status::Corruption("bad status line \"" + std::string(line.substr(0, 64)) + "\"");
   }
   response->status = (line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0');
   response->reason = std::string(line.size() > 13 ? line.substr(13) : std::string_view());
@@ -243,7 +243,7 @@ Result<HttpResponse> ReadResponse(ResponseStream& in, int fd, Deadline deadline,
     Result<size_t> head_length = ReadHead(fd, &buffer, kMaxResponseHeadBytes, deadline, cancel_fd);
     if (!head_length.ok()) return head_length.status();
     Result<HttpHead> head = ParseHead(std::string_view(buffer).substr(0, *head_length));
-    if (!head.ok()) return Status::Error("bad response head: " + head.status().message());
+    if (!head.ok()) return head.status().WithPrefix("bad response head: ");
     HttpResponse response;
     COLLSCOPE_RETURN_IF_ERROR(ParseStatusLine(head->start_line, &response));
     response.headers = std::move(head->headers);
@@ -262,7 +262,7 @@ std::string HostField(const HttpUrl& url) {
 
 Result<std::string> BuildRequestHead(std::string_view method, const HttpUrl& url,
                                      const HttpHeaders& headers, std::string_view body) {
-  if (!IsHttpToken(method)) return Status::Error("bad method \"" + std::string(method) + "\"");
+  if (!IsHttpToken(method)) return Status::InvalidArgument("bad method \"" + std::string(method) + "\"");
   std::string head = std::string(method) + " " + url.target +
                      " HTTP/1.1\r\nHost: " + HostField(url) + "\r\nConnection: close\r\n";
   if (!body.empty() || (method != "GET" && method != "HEAD")) {
@@ -271,11 +271,11 @@ Result<std::string> BuildRequestHead(std::string_view method, const HttpUrl& url
   bool has_user_agent = false;
   for (const auto& [name, value] : headers) {
     if (!IsHttpToken(name) || !IsValidFieldValue(value)) {
-      return Status::Error("header \"" + name.substr(0, 64) + "\" has a bad name or value");
+      return Status::InvalidArgument("header \"" + name.substr(0, 64) + "\" has a bad name or value");
     }
     for (std::string_view owned : {"Host", "Connection", "Content-Length", "Transfer-Encoding"}) {
       if (EqualsIgnoringCase(name, owned)) {
-        return Status::Error("header \"" + name + "\" is set by the client itself");
+        return Status::InvalidArgument("header \"" + name + "\" is set by the client itself");
       }
     }
     has_user_agent = has_user_agent || EqualsIgnoringCase(name, "User-Agent");
@@ -291,15 +291,15 @@ Result<std::string> BuildRequestHead(std::string_view method, const HttpUrl& url
 Result<HttpUrl> ParseHttpUrl(std::string_view url) {
   const size_t sep = url.find("://");
   if (sep == std::string_view::npos) {
-    return Status::Error("not an http:// URL: \"" + std::string(url) + "\"");
+    return Status::InvalidArgument("not an http:// URL: \"" + std::string(url) + "\"");
   }
   const std::string scheme = Lowercase(url.substr(0, sep));
   if (scheme == "https") {
-    return Status::Error("https is not supported (plain http only; put a TLS proxy in front): " +
+    return Status::Unsupported("https is not supported (plain http only; put a TLS proxy in front): " +
                          std::string(url));
   }
   if (scheme != "http") {
-    return Status::Error("unsupported scheme \"" + scheme +
+    return Status::Unsupported("unsupported scheme \"" + scheme +
                          "\" (only http://): " + std::string(url));
   }
   std::string_view rest = url.substr(sep + 3);
@@ -311,33 +311,33 @@ Result<HttpUrl> ParseHttpUrl(std::string_view url) {
       authority_end == std::string_view::npos ? "/" : std::string(rest.substr(authority_end));
   if (out.target.front() == '?') out.target.insert(0, "/");
   if (!IsValidFieldValue(out.target) || out.target.find(' ') != std::string::npos) {
-    return Status::Error("space or control character in the path of URL " + std::string(url));
+    return Status::InvalidArgument("space or control character in the path of URL " + std::string(url));
   }
   if (authority.find('@') != std::string_view::npos) {
-    return Status::Error("credentials in the URL are not supported: " + std::string(url));
+    return Status::Unsupported("credentials in the URL are not supported: " + std::string(url));
   }
   std::optional<std::string_view> port_text;
   if (!authority.empty() && authority.front() == '[') {
     const size_t close = authority.find(']');
     if (close == std::string_view::npos)
-      return Status::Error("unclosed [ in URL " + std::string(url));
+      return Status::InvalidArgument("unclosed [ in URL " + std::string(url));
     out.host = std::string(authority.substr(1, close - 1));
     const std::string_view after = authority.substr(close + 1);
     if (!after.empty() && after.front() != ':') {
-      return Status::Error("junk after ] in URL " + std::string(url));
+      return Status::InvalidArgument("junk after ] in URL " + std::string(url));
     }
     if (!after.empty()) port_text = after.substr(1);
   } else {
     const size_t colon = authority.find(':');
     if (colon != std::string_view::npos &&
         authority.find(':', colon + 1) != std::string_view::npos) {
-      return Status::Error("an IPv6 address in a URL needs brackets: " + std::string(url));
+      return Status::InvalidArgument("an IPv6 address in a URL needs brackets: " + std::string(url));
     }
     out.host = std::string(authority.substr(0, colon));
     if (colon != std::string_view::npos) port_text = authority.substr(colon + 1);
   }
-  if (out.host.empty()) return Status::Error("no host in URL " + std::string(url));
-  if (!IsValidHostText(out.host)) return Status::Error("bad host in URL " + std::string(url));
+  if (out.host.empty()) return Status::InvalidArgument("no host in URL " + std::string(url));
+  if (!IsValidHostText(out.host)) return Status::InvalidArgument("bad host in URL " + std::string(url));
   if (port_text) {
     Result<uint16_t> port = ParsePort(*port_text, url);
     if (!port.ok()) return port.status();
@@ -357,7 +357,7 @@ Result<HttpResponse> HttpRequestUntil(std::string_view method, std::string_view 
                                       Deadline deadline, int cancel_fd) {
   const std::string what = std::string(method) + " " + std::string(url) + ": ";
   auto fail = [&](const Status& st) -> Result<HttpResponse> {
-    return Status::Error(what + st.message());
+    return st.WithPrefix(what);
   };
   Result<HttpUrl> parsed = ParseHttpUrl(url);
   if (!parsed.ok()) return parsed.status();

@@ -105,7 +105,7 @@ void HttpServer::HandlePut(std::string prefix, HttpHandler handler) {
 
 Status HttpServer::Start() {
   std::lock_guard lock(stop_mu_);
-  if (thread_.joinable()) return Status::Error("HTTP server already started");
+  if (thread_.joinable()) return Status::IOError("HTTP server already started");
   const std::string where = options_.address + ":" + std::to_string(options_.port);
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -114,7 +114,7 @@ Status HttpServer::Start() {
   addrinfo* found = nullptr;
   const std::string port = std::to_string(options_.port);
   if (int rc = getaddrinfo(options_.address.c_str(), port.c_str(), &hints, &found); rc != 0) {
-    return Status::Error("cannot resolve listen address " + where + ": " + gai_strerror(rc));
+    return Status::IOError("cannot resolve listen address " + where + ": " + gai_strerror(rc));
   }
   std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> addresses(found, &freeaddrinfo);
   const addrinfo* a = addresses.get();
@@ -142,7 +142,7 @@ Status HttpServer::Start() {
     thread_ = std::thread(&HttpServer::Serve, this);
   } catch (const std::system_error& e) {
     listener_.Reset();
-    return Status::Error(std::string("cannot start the HTTP server thread: ") + e.what());
+    return Status::IOError(std::string("cannot start the HTTP server thread: ") + e.what());
   }
   return Status::Ok();
 }
@@ -309,7 +309,7 @@ void HttpServer::Reply(int fd, const HttpReply& reply, bool head_only,
   out += "\r\n";
   if (!head_only) out += reply.body;
   // A client that does not read its response loses it when the write deadline passes.
-  SendAll(fd, out, DeadlineAfter(options_.write_timeout_ms), wake_read_.get());
+  SendAll(fd, out, DeadlineAfter(options_.write_timeout_ms), wake_read_.get()).IgnoreError();
 }
 
 }  // namespace collscope::agent

@@ -48,12 +48,12 @@ Result<size_t> ReadHead(int fd, std::string* buffer, size_t max_bytes, Deadline 
     }
     if (*n == 0) {
       return fail(HeadFailure::kClosed,
-                  Status::Error("connection closed after " + std::to_string(buffer->size()) +
+                  Status::IOError("connection closed after " + std::to_string(buffer->size()) +
                                 " bytes, before the end of the message head"));
     }
   }
   return fail(HeadFailure::kTooLarge,
-              Status::Error("message head larger than " + std::to_string(max_bytes) + " bytes"));
+              Status::Corruption("message head larger than " + std::to_string(max_bytes) + " bytes"));
 }
 
 Result<HttpHead> ParseHead(std::string_view head) {
@@ -65,24 +65,24 @@ Result<HttpHead> ParseHead(std::string_view head) {
     head.remove_prefix(nl == std::string_view::npos ? head.size() : nl + 1);
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (first) {
-      if (line.empty()) return Status::Error("empty start line");
+      if (line.empty()) return Status::Corruption("empty start line");
       out.start_line = std::string(line);
       first = false;
       continue;
     }
     if (line.empty()) break;  // the end of the head
     if (line.front() == ' ' || line.front() == '\t') {
-      return Status::Error("obsolete line folding in header field");
+      return Status::Corruption("obsolete line folding in header field");
     }
     const size_t colon = line.find(':');
-    if (colon == std::string_view::npos) return Status::Error("header field without a colon");
+    if (colon == std::string_view::npos) return Status::Corruption("header field without a colon");
     const std::string_view name = line.substr(0, colon);
-    if (!IsHttpToken(name)) return Status::Error("malformed header field name");
+    if (!IsHttpToken(name)) return Status::Corruption("malformed header field name");
     const std::string_view value = TrimSpaceAndTab(line.substr(colon + 1));
-    if (!IsValidFieldValue(value)) return Status::Error("control character in header field");
+    if (!IsValidFieldValue(value)) return Status::Corruption("control character in header field");
     out.headers.emplace_back(std::string(name), std::string(value));
   }
-  if (first) return Status::Error("empty message head");
+  if (first) return Status::Corruption("empty message head");
   return out;
 }
 

@@ -61,24 +61,24 @@ std::string FormatValue(double v) {
 Status Validate(const std::vector<MetricFamily>& families) {
   std::set<std::string> names;
   for (const MetricFamily& f : families) {
-    if (!ValidName(f.name, true)) return Status::Error("invalid metric name '" + f.name + "'");
+    if (!ValidName(f.name, true)) return Status::InvalidArgument("invalid metric name '" + f.name + "'");
     if (f.type != "gauge" && f.type != "counter")
-      return Status::Error(f.name + ": invalid type '" + f.type + "'");
+      return Status::InvalidArgument(f.name + ": invalid type '" + f.type + "'");
     if (f.type == "counter" && !f.name.ends_with("_total"))
-      return Status::Error(f.name + ": a counter's name ends in _total");
-    if (!names.insert(f.name).second) return Status::Error(f.name + ": family given twice");
+      return Status::Internal(f.name + ": a counter's name ends in _total");
+    if (!names.insert(f.name).second) return Status::Internal(f.name + ": family given twice");
     std::set<Labels> seen;
     for (const MetricSeries& s : f.series) {
       std::set<std::string> label_names;
       for (const auto& [k, v] : s.labels) {
         if (!ValidName(k, false) || k.starts_with("__"))
-          return Status::Error(f.name + ": invalid label name '" + k + "'");
+          return Status::InvalidArgument(f.name + ": invalid label name '" + k + "'");
         if (!label_names.insert(k).second)
-          return Status::Error(f.name + ": label '" + k + "' given twice");
+          return Status::Internal(f.name + ": label '" + k + "' given twice");
       }
       Labels sorted = s.labels;
       std::sort(sorted.begin(), sorted.end());
-      if (!seen.insert(sorted).second) return Status::Error(f.name + ": one label set given twice");
+      if (!seen.insert(sorted).second) return Status::Internal(f.name + ": one label set given twice");
     }
   }
   return Status::Ok();

@@ -95,21 +95,21 @@ Status EncodeSeries(size_t index, const PromSeries& series, std::string* out) {
     if (!label.value.empty()) labels.push_back(&label);
   }
   const std::string what = Describe(index, IsUtf8(metric) ? metric : std::string_view());
-  if (metric.empty()) return Status::Error(what + ": no __name__ label");
-  if (!IsMetricName(metric)) return Status::Error(what + ": bad metric name");
+  if (metric.empty()) return Status::InvalidArgument(what + ": no __name__ label");
+  if (!IsMetricName(metric)) return Status::InvalidArgument(what + ": bad metric name");
   std::sort(labels.begin(), labels.end(),
             [](const PromLabel* a, const PromLabel* b) { return a->name < b->name; });
   std::string message;
   for (size_t i = 0; i < labels.size(); ++i) {
     const PromLabel& label = *labels[i];
     if (!IsLabelName(label.name)) {
-      return Status::Error(what + ": bad label name \"" + label.name.substr(0, 100) + "\"");
+      return Status::InvalidArgument(what + ": bad label name \"" + label.name.substr(0, 100) + "\"");
     }
     if (i > 0 && labels[i - 1]->name == label.name) {
-      return Status::Error(what + ": duplicate label name \"" + label.name + "\"");
+      return Status::InvalidArgument(what + ": duplicate label name \"" + label.name + "\"");
     }
     if (!IsUtf8(label.value)) {
-      return Status::Error(what + ": value of label \"" + label.name + "\" is not UTF-8");
+      return Status::InvalidArgument(what + ": value of label \"" + label.name + "\" is not UTF-8");
     }
     std::string encoded;
     AppendBytesField(1, label.name, &encoded);
@@ -183,10 +183,10 @@ RemoteWriter::~RemoteWriter() { Stop(SteadyClock::now()); }
 
 Status RemoteWriter::Start() {
   std::lock_guard stop_lock(stop_mu_);
-  if (thread_.joinable()) return Status::Error("remote writer already started");
+  if (thread_.joinable()) return Status::Internal("remote writer already started");
   {
     std::lock_guard lock(mu_);
-    if (stopping_) return Status::Error("remote writer stopped");
+    if (stopping_) return Status::Internal("remote writer stopped");
   }
   if (Result<HttpUrl> url = ParseHttpUrl(options_.url); !url.ok()) return url.status();
   int pipe_fds[2];
@@ -196,7 +196,7 @@ Status RemoteWriter::Start() {
   try {
     thread_ = std::thread(&RemoteWriter::SendLoop, this);
   } catch (const std::system_error& e) {
-    return Status::Error(std::string("cannot start the remote write thread: ") + e.what());
+    return Status::IOError(std::string("cannot start the remote write thread: ") + e.what());
   }
   return Status::Ok();
 }
@@ -205,7 +205,7 @@ Status RemoteWriter::Enqueue(std::span<const PromSeries> batch) {
   uint64_t samples = 0;
   for (const PromSeries& s : batch) samples += s.samples.size();
   if (samples > options_.max_queued_samples) {
-    return Status::Error("a batch of " + std::to_string(samples) +
+    return Status::InvalidArgument("a batch of " + std::to_string(samples) +
                          " samples is larger than the whole remote write queue (" +
                          std::to_string(options_.max_queued_samples) + ")");
   }
@@ -213,7 +213,7 @@ Status RemoteWriter::Enqueue(std::span<const PromSeries> batch) {
   if (!body.ok()) return body.status();
   if (samples == 0) return Status::Ok();  // a request without samples would tell nobody anything
   std::lock_guard lock(mu_);
-  if (stopping_) return Status::Error("remote writer stopped");
+  if (stopping_) return Status::Internal("remote writer stopped");
   while (!queue_.empty() && stats_.queued_samples + samples > options_.max_queued_samples) {
     const Batch& oldest = queue_.front();
     ++stats_.batches_dropped;

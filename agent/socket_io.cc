@@ -32,13 +32,13 @@ void UniqueFd::Reset(int fd) {
 
 Status SystemError(std::string_view what, int err) {
   // std::system_category is thread-safe where strerror is not.
-  return Status::Error(std::string(what) + ": " + std::system_category().message(err));
+  return Status::IOError(std::string(what) + ": " + std::system_category().message(err));
 }
 
 Status WaitFor(int fd, short events, Deadline deadline, int wake_fd) {
   for (;;) {
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - SteadyClock::now());
-    if (left.count() <= 0) return Status::Error("timed out");
+    if (left.count() <= 0) return Status::IOError("timed out");
     pollfd fds[2] = {{fd, events, 0}, {wake_fd, POLLIN, 0}};
     const int n = poll(fds, wake_fd >= 0 ? 2 : 1, static_cast<int>(left.count()));
     if (n < 0) {
@@ -46,7 +46,7 @@ Status WaitFor(int fd, short events, Deadline deadline, int wake_fd) {
       return SystemError("poll", errno);
     }
     if (n == 0) continue;  // the loop head decides whether the deadline has really passed
-    if (wake_fd >= 0 && fds[1].revents != 0) return Status::Error("interrupted");
+    if (wake_fd >= 0 && fds[1].revents != 0) return Status::IOError("interrupted");
     // POLLERR and POLLHUP count as ready: the read or write that follows reports what happened.
     if (fds[0].revents != 0) return Status::Ok();
   }

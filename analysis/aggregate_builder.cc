@@ -255,7 +255,7 @@ class RowWriter {
   Status Open(duckdb_connection c, const char* table, std::string_view shape) {
     table_ = table;
     if (duckdb_appender_create(c, nullptr, table, &app_) != DuckDBSuccess)
-      return Status::Error(std::string("cannot append to ") + table + ": " +
+      return Status::Internal(std::string("cannot append to ") + table + ": " +
                            (app_ ? duckdb_appender_error(app_) : "unknown"));
     const idx_t n = duckdb_appender_column_count(app_);
     std::vector<duckdb_logical_type> types(n);
@@ -267,7 +267,7 @@ class RowWriter {
     if (have == shape) chunk_ = duckdb_create_data_chunk(types.data(), n);
     for (auto& t : types) duckdb_destroy_logical_type(&t);
     if (!chunk_)
-      return Status::Error(table_ + " has columns " + have + ", the builder writes " +
+      return Status::Internal(table_ + " has columns " + have + ", the builder writes " +
                            std::string(shape));
     data_.resize(n);
     Fetch();
@@ -305,7 +305,7 @@ class RowWriter {
   Status Finish() {
     if (n_) COLLSCOPE_RETURN_IF_ERROR(Append());
     if (duckdb_appender_flush(app_) != DuckDBSuccess)
-      return Status::Error("flush of " + table_ + " failed: " + duckdb_appender_error(app_));
+      return Status::Internal("flush of " + table_ + " failed: " + duckdb_appender_error(app_));
     return Status::Ok();
   }
 
@@ -317,7 +317,7 @@ class RowWriter {
   Status Append() {
     duckdb_data_chunk_set_size(chunk_, n_);
     if (duckdb_append_data_chunk(app_, chunk_) != DuckDBSuccess)
-      return Status::Error("append to " + table_ + " failed: " + duckdb_appender_error(app_));
+      return Status::Internal("append to " + table_ + " failed: " + duckdb_appender_error(app_));
     duckdb_data_chunk_reset(chunk_);
     Fetch();
     n_ = 0;
@@ -487,7 +487,7 @@ Status AggregateBuilder::Fetch() {
   if (duckdb_query(store_.connection(), sql.c_str(), &res) != DuckDBSuccess) {
     std::string msg = duckdb_result_error(&res);
     duckdb_destroy_result(&res);
-    return Status::Error(msg);
+    return Status::Internal(msg);
   }
   const duckdb_type want[] = {DUCKDB_TYPE_INTEGER, DUCKDB_TYPE_INTEGER, DUCKDB_TYPE_INTEGER,
                               DUCKDB_TYPE_UTINYINT, DUCKDB_TYPE_UBIGINT, DUCKDB_TYPE_DOUBLE,
@@ -495,7 +495,7 @@ Status AggregateBuilder::Fetch() {
   for (idx_t c = 0; c < std::size(want); ++c)
     if (duckdb_column_type(&res, c) != want[c]) {
       duckdb_destroy_result(&res);
-      return Status::Error("records column " + std::to_string(c) + " has an unexpected type");
+      return Status::Internal("records column " + std::to_string(c) + " has an unexpected type");
     }
   for (duckdb_data_chunk chunk; (chunk = duckdb_fetch_chunk(res));) {
     RecordBlock& b = s.blocks.emplace_back();

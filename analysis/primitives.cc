@@ -163,10 +163,10 @@ Result<std::string> PrimitiveSql(const std::string& name, const AnalysisOptions&
     if ((name == "group_by_column" || name == "busbw_by_column") && !MetaColumn(o.column)) {
       std::string known;
       for (const char* m : kMetaColumns) known += std::string(known.empty() ? "" : ", ") + m;
-      return Status::Error("unknown column \"" + o.column + "\" (one of: " + known + ")");
+      return Status::InvalidArgument("unknown column \"" + o.column + "\" (one of: " + known + ")");
     }
     if (name == "compare_runs" && (o.prod_run.empty() || o.base_run.empty()))
-      return Status::Error("compare_runs needs a production run and a baseline run");
+      return Status::InvalidArgument("compare_runs needs a production run and a baseline run");
     std::string sql = "SELECT * FROM " + s.source(o);
     if (!o.run.empty()) {
       if (s.filter == Filter::kRunId)
@@ -177,7 +177,7 @@ Result<std::string> PrimitiveSql(const std::string& name, const AnalysisOptions&
     if (!s.order.empty()) sql += " ORDER BY " + s.order;
     return sql;
   }
-  return Status::Error("unknown primitive \"" + name + "\"");
+  return Status::InvalidArgument("unknown primitive \"" + name + "\"");
 }
 
 Result<QueryResult> RunPrimitive(Store& store, const std::string& name,

@@ -105,7 +105,7 @@ Result<std::string> Primitive(Store& store, const std::string& name, const Analy
   if (!where.empty()) q += " WHERE " + where;
   if (!order.empty()) q += " ORDER BY " + order;
   Result<QueryResult> r = store.Query(q);
-  if (!r.ok()) return Status::Error(name + ": " + r.status().message());
+  if (!r.ok()) return r.status().WithPrefix(name + ": ");
   return TableJson(*r);
 }
 
@@ -151,10 +151,10 @@ struct FindingsSource {
 Status ReadFindingsFile(const std::string& path, FindingsSource* out) {
   bool ok = false;
   const std::string text = ReadFile(path, &ok);
-  if (!ok) return Status::Error(path + ": cannot read the findings document");
+  if (!ok) return Status::IOError(path + ": cannot read the findings document");
   std::string err;
   if (!dg::FindingsFromJson(text, &out->findings, &err))
-    return Status::Error(path + ": not a findings document (schema collscope.findings.v1): " + err);
+    return Status::Corruption(path + ": not a findings document (schema collscope.findings.v1): " + err);
   simdjson::dom::parser parser;
   simdjson::padded_string buf(text);
   simdjson::dom::element root;
@@ -170,7 +170,7 @@ Status ReadFindingsFile(const std::string& path, FindingsSource* out) {
     const std::string doc = std::string("{\"schema\":\"") + dg::kFindingsSchema + "\",\"findings\":[" +
                             simdjson::minify(f) + "]}";
     if (!dg::FindingsFromJson(doc, &one, &err) || one.size() != 1)
-      return Status::Error(path + ": a suppressed entry is not a finding: " + err);
+      return Status::Corruption(path + ": a suppressed entry is not a finding: " + err);
     out->suppressed.push_back({std::move(one[0]), std::string(reason)});
   }
   return Status::Ok();
@@ -779,7 +779,7 @@ Status LoadFindings(Store& store, const ReportOptions& ro, const std::string& ru
 Status LoadStacks(Store& store, const std::string& run, StacksRead* out) {
   if (!readers::HasStackTables(store)) return Status::Ok();
   Result<std::vector<FoldedStack>> stacks = readers::ReadStoredStacks(store, run);
-  if (!stacks.ok()) return Status::Error("stacks: " + stacks.status().message());
+  if (!stacks.ok()) return stacks.status().WithPrefix("stacks: ");
   std::set<std::pair<std::string, int64_t>> processes;
   std::set<std::tuple<std::string, int64_t, int64_t>> threads;
   for (const FoldedStack& s : *stacks) {
@@ -885,7 +885,7 @@ Result<std::string> CardSeriesJson(Store& store, const std::string& rid, const s
     Result<QueryResult> q = store.Query("SELECT bin_start_us, culprit::INTEGER, ratio, records FROM culprit_series(" +
                                         rid + ", [" + comms + "]::VARCHAR[], " + std::to_string(t0) + ", " +
                                         std::to_string(bin_us) + ")");
-    if (!q.ok()) return Status::Error("culprit_series: " + q.status().message());
+    if (!q.ok()) return q.status().WithPrefix("culprit_series: ");
     bool has_culprit = false, has_peers = false;
     for (const auto& row : q->rows) (*row[1] == "1" ? has_culprit : has_peers) = true;
     if (!has_culprit || !has_peers) {
@@ -1185,7 +1185,7 @@ Result<std::string> RenderReport(Store& store, const ReportOptions& ro) {
   Result<std::string> host_sql = PrimitiveSql("host_table", o);
   if (!host_sql.ok()) return host_sql.status();
   Result<QueryResult> hosts = store.Query(*host_sql);
-  if (!hosts.ok()) return Status::Error("host_table: " + hosts.status().message());
+  if (!hosts.ok()) return hosts.status().WithPrefix("host_table: ");
   COLLSCOPE_RETURN_IF_ERROR(add("host_table", TableJson(*hosts)));
   COLLSCOPE_RETURN_IF_ERROR(add("host_heatmap", Primitive(store, "host_time_heatmap", o)));
   COLLSCOPE_RETURN_IF_ERROR(add("range_bars", Primitive(store, "range_bars", o,
@@ -1215,10 +1215,10 @@ Status WriteReport(Store& store, const ReportOptions& options) {
   Result<std::string> html = RenderReport(store, options);
   if (!html.ok()) return html.status();
   std::ofstream out(options.output, std::ios::binary);
-  if (!out) return Status::Error(options.output + ": cannot write");
+  if (!out) return Status::IOError(options.output + ": cannot write");
   out << *html;
   out.close();
-  if (!out) return Status::Error(options.output + ": write failed");
+  if (!out) return Status::IOError(options.output + ": write failed");
   return Status::Ok();
 }
 

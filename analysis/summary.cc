@@ -58,7 +58,7 @@ Result<std::vector<RunSummary>> Summarize(Store& store, const std::string& run, 
       "first_dump::VARCHAR, last_dump::VARCHAR FROM run_overview" + where + " ORDER BY run_id");
   if (!runs.ok()) return runs.status();
   if (!run.empty() && runs->rows.empty())
-    return Status::Error(store.path() + ": no run named \"" + run + "\"");
+    return Status::NotFound(store.path() + ": no run named \"" + run + "\"");
   std::vector<RunSummary> out;
   for (const auto& row : runs->rows) {
     RunSummary s;

@@ -907,7 +907,7 @@ Status Install(Store& store, const std::string& sql, bool temporary) {
   size_t at = s.find("{TEMP} ");
   if (at != std::string::npos) s.replace(at, 7, temporary ? "TEMP " : "");
   Status st = store.Exec(s);
-  if (!st.ok()) return Status::Error("analysis view: " + st.message());
+  if (!st.ok()) return st.WithPrefix("analysis view: ");
   return Status::Ok();
 }
 
@@ -939,7 +939,7 @@ Status EnsureAggTables(Store& store, bool temporary) {
     }
     Status st = store.Exec(std::string("CREATE ") + (temporary ? "OR REPLACE TEMP " : "") +
                            "TABLE " + name + " AS SELECT * FROM (" + select + ") LIMIT 0");
-    if (!st.ok()) return Status::Error("analysis aggregates: " + name + ": " + st.message());
+    if (!st.ok()) return st.WithPrefix("analysis aggregates: " + name + ": ");
     if (!temporary) {
       for (const auto& c : kAggComments)
         if (name == c[0])
@@ -1076,14 +1076,14 @@ Result<AggregateReport> RefreshAggregates(Store& store, const std::string& run) 
   // per definition and per run, and on an error none of it is kept (the runs read as stale).
   COLLSCOPE_RETURN_IF_ERROR(store.Exec("BEGIN TRANSACTION"));
   auto fail = [&](const Status& st) -> Status {
-    store.Exec("ROLLBACK");
-    return Status::Error("analysis aggregates: " + st.message());
+    store.Exec("ROLLBACK").IgnoreError();
+    return st.WithPrefix("analysis aggregates: ");
   };
   std::string which = "SELECT run_id FROM agg_stale_runs ORDER BY run_id";
   if (!run.empty()) {
     Result<int32_t> id = store.RunId(run, false);
     if (!id.ok()) {
-      store.Exec("ROLLBACK");
+      store.Exec("ROLLBACK").IgnoreError();
       return id.status();
     }
     which = "SELECT " + std::to_string(*id);
@@ -1117,7 +1117,7 @@ Result<AggregateReport> RefreshAggregates(Store& store, const std::string& run) 
     if (computing.joinable()) computing.join();
   }
   if (!views.ok()) {
-    store.Exec("ROLLBACK");
+    store.Exec("ROLLBACK").IgnoreError();
     return views;
   }
   Result<QueryResult> runs = store.Query(which);

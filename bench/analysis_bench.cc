@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
     if (refresh) {
       auto s = Store::Open(db);
       if (!s.ok()) return 1;
-      if (threads > 0) (*s)->Exec("SET threads = " + std::to_string(threads));
+      if (threads > 0 && !(*s)->Exec("SET threads = " + std::to_string(threads)).ok()) return 1;
       bool ok = true;
       double t = Seconds([&] {
         Status st = (*s)->Exec("DELETE FROM agg_meta");  // absent before the first refresh
@@ -146,7 +146,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   Store& s = **store;
-  if (threads > 0) s.Exec("SET threads = " + std::to_string(threads));
+  if (threads > 0 && !s.Exec("SET threads = " + std::to_string(threads)).ok()) return 1;
   if (!InstallAnalysisViews(s, true, !raw).ok()) return 1;
   auto n = s.QueryInt("SELECT count(*) FROM records");
   auto th = s.QueryInt("SELECT current_setting('threads')");

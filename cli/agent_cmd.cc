@@ -5,6 +5,7 @@
 
 #include "agent/agent.h"
 #include "cli/command.h"
+#include "cli/output.h"
 
 namespace collscope::cli {
 namespace {
@@ -69,10 +70,7 @@ int Run(Options o) {
       return 2;
     }
   auto a = agent::Agent::Create(o.agent);
-  if (!a.ok()) {
-    std::fprintf(stderr, "collscope agent: %s\n", a.status().message().c_str());
-    return 2;
-  }
+  if (!a.ok()) return Fail("agent", a.status());
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
   const std::string said = (*a)->Describe();

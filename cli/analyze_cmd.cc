@@ -24,23 +24,14 @@ int Run(Options& o) {
   }
   if (o.show_sql) {
     auto sql = PrimitiveSql(o.primitive, o.a);
-    if (!sql.ok()) {
-      std::fprintf(stderr, "collscope analyze: %s\n", sql.status().message().c_str());
-      return 2;
-    }
+    if (!sql.ok()) return Fail("analyze", sql.status());
     std::printf("%s\n", sql->c_str());
     return 0;
   }
   auto store = OpenForAnalysis(o.db);
-  if (!store.ok()) {
-    std::fprintf(stderr, "collscope analyze: %s\n", store.status().message().c_str());
-    return 2;
-  }
+  if (!store.ok()) return Fail("analyze", store.status());
   auto r = RunPrimitive(**store, o.primitive, o.a);
-  if (!r.ok()) {
-    std::fprintf(stderr, "collscope analyze: %s\n", r.status().message().c_str());
-    return 1;
-  }
+  if (!r.ok()) return Fail("analyze", r.status());
   if (o.json) std::printf("%s\n", ToJson(*r).c_str());
   else if (o.csv) PrintCsv(*r, stdout);
   else PrintTable(*r, stdout);

@@ -22,30 +22,18 @@ int Run(const Options& o) {
   if (!o.logs.empty()) {
     // Store the nccl-tests logs as (part of) the baseline run first.
     auto store = Store::Open(o.db);
-    if (!store.ok()) {
-      std::fprintf(stderr, "collscope compare: %s\n", store.status().message().c_str());
-      return 2;
-    }
+    if (!store.ok()) return Fail("compare", store.status());
     for (const std::string& path : o.logs) {
       auto log = ReadNcclTestsFile(path, o.op);
-      if (!log.ok()) {
-        std::fprintf(stderr, "collscope compare: %s\n", log.status().message().c_str());
-        return 1;
-      }
+      if (!log.ok()) return Fail("compare", log.status());
       auto n = StoreNcclTestsLog(**store, o.baseline, path, *log);
-      if (!n.ok()) {
-        std::fprintf(stderr, "collscope compare: %s\n", n.status().message().c_str());
-        return 1;
-      }
+      if (!n.ok()) return Fail("compare", n.status());
       std::fprintf(stderr, "stored %s: %s, %d ranks, %lld rows into baseline run %s\n",
                    path.c_str(), log->op.c_str(), log->n_ranks, static_cast<long long>(*n),
                    o.baseline.c_str());
     }
     Status views = InstallAnalysisViews(**store, false);
-    if (!views.ok()) {
-      std::fprintf(stderr, "collscope compare: %s\n", views.message().c_str());
-      return 2;
-    }
+    if (!views.ok()) return Fail("compare", views);
     if (o.run.empty()) return 0;
   }
   if (o.run.empty()) {
@@ -53,25 +41,16 @@ int Run(const Options& o) {
     return 2;
   }
   auto store = OpenForAnalysis(o.db);
-  if (!store.ok()) {
-    std::fprintf(stderr, "collscope compare: %s\n", store.status().message().c_str());
-    return 2;
-  }
+  if (!store.ok()) return Fail("compare", store.status());
   for (const std::string& name : {o.run, o.baseline}) {
     auto id = (*store)->RunId(name, false);
-    if (!id.ok()) {
-      std::fprintf(stderr, "collscope compare: %s\n", id.status().message().c_str());
-      return 1;
-    }
+    if (!id.ok()) return Fail("compare", id.status());
   }
   AnalysisOptions a;
   a.prod_run = o.run;
   a.base_run = o.baseline;
   auto r = CompareRuns(**store, a);
-  if (!r.ok()) {
-    std::fprintf(stderr, "collscope compare: %s\n", r.status().message().c_str());
-    return 1;
-  }
+  if (!r.ok()) return Fail("compare", r.status());
   if (o.json) std::printf("%s\n", ToJson(*r).c_str());
   else if (o.csv) PrintCsv(*r, stdout);
   else {

@@ -33,13 +33,10 @@ int Run(const Options& o) {
   InputSummary read;
   std::vector<Suppressed> suppressed;
   d.suppressed = &suppressed;
-  Result<std::vector<Finding>> f = Status::Error("give PATHS... or --db FILE");
+  Result<std::vector<Finding>> f = Status::InvalidArgument("give PATHS... or --db FILE");
   if (!o.db.empty()) {
     auto store = Store::Open(o.db, Store::Options::ReadOnly());
-    if (!store.ok()) {
-      std::fprintf(stderr, "collscope diagnose: %s\n", store.status().message().c_str());
-      return 2;
-    }
+    if (!store.ok()) return Fail("diagnose", store.status());
     if (!PickRun(**store, "diagnose", &d.run)) return 2;
     // Everything the store's run holds, with the paths' step series, dumps and state files
     // checked against its records (a step series maps its ranks to the store's hosts and refutes
@@ -49,10 +46,7 @@ int Run(const Options& o) {
   } else if (!o.paths.empty()) {
     f = DiagnosePaths(o.paths, d, nullptr, nullptr, &read);
   }
-  if (!f.ok()) {
-    std::fprintf(stderr, "collscope diagnose: %s\n", f.status().message().c_str());
-    return 2;
-  }
+  if (!f.ok()) return Fail("diagnose", f.status());
   // What was read goes to stderr, so that --json output stays one document.
   const std::string said = read.ToText();
   std::fwrite(said.data(), 1, said.size(), stderr);

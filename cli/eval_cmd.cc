@@ -3,6 +3,7 @@
 
 #include "sim/eval/eval.h"
 #include "cli/command.h"
+#include "cli/output.h"
 
 namespace collscope::cli {
 namespace {
@@ -25,10 +26,7 @@ int Run(const Options& o) {
   std::vector<Scenario> suite;
   if (!o.suite_file.empty()) {
     auto read = ReadSuiteFile(o.suite_file);
-    if (!read.ok()) {
-      std::fprintf(stderr, "collscope eval: %s\n", read.status().message().c_str());
-      return 2;
-    }
+    if (!read.ok()) return Fail("eval", read.status());
     suite = std::move(*read);
   } else {
     suite = BuiltinSuite(o.suite);
@@ -45,18 +43,12 @@ int Run(const Options& o) {
   eo.kernel_max_ranks = o.kernel_ranks;
   eo.inspector_proxy = o.inspector_proxy;
   auto r = RunEval(suite, eo);
-  if (!r.ok()) {
-    std::fprintf(stderr, "collscope eval: %s\n", r.status().message().c_str());
-    return 2;
-  }
+  if (!r.ok()) return Fail("eval", r.status());
   const std::string out = o.json ? r->ToJson() : r->ToText();
   std::fwrite(out.data(), 1, out.size(), stdout);
   if (!o.floors.empty()) {
     auto bad = CheckFloors(*r, o.floors);
-    if (!bad.ok()) {
-      std::fprintf(stderr, "collscope eval: %s\n", bad.status().message().c_str());
-      return 2;
-    }
+    if (!bad.ok()) return Fail("eval", bad.status());
     for (const auto& b : *bad) std::fprintf(stderr, "below floor: %s\n", b.c_str());
     if (!bad->empty()) return 1;
   }

@@ -31,11 +31,11 @@ Result<std::vector<diagnose::Finding>> Findings(Store& store, const Options& o) 
   std::vector<Finding> f;
   if (!o.findings.empty()) {
     std::ifstream in(o.findings, std::ios::binary);
-    if (!in) return Status::Error(o.findings + ": cannot open");
+    if (!in) return Status::IOError(o.findings + ": cannot open");
     std::stringstream ss;
     ss << in.rdbuf();
     std::string error;
-    if (!FindingsFromJson(ss.str(), &f, &error)) return Status::Error(o.findings + ": " + error);
+    if (!FindingsFromJson(ss.str(), &f, &error)) return Status::Corruption(o.findings + ": " + error);
     return f;
   }
   DiagnoseOptions d;
@@ -56,10 +56,7 @@ int Run(Options o) {
   Store::Options open = Store::Options::ReadOnly();
   open.writable_dir = o.parquet_dir;
   auto store = Store::Open(o.db, open);
-  if (!store.ok()) {
-    std::fprintf(stderr, "collscope export: %s\n", store.status().message().c_str());
-    return 2;
-  }
+  if (!store.ok()) return Fail("export", store.status());
   if (!o.perfetto.empty() && !PickRun(**store, "export", &o.run)) return 2;
   if (o.parquet_dir.empty() && o.perfetto.empty()) {
     std::fprintf(stderr, "collscope export: nothing to export; give --parquet DIR or --perfetto OUT.json\n");
@@ -67,18 +64,12 @@ int Run(Options o) {
   }
   if (!o.parquet_dir.empty()) {
     Status st = (*store)->ExportParquet(o.parquet_dir);
-    if (!st.ok()) {
-      std::fprintf(stderr, "collscope export: %s\n", st.message().c_str());
-      return 1;
-    }
+    if (!st.ok()) return Fail("export", st);
     std::printf("wrote every table and inspector_rows as Parquet to %s\n", o.parquet_dir.c_str());
   }
   if (!o.perfetto.empty()) {
     auto f = Findings(**store, o);
-    if (!f.ok()) {
-      std::fprintf(stderr, "collscope export: %s\n", f.status().message().c_str());
-      return 1;
-    }
+    if (!f.ok()) return Fail("export", f.status());
     diagnose::PerfettoOptions po;
     po.run = o.run;
     po.max_peers = o.max_peers;
@@ -86,10 +77,7 @@ int Run(Options o) {
     po.context_steps = o.context_steps;
     std::string json;
     auto rep = diagnose::ExportPerfetto(**store, *f, po, &json);
-    if (!rep.ok()) {
-      std::fprintf(stderr, "collscope export: %s\n", rep.status().message().c_str());
-      return 1;
-    }
+    if (!rep.ok()) return Fail("export", rep.status());
     FILE* out = std::fopen(o.perfetto.c_str(), "wb");
     if (!out || std::fwrite(json.data(), 1, json.size(), out) != json.size() || std::fclose(out) != 0) {
       std::fprintf(stderr, "collscope export: cannot write %s\n", o.perfetto.c_str());

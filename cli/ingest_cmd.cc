@@ -134,10 +134,7 @@ void PrintText(const std::string& db, const std::string& run, const Reports& all
 
 int Run(const Options& o) {
   auto store = Store::Open(o.db);
-  if (!store.ok()) {
-    std::fprintf(stderr, "collscope ingest: %s\n", store.status().message().c_str());
-    return 2;
-  }
+  if (!store.ok()) return Fail("ingest", store.status());
   IngestOptions opts;
   opts.run = o.run.empty() ? DefaultRunName(o.paths) : o.run;
   opts.threads = o.threads;
@@ -159,10 +156,7 @@ int Run(const Options& o) {
   }
   Result<readers::InputsReport> r = readers::IngestInputs(**store, o.paths, opts);
   if (tty) std::printf("\r%70s\r", "");
-  if (!r.ok()) {
-    std::fprintf(stderr, "collscope ingest: %s\n", r.status().message().c_str());
-    return 2;
-  }
+  if (!r.ok()) return Fail("ingest", r.status());
   const readers::InputsReport& in = *r;
   // Persist the analysis views, so stock DuckDB clients see them too, and pre-aggregate the
   // runs whose records changed (docs/analysis.md, "Aggregates"): RefreshAggregates does both.

@@ -101,6 +101,24 @@ void PrintCsv(const QueryResult& r, std::FILE* out) {
   }
 }
 
+int ExitStatusFor(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kOk: return 0;
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kNotFound:
+    case StatusCode::kCorruption:
+    case StatusCode::kUnsupported: return 2;
+    case StatusCode::kIOError: return 3;
+    case StatusCode::kInternal: return 4;
+  }
+  return 4;
+}
+
+int Fail(const char* command, const Status& status) {
+  std::fprintf(stderr, "collscope %s: %s\n", command, status.message().c_str());
+  return ExitStatusFor(status);
+}
+
 bool PickRun(Store& store, const char* command, std::string* run) {
   if (!run->empty()) return true;
   Result<std::string> r = store.DefaultRun();

@@ -17,17 +17,11 @@ struct Options {
 
 int Run(Options& o) {
   auto store = OpenForAnalysis(o.db);
-  if (!store.ok()) {
-    std::fprintf(stderr, "collscope report: %s\n", store.status().message().c_str());
-    return 2;
-  }
+  if (!store.ok()) return Fail("report", store.status());
   if (!PickRun(**store, "report", &o.report.run)) return 2;
   o.report.output = o.output;
   Status st = WriteReport(**store, o.report);
-  if (!st.ok()) {
-    std::fprintf(stderr, "collscope report: %s\n", st.message().c_str());
-    return 1;
-  }
+  if (!st.ok()) return Fail("report", st);
   std::printf("wrote %s\n", o.output.c_str());
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/output.h"
 #include "sim/live.h"
 #include "sim/sim.h"
 
@@ -280,8 +281,7 @@ void RunLive(sim::SimConfig cfg, const SimulateOptions& o) {
     return sim::SimulateLive(cfg, lo);
   }();
   if (!r.ok()) {
-    std::fprintf(stderr, "collscope simulate: %s\n", r.status().message().c_str());
-    SetExitCode(1);
+    SetExitCode(Fail("simulate", r.status()));
     return;
   }
   if (!opts->quiet) {

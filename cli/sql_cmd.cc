@@ -18,15 +18,9 @@ struct Options {
 
 int Run(const Options& o) {
   auto store = OpenForAnalysis(o.db);
-  if (!store.ok()) {
-    std::fprintf(stderr, "collscope sql: %s\n", store.status().message().c_str());
-    return 2;
-  }
+  if (!store.ok()) return Fail("sql", store.status());
   Result<QueryResult> r = (*store)->QueryReadOnly(o.query);
-  if (!r.ok()) {
-    std::fprintf(stderr, "collscope sql: %s\n", r.status().message().c_str());
-    return 1;
-  }
+  if (!r.ok()) return Fail("sql", r.status());
   if (o.json) std::printf("%s\n", ToJson(*r).c_str());
   else if (o.csv) PrintCsv(*r, stdout);
   else PrintTable(*r, stdout, o.max_rows);

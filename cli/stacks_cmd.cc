@@ -4,6 +4,7 @@
 
 #include "agent/stacks/stack_session.h"
 #include "cli/command.h"
+#include "cli/output.h"
 
 namespace collscope::cli {
 namespace {
@@ -43,10 +44,7 @@ int Run(Options& o) {
   std::signal(SIGINT, [](int) { g_stop = true; });
   std::signal(SIGTERM, [](int) { g_stop = true; });
   auto result = stacks::SampleProcesses(s);
-  if (!result.ok()) {
-    std::fprintf(stderr, "collscope stacks: %s\n", result.status().message().c_str());
-    return 2;
-  }
+  if (!result.ok()) return Fail("stacks", result.status());
   if (o.json)
     std::printf("%s\n", stacks::StackSessionJson(*result).c_str());
   else

@@ -178,15 +178,9 @@ std::string PromJson(const PromSummary& p) {
 
 int Run(const Options& o) {
   auto store = OpenForAnalysis(o.db);
-  if (!store.ok()) {
-    std::fprintf(stderr, "collscope summary: %s\n", store.status().message().c_str());
-    return 2;
-  }
+  if (!store.ok()) return Fail("summary", store.status());
   auto runs = Summarize(**store, o.run, o.top);
-  if (!runs.ok()) {
-    std::fprintf(stderr, "collscope summary: %s\n", runs.status().message().c_str());
-    return 1;
-  }
+  if (!runs.ok()) return Fail("summary", runs.status());
   if (o.json) {
     std::string out = "{\"runs\": [";
     for (size_t i = 0; i < runs->size(); ++i) {

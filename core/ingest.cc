@@ -392,7 +392,7 @@ class Writer {
     for (ChunkAppender* a : {&comms_, &processes_, &operations_, &records_, &kernel_events_,
                              &annotations_, &dump_stats_, &proxy_ops_, &proxy_steps_, &log_})
       a->Close();
-    store_.Exec("ROLLBACK");
+    store_.Exec("ROLLBACK").IgnoreError();
   }
   int commits() const { return commits_; }
 
@@ -878,7 +878,7 @@ Result<IngestReport> Ingest(Store& store, const std::vector<std::string>& paths,
                            where + "; DELETE FROM proxy_ops" + where + "; DELETE FROM proxy_steps" +
                            where + "; DELETE FROM files" + where + "; COMMIT");
     if (!st.ok()) {
-      store.Exec("ROLLBACK");
+      store.Exec("ROLLBACK").IgnoreError();
       return st;
     }
   }
@@ -922,7 +922,7 @@ Result<IngestReport> Ingest(Store& store, const std::vector<std::string>& paths,
     if (options.progress) options.progress(done_bytes, total_bytes);
     if (failure.ok() && since_commit >= options.commit_every_bytes) {
       if (options.fail_after_commits > 0 && writer.commits() >= options.fail_after_commits) {
-        failure = Status::Error("injected failure after " + std::to_string(writer.commits()) +
+        failure = Status::Internal("injected failure after " + std::to_string(writer.commits()) +
                                 " commits");
       } else {
         failure = writer.Commit(true);

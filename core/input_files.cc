@@ -84,7 +84,7 @@ Result<InputFiles> FindInputFiles(const std::vector<std::string>& paths, const W
     struct stat st;
     if (::stat(p.c_str(), &st) != 0 && errno == ENOENT) {
       struct stat link;
-      if (::lstat(p.c_str(), &link) != 0) return Status::Error(p + ": no such file or directory");
+      if (::lstat(p.c_str(), &link) != 0) return Status::NotFound(p + ": no such file or directory");
     }
     std::error_code ec;
     std::string abs = fs::absolute(p, ec).lexically_normal().string();

@@ -48,15 +48,15 @@ Status LineReader::Open(const std::string& path, uint64_t start) {
     struct stat st;
     compressed_size_ = ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
     gz_ = gzopen(path.c_str(), "rb");
-    if (!gz_) return Status::Error(path + ": cannot open: " + std::strerror(errno));
+    if (!gz_) return Status::IOError(path + ": cannot open: " + std::strerror(errno));
     gzbuffer(gz_, 1 << 20);
     if (start > 0 && gzseek(gz_, static_cast<z_off_t>(start), SEEK_SET) < 0)
-      return Status::Error(path + ": cannot skip to offset " + std::to_string(start));
+      return Status::Corruption(path + ": cannot skip to offset " + std::to_string(start));
   } else {
     fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) return Status::Error(path + ": cannot open: " + std::strerror(errno));
+    if (fd_ < 0) return Status::IOError(path + ": cannot open: " + std::strerror(errno));
     if (start > 0 && ::lseek(fd_, static_cast<off_t>(start), SEEK_SET) < 0)
-      return Status::Error(path + ": cannot seek: " + std::strerror(errno));
+      return Status::IOError(path + ": cannot seek: " + std::strerror(errno));
     posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
   }
   return Status::Ok();
@@ -79,14 +79,14 @@ Result<size_t> LineReader::ReadSome(char* dst, size_t n) {
                 std::to_string(compressed_size_) + " (" + std::to_string(compressed_size_ - a) +
                 " compressed bytes after it are lost)";
       }
-      return Status::Error(path_ + ": gzip error" + where + ": " + (msg ? msg : "unknown") +
+      return Status::Corruption(path_ + ": gzip error" + where + ": " + (msg ? msg : "unknown") +
                            "; the complete lines decompressed before it are read");
     }
     // A gzip file cut short (still being written) reads as a clean end: keep what we have.
     decompressed_ += static_cast<uint64_t>(got);
     const uint64_t bound = std::max<uint64_t>(gzip_floor_, compressed_size_ * kMaxGzipRatio);
     if (decompressed_ > bound)
-      return Status::Error(path_ + ": gzip expands past " + std::to_string(kMaxGzipRatio) +
+      return Status::Corruption(path_ + ": gzip expands past " + std::to_string(kMaxGzipRatio) +
                            " times its size (" + std::to_string(decompressed_) +
                            " bytes so far; a decompression bomb?): the rest is not read");
     return static_cast<size_t>(got);
@@ -94,7 +94,7 @@ Result<size_t> LineReader::ReadSome(char* dst, size_t n) {
   for (;;) {
     ssize_t got = ::read(fd_, dst, n);
     if (got >= 0) return static_cast<size_t>(got);
-    if (errno != EINTR) return Status::Error(path_ + ": read failed: " + std::strerror(errno));
+    if (errno != EINTR) return Status::IOError(path_ + ": read failed: " + std::strerror(errno));
   }
 }
 
@@ -205,7 +205,7 @@ Result<std::string> ReadPrefix(const std::string& path, size_t max_bytes, bool* 
     gz = gzopen(path.c_str(), "rb");
   else
     fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (!gz && fd < 0) return Status::Error(path + ": cannot open: " + std::strerror(errno));
+  if (!gz && fd < 0) return Status::IOError(path + ": cannot open: " + std::strerror(errno));
   Status error;
   while (out.size() < want) {
     const size_t got = out.size();
@@ -218,7 +218,7 @@ Result<std::string> ReadPrefix(const std::string& path, size_t max_bytes, bool* 
       continue;
     }
     if (n < 0)
-      error = Status::Error(
+      error = Status::IOError(
           path + (gz ? ": gzip error" : ": cannot read: " + std::string(std::strerror(errno))));
     out.resize(got + static_cast<size_t>(std::max<ssize_t>(n, 0)));
     if (n <= 0) break;

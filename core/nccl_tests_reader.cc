@@ -224,7 +224,7 @@ Result<NcclTestsLog> ParseNcclTestsOutput(std::string_view text, std::string_vie
       continue;
     }
     if (op.empty())
-      return Status::Error(where + ":" + std::to_string(line_no) +
+      return Status::Corruption(where + ":" + std::to_string(line_no) +
                            ": cannot tell which collective this is (no \"Collective test "
                            "starting\" line and the file name names none); pass the op");
     if (log.op.empty()) log.op = op;
@@ -234,12 +234,12 @@ Result<NcclTestsLog> ParseNcclTestsOutput(std::string_view text, std::string_vie
         f[n - 2].find('-') != std::string_view::npos && f[n - 2].size() == 10)
       n -= 2;
     if (n < 3 + 2 * static_cast<size_t>(block_fields))
-      return Status::Error(where + ":" + std::to_string(line_no) + ": data row has " +
+      return Status::Corruption(where + ":" + std::to_string(line_no) + ": data row has " +
                            std::to_string(n) + " fields, expected at least " +
                            std::to_string(3 + 2 * block_fields));
     size_t prefix = n - 3 - 2 * static_cast<size_t>(block_fields);  // redop and/or root
     if (prefix > 2)
-      return Status::Error(where + ":" + std::to_string(line_no) + ": data row has " +
+      return Status::Corruption(where + ":" + std::to_string(line_no) + ": data row has " +
                            std::to_string(n) + " fields, more than any nccl-tests layout");
     NcclTestsResult base;
     base.line = line_no;
@@ -263,7 +263,7 @@ Result<NcclTestsLog> ParseNcclTestsOutput(std::string_view text, std::string_vie
       size_t b = at + static_cast<size_t>(block * block_fields);
       if (!ParseDouble(f[b], &r.time_us) || !ParseDouble(f[b + 1], &r.algbw_gbs) ||
           !ParseDouble(f[b + 2], &r.busbw_gbs))
-        return Status::Error(where + ":" + std::to_string(line_no) + ": unreadable number in \"" +
+        return Status::Corruption(where + ":" + std::to_string(line_no) + ": unreadable number in \"" +
                              std::string(f[b]) + " " + std::string(f[b + 1]) + " " +
                              std::string(f[b + 2]) + "\"");
       int64_t wrong = 0;
@@ -304,7 +304,7 @@ Result<NcclTestsLog> ParseNcclTestsOutput(std::string_view text, std::string_vie
 
 Result<NcclTestsLog> ReadNcclTestsFile(const std::string& path, std::string_view op_override) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Error(path + ": cannot open");
+  if (!in) return Status::IOError(path + ": cannot open");
   std::ostringstream ss;
   ss << in.rdbuf();
   return ParseNcclTestsOutput(ss.str(), path, op_override);
@@ -334,7 +334,7 @@ Result<int64_t> StoreNcclTestsLog(Store& store, const std::string& run_name,
   if (!ec) abs = p.lexically_normal().string();
   COLLSCOPE_RETURN_IF_ERROR(store.Exec("BEGIN TRANSACTION"));
   auto fail = [&](const Status& st) -> Result<int64_t> {
-    store.Exec("ROLLBACK");
+    store.Exec("ROLLBACK").IgnoreError();
     return st;
   };
   Result<int32_t> run = store.RunId(run_name, true);

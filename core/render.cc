@@ -336,7 +336,7 @@ Result<QueryResult> RenderResult(duckdb_result* r) {
     }
     duckdb_destroy_data_chunk(&chunk);
   }
-  if (const char* e = duckdb_result_error(r)) return Status::Error(std::string("query failed: ") + e);
+  if (const char* e = duckdb_result_error(r)) return Status::Internal(std::string("query failed: ") + e);
   return out;
 }
 

@@ -39,13 +39,13 @@ std::string SqlString(const std::string& s) {
 
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path, Options options) {
   // DuckDB reads an empty path as "in memory": a `--db ''` would store nothing, silently.
-  if (path.empty()) return Status::Error("no store given (an empty --db path)");
+  if (path.empty()) return Status::InvalidArgument("no store given (an empty --db path)");
   std::unique_ptr<Store> s(new Store());
   s->path_ = path;
   if (options.read_only && path != ":memory:" && !std::filesystem::exists(path))
-    return Status::Error(path + ": no such store");
+    return Status::NotFound(path + ": no such store");
   duckdb_config config;
-  if (duckdb_create_config(&config) != DuckDBSuccess) return Status::Error("DuckDB config failed");
+  if (duckdb_create_config(&config) != DuckDBSuccess) return Status::Internal("DuckDB config failed");
   if (options.read_only) duckdb_set_config(config, "access_mode", "READ_ONLY");
   // collscope never installs or loads an extension at run time: what it needs is built in.
   for (const char* off : {"autoinstall_known_extensions", "autoload_known_extensions",
@@ -54,7 +54,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, Options opti
   if (!options.memory_limit.empty() &&
       duckdb_set_config(config, "memory_limit", options.memory_limit.c_str()) != DuckDBSuccess) {
     duckdb_destroy_config(&config);
-    return Status::Error("invalid memory limit " + options.memory_limit);
+    return Status::InvalidArgument("invalid memory limit " + options.memory_limit);
   }
   const char* open_path = path == ":memory:" ? nullptr : path.c_str();
   const auto deadline =
@@ -71,7 +71,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, Options opti
     const bool locked = why.find("Could not set lock") != std::string::npos;
     if (!locked || std::chrono::steady_clock::now() + pause > deadline) {
       duckdb_destroy_config(&config);
-      return Status::Error(
+      return Status::IOError(
           path + ": cannot open store: " + why +
           (locked ? " (waited " + std::to_string(static_cast<int>(options.lock_wait_s)) + " s)"
                   : ""));
@@ -88,7 +88,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, Options opti
   }
   duckdb_destroy_config(&config);
   if (duckdb_connect(s->db_, &s->conn_) != DuckDBSuccess)
-    return Status::Error(path + ": cannot connect");
+    return Status::IOError(path + ": cannot connect");
   // The sandbox: the store's own files (and its spill directory) are the only files DuckDB may
   // touch, plus `writable_dir` for an export; then no statement may change that.
   std::string sandbox, allowed;
@@ -97,7 +97,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, Options opti
   for (const std::string& d : dirs) {
     std::error_code ec;
     std::filesystem::path dir = std::filesystem::weakly_canonical(d, ec);
-    if (ec) return Status::Error(d + ": " + ec.message());
+    if (ec) return Status::IOError(d + ": " + ec.message());
     std::string text = dir.string();
     if (!text.ends_with("/")) text += "/";
     allowed += (allowed.empty() ? "" : ", ") + SqlString(text);
@@ -144,7 +144,7 @@ Status Store::EnsureSchema() {
         QueryInt("SELECT CAST(value AS BIGINT) FROM collscope_meta WHERE key = 'schema_version'");
     if (!v.ok()) return v.status();
     if (*v != kSchemaVersion)
-      return Status::Error(path_ + ": store schema version " + std::to_string(*v) +
+      return Status::Unsupported(path_ + ": store schema version " + std::to_string(*v) +
                            ", this collscope reads version " + std::to_string(kSchemaVersion));
     // Tables added to the taxonomy since the store was made (new input formats) are added.
     auto present =
@@ -199,7 +199,7 @@ Status Store::EnsureSchema() {
          ");\n";
   ddl += "COMMIT;\n";
   Status st = Exec(ddl);
-  if (!st.ok()) Exec("ROLLBACK");
+  if (!st.ok()) Exec("ROLLBACK").IgnoreError();
   return st;
 }
 
@@ -229,7 +229,7 @@ Status Store::Exec(const std::string& sql) {
   if (duckdb_query(conn_, sql.c_str(), &r) != DuckDBSuccess) {
     std::string msg = ResultError(&r, path_);
     duckdb_destroy_result(&r);
-    return Status::Error(msg);
+    return Status::Internal(msg);
   }
   duckdb_destroy_result(&r);
   return Status::Ok();
@@ -240,7 +240,7 @@ Result<QueryResult> Store::Query(const std::string& sql) {
   if (duckdb_query(conn_, sql.c_str(), &r) != DuckDBSuccess) {
     std::string msg = ResultError(&r, "query failed");
     duckdb_destroy_result(&r);
-    return Status::Error(msg);
+    return Status::Internal(msg);
   }
   Result<QueryResult> out = RenderResult(&r);
   duckdb_destroy_result(&r);
@@ -255,7 +255,7 @@ Result<QueryResult> Store::QueryReadOnly(const std::string& sql) {
     std::string msg =
         std::string("cannot parse SQL: ") + (why && *why ? why : "no statement given");
     duckdb_destroy_extracted(&stmts);
-    return Status::Error(msg);
+    return Status::InvalidArgument(msg);
   }
   Result<QueryResult> last = QueryResult{};
   for (idx_t i = 0; i < n; ++i) {
@@ -265,7 +265,7 @@ Result<QueryResult> Store::QueryReadOnly(const std::string& sql) {
       std::string msg = std::string("query failed: ") + (why ? why : "cannot prepare statement");
       duckdb_destroy_prepare(&prep);
       duckdb_destroy_extracted(&stmts);
-      return Status::Error(msg);
+      return Status::InvalidArgument(msg);
     }
     duckdb_statement_type type = duckdb_prepared_statement_type(prep);
     bool allowed = type == DUCKDB_STATEMENT_TYPE_SELECT || type == DUCKDB_STATEMENT_TYPE_EXPLAIN ||
@@ -273,7 +273,7 @@ Result<QueryResult> Store::QueryReadOnly(const std::string& sql) {
     if (!allowed) {
       duckdb_destroy_prepare(&prep);
       duckdb_destroy_extracted(&stmts);
-      return Status::Error("refused: `collscope sql` runs read-only queries only (statement " +
+      return Status::InvalidArgument("refused: `collscope sql` runs read-only queries only (statement " +
                            std::to_string(i + 1) + " would write or change state)");
     }
     duckdb_result r;
@@ -282,7 +282,7 @@ Result<QueryResult> Store::QueryReadOnly(const std::string& sql) {
       duckdb_destroy_result(&r);
       duckdb_destroy_prepare(&prep);
       duckdb_destroy_extracted(&stmts);
-      return Status::Error(msg);
+      return Status::InvalidArgument(msg);
     }
     last = RenderResult(&r);
     duckdb_destroy_result(&r);
@@ -297,11 +297,11 @@ Result<int64_t> Store::QueryInt(const std::string& sql) {
   if (duckdb_query(conn_, sql.c_str(), &r) != DuckDBSuccess) {
     std::string msg = ResultError(&r, "query failed");
     duckdb_destroy_result(&r);
-    return Status::Error(msg);
+    return Status::Internal(msg);
   }
   if (duckdb_row_count(&r) < 1 || duckdb_column_count(&r) < 1) {
     duckdb_destroy_result(&r);
-    return Status::Error("query returned no value: " + sql);
+    return Status::Internal("query returned no value: " + sql);
   }
   int64_t v = duckdb_value_is_null(&r, 0, 0) ? 0 : duckdb_value_int64(&r, 0, 0);
   duckdb_destroy_result(&r);
@@ -313,7 +313,7 @@ Result<std::string> Store::DefaultRun() {
       "SELECT ru.name FROM runs ru LEFT JOIN (SELECT run_id, count(*) n FROM records GROUP BY "
       "1) c USING (run_id) ORDER BY coalesce(c.n, 0) DESC, ru.run_id LIMIT 1");
   if (!r.ok()) return r.status();
-  if (r->rows.empty() || !r->rows[0][0]) return Status::Error(path_ + ": the store holds no run");
+  if (r->rows.empty() || !r->rows[0][0]) return Status::NotFound(path_ + ": the store holds no run");
   return *r->rows[0][0];
 }
 
@@ -321,7 +321,7 @@ Result<int32_t> Store::RunId(const std::string& name, bool create) {
   Result<QueryResult> q = Query("SELECT run_id FROM runs WHERE name = " + SqlString(name));
   if (!q.ok()) return q.status();
   if (!q->rows.empty()) return static_cast<int32_t>(std::stoi(*q->rows[0][0]));
-  if (!create) return Status::Error(path_ + ": no run named \"" + name + "\"");
+  if (!create) return Status::NotFound(path_ + ": no run named \"" + name + "\"");
   Status st = Exec("INSERT INTO runs SELECT coalesce(max(run_id), 0) + 1, " + SqlString(name) +
                    ", current_localtimestamp() FROM runs");
   if (!st.ok()) return st;
@@ -331,10 +331,10 @@ Result<int32_t> Store::RunId(const std::string& name, bool create) {
 Status Store::ExportParquet(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) return Status::Error(dir + ": cannot create directory: " + ec.message());
+  if (ec) return Status::IOError(dir + ": cannot create directory: " + ec.message());
   // The sandbox admits the directory by its canonical name (Open's writable_dir).
   const std::filesystem::path out = std::filesystem::weakly_canonical(dir, ec);
-  if (ec) return Status::Error(dir + ": " + ec.message());
+  if (ec) return Status::IOError(dir + ": " + ec.message());
   std::vector<std::string> names;
   for (const TableSpec& t : Tables()) names.emplace_back(t.name);
   names.emplace_back("taxonomy");
@@ -363,7 +363,7 @@ Status ChunkAppender::Open(duckdb_connection conn, const char* table) {
   if (duckdb_appender_create(conn, nullptr, table, &appender_) != DuckDBSuccess) {
     std::string msg = std::string("cannot append to ") + table + ": " +
                       (appender_ ? duckdb_appender_error(appender_) : "unknown");
-    return Status::Error(msg);
+    return Status::Internal(msg);
   }
   idx_t n = duckdb_appender_column_count(appender_);
   for (idx_t i = 0; i < n; ++i) types_.push_back(duckdb_appender_column_type(appender_, i));
@@ -392,14 +392,14 @@ void ChunkAppender::SetString(size_t col, size_t row, const std::string& s) {
 Status ChunkAppender::Append(size_t rows) {
   duckdb_data_chunk_set_size(chunk_, rows);
   if (duckdb_append_data_chunk(appender_, chunk_) != DuckDBSuccess)
-    return Status::Error("append to " + table_ + " failed: " + duckdb_appender_error(appender_));
+    return Status::Internal("append to " + table_ + " failed: " + duckdb_appender_error(appender_));
   duckdb_data_chunk_reset(chunk_);
   return Status::Ok();
 }
 
 Status ChunkAppender::Flush() {
   if (duckdb_appender_flush(appender_) != DuckDBSuccess)
-    return Status::Error("flush of " + table_ + " failed: " + duckdb_appender_error(appender_));
+    return Status::Internal("flush of " + table_ + " failed: " + duckdb_appender_error(appender_));
   return Status::Ok();
 }
 

@@ -96,7 +96,7 @@ Status TimedLineReader::Fill() {
     cap_ = cap;
   }
   const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::Error("cannot open " + path_ + ": " + std::strerror(errno));
+  if (fd < 0) return Status::IOError("cannot open " + path_ + ": " + std::strerror(errno));
   const size_t want = cap_ - len_;
   size_t got = 0;
   while (got < want) {
@@ -106,7 +106,7 @@ Status TimedLineReader::Fill() {
     if (n < 0) {
       const int err = errno;
       ::close(fd);
-      return Status::Error("cannot read " + path_ + ": " + std::strerror(err));
+      return Status::IOError("cannot read " + path_ + ": " + std::strerror(err));
     }
     if (n == 0) {
       eof_ = true;

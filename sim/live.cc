@@ -56,7 +56,7 @@ Status WriteAll(int fd, std::vector<iovec>& iov, const std::string& path) {
     const int n = static_cast<int>(std::min<size_t>(iov.size() - k, IOV_MAX));
     ssize_t w = ::writev(fd, iov.data() + k, n);
     if (w < 0 && errno != EINTR)
-      return Status::Error("cannot write " + path + ": " + std::strerror(errno));
+      return Status::IOError("cannot write " + path + ": " + std::strerror(errno));
     size_t done = w < 0 ? 0 : static_cast<size_t>(w);
     for (int m = 0; m < n; ++m) {
       iovec& v = iov[k + m];
@@ -70,7 +70,7 @@ Status WriteAll(int fd, std::vector<iovec>& iov, const std::string& path) {
       while (left > 0) {
         const ssize_t x = ::write(fd, p, left);
         if (x < 0 && errno == EINTR) continue;
-        if (x <= 0) return Status::Error("cannot write " + path + ": " + std::strerror(errno));
+        if (x <= 0) return Status::IOError("cannot write " + path + ": " + std::strerror(errno));
         p += x;
         left -= static_cast<size_t>(x);
       }
@@ -103,19 +103,19 @@ struct GroundTruth {
 Result<GroundTruth> ReadGroundTruth(const std::string& path) {
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
-  if (parser.load(path).get(doc)) return Status::Error("cannot parse " + path);
+  if (parser.load(path).get(doc)) return Status::Corruption("cannot parse " + path);
   GroundTruth gt;
   simdjson::dom::element job;
   simdjson::dom::array faults;
   if (doc["job"].get(job) || job["start_us"].get_int64().get(gt.start_us) ||
       job["end_us"].get_int64().get(gt.end_us) || doc["faults"].get_array().get(faults))
-    return Status::Error(path + ": no job start/end or faults");
+    return Status::Corruption(path + ": no job start/end or faults");
   for (simdjson::dom::element f : faults) {
     FaultWindow w;
     std::string_view kind;
     if (f["id"].get_int64().get(w.id) || f["kind"].get_string().get(kind) ||
         f["start_us"].get_int64().get(w.start_us) || f["end_us"].get_int64().get(w.end_us))
-      return Status::Error(path + ": a fault without id, kind, start_us or end_us");
+      return Status::Corruption(path + ": a fault without id, kind, start_us or end_us");
     w.kind = std::string(kind);
     gt.faults.push_back(std::move(w));
   }
@@ -222,17 +222,17 @@ Status Pacer::Prepare() {
   // writes: a consumer never sees stale content.
   std::error_code ec;
   fs::create_directories(out_, ec);
-  if (ec) return Status::Error("cannot create " + out_ + ": " + ec.message());
+  if (ec) return Status::IOError("cannot create " + out_ + ": " + ec.message());
   for (const Staged& s : staged_) {
     const fs::path target = fs::path(out_) / s.rel;
     fs::create_directories(target.parent_path(), ec);
     if (ec)
-      return Status::Error("cannot create " + target.parent_path().string() + ": " + ec.message());
+      return Status::IOError("cannot create " + target.parent_path().string() + ": " + ec.message());
     fs::remove(target, ec);
   }
   const std::string events = out_ + "/live_events.ndjson";
   events_fd_ = ::open(events.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0666);
-  if (events_fd_ < 0) return Status::Error("cannot open " + events + ": " + std::strerror(errno));
+  if (events_fd_ < 0) return Status::IOError("cannot open " + events + ": " + std::strerror(errno));
 
   size_t line_files = 0;
   for (const Staged& s : staged_) line_files += s.lines;
@@ -315,11 +315,11 @@ Status Pacer::Flush() {
     const bool keep = static_cast<int>(r) < keep_open_;
     if (fd < 0) {
       fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
-      if (fd < 0) return Status::Error("cannot open " + path + ": " + std::strerror(errno));
+      if (fd < 0) return Status::IOError("cannot open " + path + ": " + std::strerror(errno));
       if (keep) fds_[r] = fd;
     }
     Status s = WriteAll(fd, iov, path);
-    if (!keep && ::close(fd) != 0 && s.ok()) s = Status::Error("cannot close " + path);
+    if (!keep && ::close(fd) != 0 && s.ok()) s = Status::IOError("cannot close " + path);
     if (!s.ok()) return s;
   }
   stats_->batches++;
@@ -338,14 +338,14 @@ Status Pacer::MoveDocument(const Staged& s) {
   const std::string from = staging_ + "/" + s.rel, to = out_ + "/" + s.rel;
   if (::rename(from.c_str(), to.c_str()) == 0) return Status::Ok();
   if (errno != EXDEV)
-    return Status::Error("cannot move " + from + " to " + to + ": " + std::strerror(errno));
+    return Status::IOError("cannot move " + from + " to " + to + ": " + std::strerror(errno));
   // Another file system: copied beside the target, then renamed, still never seen partial.
   const std::string tmp = to + ".live-tmp";
   std::error_code ec;
   fs::copy_file(from, tmp, fs::copy_options::overwrite_existing, ec);
-  if (ec) return Status::Error("cannot copy " + from + " to " + tmp + ": " + ec.message());
+  if (ec) return Status::IOError("cannot copy " + from + " to " + tmp + ": " + ec.message());
   if (::rename(tmp.c_str(), to.c_str()) != 0)
-    return Status::Error("cannot move " + tmp + " to " + to + ": " + std::strerror(errno));
+    return Status::IOError("cannot move " + tmp + " to " + to + ": " + std::strerror(errno));
   return Status::Ok();
 }
 
@@ -448,13 +448,13 @@ Status Pacer::Run() {
 
 Result<LiveStats> SimulateLive(const SimConfig& config, const LiveOptions& options) {
   if (!(options.speed >= 1.0) || !std::isfinite(options.speed))
-    return Status::Error("live speed must be a finite number >= 1");
-  if (options.tick_us < 0) return Status::Error("live tick must be >= 0");
+    return Status::InvalidArgument("live speed must be a finite number >= 1");
+  if (options.tick_us < 0) return Status::InvalidArgument("live tick must be >= 0");
   std::string error;
-  if (!ValidateConfig(config, &error)) return Status::Error(error);
+  if (!ValidateConfig(config, &error)) return Status::InvalidArgument(error);
   std::error_code ec;
   fs::path out = fs::absolute(config.output.dir, ec).lexically_normal();
-  if (ec) return Status::Error("bad output directory " + config.output.dir + ": " + ec.message());
+  if (ec) return Status::IOError("bad output directory " + config.output.dir + ": " + ec.message());
   if (!out.has_filename()) out = out.parent_path();  // "dir/" names "dir"
   StagingGuard guard;
   guard.path = options.staging_dir.empty()
@@ -480,14 +480,14 @@ Result<LiveStats> SimulateLive(const SimConfig& config, const LiveOptions& optio
     const std::string line = "{\"wall_us\":" + std::to_string(SystemNowUs()) +
                              ",\"event\":\"stopped\",\"job_time_us\":null,\"lines\":0}\n";
     const int fd = ::open(events.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd < 0) return Status::Error("cannot open " + events + ": " + std::strerror(errno));
+    if (fd < 0) return Status::IOError("cannot open " + events + ": " + std::strerror(errno));
     std::vector<iovec> iov{{const_cast<char*>(line.data()), line.size()}};
     Status w = WriteAll(fd, iov, events);
     ::close(fd);
     if (!w.ok()) return w;
     return stats;
   }
-  if (rc != 0) return Status::Error(error);
+  if (rc != 0) return Status::InvalidArgument(error);
 
   Result<GroundTruth> gt = ReadGroundTruth(guard.path + "/ground_truth.json");
   if (!gt.ok()) return gt.status();
@@ -501,7 +501,7 @@ Result<LiveStats> SimulateLive(const SimConfig& config, const LiveOptions& optio
     s.lines = LineFormatOf(s.rel, &s.format) && it->file_size() > 0;
     staged.push_back(std::move(s));
   }
-  if (ec) return Status::Error("cannot list " + guard.path + ": " + ec.message());
+  if (ec) return Status::IOError("cannot list " + guard.path + ": " + ec.message());
   std::sort(staged.begin(), staged.end(),
             [](const Staged& a, const Staged& b) { return a.rel < b.rel; });
   Pacer pacer(options, out.string(), guard.path, std::move(*gt), std::move(staged), &stats);

@@ -447,7 +447,7 @@ TEST(LiveStop, StopFlagEndsThePacingPromptly) {
   SimConfig c = Job(out);
   c.workload.steps = 40;  // minutes of job time at speed 1
   std::atomic<bool> stop{false}, running{true};
-  Result<LiveStats> result = collscope::Status::Error("not run");
+  Result<LiveStats> result = collscope::Status::Internal("not run");
   LiveOptions lo;
   lo.stop = &stop;
   std::thread t([&] {

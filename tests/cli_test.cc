@@ -263,6 +263,23 @@ TEST(ExampleJob, DiagnoseNamesTheDegradedHost) {
 
 // diagnose's exit status follows diff's: 0 inputs read and nothing found, 1 findings, 2 nothing
 // usable read (said, never silent) or a usage error.
+// docs/cli.md: one exit-status table for every command, from the code of the error.
+TEST_F(CliTest, ExitStatusesFollowTheErrorsCode) {
+  ASSERT_EQ(Collscope("ingest " + dir_ / "job" + " --db " + db_).code, 1);
+  Output bad_sql = Collscope("sql --db " + db_ + " \"SELECT nonsense FROM nowhere\"");
+  EXPECT_EQ(bad_sql.code, 2) << "invalid argument\n" << bad_sql.text;
+  EXPECT_NE(bad_sql.text.find("collscope sql: "), std::string::npos) << bad_sql.text;
+  Output no_store = Collscope("sql --db " + dir_ / "absent.duckdb" + " \"SELECT 1\"");
+  EXPECT_EQ(no_store.code, 2) << "not found\n" << no_store.text;
+  EXPECT_NE(no_store.text.find("no such store"), std::string::npos) << no_store.text;
+  Output no_run = Collscope("summary --db " + db_ + " --run absent");
+  EXPECT_EQ(no_run.code, 2) << "not found\n" << no_run.text;
+  // A store where the system refuses to create one: a path under a regular file.
+  Output refused = Collscope("ingest " + dir_ / "job" + " --db " + dir_ / "job/node2-pid9.log/store.duckdb");
+  EXPECT_EQ(refused.code, 3) << "I/O error\n" << refused.text;
+  EXPECT_NE(refused.text.find("collscope ingest: "), std::string::npos) << refused.text;
+}
+
 TEST(Diagnose, ExitStatusAndWhatWasRead) {
   if (Collscope("diagnose --help").code != 0) GTEST_SKIP() << "collscope built without diagnose";
   testing::TempDir dir;

@@ -102,7 +102,7 @@ std::string RealServer::LogTail() const {
 
 Status RealServer::Start(int ready_timeout_ms) {
   const ServerSpec spec = SpecOf(kind_);
-  if (pid_ > 0) return Status::Error(std::string(spec.name) + " is already running");
+  if (pid_ > 0) return Status::IOError(std::string(spec.name) + " is already running");
   for (int attempt = 1;; ++attempt) {
     COLLSCOPE_RETURN_IF_ERROR(Launch());
     const auto deadline =
@@ -121,13 +121,13 @@ Status RealServer::Start(int ready_timeout_ms) {
     }
     if (!exited) {
       Kill();
-      return Status::Error(std::string(spec.name) + " not ready within " +
+      return Status::IOError(std::string(spec.name) + " not ready within " +
                            std::to_string(ready_timeout_ms) + " ms; its log:\n" + LogTail());
     }
     // Another process took the port between FreeLoopbackPort and the server's bind.
     const bool port_taken = log().find("address already in use") != std::string::npos;
     if (!port_taken || fixed_port_ || attempt == 3) {
-      return Status::Error(std::string(spec.name) + " exited while starting; its log:\n" +
+      return Status::IOError(std::string(spec.name) + " exited while starting; its log:\n" +
                            LogTail());
     }
     port_ = FreeLoopbackPort();
@@ -170,7 +170,7 @@ Status RealServer::Launch() {
   if (log_fd < 0 || null_fd < 0) {
     if (log_fd >= 0) close(log_fd);
     if (null_fd >= 0) close(null_fd);
-    return Status::Error("cannot open " + log_path + " or /dev/null");
+    return Status::IOError("cannot open " + log_path + " or /dev/null");
   }
   const pid_t parent = getpid();
   const pid_t pid = fork();
@@ -190,7 +190,7 @@ Status RealServer::Launch() {
   close(log_fd);
   close(null_fd);
   if (pid < 0)
-    return Status::Error("fork for " + std::string(spec.name) + ": errno " +
+    return Status::IOError("fork for " + std::string(spec.name) + ": errno " +
                          std::to_string(fork_error));
   pid_ = pid;
   return Status::Ok();

@@ -145,7 +145,7 @@ Result<std::vector<PythonStackReader::ThreadState>> PythonStackReader::ListThrea
   std::vector<ThreadState> threads;
   uint64_t interp = 0;
   if (!memory_.ReadPointer(runtime_ + layout_.runtime_interpreters_head, &interp))
-    return Status::Error(std::string("cannot read _PyRuntime: ") + std::strerror(errno));
+    return Status::IOError(std::string("cannot read _PyRuntime: ") + std::strerror(errno));
   for (size_t i = 0; interp && i < kMaxInterpreters; ++i) {
     uint64_t tstate = 0;
     if (!memory_.ReadPointer(interp + layout_.interp_threads_head, &tstate)) break;

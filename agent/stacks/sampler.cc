@@ -327,9 +327,9 @@ class Sampler::Impl {
 Status Sampler::Impl::Init(ProcessFacts* facts) {
   struct stat st {};
   if (stat(ProcPath(pid_, "").c_str(), &st) != 0)
-    return Status::Error("pid " + std::to_string(pid_) + ": no such process");
+    return Status::NotFound("pid " + std::to_string(pid_) + ": no such process");
   if (st.st_uid != geteuid())
-    return Status::Error("pid " + std::to_string(pid_) + " belongs to user " +
+    return Status::IOError("pid " + std::to_string(pid_) + " belongs to user " +
                          std::to_string(st.st_uid) + ", not to you (" + std::to_string(geteuid()) +
                          "): collscope stacks samples only your own processes");
   char exe[4096];
@@ -351,16 +351,16 @@ Status Sampler::Impl::Init(ProcessFacts* facts) {
   const std::string maps = ReadFileText(ProcPath(pid_, "maps"));
   uint64_t probe = 0, low = std::strtoull(maps.c_str(), nullptr, 16);
   if (maps.empty() || (low && !memory_.ReadValue(low, &probe) && errno == EPERM))
-    return Status::Error("pid " + std::to_string(pid_) +
+    return Status::IOError("pid " + std::to_string(pid_) +
                          ": the kernel refused to read its memory (" + PermissionHint() + ")");
   dwfl_ = NewDwfl(pid_);
-  if (!dwfl_) return Status::Error("pid " + std::to_string(pid_) + ": cannot read its memory map");
+  if (!dwfl_) return Status::IOError("pid " + std::to_string(pid_) + ": cannot read its memory map");
 
   if (options_.native) {
     accessors_ = {FindProcInfo, PutUnwindInfo, GetDynInfoListAddr, AccessMem, AccessReg,
                   AccessFpreg,  Resume,        GetProcName};
     address_space_ = unw_create_addr_space(&accessors_, 0);
-    if (!address_space_) return Status::Error("libunwind: cannot create an address space");
+    if (!address_space_) return Status::IOError("libunwind: cannot create an address space");
     unw_set_caching_policy(address_space_, UNW_CACHE_GLOBAL);
   }
 
@@ -411,9 +411,9 @@ Status Sampler::Impl::Hold(pid_t tid, std::vector<Held>* held, StackError* error
                                 : Trimmed(tracer.substr(at + 10, tracer.find('\n', at) - at - 10));
     traced_by.erase(0, traced_by.find_first_not_of(" \t"));
     if (!traced_by.empty() && traced_by != "0")
-      return Status::Error("pid " + std::to_string(pid_) + " is already traced by pid " +
+      return Status::IOError("pid " + std::to_string(pid_) + " is already traced by pid " +
                            traced_by + " (a debugger or another sampler)");
-    return Status::Error("pid " + std::to_string(pid_) + ": ptrace refused (" + std::strerror(e) +
+    return Status::IOError("pid " + std::to_string(pid_) + ": ptrace refused (" + std::strerror(e) +
                          "; " + PermissionHint() + ")");
   }
   if (ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) != 0) {
@@ -563,7 +563,7 @@ Result<Sample> Sampler::Impl::Take(StackError* error) {
   char process_state = ThreadState(pid_, pid_);
   if (tids.empty() || process_state == 'Z' || process_state == 'X') {  // gone, or a zombie
     *error = StackError::kTargetExited;
-    return Status::Error("pid " + std::to_string(pid_) + " has exited");
+    return Status::NotFound("pid " + std::to_string(pid_) + " has exited");
   }
   std::vector<ThreadStack> threads;
   for (pid_t tid : tids) {
@@ -639,7 +639,7 @@ Result<Sample> Sampler::Impl::Take(StackError* error) {
   }
   if (options_.native && held_any == 0) {
     *error = StackError::kTargetExited;
-    return Status::Error("pid " + std::to_string(pid_) + " has exited");
+    return Status::NotFound("pid " + std::to_string(pid_) + " has exited");
   }
   for (auto it = upts_.begin(); it != upts_.end();) {  // threads that ended
     if (!std::binary_search(tids.begin(), tids.end(), it->first)) {

@@ -98,10 +98,12 @@ Result<StackSessionResult> SampleProcesses(const StackSessionOptions& options) {
       std::max<int64_t>(1000, std::llround(1e6 / std::max(0.01, options.rate_hz)));
   std::error_code ec;
   if (!options.out_dir.empty() && !std::filesystem::create_directories(options.out_dir, ec) && ec)
-    return Status::Error("cannot create " + options.out_dir + ": " + ec.message());
+    return Status::IOError("cannot create " + options.out_dir + ": " + ec.message());
+  Status first_refusal;
   for (pid_t pid : options.pids) {
     auto sampler = Sampler::Attach(pid, options.sampler);
     if (!sampler.ok()) {
+      if (first_refusal.ok()) first_refusal = sampler.status();
       result.not_sampled.push_back(sampler.status().message());
       continue;
     }
@@ -117,7 +119,7 @@ Result<StackSessionResult> SampleProcesses(const StackSessionOptions& options) {
       if (!t.file) {
         const std::string why = "cannot write " + t.session.file + ": " + std::strerror(errno);
         for (Target& opened : targets) std::fclose(opened.file);
-        return Status::Error(why);
+        return Status::IOError(why);
       }
       std::string line = "{\"collscope_stacks\":1,\"type\":\"process\"";
       Field("host", f.host, &line);
@@ -140,7 +142,8 @@ Result<StackSessionResult> SampleProcesses(const StackSessionOptions& options) {
   if (targets.empty()) {
     std::string why = "no process could be sampled";
     for (const std::string& r : result.not_sampled) why += "\n  " + r;
-    return Status::Error(why);
+    // The first process's reason says what kind of failure it was (no such process, refused).
+    return first_refusal.WithMessage(why);
   }
 
   int64_t start = MonotonicUs();

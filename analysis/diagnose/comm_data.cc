@@ -382,7 +382,7 @@ Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWi
     auto r = Fetch(conn, q, "i");
     if (!r.ok()) return r.status();
     if (r->rows == 0 || r->null_i[0][0])
-      return Status::Error(run.empty() ? "the store holds no run" : "no run named " + run);
+      return Status::NotFound(run.empty() ? "the store holds no run" : "no run named " + run);
     run_filter = std::to_string(r->i[0][0]);
   }
   CommData d;

@@ -527,7 +527,7 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
         (prom_files.size() > 1 ? " and " + std::to_string(prom_files.size() - 1) + " more" : std::string()) +
         ": NCCL Inspector Prometheus files: " + readers::kPromNotComparable + ", so no detector reads them (collscope ingest stores them, collscope summary shows them)");
   if (records && !logs.empty())
-    return Status::Error(logs[0] + ": Inspector logs among the paths and a store: ingest them into the store first");
+    return Status::InvalidArgument(logs[0] + ": Inspector logs among the paths and a store: ingest them into the store first");
   // Every input goes into a temporary store first, so that `diagnose PATHS` and `diagnose --db`
   // read the same tables the same way. With a store (`--db`), its run holds the records, and the
   // paths' step series, dumps, state files and kernel summaries are checked against them.

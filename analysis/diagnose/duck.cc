@@ -7,13 +7,13 @@ Result<Columns> Fetch(duckdb_connection conn, const std::string& sql, const std:
   if (duckdb_query(conn, sql.c_str(), &res) == DuckDBError) {
     std::string msg = duckdb_result_error(&res) ? duckdb_result_error(&res) : "query failed";
     duckdb_destroy_result(&res);
-    return Status::Error(msg);
+    return Status::Internal(msg);
   }
   Columns c;
   const idx_t ncol = duckdb_column_count(&res);
   if (ncol != types.size()) {
     duckdb_destroy_result(&res);
-    return Status::Error("internal: column count mismatch");
+    return Status::Internal("internal: column count mismatch");
   }
   std::vector<int> slot(ncol);
   for (idx_t k = 0; k < ncol; ++k) {

@@ -487,7 +487,7 @@ Result<PerfettoReport> ExportPerfetto(Store& store, const std::vector<Finding>& 
     auto r = Fetch(conn, q, "i");
     if (!r.ok()) return r.status();
     if (r->rows == 0 || r->null_i[0][0])
-      return Status::Error(o.run.empty() ? "the store holds no run" : "no run named " + o.run);
+      return Status::NotFound(o.run.empty() ? "the store holds no run" : "no run named " + o.run);
     rid = std::to_string(r->i[0][0]);
   }
   TraceInputs in;

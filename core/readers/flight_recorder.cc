@@ -92,12 +92,12 @@ constexpr uint64_t kMaxJsonDumpBytes = uint64_t{1} << 30;
 Result<std::shared_ptr<PyValue>> ReadJsonDump(const std::string& path) {
   std::error_code ec;
   const uint64_t size = std::filesystem::file_size(path, ec);
-  if (ec) return Status::Error("cannot open " + path + ": " + ec.message());
-  if (size > kMaxJsonDumpBytes) return Status::Error(path + ": a JSON Flight Recorder dump over 1 GiB is refused");
+  if (ec) return Status::IOError("cannot open " + path + ": " + ec.message());
+  if (size > kMaxJsonDumpBytes) return Status::Corruption(path + ": a JSON Flight Recorder dump over 1 GiB is refused");
   simdjson::dom::parser parser;
   simdjson::dom::element root;
   if (auto err = parser.load(path).get(root); err != simdjson::SUCCESS)
-    return Status::Error(path + ": not a readable JSON Flight Recorder dump: " + simdjson::error_message(err));
+    return Status::Corruption(path + ": not a readable JSON Flight Recorder dump: " + simdjson::error_message(err));
   return FromJson(root);
 }
 
@@ -132,7 +132,7 @@ Result<FrDump> ReadFlightRecorderDump(const std::string& path) {
   auto root = LooksLikeJsonDump(path) ? ReadJsonDump(path) : ReadPickleFile(path);
   if (!root.ok()) return root.status();
   const PyValue& r = **root;
-  if (r.type != PyValue::Type::kDict) return Status::Error(path + ": not a Flight Recorder dump (top level is not a dict)");
+  if (r.type != PyValue::Type::kDict) return Status::Corruption(path + ": not a Flight Recorder dump (top level is not a dict)");
   FrDump d;
   d.path = path;
   d.rank = TrailingNumber(path);

@@ -259,7 +259,7 @@ Result<HangIngestReport> IngestHangEvidence(Store& store, const std::vector<std:
   if (st.ok()) st = StoreRas(store, *run_id, ras);
   if (st.ok()) st = store.Exec("COMMIT");
   if (!st.ok()) {
-    store.Exec("ROLLBACK");
+    store.Exec("ROLLBACK").IgnoreError();
     return st;
   }
   rep.dumps_read = dumps.size();

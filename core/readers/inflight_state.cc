@@ -34,10 +34,10 @@ int CountOf(simdjson::dom::element e, const char* n_key, const char* list_key) {
 Result<InflightState> ReadInflightState(const std::string& path) {
   simdjson::dom::parser parser;
   simdjson::dom::element root;
-  if (auto err = parser.load(path).get(root)) return Status::Error(path + ": " + simdjson::error_message(err));
+  if (auto err = parser.load(path).get(root)) return Status::Corruption(path + ": " + simdjson::error_message(err));
   int64_t version = IntOr(root, "collscope_inflight_version", -1);
   if (version != 1)
-    return Status::Error(path + ": not a collscope in-flight state file of version 1 (collscope_inflight_version " +
+    return Status::Corruption(path + ": not a collscope in-flight state file of version 1 (collscope_inflight_version " +
                          std::to_string(version) + ")");
   InflightState st;
   st.path = path;
@@ -52,12 +52,12 @@ Result<InflightState> ReadInflightState(const std::string& path) {
     for (simdjson::dom::element c : arr) {
       InflightComm cm;
       cm.id = TextOr(c, "id");
-      if (cm.id.empty()) return Status::Error(path + ": a communicator without an id");
+      if (cm.id.empty()) return Status::Corruption(path + ": a communicator without an id");
       cm.name = TextOr(c, "comm_name");
       const int64_t rank = IntOr(c, "rank", -1), n_ranks = IntOr(c, "n_ranks", 0);
       // Bounded before anything is sized by it (a communicator of 2^31 ranks is refused).
       if (n_ranks < 1 || n_ranks > kMaxStateRanks || rank < 0 || rank >= n_ranks)
-        return Status::Error(path + ": communicator " + cm.id + ": rank " + std::to_string(rank) +
+        return Status::Corruption(path + ": communicator " + cm.id + ": rank " + std::to_string(rank) +
                              " of n_ranks " + std::to_string(n_ranks) + " is impossible (1 to " +
                              std::to_string(kMaxStateRanks) + " ranks)");
       cm.rank = static_cast<int>(rank);

@@ -76,7 +76,7 @@ bool ParseLine(std::string_view line, Parsed* p, std::string* why) {
 
 Result<StepFile> ReadIterationLog(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Error("cannot open " + path + ": " + std::strerror(errno));
+  if (!in) return Status::IOError("cannot open " + path + ": " + std::strerror(errno));
   StepFile f;
   f.path = path;
   std::map<int64_t, double> dur;  // step -> its last iteration time
@@ -108,7 +108,7 @@ Result<StepFile> ReadIterationLog(const std::string& path) {
       dur[p.step] = p.dur_us;
     }
   }
-  if (dur.empty()) return Status::Error(path + ": no Megatron or NeMo iteration line that could be read");
+  if (dur.empty()) return Status::Corruption(path + ": no Megatron or NeMo iteration line that could be read");
   f.source = source;
   f.procs.push_back(job);
   for (const auto& [step, us] : dur) f.steps.push_back({-1, step, -1, us});

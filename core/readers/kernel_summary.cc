@@ -52,22 +52,22 @@ bool Count(const object& o, const char* key, uint64_t* out, std::string* why) {
 Status ReadProcess(const object& o, KernelSummaryProcess* p) {
   std::string why;
   int64_t version;
-  if (!I64(o, "format_version", &version)) return Status::Error("no integer \"format_version\"");
+  if (!I64(o, "format_version", &version)) return Status::Corruption("no integer \"format_version\"");
   if (version != kFormatVersion)
-    return Status::Error("kernel-summary format version " + std::to_string(version) + "; this collscope reads version " +
+    return Status::Unsupported("kernel-summary format version " + std::to_string(version) + "; this collscope reads version " +
                          std::to_string(kFormatVersion));
   std::string_view s;
-  if (o["host"].get_string().get(s) != simdjson::SUCCESS || s.empty()) return Status::Error("no string \"host\"");
+  if (o["host"].get_string().get(s) != simdjson::SUCCESS || s.empty()) return Status::Corruption("no string \"host\"");
   p->host = std::string(s);
   int64_t v;
   if (!Bounded(o, "pid", 0, kMaxId, &p->pid, &why) || !Bounded(o, "rank", -1, kMaxId, &v, &why))
-    return Status::Error(why);
+    return Status::Corruption(why);
   p->rank = static_cast<int32_t>(v);
   // Unknown to the launcher: -1, as the library writes it when no variable names them.
   if (I64(o, "local_rank", &v) && v >= 0 && v < kMaxId) p->local_rank = static_cast<int32_t>(v);
   if (I64(o, "world_size", &v) && v > 0 && v < kMaxId) p->world_size = static_cast<int32_t>(v);
   if (o["window"].get_string().get(s) != simdjson::SUCCESS || (s != "step" && s != "time"))
-    return Status::Error("\"window\" is neither \"step\" nor \"time\"");
+    return Status::Corruption("\"window\" is neither \"step\" nor \"time\"");
   p->window_kind = std::string(s);
   if (I64(o, "window_ms", &v) && v > 0) p->window_ms = v;
   if (o["clock"].get_string().get(s) == simdjson::SUCCESS) p->clock = std::string(s);
@@ -251,7 +251,7 @@ struct Reader {
     if (first) {
       if (!parsed || o["type"].get_string().get(type) != simdjson::SUCCESS || type != "process" ||
           o["format"].get_string().get(format) != simdjson::SUCCESS || format != "collscope-kernels")
-        return Status::Error("not a kernel-summary file (its first line is no process line)");
+        return Status::Corruption("not a kernel-summary file (its first line is no process line)");
       first = false;
       return ReadProcess(o, &f.process);
     }
@@ -304,7 +304,7 @@ Result<KernelSummaryFile> ReadKernelSummaryFile(const std::string& path) {
     }
     if (!*more) break;
     if (block.overlong) {
-      if (r.first) return Status::Error(path + ":1: not a kernel-summary file (its first line is over 16 MiB)");
+      if (r.first) return Status::Corruption(path + ":1: not a kernel-summary file (its first line is over 16 MiB)");
       r.f.rejected.push_back({++r.f.lines, "a line of " + std::to_string(block.overlong) + " bytes (over 16 MiB)", ""});
       continue;
     }
@@ -314,16 +314,16 @@ Result<KernelSummaryFile> ReadKernelSummaryFile(const std::string& path) {
       // The block's padding follows its last line, and later lines follow the others.
       Status st = r.Line(parser, std::string_view(line, len), block.readable - at);
       at += len + 1;
-      if (!st.ok()) return Status::Error(path + ":" + std::to_string(r.f.lines) + ": " + st.message());
+      if (!st.ok()) return st.WithPrefix(path + ":" + std::to_string(r.f.lines) + ": ");
     }
   }
   if (lines.pending() > 0) {
     // The library writes whole lines: a last line without its newline is still being written
     // (a live job) or was cut (a crash). A later ingest reads the file again whole.
-    if (r.first) return Status::Error(path + ":1: no complete first line yet");
+    if (r.first) return Status::Corruption(path + ":1: no complete first line yet");
     r.f.rejected.push_back({++r.f.lines, "incomplete last line (no newline: still being written, or cut)", ""});
   }
-  if (r.first) return Status::Error(path + ": empty");
+  if (r.first) return Status::Corruption(path + ": empty");
   return std::move(r.f);
 }
 
@@ -450,7 +450,7 @@ Status StoreFile(Store& store, int32_t run_id, const KernelSummaryFile& f) {
                     "spread := spread) ORDER BY k) AS modes FROM " + kStagedModes +
                     " GROUP BY line) m USING (line) ORDER BY r.line;\nDROP TABLE " + kStagedRows + ";\nDROP TABLE " +
                     kStagedModes + ";\nCOMMIT");
-  if (!st.ok()) store.Exec("ROLLBACK");
+  if (!st.ok()) store.Exec("ROLLBACK").IgnoreError();
   return st;
 }
 

@@ -154,7 +154,7 @@ Status ReadWholeFile(const std::string& path, std::string* out) {
   const size_t hint = SizeHint(path);
   if (hint > 0 && hint < (size_t{1} << 34)) out->reserve(hint + simdjson::SIMDJSON_PADDING);
   gzFile gz = gzopen(path.c_str(), "rb");  // reads plain files too
-  if (!gz) return Status::Error(path + ": cannot open");
+  if (!gz) return Status::IOError(path + ": cannot open");
   gzbuffer(gz, 1 << 20);
   for (;;) {
     // Read straight into the output's spare capacity; near its end, probe for more first (an
@@ -177,7 +177,7 @@ Status ReadWholeFile(const std::string& path, std::string* out) {
       int err = 0;
       std::string msg = gzerror(gz, &err);
       gzclose(gz);
-      return Status::Error(path + ": " + msg);
+      return Status::Corruption(path + ": " + msg);
     }
     if (n == 0) break;
   }
@@ -186,7 +186,7 @@ Status ReadWholeFile(const std::string& path, std::string* out) {
   if (err != Z_OK && err != Z_BUF_ERROR) {
     const std::string m = msg ? msg : "read error";
     gzclose(gz);
-    return Status::Error(path + ": " + m);
+    return Status::Corruption(path + ": " + m);
   }
   gzclose(gz);
   return Status::Ok();
@@ -268,12 +268,12 @@ Result<KinetoTrace> Parse(simdjson::dom::parser& parser, std::string_view json, 
                           const std::string& path) {
   element root;
   if (auto err = parser.parse(json.data(), json.size(), !padded).get(root))
-    return Status::Error(path + ": not JSON (" + simdjson::error_message(err) + ")");
+    return Status::Corruption(path + ": not JSON (" + simdjson::error_message(err) + ")");
   object top;
-  if (root.get_object().get(top)) return Status::Error(path + ": not a JSON object");
+  if (root.get_object().get(top)) return Status::Corruption(path + ": not a JSON object");
   simdjson::dom::array events;
   if (top.at_key("traceEvents").get_array().get(events))
-    return Status::Error(path + ": no traceEvents array (not a Chrome trace)");
+    return Status::Corruption(path + ": no traceEvents array (not a Chrome trace)");
 
   KinetoTrace t;
   t.path = path;
@@ -687,7 +687,7 @@ Result<KinetoIngestReport> IngestKineto(Store& store, const std::vector<std::str
   }
   w.Close();
   if (!st.ok()) {
-    (void)store.Exec("ROLLBACK");
+    (void)store.Exec("ROLLBACK").IgnoreError();
     return st;
   }
   COLLSCOPE_RETURN_IF_ERROR(store.Exec("COMMIT"));

@@ -98,7 +98,7 @@ Status CheckShape(const P& root, uint64_t max_expanded) {
       uint64_t size = 16 + f.v->s.size();
       for (size_t i = 0; PyValue* x = child(f.v, i); ++i) size = std::min(max_expanded + 1, size + done[x]);
       if (size > max_expanded)
-        return Status::Error("pickle: expands past " + std::to_string(max_expanded) +
+        return Status::Corruption("pickle: expands past " + std::to_string(max_expanded) +
                              " bytes through shared (memoised) values; refused");
       done[f.v] = size;
       open.erase(f.v);
@@ -106,10 +106,10 @@ Status CheckShape(const P& root, uint64_t max_expanded) {
       continue;
     }
     ++f.next;
-    if (open.count(c)) return Status::Error("pickle: a value contains itself; refused");
+    if (open.count(c)) return Status::Corruption("pickle: a value contains itself; refused");
     if (done.count(c)) continue;
     if (f.depth + 1 > kMaxPickleDepth)
-      return Status::Error("pickle: nested deeper than " + std::to_string(kMaxPickleDepth) + " levels; refused");
+      return Status::Corruption("pickle: nested deeper than " + std::to_string(kMaxPickleDepth) + " levels; refused");
     open[c] = true;
     stack.push_back({c, 0, f.depth + 1});
   }
@@ -135,7 +135,7 @@ class Reader {
       Status st = Step(op);
       if (!st.ok()) return st;
       if (done_) {
-        if (stack_.size() != 1) return Status::Error("pickle: bad stack at STOP");
+        if (stack_.size() != 1) return Status::Corruption("pickle: bad stack at STOP");
         P root = stack_.back();
         Status shape = CheckShape(root, max_expanded_);
         if (!shape.ok()) return shape;  // the destructor unlinks what was built
@@ -145,7 +145,7 @@ class Reader {
         return root;
       }
     }
-    return Status::Error("pickle: truncated (no STOP)");
+    return Status::Corruption("pickle: truncated (no STOP)");
   }
 
  private:
@@ -163,24 +163,24 @@ class Reader {
   }
   Result<P> Pop() {
     if (stack_.empty() || (!marks_.empty() && stack_.size() <= marks_.back()))
-      return Status::Error("pickle: stack underflow");
+      return Status::Corruption("pickle: stack underflow");
     P v = std::move(stack_.back());
     stack_.pop_back();
     return v;
   }
   Result<std::vector<P>> PopMark() {
-    if (marks_.empty()) return Status::Error("pickle: no MARK");
+    if (marks_.empty()) return Status::Corruption("pickle: no MARK");
     const size_t m = marks_.back();
     marks_.pop_back();
-    if (m > stack_.size()) return Status::Error("pickle: bad MARK");
+    if (m > stack_.size()) return Status::Corruption("pickle: bad MARK");
     std::vector<P> v(stack_.begin() + m, stack_.end());
     stack_.resize(m);
     return v;
   }
   Status Str(size_t len_bytes, PyValue::Type t) {
-    if (!Need(len_bytes)) return Status::Error("pickle: truncated");
+    if (!Need(len_bytes)) return Status::Corruption("pickle: truncated");
     const uint64_t n = Le(len_bytes);
-    if (!Need(n)) return Status::Error("pickle: truncated string");
+    if (!Need(n)) return Status::Corruption("pickle: truncated string");
     P v = New(t);
     v->s.assign(d_.data() + pos_, n);
     pos_ += n;
@@ -193,7 +193,7 @@ class Reader {
   }
   Status AddItems(const P& target, std::vector<P> items) {
     if (target->type == PyValue::Type::kDict) {
-      if (items.size() % 2) return Status::Error("pickle: odd SETITEMS");
+      if (items.size() % 2) return Status::Corruption("pickle: odd SETITEMS");
       for (size_t k = 0; k < items.size(); k += 2) target->dict.push_back({items[k], items[k + 1]});
       return Status::Ok();
     }
@@ -201,10 +201,10 @@ class Reader {
       for (auto& x : items) target->items.push_back(std::move(x));
       return Status::Ok();
     }
-    return Status::Error("pickle: append to a non-container");
+    return Status::Corruption("pickle: append to a non-container");
   }
   Status Top(P* out) {
-    if (stack_.empty()) return Status::Error("pickle: empty stack");
+    if (stack_.empty()) return Status::Corruption("pickle: empty stack");
     *out = stack_.back();
     return Status::Ok();
   }
@@ -212,11 +212,11 @@ class Reader {
   Status Step(uint8_t op) {
     switch (op) {
       case 0x80:  // PROTO
-        if (!Need(1)) return Status::Error("pickle: truncated");
+        if (!Need(1)) return Status::Corruption("pickle: truncated");
         pos_ += 1;
         return Status::Ok();
       case 0x95:  // FRAME
-        if (!Need(8)) return Status::Error("pickle: truncated");
+        if (!Need(8)) return Status::Corruption("pickle: truncated");
         pos_ += 8;
         return Status::Ok();
       case '.': done_ = true; return Status::Ok();
@@ -231,14 +231,14 @@ class Reader {
         v->b = op == 0x88;
         return Push(v);
       }
-      case 'J': if (!Need(4)) return Status::Error("pickle: truncated"); return Int(static_cast<int32_t>(Le(4)));
-      case 'K': if (!Need(1)) return Status::Error("pickle: truncated"); return Int(static_cast<int64_t>(Le(1)));
-      case 'M': if (!Need(2)) return Status::Error("pickle: truncated"); return Int(static_cast<int64_t>(Le(2)));
+      case 'J': if (!Need(4)) return Status::Corruption("pickle: truncated"); return Int(static_cast<int32_t>(Le(4)));
+      case 'K': if (!Need(1)) return Status::Corruption("pickle: truncated"); return Int(static_cast<int64_t>(Le(1)));
+      case 'M': if (!Need(2)) return Status::Corruption("pickle: truncated"); return Int(static_cast<int64_t>(Le(2)));
       case 0x8a: case 0x8b: {  // LONG1 / LONG4
         const size_t lb = op == 0x8a ? 1 : 4;
-        if (!Need(lb)) return Status::Error("pickle: truncated");
+        if (!Need(lb)) return Status::Corruption("pickle: truncated");
         const uint64_t n = Le(lb);
-        if (n > 8 || !Need(n)) return Status::Error("pickle: integer too large");
+        if (n > 8 || !Need(n)) return Status::Corruption("pickle: integer too large");
         uint64_t v = 0;
         for (uint64_t k = 0; k < n; ++k) v |= static_cast<uint64_t>(static_cast<uint8_t>(d_[pos_ + k])) << (8 * k);
         if (n > 0 && n < 8 && (static_cast<uint8_t>(d_[pos_ + n - 1]) & 0x80)) v |= ~uint64_t{0} << (8 * n);
@@ -246,7 +246,7 @@ class Reader {
         return Int(static_cast<int64_t>(v));
       }
       case 'G': {  // BINFLOAT, big-endian double
-        if (!Need(8)) return Status::Error("pickle: truncated");
+        if (!Need(8)) return Status::Corruption("pickle: truncated");
         uint64_t bits = 0;
         for (int k = 0; k < 8; ++k) bits = (bits << 8) | static_cast<uint8_t>(d_[pos_ + k]);
         pos_ += 8;
@@ -312,14 +312,14 @@ class Reader {
         COLLSCOPE_RETURN_IF_ERROR(Top(&t));
         return AddItems(t, std::move(*m));
       }
-      case 'q': if (!Need(1)) return Status::Error("pickle: truncated"); return Memo(Le(1));
-      case 'r': if (!Need(4)) return Status::Error("pickle: truncated"); return Memo(Le(4));
+      case 'q': if (!Need(1)) return Status::Corruption("pickle: truncated"); return Memo(Le(1));
+      case 'r': if (!Need(4)) return Status::Corruption("pickle: truncated"); return Memo(Le(4));
       case 0x94: return Memo(memo_.size());  // MEMOIZE
       case 'h': case 'j': {  // BINGET, LONG_BINGET
         const size_t n = op == 'h' ? 1 : 4;
-        if (!Need(n)) return Status::Error("pickle: truncated");
+        if (!Need(n)) return Status::Corruption("pickle: truncated");
         auto it = memo_.find(Le(n));
-        if (it == memo_.end()) return Status::Error("pickle: unknown memo");
+        if (it == memo_.end()) return Status::Corruption("pickle: unknown memo");
         return Push(it->second);
       }
       case '0': { auto v = Pop(); return v.ok() ? Status::Ok() : v.status(); }  // POP
@@ -332,12 +332,12 @@ class Reader {
       default: {
         char b[96];
         std::snprintf(b, sizeof b, "pickle: opcode 0x%02x at byte %zu is not plain data; refused", op, pos_ - 1);
-        return Status::Error(b);
+        return Status::Corruption(b);
       }
     }
   }
   Status Memo(uint64_t idx) {
-    if (stack_.empty()) return Status::Error("pickle: memo of empty stack");
+    if (stack_.empty()) return Status::Corruption("pickle: memo of empty stack");
     memo_[idx] = stack_.back();
     return Status::Ok();
   }
@@ -391,10 +391,10 @@ Result<std::shared_ptr<PyValue>> ParsePickle(std::string_view data) {
 
 Result<std::shared_ptr<PyValue>> ReadPickleFile(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
-  if (!f) return Status::Error("cannot open " + path);
+  if (!f) return Status::IOError("cannot open " + path);
   std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   auto r = ParsePickle(data);
-  if (!r.ok()) return Status::Error(path + ": " + r.status().message());
+  if (!r.ok()) return r.status().WithPrefix(path + ": ");
   return r;
 }
 

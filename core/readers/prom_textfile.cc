@@ -389,7 +389,7 @@ std::string TooBig(const std::string& path, uint64_t size) {
 Result<PromFile> ParsePromTextfile(string_view content, const std::string& path) {
   PromFile f;
   f.path = path;
-  if (content.size() > kMaxPromBytes) return Status::Error(TooBig(path, content.size()));
+  if (content.size() > kMaxPromBytes) return Status::Corruption(TooBig(path, content.size()));
   Parser p(path, &f);
   uint64_t n = 0;
   size_t b = 0;
@@ -410,8 +410,8 @@ Result<PromFile> ParsePromTextfile(string_view content, const std::string& path)
 Result<PromFile> ReadPromTextfile(const std::string& path) {
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
-  if (ec) return Status::Error(path + ": cannot read: " + ec.message());
-  if (size > kMaxPromBytes) return Status::Error(TooBig(path, size));
+  if (ec) return Status::IOError(path + ": cannot read: " + ec.message());
+  if (size > kMaxPromBytes) return Status::Corruption(TooBig(path, size));
   PromFile f;
   f.path = path;
   Parser p(path, &f);
@@ -421,7 +421,7 @@ Result<PromFile> ReadPromTextfile(const std::string& path) {
   LineBlock block;
   for (;;) {
     auto more = reader.Next(&block);
-    if (!more.ok()) return Status::Error(path + ": " + more.status().message());
+    if (!more.ok()) return more.status().WithPrefix(path + ": ");
     if (!*more) break;
     if (block.overlong) {
       p.Overlong(block.overlong, ++n);
@@ -520,7 +520,7 @@ Result<PromIngestReport> IngestPromFiles(Store& store, const std::vector<std::st
   Status st = StoreProm(store, *run_id, files);
   if (st.ok()) st = store.Exec("COMMIT");
   if (!st.ok()) {
-    store.Exec("ROLLBACK");
+    store.Exec("ROLLBACK").IgnoreError();
     return st;
   }
   rep.files_read = files.size();

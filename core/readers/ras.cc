@@ -551,16 +551,16 @@ class JsonParser {
     simdjson::padded_string padded(content);
     simdjson::dom::element doc;
     if (auto err = parser.parse(padded).get(doc))
-      return Status::Error(path_ + ": not a RAS report: JSON does not parse (" + simdjson::error_message(err) + ")");
+      return Status::Corruption(path_ + ": not a RAS report: JSON does not parse (" + simdjson::error_message(err) + ")");
     simdjson::dom::object top;
-    if (doc.get_object().get(top)) return Status::Error(path_ + ": not a RAS report: not a JSON object");
+    if (doc.get_object().get(top)) return Status::Corruption(path_ + ": not a RAS report: not a JSON object");
     string_view v;
     if (top["nccl_version"].get_string().get(v))
-      return Status::Error(path_ + ": not a RAS report: no \"nccl_version\" string");
+      return Status::Corruption(path_ + ": not a RAS report: no \"nccl_version\" string");
     r_->nccl_version = Clip(v, 40);
     simdjson::dom::array comms;
     if (top["communicators"].get_array().get(comms))
-      return Status::Error(path_ + ": not a RAS report: no \"communicators\" array");
+      return Status::Corruption(path_ + ": not a RAS report: no \"communicators\" array");
     if (!top["timestamp"].get_string().get(v)) r_->timestamp = Clip(v, 40);
     simdjson::dom::object ras;
     if (!top["ras"].get_object().get(ras)) {
@@ -745,11 +745,11 @@ Result<RasReport> ParseRasReport(string_view content, const std::string& path) {
   RasReport r;
   r.path = path;
   if (content.size() > kMaxRasBytes)
-    return Status::Error(path + ": not read: " + std::to_string(content.size()) + " bytes, over the " +
+    return Status::Corruption(path + ": not read: " + std::to_string(content.size()) + " bytes, over the " +
                          std::to_string(kMaxRasBytes >> 20) + " MiB a RAS report may have");
   if (LooksLikeRasMonitorLog(content.substr(0, size_t{1} << 20))) return ParseRasMonitorLog(content, path);
   if (!LooksLikeRasReport(content.substr(0, size_t{1} << 20)))
-    return Status::Error(path + ": not a RAS report (no \"NCCL version\" line and Communicators section, "
+    return Status::Corruption(path + ": not a RAS report (no \"NCCL version\" line and Communicators section, "
                                 "nor a JSON object with nccl_version and communicators, nor a MONITOR log)");
   string_view body = content;
   if (body.starts_with("\xEF\xBB\xBF")) body.remove_prefix(3);
@@ -777,14 +777,14 @@ Result<RasReport> ParseRasReport(string_view content, const std::string& path) {
 Result<RasReport> ReadRasReport(const std::string& path) {
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
-  if (ec) return Status::Error(path + ": cannot read: " + ec.message());
+  if (ec) return Status::IOError(path + ": cannot read: " + ec.message());
   const std::string limit = " over the " + std::to_string(kMaxRasBytes >> 20) + " MiB a RAS report may have";
-  if (size > kMaxRasBytes) return Status::Error(path + ": not read: " + std::to_string(size) + " bytes," + limit);
+  if (size > kMaxRasBytes) return Status::Corruption(path + ": not read: " + std::to_string(size) + " bytes," + limit);
   bool whole = true;
   Result<std::string> content = ReadPrefix(path, kMaxRasBytes, &whole);
   if (!content.ok()) return content.status();
   // (A gzip file can hold far more than its size says.)
-  if (!whole) return Status::Error(path + ": not read: its decompressed content is" + limit);
+  if (!whole) return Status::Corruption(path + ": not read: its decompressed content is" + limit);
   return ParseRasReport(*content, path);
 }
 

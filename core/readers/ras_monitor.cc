@@ -158,7 +158,7 @@ Status JsonEvents(string_view body, const std::string& path, Folder* f) {
   simdjson::padded_string padded(body);
   simdjson::dom::document_stream stream;
   if (auto err = parser.parse_many(padded, padded.size() < 1000000 ? 1000000 : padded.size()).get(stream))
-    return Status::Error(path + ": not a RAS MONITOR log: " + simdjson::error_message(err));
+    return Status::Corruption(path + ": not a RAS MONITOR log: " + simdjson::error_message(err));
   size_t i = 0;
   for (auto it = stream.begin(); it != stream.end(); ++it, ++i) {
     const std::string where = path + ": event[" + std::to_string(i) + "]";
@@ -204,7 +204,7 @@ Result<RasReport> ParseRasMonitorLog(string_view content, const std::string& pat
   r.path = path;
   r.format = "monitor";
   if (content.size() > kMaxRasBytes)
-    return Status::Error(path + ": not read: " + std::to_string(content.size()) + " bytes, over the " +
+    return Status::Corruption(path + ": not read: " + std::to_string(content.size()) + " bytes, over the " +
                          std::to_string(kMaxRasBytes >> 20) + " MiB a RAS log may have");
   string_view body = content;
   if (body.starts_with("\xEF\xBB\xBF")) body.remove_prefix(3);

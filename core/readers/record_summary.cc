@@ -131,7 +131,7 @@ Status FinishRenames(Store& store, const std::string& run) {
     std::error_code ec;
     if (!fs::exists(from, ec)) continue;
     fs::rename(from, to, ec);
-    if (ec) return Status::Error("summary " + to + ": " + ec.message());
+    if (ec) return Status::IOError("summary " + to + ": " + ec.message());
   }
   return store.SetMetaValue(MetaKey("pending", run), "");
 }
@@ -224,7 +224,7 @@ Result<SummaryExportReport> ExportRecordSummaries(Store& store, const SummaryExp
     // Absolute, as the store's sandbox names its writable folder.
     const fs::path dir = fs::weakly_canonical(fs::absolute(o.root), ec) / ("host=" + EncodeHost(host));
     fs::create_directories(dir, ec);
-    if (ec) return Status::Error(dir.string() + ": " + ec.message());
+    if (ec) return Status::IOError(dir.string() + ": " + ec.message());
     const std::string tmp = (dir / ("." + Padded(until) + ".parquet.tmp")).string();
     const std::string final_path = (dir / (Padded(until) + ".parquet")).string();
     COLLSCOPE_RETURN_IF_ERROR(store.Exec(
@@ -272,14 +272,14 @@ Status Transfer(Store& from, const std::string& query, Store& to, const char* ta
     const char* e = duckdb_result_error(&result);
     std::string msg = e ? e : "unknown DuckDB error";
     duckdb_destroy_result(&result);
-    return Status::Error(msg);
+    return Status::Corruption(msg);
   }
   duckdb_appender app = nullptr;
   if (duckdb_appender_create_ext(to.connection(), "temp", "main", table, &app) != DuckDBSuccess) {
     std::string msg = std::string("cannot append to ") + table + ": " + (app ? duckdb_appender_error(app) : "");
     duckdb_appender_destroy(&app);
     duckdb_destroy_result(&result);
-    return Status::Error(msg);
+    return Status::Corruption(msg);
   }
   Status st = Status::Ok();
   for (;;) {
@@ -288,12 +288,12 @@ Status Transfer(Store& from, const std::string& query, Store& to, const char* ta
     const bool ok = duckdb_append_data_chunk(app, chunk) == DuckDBSuccess;
     duckdb_destroy_data_chunk(&chunk);
     if (!ok) {
-      st = Status::Error(std::string("staging: ") + duckdb_appender_error(app));
+      st = Status::Corruption(std::string("staging: ") + duckdb_appender_error(app));
       break;
     }
   }
   if (st.ok() && duckdb_appender_close(app) != DuckDBSuccess)
-    st = Status::Error(std::string("staging: ") + duckdb_appender_error(app));
+    st = Status::Corruption(std::string("staging: ") + duckdb_appender_error(app));
   duckdb_appender_destroy(&app);
   duckdb_destroy_result(&result);
   return st;
@@ -408,11 +408,11 @@ Status LoadFiles(Store& store, Store& reader, const std::string& rid, const std:
         "USING (file_id) WHERE r.run_id = " + rid + ") - (SELECT count(*) FROM dump_stats d JOIN summary_files f "
         "USING (file_id) WHERE d.run_id = " + rid + ") AS BIGINT)");
     if (!lost.ok()) st = lost.status();
-    else if (*lost != 0) st = Status::Error(std::to_string(*lost) + " rows with an unknown row_type or missing keys");
+    else if (*lost != 0) st = Status::Corruption(std::to_string(*lost) + " rows with an unknown row_type or missing keys");
   }
   if (st.ok()) st = store.Exec("COMMIT");
   if (!st.ok()) {
-    store.Exec("ROLLBACK");
+    store.Exec("ROLLBACK").IgnoreError();
     return st;
   }
   auto counts = store.Query("SELECT CAST(count(*) FILTER (WHERE row_type = 'record') AS BIGINT), "

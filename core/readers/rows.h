@@ -37,7 +37,7 @@ class Rows {
   Status Open(Store& store, const char* table) {
     table_ = table;
     if (duckdb_appender_create(store.connection(), nullptr, table, &a_) != DuckDBSuccess)
-      return Status::Error(std::string(table) + ": cannot append");
+      return Status::Corruption(std::string(table) + ": cannot append");
     return Status::Ok();
   }
   Rows& I32(int32_t v) { return Check(duckdb_append_int32(a_, v)); }
@@ -78,7 +78,7 @@ class Rows {
     }
     return *this;
   }
-  Status Error() const { return ok_ ? Status::Ok() : Status::Error(error_); }
+  Status Error() const { return ok_ ? Status::Ok() : Status::Corruption(error_); }
   duckdb_appender a_ = nullptr;
   std::string table_, error_;
   bool ok_ = true;

@@ -71,35 +71,35 @@ Status ReadProcess(const object& o, StackFileProcess* p) {
   std::string why;
   int64_t version;
   if (!Int(o, "collscope_stacks", 0, &version, &why))
-    return Status::Error("\"collscope_stacks\" is not a version number");
+    return Status::Corruption("\"collscope_stacks\" is not a version number");
   if (version != kStackFileVersion)
-    return Status::Error("stack file version " + std::to_string(version) +
+    return Status::Corruption("stack file version " + std::to_string(version) +
                          "; this collscope reads version " + std::to_string(kStackFileVersion));
   std::string_view type;
   if (o["type"].get_string().get(type) != simdjson::SUCCESS || type != "process")
-    return Status::Error("not a stack file (its first line is no process line)");
+    return Status::Corruption("not a stack file (its first line is no process line)");
   constexpr int64_t kMaxId = int64_t{1} << 31;
-  if (!String(o, "host", &p->host, &why)) return Status::Error(why);
-  if (p->host.empty()) return Status::Error("an empty \"host\"");
+  if (!String(o, "host", &p->host, &why)) return Status::Corruption(why);
+  if (p->host.empty()) return Status::Corruption("an empty \"host\"");
   if (!Int(o, "pid", 0, &p->pid, &why) || !Int(o, "rank", -1, &p->rank, &why))
-    return Status::Error(why);
-  if (p->pid >= kMaxId) return Status::Error("\"pid\" out of range");
-  if (p->rank >= kMaxId) return Status::Error("\"rank\" out of range");
+    return Status::Corruption(why);
+  if (p->pid >= kMaxId) return Status::Corruption("\"pid\" out of range");
+  if (p->rank >= kMaxId) return Status::Corruption("\"rank\" out of range");
   if (!String(o, "exe", &p->exe, &why) || !String(o, "command", &p->command, &why) ||
       !String(o, "python_unread", &p->python_unread, &why))
-    return Status::Error(why);
+    return Status::Corruption(why);
   element python;
   if (o["python"].get(python) != simdjson::SUCCESS)
-    return Status::Error("no \"python\" (a version, or null)");
+    return Status::Corruption("no \"python\" (a version, or null)");
   if (!python.is_null()) {
     std::string_view v;
     if (python.get_string().get(v) != simdjson::SUCCESS)
-      return Status::Error("\"python\" is neither a version nor null");
+      return Status::Corruption("\"python\" is neither a version nor null");
     p->python_version = Text(v);
     p->python_read = true;
   }
   if (!Int(o, "interval_us", 1, &p->interval_us, &why) || !Bool(o, "native", &p->native, &why))
-    return Status::Error(why);
+    return Status::Corruption(why);
   return Status::Ok();
 }
 
@@ -192,7 +192,7 @@ struct Reader {
             .get(o) == simdjson::SUCCESS;
     if (first) {
       if (!parsed || o["collscope_stacks"].error() == simdjson::NO_SUCH_FIELD)
-        return Status::Error("not a stack file (its first line is no process line)");
+        return Status::Corruption("not a stack file (its first line is no process line)");
       first = false;
       return ReadProcess(o, &f.process);
     }
@@ -219,7 +219,7 @@ Result<StackFile> ReadStackFile(const std::string& path) {
   std::error_code ec;
   const uint64_t size = std::filesystem::file_size(path, ec);
   if (!ec && size > kMaxStackFileBytes)
-    return Status::Error(path + ": a stack file over 1 GiB is refused");
+    return Status::Corruption(path + ": a stack file over 1 GiB is refused");
   LineReader lines(size_t{1} << 20);
   COLLSCOPE_RETURN_IF_ERROR(lines.Open(path, 0));
   Reader r;
@@ -237,10 +237,10 @@ Result<StackFile> ReadStackFile(const std::string& path) {
     }
     if (!*more) break;
     if (block.offset + block.size + block.overlong > kMaxStackFileBytes)
-      return Status::Error(path + ": a stack file over 1 GiB (uncompressed) is refused");
+      return Status::Corruption(path + ": a stack file over 1 GiB (uncompressed) is refused");
     if (block.overlong) {
       if (r.first)
-        return Status::Error(path + ":1: not a stack file (its first line is over 16 MiB)");
+        return Status::Corruption(path + ":1: not a stack file (its first line is over 16 MiB)");
       r.f.rejected.push_back(
           {++r.f.lines, "a line of " + std::to_string(block.overlong) + " bytes (over 16 MiB)",
            ""});
@@ -254,17 +254,17 @@ Result<StackFile> ReadStackFile(const std::string& path) {
       Status st = r.Line(parser, std::string_view(line, len), block.readable - at);
       at += len + 1;
       if (!st.ok())
-        return Status::Error(path + ":" + std::to_string(r.f.lines) + ": " + st.message());
+        return st.WithPrefix(path + ":" + std::to_string(r.f.lines) + ": ");
     }
   }
   if (lines.pending() > 0) {
     // The writer writes whole lines: a last line without its newline is still being written
     // (a session still running) or was cut. A later ingest reads the file again whole.
-    if (r.first) return Status::Error(path + ":1: no complete first line yet");
+    if (r.first) return Status::Corruption(path + ":1: no complete first line yet");
     r.f.rejected.push_back(
         {++r.f.lines, "incomplete last line (no newline: still being written, or cut)", ""});
   }
-  if (r.first) return Status::Error(path + ": empty");
+  if (r.first) return Status::Corruption(path + ": empty");
   return std::move(r.f);
 }
 
@@ -357,7 +357,7 @@ Status StoreFile(Store& store, int32_t run_id, const StackFile& f) {
   COLLSCOPE_RETURN_IF_ERROR(store.Exec(sql));
   Status st = AppendRows(store, run_id, static_cast<int32_t>(id), f);
   if (st.ok()) st = store.Exec("COMMIT");
-  if (!st.ok()) store.Exec("ROLLBACK");
+  if (!st.ok()) store.Exec("ROLLBACK").IgnoreError();
   return st;
 }
 

@@ -174,7 +174,7 @@ Result<InputFiles> FindStepFiles(const std::vector<std::string>& paths) {
 
 Result<StepFile> ReadStepFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Error("cannot open " + path + ": " + std::strerror(errno));
+  if (!in) return Status::IOError("cannot open " + path + ": " + std::strerror(errno));
   Reader r;
   r.f.path = path;
   simdjson::dom::parser parser;
@@ -198,11 +198,11 @@ Result<StepFile> ReadStepFile(const std::string& path) {
     } else if (first) {
       int64_t v = 0;
       if (type != "process" || !Int(o, "collscope_steps_version", &v))
-        return Status::Error(path + ":" + std::to_string(n) + ": not a step/phase series file (its first line is no process line)");
+        return Status::Corruption(path + ":" + std::to_string(n) + ": not a step/phase series file (its first line is no process line)");
       if (v != 1)
-        return Status::Error(path + ":" + std::to_string(n) + ": step/phase series format version " + std::to_string(v) +
+        return Status::Corruption(path + ":" + std::to_string(n) + ": step/phase series format version " + std::to_string(v) +
                              "; this collscope reads version 1");
-      if (!r.Process(o, &why)) return Status::Error(path + ":" + std::to_string(n) + ": " + why);
+      if (!r.Process(o, &why)) return Status::Corruption(path + ":" + std::to_string(n) + ": " + why);
       first = false;
       continue;
     } else if (type == "process") {
@@ -219,10 +219,10 @@ Result<StepFile> ReadStepFile(const std::string& path) {
       why = "unknown line type \"" + std::string(type) + "\"";
     }
     if (first && why.empty()) why = "not a step/phase series file";
-    if (first) return Status::Error(path + ":" + std::to_string(n) + ": " + why);
+    if (first) return Status::Corruption(path + ":" + std::to_string(n) + ": " + why);
     if (!why.empty()) r.f.rejected.push_back({n, why, line.substr(0, 200)});
   }
-  if (first) return Status::Error(path + ": empty");
+  if (first) return Status::Corruption(path + ": empty");
   return std::move(r.f);
 }
 
@@ -283,7 +283,7 @@ Status StoreFiles(Store& store, int32_t run_id, const std::vector<StepFile>& fil
   if (!rows_log.empty()) sql += "INSERT INTO ingest_log VALUES " + rows_log + ";\n";
   COLLSCOPE_RETURN_IF_ERROR(store.Exec(sql));
   auto fail = [&](Status st) {
-    store.Exec("ROLLBACK");
+    store.Exec("ROLLBACK").IgnoreError();
     return st;
   };
   ChunkAppender sa, pa;

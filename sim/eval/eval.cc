@@ -81,7 +81,7 @@ Status ScoreFindings(const std::string& gt_path, const std::vector<Finding>& fin
                      TierScore* tier, ScenarioResult* sr, TierRun* run) {
   simdjson::dom::parser parser;
   simdjson::dom::element gt;
-  if (auto e = parser.load(gt_path).get(gt)) return Status::Error(gt_path + ": " + simdjson::error_message(e));
+  if (auto e = parser.load(gt_path).get(gt)) return Status::Corruption(gt_path + ": " + simdjson::error_message(e));
   std::vector<Truth> truths;
   int64_t dump_us = 1000000;
   if (gt["inspector"]["dump_interval_us"].get_int64().get(dump_us)) {}
@@ -468,14 +468,14 @@ bool Apply(sim::SimConfig* c, const std::string& kv, std::string* err) {
 Status Damage(const std::string& dir, const std::string& damage) {
   namespace fs = std::filesystem;
   const size_t colon = damage.find(':');
-  if (colon == std::string::npos) return Status::Error("bad damage " + damage);
+  if (colon == std::string::npos) return Status::InvalidArgument("bad damage " + damage);
   const std::string what = damage.substr(0, colon);
   const int rank = std::atoi(damage.c_str() + colon + 1);
   simdjson::dom::parser parser;
   simdjson::dom::element gt;
-  if (auto e = parser.load(dir + "/ground_truth.json").get(gt)) return Status::Error(simdjson::error_message(e));
+  if (auto e = parser.load(dir + "/ground_truth.json").get(gt)) return Status::Corruption(simdjson::error_message(e));
   simdjson::dom::array ranks;
-  if (gt["ranks"].get_array().get(ranks)) return Status::Error("ground truth without ranks");
+  if (gt["ranks"].get_array().get(ranks)) return Status::Corruption("ground truth without ranks");
   for (auto r : ranks) {
     int64_t x = -1;
     std::string_view file;
@@ -487,7 +487,7 @@ Status Damage(const std::string& dir, const std::string& damage) {
     } else if (what == "cut") {
       // Whole lines only up to half the file: a process killed between two dumps.
       const auto size = fs::file_size(path, ec);
-      if (ec) return Status::Error(path + ": " + ec.message());
+      if (ec) return Status::IOError(path + ": " + ec.message());
       std::ifstream in(path, std::ios::binary);
       std::string text(static_cast<size_t>(size), '\0');
       in.read(text.data(), static_cast<std::streamsize>(size));
@@ -495,7 +495,7 @@ Status Damage(const std::string& dir, const std::string& damage) {
       text.resize(nl == std::string::npos ? 0 : nl + 1);
       std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
     } else {
-      return Status::Error("bad damage " + damage);
+      return Status::InvalidArgument("bad damage " + damage);
     }
     return Status::Ok();
   }
@@ -506,7 +506,7 @@ Status Damage(const std::string& dir, const std::string& damage) {
 
 Result<std::vector<Scenario>> ReadSuiteFile(const std::string& path) {
   std::ifstream in(path);
-  if (!in) return Status::Error(path + ": cannot read");
+  if (!in) return Status::IOError(path + ": cannot read");
   std::vector<Scenario> suite;
   std::set<std::string> names;
   std::string line;
@@ -520,34 +520,34 @@ Result<std::vector<Scenario>> ReadSuiteFile(const std::string& path) {
     const bool plain = sc.name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-") ==
                        std::string::npos;
     if (!plain || sc.name == "." || sc.name == "..")
-      return Status::Error(at + "a line starts with the scenario's name (letters, digits and ._+- only), not '" + sc.name + "'");
-    if (!names.insert(sc.name).second) return Status::Error(at + "scenario " + sc.name + " named twice");
+      return Status::InvalidArgument(at + "a line starts with the scenario's name (letters, digits and ._+- only), not '" + sc.name + "'");
+    if (!names.insert(sc.name).second) return Status::InvalidArgument(at + "scenario " + sc.name + " named twice");
     sim::SimConfig check;
     check.output.dir = "unused";  // checked as a job, not written
     std::string word, err;
     while (words >> word) {
       if (word.starts_with("fault=")) {
         sim::FaultSpec spec;
-        if (!sim::ParseFaultSpec(word.substr(6), &spec, &err)) return Status::Error(at + err);
+        if (!sim::ParseFaultSpec(word.substr(6), &spec, &err)) return Status::InvalidArgument(at + err);
         check.faults.push_back(spec);
         sc.faults.push_back(word.substr(6));
       } else if (word.starts_with("damage=")) {
         const std::string d = word.substr(7);
         const bool known = (d.starts_with("missing:") || d.starts_with("cut:")) &&
                            d.find_first_not_of("0123456789", d.find(':') + 1) == std::string::npos && d.back() != ':';
-        if (!known) return Status::Error(at + "damage is missing:RANK or cut:RANK, not '" + d + "'");
-        if (!sc.damage.empty()) return Status::Error(at + "one damage a scenario");
+        if (!known) return Status::InvalidArgument(at + "damage is missing:RANK or cut:RANK, not '" + d + "'");
+        if (!sc.damage.empty()) return Status::InvalidArgument(at + "one damage a scenario");
         sc.damage = d;
       } else {
-        if (!Apply(&check, word, &err)) return Status::Error(at + err);
+        if (!Apply(&check, word, &err)) return Status::InvalidArgument(at + err);
         sc.args.push_back(word);
       }
     }
     // The job as a whole (its shape, and each fault against it), as `simulate` would check it.
-    if (!sim::ValidateConfig(check, &err)) return Status::Error(at + err);
+    if (!sim::ValidateConfig(check, &err)) return Status::InvalidArgument(at + err);
     suite.push_back(std::move(sc));
   }
-  if (suite.empty()) return Status::Error(path + ": no scenario");
+  if (suite.empty()) return Status::InvalidArgument(path + ": no scenario");
   return suite;
 }
 
@@ -581,15 +581,15 @@ Result<EvalReport> RunEval(const std::vector<Scenario>& suite, const EvalOptions
       ok = ok && sim::ParseFaultSpec(f, &spec, &err);
       if (ok) cfg.faults.push_back(spec);
     }
-    if (!ok) return Status::Error(sc.name + ": " + err);
+    if (!ok) return Status::InvalidArgument(sc.name + ": " + err);
     cfg.inspector.proxy = o.inspector_proxy;  // the 2.29 flavour writes none
     double t = Now();
     sim::SimStats stats;
-    if (sim::Simulate(cfg, &stats, &err) != 0) return Status::Error(sc.name + ": simulate: " + err);
+    if (sim::Simulate(cfg, &stats, &err) != 0) return Status::Internal(sc.name + ": simulate: " + err);
     sr.sim_s = Now() - t;
     if (!sc.damage.empty()) {
       Status st = Damage(cfg.output.dir, sc.damage);
-      if (!st.ok()) return Status::Error(sc.name + ": " + st.message());
+      if (!st.ok()) return st.WithPrefix(sc.name + ": ");
     }
     // Tier A: the Inspector logs alone, ingested once into a store that every tier reads.
     const std::string logs = cfg.output.dir + "/nccl-inspector";
@@ -601,12 +601,12 @@ Result<EvalReport> RunEval(const std::vector<Scenario>& suite, const EvalOptions
     auto store = Store::Open(":memory:");
     if (!store.ok()) return store.status();
     auto files = DiscoverInputs({logs});
-    if (!files.ok()) return Status::Error(sc.name + ": " + files.status().message());
+    if (!files.ok()) return files.status().WithPrefix(sc.name + ": ");
     IngestOptions io;
     io.run = "eval";
     io.threads = o.threads;
     auto ing = Ingest(**store, files->files, io);
-    if (!ing.ok()) return Status::Error(sc.name + ": ingest: " + ing.status().message());
+    if (!ing.ok()) return ing.status().WithPrefix(sc.name + ": ingest: ");
     sr.ingest_s = Now() - t;
     const std::string gt = cfg.output.dir + "/ground_truth.json";
     DiagnoseOptions dopt;
@@ -615,7 +615,7 @@ Result<EvalReport> RunEval(const std::vector<Scenario>& suite, const EvalOptions
     auto score = [&](const std::string& tier, const std::vector<std::string>& extra, double* took) -> Status {
       const double t0 = Now();
       auto fnd = DiagnosePaths(extra, dopt, nullptr, store->get());
-      if (!fnd.ok()) return Status::Error(sc.name + ": diagnose (tier " + tier + "): " + fnd.status().message());
+      if (!fnd.ok()) return fnd.status().WithPrefix(sc.name + ": diagnose (tier " + tier + "): ");
       const double dt = Now() - t0;
       if (took) *took = dt;
       ScenarioResult by_flavor_sr;
@@ -835,7 +835,7 @@ std::string EvalReport::ToJson() const {
 
 Result<std::vector<std::string>> CheckFloors(const EvalReport& r, const std::string& path) {
   std::ifstream f(path);
-  if (!f) return Status::Error("cannot open floors file " + path);
+  if (!f) return Status::IOError("cannot open floors file " + path);
   std::vector<std::string> bad;
   std::string line;
   int lineno = 0;
@@ -845,7 +845,7 @@ Result<std::vector<std::string>> CheckFloors(const EvalReport& r, const std::str
     std::istringstream in(line);
     std::string tier, kind;
     double p = 0, rc = 0, ex = 0;
-    if (!(in >> tier >> kind >> p)) return Status::Error(path + ":" + std::to_string(lineno) + ": expected TIER KIND ...");
+    if (!(in >> tier >> kind >> p)) return Status::InvalidArgument(path + ":" + std::to_string(lineno) + ": expected TIER KIND ...");
     const std::string where = "tier " + tier + " " + kind;
     auto ts = r.tiers.find(tier);
     if (ts == r.tiers.end()) {
@@ -857,7 +857,7 @@ Result<std::vector<std::string>> CheckFloors(const EvalReport& r, const std::str
         bad.push_back(where + " " + std::to_string(ts->second.false_per_1000_healthy_steps()) + " above " + std::to_string(p));
       continue;
     }
-    if (!(in >> rc)) return Status::Error(path + ":" + std::to_string(lineno) + ": expected TIER KIND PRECISION RECALL [EXACT]");
+    if (!(in >> rc)) return Status::InvalidArgument(path + ":" + std::to_string(lineno) + ": expected TIER KIND PRECISION RECALL [EXACT]");
     if (!(in >> ex)) ex = 0;  // the exact floor is optional
     auto it = ts->second.kinds.find(kind);
     if (it == ts->second.kinds.end()) {
