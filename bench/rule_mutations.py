@@ -93,6 +93,8 @@ RULES = [
     ('link flap: three bursts make a flap', D + 'link_flap.cc', 'if (burst_start.size() < 3) continue;', ''),
     ('pipeline bubble: stages downstream of a bubble follow it', D + 'bubble_detect.cc',
      'if (!upstream) { kept.push_back(f); continue; }', 'kept.push_back(f);\n    continue;'),
+    ('late arrival: what explains lateness is weighed block by block of the run', D + 'late_arrival.cc',
+     'const int n = std::max(1, (w1 - w0 + 1) / block);', 'const int n = 1 + 0 * std::max(1, (w1 - w0 + 1) / block);'),
     ('pipeline bubble: a window\'s idle share is its mean wait times the job\'s receive rate', D + 'bubble_detect.cc',
      '* l.receives / span_us;', '* a.nr / WindowUs(d, o) + 0 * l.receives / span_us;'),
     ('mismatch: a mostly sampled run cannot show a missing op', D + 'comm_detect.cc',

@@ -116,6 +116,8 @@ void Scan(const Cells& cells, size_t tests, double W, const LateOptions& o, bool
       e.instances += v[static_cast<size_t>(w)].total;
       e.last += v[static_cast<size_t>(w)].last;
       e.wait_us += v[static_cast<size_t>(w)].wait;
+      e.last_by_w.push_back(v[static_cast<size_t>(w)].last);
+      e.wait_by_w.push_back(v[static_cast<size_t>(w)].wait);
       chance_sum += v[static_cast<size_t>(w)].chance;
       sampled += v[static_cast<size_t>(w)].sampled;
     }
@@ -306,6 +308,7 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
     const int h = he.proc, c = he.comm;
     std::map<int, int> host_lasts;        // host -> last arrivals over the run
     std::map<int, std::pair<int, double>> own;  // the host's members -> (last arrivals, wait)
+    std::map<int, std::pair<std::vector<int>, std::vector<double>>> own_by_w;  // ... per window of the run
     for (const Late& l : complete_lasts) {
       if (l.comm != c || l.w < he.w0 || l.w > he.w1) continue;
       const int lh = d.procs[static_cast<size_t>(l.proc)].host;
@@ -313,6 +316,13 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
       if (lh == h) {
         own[l.proc].first++;
         own[l.proc].second += l.wait;
+        auto& [lasts, waits] = own_by_w[l.proc];
+        if (lasts.empty()) {
+          lasts.assign(static_cast<size_t>(he.w1 - he.w0 + 1), 0);
+          waits.assign(static_cast<size_t>(he.w1 - he.w0 + 1), 0);
+        }
+        lasts[static_cast<size_t>(l.w - he.w0)]++;
+        waits[static_cast<size_t>(l.w - he.w0)] += l.wait;
       }
     }
     // A host that is one of a late group (a pipeline's first stage in a communicator of every
@@ -336,6 +346,8 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
       e.proc = p;
       e.last = lw.first;
       e.wait_us = lw.second;  // what it made its peers wait; what it costs is the host's (he)
+      e.last_by_w = own_by_w[p].first;
+      e.wait_by_w = own_by_w[p].second;
       e.host_test = static_cast<int>(&he - host_events.data());
       events.push_back(e);
     }
@@ -526,42 +538,49 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
     double others = 0, p2p = 0, xfer = 0;
     double Sum() const { return others + p2p + xfer; }
   };
-  auto owed_by = [&](const LateEvent& e) {
+  // Over the windows [w0, w1] of e's run (all of it, or a block of it).
+  auto owed_in = [&](const LateEvent& e, int w0, int w1) {
     double waited = 0, held_times = 0;
     for (const LateEvent& f : ev) {
       // Waiting for another member of the same communicator never makes it late there: it was
       // not last where the other was (two slowed members of one host in a data-parallel group).
-      if (f.proc == e.proc || f.comm == e.comm || f.w1 < e.w0 || f.w0 > e.w1) continue;
+      if (f.proc == e.proc || f.comm == e.comm || f.w1 < w0 || f.w0 > w1) continue;
       const auto& mine = comms_of[static_cast<size_t>(e.proc)];
       if (std::find(mine.begin(), mine.end(), f.comm) == mine.end()) continue;
       // e's rank is a member of f's communicator, where f's rank kept it waiting.
-      const int a = std::max(e.w0, f.w0), b = std::min(e.w1, f.w1);
+      const int a = std::max(w0, f.w0), b = std::min(w1, f.w1);
       const double overlap = static_cast<double>(b - a + 1) / (f.w1 - f.w0 + 1);
       waited += f.wait_us * overlap;
       held_times += f.last * overlap;
     }
+    double wait = 0;
+    int last = 0;
+    for (int w = w0; w <= w1; ++w) {
+      wait += e.wait_by_w[static_cast<size_t>(w - e.w0)];
+      last += e.last_by_w[static_cast<size_t>(w - e.w0)];
+    }
     // One wait makes a rank late once, at its next collective: waits that held it a few times
     // cannot explain its being last hundreds of times (a straggler's world-allreduce wait for a
     // slow NIC does not make it a victim), so each holding explains at most one late arrival.
-    waited = std::min(waited, e.wait_us * held_times / std::max(1, e.last));
+    waited = std::min(waited, wait * held_times / std::max(1, last));
     // Waiting on pipeline peers, too, explains lateness only by as much more as its peers in
     // this communicator waited (a slow wire under a whole tensor-parallel group delays none of
     // its members against the others).
     std::vector<double> peers_p2p;
     for (int q : d.comms[static_cast<size_t>(e.comm)].procs)
-      if (q != e.proc) peers_p2p.push_back(sum(p2p_wait[static_cast<size_t>(q)], e.w0, e.w1 + p2p_lag));
+      if (q != e.proc) peers_p2p.push_back(sum(p2p_wait[static_cast<size_t>(q)], w0, w1 + p2p_lag));
     const double p2p =
-        std::max(0.0, sum(p2p_wait[static_cast<size_t>(e.proc)], e.w0, e.w1 + p2p_lag) - Median(peers_p2p));
+        std::max(0.0, sum(p2p_wait[static_cast<size_t>(e.proc)], w0, w1 + p2p_lag) - Median(peers_p2p));
     // A slow transfer in one communicator (or a slow pipeline wire) makes its members late in
     // the others, never in itself, and only by as much more as it held them than it held their
     // peers there (a slow link under every member of a tensor-parallel group makes none of them
     // late in it).
     auto held = [&](int proc) {
-      double x = sum(slow_wire[static_cast<size_t>(proc)], e.w0, e.w1);
+      double x = sum(slow_wire[static_cast<size_t>(proc)], w0, w1);
       for (int c : comms_of[static_cast<size_t>(proc)]) {
         if (c == e.comm) continue;
         auto it = slow_transfer.find(Key(static_cast<size_t>(proc), static_cast<size_t>(c)));
-        if (it != slow_transfer.end()) x += sum(it->second, e.w0, e.w1);
+        if (it != slow_transfer.end()) x += sum(it->second, w0, w1);
       }
       return x;
     };
@@ -570,6 +589,30 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
       if (q != e.proc) peers_held.push_back(held(q));
     const double xfer = std::max(0.0, held(e.proc) - Median(peers_held));
     return Owed{waited, p2p, xfer};
+  };
+  auto owed_by = [&](const LateEvent& e) { return owed_in(e, e.w0, e.w1); };
+  // What explains a run's lateness is weighed block by block, each block against what it made
+  // others wait there: a wait in one part of a long run explains no lateness in another (a host
+  // slowed for steps 8-23 whose NIC degraded from step 22 waited on its slow transfers late in
+  // the run, and those waits had explained away the slowdown before them). Blocks are long
+  // enough for a wait to show as lateness within them (a dump interval's lag, twice over); a run
+  // shorter than two blocks is one.
+  const int block = std::max(4, 2 * (p2p_lag + 1));
+  auto blocks_of = [&](int w0, int w1) {
+    std::vector<std::pair<int, int>> out;
+    const int n = std::max(1, (w1 - w0 + 1) / block);
+    for (int k = 0; k < n; ++k) out.push_back({w0 + k * block, k + 1 == n ? w1 : w0 + (k + 1) * block - 1});
+    return out;
+  };
+  auto wait_in = [](const LateEvent& e, int w0, int w1) {
+    double s = 0;
+    for (int w = std::max(w0, e.w0); w <= std::min(w1, e.w1); ++w) s += e.wait_by_w[static_cast<size_t>(w - e.w0)];
+    return s;
+  };
+  auto explained_blockwise = [&](const LateEvent& e) {
+    double x = 0;
+    for (auto [a, b] : blocks_of(e.w0, e.w1)) x += std::min(owed_in(e, a, b).Sum(), wait_in(e, a, b));
+    return x;
   };
   // A host test's members share its late arrivals, so they are explained together: what they
   // waited on others against what they made their peers wait, summed over the members (a member
@@ -584,14 +627,27 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
     if (!owed_cache[i]) owed_cache[i] = owed_by(ev[i]);
     return *owed_cache[i];
   };
+  // (owed, wait) of the host's late members, the owed part weighed block by block of e's run.
   auto host_owed = [&](const LateEvent& e) {
     const int host = d.procs[static_cast<size_t>(e.proc)].host;
-    std::pair<double, double> sum{0, 0};  // (owed, wait) of the host's late members
+    std::vector<size_t> members;
+    std::pair<double, double> sum{0, 0};
     for (size_t j = 0; j < ev.size(); ++j) {
       const LateEvent& x = ev[j];
       if (x.comm != e.comm || d.procs[static_cast<size_t>(x.proc)].host != host || x.w1 < e.w0 || x.w0 > e.w1) continue;
-      sum.first += owed(j).Sum();
+      members.push_back(j);
       sum.second += x.wait_us;
+    }
+    for (auto [a, b] : blocks_of(e.w0, e.w1)) {
+      double owed_here = 0, wait_here = 0;
+      for (size_t j : members) {
+        const LateEvent& x = ev[j];
+        const int xa = std::max(a, x.w0), xb = std::min(b, x.w1);
+        if (xa > xb) continue;
+        owed_here += owed_in(x, xa, xb).Sum();
+        wait_here += wait_in(x, xa, xb);
+      }
+      sum.first += std::min(owed_here, wait_here);
     }
     return sum;
   };
@@ -611,7 +667,7 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
         continue;
       }
     }
-    if (w.Sum() >= o.explained_share * e.wait_us) {
+    if (explained_blockwise(e) >= o.explained_share * e.wait_us) {
       suppress(e, "propagated lateness: it waited " + Fmt("%.0f", w.Sum() / 1e3) + " ms on others (late members " +
                       "of its other communicators " + Fmt("%.0f", w.others / 1e3) + " ms, pipeline peers " +
                       Fmt("%.0f", w.p2p / 1e3) + " ms, slow transfers " + Fmt("%.0f", w.xfer / 1e3) +

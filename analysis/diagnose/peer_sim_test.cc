@@ -346,6 +346,28 @@ TEST(PeerBaseline, HostSlowForTheWholeJobIsItsHostNotItsPipelineNeighbour) {
   EXPECT_EQ(f[0].hosts, std::vector<std::string>({"node-005"})) << FindingsToText(f);
 }
 
+TEST(PeerBaseline, AHostSlowedBeforeItsNicDegradedIsFoundToo) {
+  SKIP_UNDER_SANITIZERS();
+  testing::TempDir dir;
+  // An independent generator's 32-GPU job (TP 4 PP 2): node-000 is slowed for steps 8-23 and its
+  // NIC degrades from step 22. Its ranks waited on their slow transfers late in the run; summed
+  // over their whole late run, those waits explained away the slowdown before them, and only the
+  // link was named. Weighed block by block, the slowdown's lateness is its own.
+  std::vector<Suppressed> dropped;
+  auto f = Diagnose(dir / "job", {4, 8, 4, 2},
+                    {"kind=host_slowdown,host=0,factor=1.43,start_step=8,end_step=24",
+                     "kind=nic_degrade,host=0,factor=0.19,start_step=22,end_step=40"},
+                    "2.30", 40, &dropped,
+                    Model{.layers = 8, .hidden = 8192, .seq_len = 4096, .dump_interval_us = 500000, .seed = 5013});
+  ASSERT_EQ(f.size(), 2u) << FindingsToText(f) << SuppressedToText(dropped);
+  std::set<Kind> kinds;
+  for (const Finding& x : f) {
+    kinds.insert(x.kind);
+    EXPECT_EQ(x.hosts, std::vector<std::string>({"node-000"})) << FindingsToText(f);
+  }
+  EXPECT_EQ(kinds, std::set<Kind>({Kind::kSlowLink, Kind::kSlowCompute})) << FindingsToText(f);
+}
+
 TEST(PeerBaseline, AHostWhoseMembersShareItsLateArrivalsIsFound) {
   testing::TempDir dir;
   // The suite's job host_slowdown-32g-pp4-s8, but node-005 15% slow for half the job (the suite
