@@ -227,7 +227,7 @@ sim::SimConfig DefaultJob(const std::string& out, const std::string& fault, int 
   c.output.steps = false;
   sim::FaultSpec f;
   std::string err;
-  EXPECT_TRUE(sim::ParseFaultSpec(fault, &f, &err)) << err;
+  EXPECT_EQ(sim::ParseFaultSpec(fault, &f).message(), "");
   c.faults.push_back(f);
   return c;
 }

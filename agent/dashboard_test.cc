@@ -431,7 +431,7 @@ sim::SimConfig SlowNicJob(const std::string& out) {
   c.output.steps = false;
   sim::FaultSpec f;
   std::string err;
-  EXPECT_TRUE(sim::ParseFaultSpec("kind=nic_degrade,host=1,factor=0.25", &f, &err)) << err;
+  EXPECT_EQ(sim::ParseFaultSpec("kind=nic_degrade,host=1,factor=0.25", &f).message(), "");
   c.faults.push_back(f);
   return c;
 }
@@ -593,7 +593,7 @@ TEST(Dashboard, EveryQueryReturnsTheAgentsDataFromARealPrometheus) {
   TempDir dir;
   sim::SimStats stats;
   std::string err;
-  ASSERT_EQ(sim::Simulate(SlowNicJob(dir / "job"), &stats, &err), 0) << err;
+  ASSERT_EQ(sim::Simulate(SlowNicJob(dir / "job"), &stats).message(), "");
   constexpr int kDropped = 7;
   AppendDumpStats(dir / "job", kSlowHost, kDropped);
   ASSERT_FALSE(HasFatalFailure());

@@ -228,7 +228,6 @@ bool ConfigFrom(const SimulateOptions& o, sim::SimConfig* cfg) {
   cfg->output.kernel_summaries = !opts->no_kernel_summaries;
   cfg->output.steps = !opts->no_steps;
   cfg->output.inflight_state = !opts->no_inflight_state;
-  std::string error;
   cfg->nccl_tests.ops.clear();
   {
     std::string s = opts->nt_ops;
@@ -250,16 +249,14 @@ bool ConfigFrom(const SimulateOptions& o, sim::SimConfig* cfg) {
   }
   for (const std::string& f : opts->faults) {
     sim::FaultSpec spec;
-    if (!sim::ParseFaultSpec(f, &spec, &error)) {
-      std::fprintf(stderr, "collscope simulate: %s\n", error.c_str());
-      SetExitCode(2);
+    if (Status st = sim::ParseFaultSpec(f, &spec); !st.ok()) {
+      SetExitCode(Fail("simulate", st));
       return false;
     }
     cfg->faults.push_back(spec);
   }
-  if (!opts->scenario.empty() && !sim::LoadScenarioFile(opts->scenario, cfg, &error)) {
-    std::fprintf(stderr, "collscope simulate: %s\n", error.c_str());
-    SetExitCode(2);
+  if (Status st = opts->scenario.empty() ? Status::Ok() : sim::LoadScenarioFile(opts->scenario, cfg); !st.ok()) {
+    SetExitCode(Fail("simulate", st));
     return false;
   }
   return true;
@@ -301,15 +298,13 @@ void RunLive(sim::SimConfig cfg, const SimulateOptions& o) {
 
 void RunAtOnce(const sim::SimConfig& cfg, const SimulateOptions& o) {
   const SimulateOptions* opts = &o;
-  std::string error;
   sim::SimStats stats;
   const auto t0 = std::chrono::steady_clock::now();
-  const int rc = sim::Simulate(cfg, &stats, &error);
+  const Status simulated = sim::Simulate(cfg, &stats);
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (rc != 0) {
-    std::fprintf(stderr, "collscope simulate: %s\n", error.c_str());
-    SetExitCode(rc);
+  if (!simulated.ok()) {
+    SetExitCode(Fail("simulate", simulated));
     return;
   }
   if (!opts->quiet) {

@@ -25,7 +25,9 @@ std::string_view FaultKindName(FaultKind k) {
   }
 }
 
-bool ParseFaultSpec(std::string_view text, FaultSpec* out, std::string* error) {
+namespace {
+
+bool ParseFaultSpecInto(std::string_view text, FaultSpec* out, std::string* error) {
   out->kind.clear();
   out->params.clear();
   size_t pos = 0;
@@ -54,7 +56,7 @@ bool ParseFaultSpec(std::string_view text, FaultSpec* out, std::string* error) {
   return true;
 }
 
-bool LoadScenarioFile(const std::string& path, SimConfig* config, std::string* error) {
+bool LoadScenarioInto(const std::string& path, SimConfig* config, std::string* error) {
   simdjson::dom::parser parser;
   simdjson::dom::element root;
   auto err = parser.load(path).get(root);
@@ -107,6 +109,19 @@ bool LoadScenarioFile(const std::string& path, SimConfig* config, std::string* e
     config->faults.push_back(std::move(spec));
   }
   return true;
+}
+
+}  // namespace
+
+Status ParseFaultSpec(std::string_view text, FaultSpec* out) {
+  std::string error;
+  return ParseFaultSpecInto(text, out, &error) ? Status::Ok() : Status::InvalidArgument(error);
+}
+
+Status LoadScenarioFile(const std::string& path, SimConfig* config) {
+  std::string error;
+  if (LoadScenarioInto(path, config, &error)) return Status::Ok();
+  return error.rfind("cannot read", 0) == 0 ? Status::IOError(error) : Status::Corruption(error);
 }
 
 namespace {

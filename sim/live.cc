@@ -450,8 +450,7 @@ Result<LiveStats> SimulateLive(const SimConfig& config, const LiveOptions& optio
   if (!(options.speed >= 1.0) || !std::isfinite(options.speed))
     return Status::InvalidArgument("live speed must be a finite number >= 1");
   if (options.tick_us < 0) return Status::InvalidArgument("live tick must be >= 0");
-  std::string error;
-  if (!ValidateConfig(config, &error)) return Status::InvalidArgument(error);
+  COLLSCOPE_RETURN_IF_ERROR(ValidateConfig(config));
   std::error_code ec;
   fs::path out = fs::absolute(config.output.dir, ec).lexically_normal();
   if (ec) return Status::IOError("bad output directory " + config.output.dir + ": " + ec.message());
@@ -470,9 +469,9 @@ Result<LiveStats> SimulateLive(const SimConfig& config, const LiveOptions& optio
   staged_config.output.kernel_summaries_gzip = false;
   staged_config.cancel = options.stop;
   const auto t0 = Clock::now();
-  const int rc = Simulate(staged_config, &stats.sim, &error);
+  const Status simulated = Simulate(staged_config, &stats.sim);
   stats.staging_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  if (rc == 3) {
+  if (simulated.ok() && stats.sim.stopped) {
     // Stopped before pacing began: the timeline says so, and nothing else was written.
     stats.stopped = true;
     fs::create_directories(out, ec);
@@ -487,7 +486,7 @@ Result<LiveStats> SimulateLive(const SimConfig& config, const LiveOptions& optio
     if (!w.ok()) return w;
     return stats;
   }
-  if (rc != 0) return Status::InvalidArgument(error);
+  if (!simulated.ok()) return simulated;
 
   Result<GroundTruth> gt = ReadGroundTruth(guard.path + "/ground_truth.json");
   if (!gt.ok()) return gt.status();

@@ -96,8 +96,7 @@ SimConfig Job(const std::string& dir) {
   c.cluster.mfu = 0.01;
   FaultSpec f;
   std::string err;
-  EXPECT_TRUE(
-      ParseFaultSpec("kind=nic_degrade,host=1,factor=0.5,start_step=3,end_step=5", &f, &err))
+  EXPECT_EQ(ParseFaultSpec("kind=nic_degrade,host=1,factor=0.5,start_step=3,end_step=5", &f).message(), "")
       << err;
   c.faults.push_back(f);
   return c;
@@ -190,7 +189,7 @@ struct LiveRun {
     SimConfig normal = Job(normal_dir_);
     std::string err;
     SimStats st;
-    ASSERT_EQ(Simulate(normal, &st, &err), 0) << err;
+    ASSERT_EQ(Simulate(normal, &st).message(), "");
     // About 3 s of pacing whatever the model's step time.
     speed_ = std::max(1.0, st.job_duration_s / 3.0);
     LiveOptions lo;

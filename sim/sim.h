@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/status.h"
+
 namespace collscope::sim {
 
 enum class Mode { kTraining, kNcclTests };
@@ -153,19 +155,22 @@ struct SimStats {
   int world = 0;
   int steps_completed = 0;
   double job_duration_s = 0;    // simulated wall-clock duration
+  bool stopped = false;         // config.cancel was set: nothing after the engine was written
 };
 
-// Parses "kind=nic_degrade,host=3,factor=0.25,start_step=10,end_step=20".
-bool ParseFaultSpec(std::string_view text, FaultSpec* out, std::string* error);
+// Parses "kind=nic_degrade,host=3,factor=0.25,start_step=10,end_step=20" (invalid argument).
+Status ParseFaultSpec(std::string_view text, FaultSpec* out);
 // Reads a JSON scenario file: {"faults":[{"kind":...,...}, ...]} (or a bare array of faults).
-// Values may be numbers or strings. Appends to config->faults.
-bool LoadScenarioFile(const std::string& path, SimConfig* config, std::string* error);
-// Checks the configuration and the faults without running anything.
-bool ValidateConfig(const SimConfig& config, std::string* error);
+// Values may be numbers or strings. Appends to config->faults. I/O error when the file cannot be
+// read, corruption when it is no scenario.
+Status LoadScenarioFile(const std::string& path, SimConfig* config);
+// Checks the configuration and the faults without running anything (invalid argument).
+Status ValidateConfig(const SimConfig& config);
 
-// Runs the simulation and writes every output file into config.output.dir.
-// Returns 0 on success; on failure fills *error and returns non-zero (3: config.cancel was set).
-int Simulate(const SimConfig& config, SimStats* stats, std::string* error);
+// Runs the simulation and writes every output file into config.output.dir: invalid argument for a
+// configuration it cannot run, I/O error for an output it cannot write. A run stopped through
+// config.cancel is no error: stats->stopped says so.
+Status Simulate(const SimConfig& config, SimStats* stats);
 
 // ---- Cost model, exposed for tests and docs -------------------------------------------------
 enum class Algo : uint8_t { kRing, kTree };

@@ -39,7 +39,7 @@ SimConfig Small(const std::string& name) {
 void RunOk(const SimConfig& c, SimStats* stats = nullptr) {
   std::string err;
   SimStats s;
-  ASSERT_EQ(Simulate(c, stats ? stats : &s, &err), 0) << err;
+  ASSERT_EQ(Simulate(c, stats ? stats : &s).message(), "");
 }
 
 struct Rec {
@@ -176,7 +176,7 @@ TEST(SimPhysics, DelayedRankShowsShorterExecTime) {
   SimConfig c = Small("straggler");
   FaultSpec f;
   std::string err;
-  ASSERT_TRUE(ParseFaultSpec("kind=gpu_straggler,rank=2,factor=1.5", &f, &err)) << err;
+  ASSERT_EQ(ParseFaultSpec("kind=gpu_straggler,rank=2,factor=1.5", &f).message(), "");
   c.faults.push_back(f);
   RunOk(c);
   // Rank 2 is tp=2 of the TP group {0,1,2,3} on node-000.
@@ -210,7 +210,7 @@ TEST(SimPhysics, HangStopsRecordsAfterSequenceNumber) {
   SimConfig c = Small("hang");
   FaultSpec f;
   std::string err;
-  ASSERT_TRUE(ParseFaultSpec("kind=hang,rank=5,comm=tp,op=AllReduce,coll_sn=37", &f, &err));
+  ASSERT_EQ(ParseFaultSpec("kind=hang,rank=5,comm=tp,op=AllReduce,coll_sn=37", &f).message(), "");
   c.faults.push_back(f);
   RunOk(c);
   simdjson::dom::parser parser;
@@ -242,7 +242,7 @@ TEST(SimGroundTruth, MatchesFiles) {
   c.inspector.dump_interval_us = 10000;
   FaultSpec f;
   std::string err;
-  ASSERT_TRUE(ParseFaultSpec("kind=nic_degrade,host=1,factor=0.25,start_step=2,end_step=4", &f, &err));
+  ASSERT_EQ(ParseFaultSpec("kind=nic_degrade,host=1,factor=0.25,start_step=2,end_step=4", &f).message(), "");
   c.faults.push_back(f);
   RunOk(c);
   simdjson::dom::parser parser;
@@ -364,7 +364,7 @@ TEST(SimDeterminism, SameSeedByteIdentical) {
   a.workload.steps = 3;
   FaultSpec f;
   std::string err;
-  ASSERT_TRUE(ParseFaultSpec("kind=link_flap,host=0,period_us=50000,down_us=5000", &f, &err));
+  ASSERT_EQ(ParseFaultSpec("kind=link_flap,host=0,period_us=50000,down_us=5000", &f).message(), "");
   a.faults.push_back(f);
   SimConfig b = a;
   b.output.dir = TempDir("det_b");
@@ -428,20 +428,20 @@ TEST(SimNoise, ProductionVariationExceedsNcclTests) {
 
 TEST(SimFaults, RejectsBadSpecs) {
   FaultSpec f;
-  std::string err;
-  EXPECT_FALSE(ParseFaultSpec("host=3", &f, &err));
-  EXPECT_FALSE(ParseFaultSpec("kind=nic_degrade,host", &f, &err));
+  EXPECT_EQ(ParseFaultSpec("host=3", &f).code(), collscope::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(ParseFaultSpec("kind=nic_degrade,host", &f).ok());
   SimConfig c = Small("bad");
-  ASSERT_TRUE(ParseFaultSpec("kind=nic_degrade,host=9", &f, &err));
+  ASSERT_EQ(ParseFaultSpec("kind=nic_degrade,host=9", &f).message(), "");
   c.faults = {f};
-  EXPECT_FALSE(ValidateConfig(c, &err));
-  EXPECT_NE(err.find("host out of range"), std::string::npos) << err;
-  ASSERT_TRUE(ParseFaultSpec("kind=warp_drive,host=1", &f, &err));
+  const collscope::Status out_of_range = ValidateConfig(c);
+  EXPECT_EQ(out_of_range.code(), collscope::StatusCode::kInvalidArgument);
+  EXPECT_NE(out_of_range.message().find("host out of range"), std::string::npos) << out_of_range.message();
+  ASSERT_EQ(ParseFaultSpec("kind=warp_drive,host=1", &f).message(), "");
   c.faults = {f};
-  EXPECT_FALSE(ValidateConfig(c, &err));
-  ASSERT_TRUE(ParseFaultSpec("kind=hang,rank=1,comm=tp,coll_sn=3", &f, &err));
+  EXPECT_FALSE(ValidateConfig(c).ok());
+  ASSERT_EQ(ParseFaultSpec("kind=hang,rank=1,comm=tp,coll_sn=3", &f).message(), "");
   c.faults = {f};
-  EXPECT_FALSE(ValidateConfig(c, &err));  // coll_sn needs op
+  EXPECT_FALSE(ValidateConfig(c).ok());  // coll_sn needs op
 }
 
 TEST(SimFaults, EveryKindRunsAndIsRecorded) {
@@ -459,7 +459,7 @@ TEST(SimFaults, EveryKindRunsAndIsRecorded) {
   std::string err;
   for (const char* s : specs) {
     FaultSpec f;
-    ASSERT_TRUE(ParseFaultSpec(s, &f, &err)) << s;
+    ASSERT_EQ(ParseFaultSpec(s, &f).message(), "") << s;
     c.faults.push_back(f);
   }
   RunOk(c);
@@ -542,7 +542,7 @@ TEST(SimInflight, HangLeavesPluginStateFiles) {
   c.hang_timeout_s = 30;
   FaultSpec f;
   std::string err;
-  ASSERT_TRUE(ParseFaultSpec("kind=hang,rank=5,comm=tp,op=AllReduce,coll_sn=37", &f, &err));
+  ASSERT_EQ(ParseFaultSpec("kind=hang,rank=5,comm=tp,op=AllReduce,coll_sn=37", &f).message(), "");
   c.faults.push_back(f);
   RunOk(c);
   simdjson::dom::parser parser;
@@ -599,7 +599,7 @@ TEST(SimInflight, LinkDownLeavesEveryMemberInFlight) {
   c.hang_timeout_s = 30;
   FaultSpec f;
   std::string err;
-  ASSERT_TRUE(ParseFaultSpec("kind=link_down,host=1,start_step=2", &f, &err));
+  ASSERT_EQ(ParseFaultSpec("kind=link_down,host=1,start_step=2", &f).message(), "");
   c.faults.push_back(f);
   RunOk(c);
   simdjson::dom::parser parser;

@@ -63,9 +63,7 @@ void AppendIntList(std::string* o, const std::vector<int>& v) {
   o->push_back(']');
 }
 
-}  // namespace
-
-bool ValidateConfig(const SimConfig& config, std::string* error) {
+bool ValidateConfigInto(const SimConfig& config, std::string* error) {
   Layout layout;
   if (!BuildLayout(config, &layout, error)) return false;
   std::vector<Fault> faults;
@@ -101,8 +99,10 @@ bool ValidateConfig(const SimConfig& config, std::string* error) {
   return true;
 }
 
-int Simulate(const SimConfig& config, SimStats* stats, std::string* error) {
-  if (!ValidateConfig(config, error)) return 2;
+// 0 done (or stopped: stats->stopped), 1 an output could not be written, 2 a configuration it
+// cannot run; *error says which.
+int SimulateInto(const SimConfig& config, SimStats* stats, std::string* error) {
+  if (!ValidateConfigInto(config, error)) return 2;
   Layout layout;
   if (!BuildLayout(config, &layout, error)) return 2;
   std::vector<Fault> faults;
@@ -125,8 +125,8 @@ int Simulate(const SimConfig& config, SimStats* stats, std::string* error) {
   RunEngine(config, layout, faults, insp, kineto, steps, &job_end, &step_start, &step_end,
             &completed);
   if (config.cancel && config.cancel->load()) {
-    *error = "stopped";
-    return 3;
+    stats->stopped = true;
+    return 0;
   }
   if (!steps.Finish(error)) return 1;
   if (!insp.Finish(job_end, error)) return 1;
@@ -396,6 +396,23 @@ int Simulate(const SimConfig& config, SimStats* stats, std::string* error) {
     stats->job_duration_s = job_end / 1e6;
   }
   return 0;
+}
+
+}  // namespace
+
+Status ValidateConfig(const SimConfig& config) {
+  std::string error;
+  return ValidateConfigInto(config, &error) ? Status::Ok() : Status::InvalidArgument(error);
+}
+
+Status Simulate(const SimConfig& config, SimStats* stats) {
+  SimStats local;
+  std::string error;
+  switch (SimulateInto(config, stats ? stats : &local, &error)) {
+    case 0: return Status::Ok();
+    case 2: return Status::InvalidArgument(error);
+    default: return Status::IOError(error);
+  }
 }
 
 }  // namespace collscope::sim

@@ -278,6 +278,13 @@ TEST_F(CliTest, ExitStatusesFollowTheErrorsCode) {
   Output refused = Collscope("ingest " + dir_ / "job" + " --db " + dir_ / "job/node2-pid9.log/store.duckdb");
   EXPECT_EQ(refused.code, 3) << "I/O error\n" << refused.text;
   EXPECT_NE(refused.text.find("collscope ingest: "), std::string::npos) << refused.text;
+  // The simulator's errors carry codes too: a fault it cannot parse, an output it cannot write.
+  const std::string tiny = " --hosts 2 --gpus-per-host 2 --tp 2 --pp 1 --layers 2 --hidden 1024 --seq-len 1024 --steps 2";
+  Output bad_fault = Collscope("simulate -o " + dir_ / "sim" + tiny + " --fault host=1");
+  EXPECT_EQ(bad_fault.code, 2) << bad_fault.text;
+  EXPECT_NE(bad_fault.text.find("has no kind="), std::string::npos) << bad_fault.text;
+  Output unwritable = Collscope("simulate -o " + dir_ / "job/node2-pid9.log/sim" + tiny);
+  EXPECT_EQ(unwritable.code, 3) << unwritable.text;
 }
 
 TEST(Diagnose, ExitStatusAndWhatWasRead) {

@@ -252,10 +252,10 @@ TEST(PluginHang, SimulatorWritesThePluginsSchema) {
   c.hang_timeout_s = 30;
   sim::FaultSpec f;
   std::string err;
-  ASSERT_TRUE(sim::ParseFaultSpec("kind=hang,rank=1,comm=dp,start_step=1", &f, &err)) << err;
+  ASSERT_EQ(sim::ParseFaultSpec("kind=hang,rank=1,comm=dp,start_step=1", &f).message(), "");
   c.faults.push_back(f);
   sim::SimStats stats;
-  ASSERT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
+  ASSERT_EQ(sim::Simulate(c, &stats).message(), "");
   // Rank 0 is a member of the hung dp communicator that entered the collective.
   std::string sim_file;
   for (auto& e : fs::directory_iterator(c.output.dir + "/nccl-inspector")) {

@@ -37,7 +37,7 @@ inline sim::SimConfig FourHostJob(const std::string& out, const std::string& fau
   if (!fault.empty()) {
     sim::FaultSpec f;
     std::string err;
-    EXPECT_TRUE(sim::ParseFaultSpec(fault, &f, &err)) << err;
+    EXPECT_EQ(sim::ParseFaultSpec(fault, &f).message(), "");
     c.faults.push_back(f);
   }
   return c;
@@ -47,7 +47,7 @@ inline sim::SimConfig FourHostJob(const std::string& out, const std::string& fau
 inline sim::SimStats RunSimulation(const sim::SimConfig& c) {
   sim::SimStats stats;
   std::string err;
-  EXPECT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
+  EXPECT_EQ(sim::Simulate(c, &stats).message(), "");
   return stats;
 }
 

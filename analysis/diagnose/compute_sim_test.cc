@@ -42,7 +42,7 @@ sim::SimConfig Pp4Job(const std::string& dir, sim::FaultSpec fault, int kineto_r
 std::vector<Finding> SimulateAndDiagnose(const sim::SimConfig& c) {
   sim::SimStats stats;
   std::string err;
-  EXPECT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
+  EXPECT_EQ(sim::Simulate(c, &stats).message(), "");
   auto f = DiagnosePaths({c.output.dir + "/nccl-inspector", c.output.dir + "/steps"}, DiagnoseOptions{});
   EXPECT_TRUE(f.ok()) << f.status().message();
   return f.ok() ? *f : std::vector<Finding>{};

@@ -379,10 +379,10 @@ SimHang RunSimHang(const std::string& name, const std::string& fault, bool state
   c.output.inflight_state = state_files;
   sim::FaultSpec f;
   std::string err;
-  EXPECT_TRUE(sim::ParseFaultSpec(fault, &f, &err)) << err;
+  EXPECT_EQ(sim::ParseFaultSpec(fault, &f).message(), "");
   c.faults.push_back(f);
   sim::SimStats stats;
-  EXPECT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
+  EXPECT_EQ(sim::Simulate(c, &stats).message(), "");
   SimHang out;
   simdjson::dom::parser parser;
   simdjson::dom::element gt = parser.load(c.output.dir + "/ground_truth.json");

@@ -34,7 +34,7 @@ TEST(KernelDetector, SimulatedGpuStragglerThroughKineto) {
                                         {"end_step", "10"}}});
   sim::SimStats stats;
   std::string err;
-  ASSERT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
+  ASSERT_EQ(sim::Simulate(c, &stats).message(), "");
   auto store = Store::Open(":memory:");
   ASSERT_TRUE(store.ok());
   auto rep = readers::IngestKineto(**store, {dir / "job"}, "sim");
@@ -81,7 +81,7 @@ TEST(Perfetto, SimulatedStragglerWithCollectives) {
                                         {"end_step", "8"}}});
   sim::SimStats stats;
   std::string err;
-  ASSERT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
+  ASSERT_EQ(sim::Simulate(c, &stats).message(), "");
   auto store = Store::Open(":memory:");
   ASSERT_TRUE(store.ok());
   IngestOptions io;

@@ -77,12 +77,12 @@ std::vector<Finding> Diagnose(const std::string& dir, Shape sh, std::vector<std:
   for (const std::string& f : faults) {
     sim::FaultSpec spec;
     std::string err;
-    EXPECT_TRUE(sim::ParseFaultSpec(f, &spec, &err)) << err;
+    EXPECT_EQ(sim::ParseFaultSpec(f, &spec).message(), "");
     c.faults.push_back(spec);
   }
   sim::SimStats stats;
   std::string err;
-  EXPECT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
+  EXPECT_EQ(sim::Simulate(c, &stats).message(), "");
   // Tier A: the Inspector logs only (no state file, no step series).
   std::string lost;
   if (m.lost_log_rank >= 0) {

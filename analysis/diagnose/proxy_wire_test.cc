@@ -47,12 +47,12 @@ std::vector<Finding> Diagnose(const std::string& dir, const Job& j, const std::v
   for (const std::string& f : faults) {
     sim::FaultSpec spec;
     std::string err;
-    EXPECT_TRUE(sim::ParseFaultSpec(f, &spec, &err)) << err;
+    EXPECT_EQ(sim::ParseFaultSpec(f, &spec).message(), "");
     c.faults.push_back(spec);
   }
   sim::SimStats stats;
   std::string err;
-  EXPECT_EQ(sim::Simulate(c, &stats, &err), 0) << err;
+  EXPECT_EQ(sim::Simulate(c, &stats).message(), "");
   std::vector<std::string> logs;
   for (const auto& e : std::filesystem::directory_iterator(dir + "/nccl-inspector"))
     if (e.path().extension() == ".log") logs.push_back(e.path().string());

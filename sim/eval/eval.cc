@@ -528,7 +528,7 @@ Result<std::vector<Scenario>> ReadSuiteFile(const std::string& path) {
     while (words >> word) {
       if (word.starts_with("fault=")) {
         sim::FaultSpec spec;
-        if (!sim::ParseFaultSpec(word.substr(6), &spec, &err)) return Status::InvalidArgument(at + err);
+        COLLSCOPE_RETURN_IF_ERROR(sim::ParseFaultSpec(word.substr(6), &spec).WithPrefix(at));
         check.faults.push_back(spec);
         sc.faults.push_back(word.substr(6));
       } else if (word.starts_with("damage=")) {
@@ -544,7 +544,7 @@ Result<std::vector<Scenario>> ReadSuiteFile(const std::string& path) {
       }
     }
     // The job as a whole (its shape, and each fault against it), as `simulate` would check it.
-    if (!sim::ValidateConfig(check, &err)) return Status::InvalidArgument(at + err);
+    COLLSCOPE_RETURN_IF_ERROR(sim::ValidateConfig(check).WithPrefix(at));
     suite.push_back(std::move(sc));
   }
   if (suite.empty()) return Status::InvalidArgument(path + ": no scenario");
@@ -576,16 +576,16 @@ Result<EvalReport> RunEval(const std::vector<Scenario>& suite, const EvalOptions
     std::string err;
     bool ok = true;
     for (const auto& a : sc.args) ok = ok && Apply(&cfg, a, &err);
+    if (!ok) return Status::InvalidArgument(sc.name + ": " + err);
     for (const auto& f : sc.faults) {
       sim::FaultSpec spec;
-      ok = ok && sim::ParseFaultSpec(f, &spec, &err);
-      if (ok) cfg.faults.push_back(spec);
+      COLLSCOPE_RETURN_IF_ERROR(sim::ParseFaultSpec(f, &spec).WithPrefix(sc.name + ": "));
+      cfg.faults.push_back(spec);
     }
-    if (!ok) return Status::InvalidArgument(sc.name + ": " + err);
     cfg.inspector.proxy = o.inspector_proxy;  // the 2.29 flavour writes none
     double t = Now();
     sim::SimStats stats;
-    if (sim::Simulate(cfg, &stats, &err) != 0) return Status::Internal(sc.name + ": simulate: " + err);
+    COLLSCOPE_RETURN_IF_ERROR(sim::Simulate(cfg, &stats).WithPrefix(sc.name + ": simulate: "));
     sr.sim_s = Now() - t;
     if (!sc.damage.empty()) {
       Status st = Damage(cfg.output.dir, sc.damage);
