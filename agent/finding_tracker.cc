@@ -76,12 +76,10 @@ Status FindingTracker::Load(const std::string& saved) {
     std::string json;
     std::getline(fields, json);
     std::vector<diagnose::Finding> f;
-    std::string error;
-    if (!diagnose::FindingsFromJson("{\"schema\": \"" + std::string(diagnose::kFindingsSchema) +
-                                        "\", \"findings\": [" + json + "]}",
-                                    &f, &error) ||
-        f.size() != 1)
-      return Status::Corruption("saved agent findings, line " + std::to_string(n) + ": " + error);
+    const Status parsed = diagnose::FindingsFromJson(
+        "{\"schema\": \"" + std::string(diagnose::kFindingsSchema) + "\", \"findings\": [" + json + "]}", &f);
+    if (!parsed.ok()) return parsed.WithPrefix("saved agent findings, line " + std::to_string(n) + ": ");
+    if (f.size() != 1) return Status::Corruption("saved agent findings, line " + std::to_string(n) + ": not one finding");
     t.finding = f[0];
     t.key = KeyOf(t.finding);
     loaded[t.key] = t;

@@ -152,9 +152,8 @@ Status ReadFindingsFile(const std::string& path, FindingsSource* out) {
   bool ok = false;
   const std::string text = ReadFile(path, &ok);
   if (!ok) return Status::IOError(path + ": cannot read the findings document");
-  std::string err;
-  if (!dg::FindingsFromJson(text, &out->findings, &err))
-    return Status::Corruption(path + ": not a findings document (schema collscope.findings.v1): " + err);
+  if (Status st = dg::FindingsFromJson(text, &out->findings); !st.ok())
+    return st.WithPrefix(path + ": not a findings document (schema collscope.findings.v1): ");
   simdjson::dom::parser parser;
   simdjson::padded_string buf(text);
   simdjson::dom::element root;
@@ -169,8 +168,9 @@ Status ReadFindingsFile(const std::string& path, FindingsSource* out) {
     std::vector<dg::Finding> one;
     const std::string doc = std::string("{\"schema\":\"") + dg::kFindingsSchema + "\",\"findings\":[" +
                             simdjson::minify(f) + "]}";
-    if (!dg::FindingsFromJson(doc, &one, &err) || one.size() != 1)
-      return Status::Corruption(path + ": a suppressed entry is not a finding: " + err);
+    Status st = dg::FindingsFromJson(doc, &one);
+    if (st.ok() && one.size() != 1) st = Status::Corruption("not one finding");
+    if (!st.ok()) return st.WithPrefix(path + ": a suppressed entry is not a finding: ");
     out->suppressed.push_back({std::move(one[0]), std::string(reason)});
   }
   return Status::Ok();

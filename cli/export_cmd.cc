@@ -34,8 +34,7 @@ Result<std::vector<diagnose::Finding>> Findings(Store& store, const Options& o) 
     if (!in) return Status::IOError(o.findings + ": cannot open");
     std::stringstream ss;
     ss << in.rdbuf();
-    std::string error;
-    if (!FindingsFromJson(ss.str(), &f, &error)) return Status::Corruption(o.findings + ": " + error);
+    COLLSCOPE_RETURN_IF_ERROR(FindingsFromJson(ss.str(), &f).WithPrefix(o.findings + ": "));
     return f;
   }
   DiagnoseOptions d;

@@ -578,8 +578,7 @@ TEST(Consolidate, SlowComputeOfOneHostMergesAcrossDetectors) {
             std::string::npos)
       << json;
   std::vector<Finding> back;
-  std::string err;
-  ASSERT_TRUE(FindingsFromJson(json, &back, &err)) << err;
+  ASSERT_EQ(FindingsFromJson(json, &back).message(), "");
   EXPECT_EQ(back.size(), 4u);
   const Finding* merged = nullptr;
   for (const Finding& f : fs)
@@ -1300,8 +1299,7 @@ TEST(Findings, JsonRoundTrip) {
   const std::string j = FindingsToJson({f});
   EXPECT_NE(j.find("\"schema\": \"collscope.findings.v1\""), std::string::npos);
   std::vector<Finding> back;
-  std::string err;
-  ASSERT_TRUE(FindingsFromJson(j, &back, &err)) << err;
+  ASSERT_EQ(FindingsFromJson(j, &back).message(), "");
   ASSERT_EQ(back.size(), 1u);
   EXPECT_EQ(back[0].ranks, f.ranks);
   EXPECT_EQ(back[0].victims, f.victims);

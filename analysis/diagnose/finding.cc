@@ -196,7 +196,9 @@ std::string SuppressedToText(const std::vector<Suppressed>& suppressed) {
   return o;
 }
 
-bool FindingsFromJson(std::string_view json, std::vector<Finding>* out, std::string* error) {
+namespace {
+
+bool ParseFindings(std::string_view json, std::vector<Finding>* out, std::string* error) {
   simdjson::dom::parser parser;
   simdjson::padded_string buf(json);
   simdjson::dom::element root;
@@ -253,6 +255,13 @@ bool FindingsFromJson(std::string_view json, std::vector<Finding>* out, std::str
     out->push_back(std::move(f));
   }
   return true;
+}
+
+}  // namespace
+
+Status FindingsFromJson(std::string_view json, std::vector<Finding>* out) {
+  std::string error;
+  return ParseFindings(json, out, &error) ? Status::Ok() : Status::Corruption(error);
 }
 
 std::string FindingsToText(const std::vector<Finding>& findings) {

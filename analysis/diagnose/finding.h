@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/status.h"
+
 namespace collscope::diagnose {
 
 enum class Kind : uint8_t {
@@ -75,8 +77,8 @@ std::string FindingsToJson(const std::vector<Finding>& findings, const std::vect
 // "suppressed or merged (N):" and one line per entry: its kind, ranks or hosts, reason.
 std::string SuppressedToText(const std::vector<Suppressed>& suppressed);
 std::string FindingToJson(const Finding& f);
-// Parses the JSON above (as written by FindingsToJson). Returns false with *error on failure.
-bool FindingsFromJson(std::string_view json, std::vector<Finding>* out, std::string* error);
+// Parses the JSON above (as written by FindingsToJson); corruption when it is no such document.
+Status FindingsFromJson(std::string_view json, std::vector<Finding>* out);
 // Human-readable lines, one block per finding.
 std::string FindingsToText(const std::vector<Finding>& findings);
 
