@@ -56,28 +56,27 @@ bool ParseFaultSpecInto(std::string_view text, FaultSpec* out, std::string* erro
   return true;
 }
 
-bool LoadScenarioInto(const std::string& path, SimConfig* config, std::string* error) {
+}  // namespace
+
+Status LoadScenarioFile(const std::string& path, SimConfig* config) {
   simdjson::dom::parser parser;
   simdjson::dom::element root;
   auto err = parser.load(path).get(root);
   if (err) {
-    *error = "cannot read scenario " + path + ": " + simdjson::error_message(err);
-    return false;
+    return Status::IOError("cannot read scenario " + path + ": " + simdjson::error_message(err));
   }
   simdjson::dom::array faults;
   if (root.is_array()) {
     faults = root.get_array().value_unsafe();
   } else {
     if (root["faults"].get_array().get(faults)) {
-      *error = "scenario " + path + " has no \"faults\" array";
-      return false;
+      return Status::Corruption("scenario " + path + " has no \"faults\" array");
     }
   }
   for (simdjson::dom::element f : faults) {
     simdjson::dom::object obj;
     if (f.get_object().get(obj)) {
-      *error = "scenario " + path + ": every fault must be an object";
-      return false;
+      return Status::Corruption("scenario " + path + ": every fault must be an object");
     }
     FaultSpec spec;
     for (auto field : obj) {
@@ -97,32 +96,23 @@ bool LoadScenarioInto(const std::string& path, SimConfig* config, std::string* e
       } else if (v.is_bool()) {
         value = v.get_bool().value_unsafe() ? "1" : "0";
       } else {
-        *error = "scenario " + path + ": value of '" + key + "' must be a number or string";
-        return false;
+        return Status::Corruption("scenario " + path + ": value of '" + key + "' must be a number or string");
       }
       if (key == "kind") spec.kind = value; else spec.params[key] = value;
     }
     if (spec.kind.empty()) {
-      *error = "scenario " + path + ": a fault has no \"kind\"";
-      return false;
+      return Status::Corruption("scenario " + path + ": a fault has no \"kind\"");
     }
     config->faults.push_back(std::move(spec));
   }
-  return true;
+  return Status::Ok();
 }
-
-}  // namespace
 
 Status ParseFaultSpec(std::string_view text, FaultSpec* out) {
   std::string error;
   return ParseFaultSpecInto(text, out, &error) ? Status::Ok() : Status::InvalidArgument(error);
 }
 
-Status LoadScenarioFile(const std::string& path, SimConfig* config) {
-  std::string error;
-  if (LoadScenarioInto(path, config, &error)) return Status::Ok();
-  return error.rfind("cannot read", 0) == 0 ? Status::IOError(error) : Status::Corruption(error);
-}
 
 namespace {
 

@@ -285,6 +285,14 @@ TEST_F(CliTest, ExitStatusesFollowTheErrorsCode) {
   EXPECT_NE(bad_fault.text.find("has no kind="), std::string::npos) << bad_fault.text;
   Output unwritable = Collscope("simulate -o " + dir_ / "job/node2-pid9.log/sim" + tiny);
   EXPECT_EQ(unwritable.code, 3) << unwritable.text;
+  // A scenario file: read (0), not a scenario (2: corruption), absent (3: it cannot be read).
+  testing::WriteFile(dir_ / "scenario.json", "{\"faults\": [{\"kind\": \"gpu_straggler\", \"rank\": 1, \"factor\": 1.5}]}");
+  testing::WriteFile(dir_ / "not-a-scenario.json", "{\"faults\": 7}");
+  EXPECT_EQ(Collscope("simulate -o " + dir_ / "sim2" + tiny + " --scenario " + dir_ / "scenario.json").code, 0);
+  Output not_scenario = Collscope("simulate -o " + dir_ / "sim3" + tiny + " --scenario " + dir_ / "not-a-scenario.json");
+  EXPECT_EQ(not_scenario.code, 2) << not_scenario.text;
+  EXPECT_NE(not_scenario.text.find("has no \"faults\" array"), std::string::npos) << not_scenario.text;
+  EXPECT_EQ(Collscope("simulate -o " + dir_ / "sim4" + tiny + " --scenario " + dir_ / "absent.json").code, 3);
 }
 
 TEST(Diagnose, ExitStatusAndWhatWasRead) {
