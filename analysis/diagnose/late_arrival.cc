@@ -437,24 +437,34 @@ std::vector<std::vector<double>> SiblingP2pWaits(const CommData& d, double W, Pi
   return out;
 }
 
-std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o) {
-  std::vector<Finding> out;
-  const std::vector<LateEvent> ev = FindLateEvents(d, o);
-  if (ev.empty()) return out;
-  const double W = o.window_us;
+namespace {
+
+// What each process waited on others, per window of `W`: the evidence that explains a rank's
+// lateness as another's (DetectLateArrivals).
+struct WaitsOnOthers {
+  std::vector<std::vector<int>> comms_of;  // process -> its communicators
+  PipelineSideWaits toward;                // which side of its pipelines it waited on
+  std::vector<std::vector<double>> p2p_wait;
+  std::unordered_map<uint64_t, std::vector<double>> slow_transfer;  // (proc, comm) -> per window
+  std::vector<std::vector<double>> slow_wire;
+  int p2p_lag = 0;  // windows a dump-timed point-to-point record lags its wait
+};
+
+WaitsOnOthers MeasureWaitsOnOthers(const CommData& d, double W) {
   const int nw = static_cast<int>((d.t1 - d.t0) / W) + 1;
   auto win = [&](int64_t ts) { return std::clamp(static_cast<int>((ts - d.t0) / W), 0, nw - 1); };
-  std::vector<std::vector<int>> comms_of(d.procs.size());
+  WaitsOnOthers m;
+  std::vector<std::vector<int>>& comms_of = m.comms_of;
+  comms_of.resize(d.procs.size());
   for (size_t c = 0; c < d.comms.size(); ++c)
     for (int p : d.comms[c].procs) comms_of[static_cast<size_t>(p)].push_back(static_cast<int>(c));
 
   // What each process waited on others, per window: (a) point-to-point transfers beyond the same
   // transfers of its sibling pipelines, and (b) transfers of its collectives beyond their
   // kernel key's usual time.
-  PipelineSideWaits toward;
-  const std::vector<std::vector<double>> p2p_wait = SiblingP2pWaits(d, W, &toward);
+  m.p2p_wait = SiblingP2pWaits(d, W, &m.toward);
   // (proc, comm) -> per window: what slow transfers of that communicator held the process.
-  std::unordered_map<uint64_t, std::vector<double>> slow_transfer;
+  std::unordered_map<uint64_t, std::vector<double>>& slow_transfer = m.slow_transfer;
   {
     std::unordered_map<uint64_t, std::vector<double>> acc;
     // Only complete instances time the transfer itself: a sampled record's time includes its
@@ -481,7 +491,8 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
   // straggler's own late sends never count, while both ends of a degraded NIC's transfers do:
   // the NIC's host and its pipeline partners arrive late in their data-parallel groups with
   // nothing else to show for it (a 128-GPU job from another generator named three of them).
-  std::vector<std::vector<double>> slow_wire(d.procs.size());
+  std::vector<std::vector<double>>& slow_wire = m.slow_wire;
+  slow_wire.resize(d.procs.size());
   {
     const std::vector<P2pTransfer> pairs = CrossHostP2pTransfers(d);
     const std::vector<double> usual = UsualWireOfSiblings(d, pairs);
@@ -496,25 +507,37 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
       }
     }
   }
+  // Point-to-point waits sit in the windows of their records' times. A record without its start
+  // time is placed at its dump, and it completed in the dump pass before: up to an interval
+  // earlier, a different lag for each process (each dumps in its own phase), while a collective
+  // instance is placed by its earliest member's dump. So what a late run waited on its pipeline
+  // peers is summed over the run and the windows of one dump interval after it.
+  {
+    std::vector<double> lags;
+    for (const P2p& x : d.p2p)
+      if (x.earliest_ts > 0 && x.earliest_ts < x.ts) lags.push_back(static_cast<double>(x.ts - x.earliest_ts));
+    if (!lags.empty()) m.p2p_lag = static_cast<int>(std::ceil(Median(lags) / W));
+  }
+
+  return m;
+}
+
+}  // namespace
+
+std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o) {
+  std::vector<Finding> out;
+  const std::vector<LateEvent> ev = FindLateEvents(d, o);
+  if (ev.empty()) return out;
+  const double W = o.window_us;
+  const int nw = static_cast<int>((d.t1 - d.t0) / W) + 1;
+  const WaitsOnOthers waits = MeasureWaitsOnOthers(d, W);
+  const auto& [comms_of, toward, p2p_wait, slow_transfer, slow_wire, p2p_lag] = waits;
   auto sum = [](const std::vector<double>& v, int a, int b) {
     double s = 0;
     b = std::min(b, static_cast<int>(v.size()) - 1);
     for (int w = std::max(a, 0); w <= b; ++w) s += v[static_cast<size_t>(w)];
     return s;
   };
-  // Point-to-point waits sit in the windows of their records' times. A record without its start
-  // time is placed at its dump, and it completed in the dump pass before: up to an interval
-  // earlier, a different lag for each process (each dumps in its own phase), while a collective
-  // instance is placed by its earliest member's dump. So what a late run waited on its pipeline
-  // peers is summed over the run and the windows of one dump interval after it.
-  int p2p_lag = 0;
-  {
-    std::vector<double> lags;
-    for (const P2p& x : d.p2p)
-      if (x.earliest_ts > 0 && x.earliest_ts < x.ts) lags.push_back(static_cast<double>(x.ts - x.earliest_ts));
-    if (!lags.empty()) p2p_lag = static_cast<int>(std::ceil(Median(lags) / W));
-  }
-
   auto suppress = [&](const LateEvent& e, std::string why) {
     if (!o.suppressed) return;
     Finding f;
