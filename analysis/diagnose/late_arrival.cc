@@ -531,7 +531,13 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
   const double W = o.window_us;
   const int nw = static_cast<int>((d.t1 - d.t0) / W) + 1;
   const WaitsOnOthers waits = MeasureWaitsOnOthers(d, W);
-  const auto& [comms_of, toward, p2p_wait, slow_transfer, slow_wire, p2p_lag] = waits;
+  // Plain references, not a structured binding: Clang 14 cannot capture those in the lambdas below.
+  const auto& comms_of = waits.comms_of;
+  const auto& toward = waits.toward;
+  const auto& p2p_wait = waits.p2p_wait;
+  const auto& slow_transfer = waits.slow_transfer;
+  const auto& slow_wire = waits.slow_wire;
+  const int p2p_lag = waits.p2p_lag;
   auto sum = [](const std::vector<double>& v, int a, int b) {
     double s = 0;
     b = std::min(b, static_cast<int>(v.size()) - 1);
