@@ -115,7 +115,9 @@ int ExitStatusFor(const Status& status) {
 }
 
 int Fail(const char* command, const Status& status) {
-  std::fprintf(stderr, "collscope %s: %s\n", command, status.message().c_str());
+  // The kind of failure beside the message: what the exit status says, in words (docs/cli.md).
+  std::fprintf(stderr, "collscope %s: %s (%s)\n", command, status.message().c_str(),
+               std::string(StatusCodeName(status.code())).c_str());
   return ExitStatusFor(status);
 }
 

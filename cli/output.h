@@ -19,7 +19,7 @@ std::string JsonString(const std::string& s);
 // that cannot be used (invalid argument, not found, corruption, unsupported); 3 the system refused
 // (I/O: open, read, write, connect); 4 an internal error of collscope or of a library it calls.
 int ExitStatusFor(const Status& status);
-// Prints "collscope COMMAND: message" on stderr and returns ExitStatusFor(status).
+// Prints "collscope COMMAND: message (kind of failure)" on stderr and returns ExitStatusFor(status).
 int Fail(const char* command, const Status& status);
 
 // The one default-run rule of every command: when `*run` is empty, the store's run with the most

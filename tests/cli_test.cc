@@ -271,7 +271,7 @@ TEST_F(CliTest, ExitStatusesFollowTheErrorsCode) {
   EXPECT_NE(bad_sql.text.find("collscope sql: "), std::string::npos) << bad_sql.text;
   Output no_store = Collscope("sql --db " + dir_ / "absent.duckdb" + " \"SELECT 1\"");
   EXPECT_EQ(no_store.code, 2) << "not found\n" << no_store.text;
-  EXPECT_NE(no_store.text.find("no such store"), std::string::npos) << no_store.text;
+  EXPECT_NE(no_store.text.find("no such store (not found)"), std::string::npos) << no_store.text;
   Output no_run = Collscope("summary --db " + db_ + " --run absent");
   EXPECT_EQ(no_run.code, 2) << "not found\n" << no_run.text;
   // A store where the system refuses to create one: a path under a regular file.

@@ -7,12 +7,12 @@
 // and cancels out). Per window that wait, averaged over the window's receives and times the link's
 // receives per second over the whole job, is the receiver's idle share. (Not the wait summed over
 // the window's receives: records fall into windows by when they were dumped, so a window holds one,
-// two or no dumps' worth of receives, and that sum swung 1-17% from window to window on a steady
-// link, 200 ms dumps in 200 ms windows, until a quarter of windows made any stage look late.) A
-// stage whose forward links (at least `bubble_links` of them) all
-// idle their receivers `bubble_idle_share` more than usual, in 2+ windows, delivers late: a
-// bubble. One rank of the stage straggling delays only its own links (and shows up as a late
-// arrival in its tensor-parallel group instead).
+// two or no dumps' worth of receives, and that sum swung between 0% and 19% from window to window
+// on a steady link, 200 ms dumps in 200 ms windows, until a quarter of windows made any stage look
+// late.) A stage whose forward links (at least `bubble_links` of them) all idle their receivers
+// `bubble_idle_share` more than usual, in 2+ windows, delivers late: a bubble. One rank of the
+// stage straggling delays only its own links (and shows up as a late arrival in its
+// tensor-parallel group instead).
 #include <algorithm>
 #include <cstdio>
 #include <map>

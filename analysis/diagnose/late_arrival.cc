@@ -22,7 +22,6 @@
 #include <cstdio>
 #include <limits>
 #include <map>
-#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -143,6 +142,18 @@ void Scan(const Cells& cells, size_t tests, double W, const LateOptions& o, bool
 }
 
 }  // namespace
+
+int LateEvent::LastIn(int a, int b) const {
+  int s = 0;
+  for (int w = std::max(a, w0); w <= std::min(b, w1); ++w) s += last_by_w[static_cast<size_t>(w - w0)];
+  return s;
+}
+
+double LateEvent::WaitIn(int a, int b) const {
+  double s = 0;
+  for (int w = std::max(a, w0); w <= std::min(b, w1); ++w) s += wait_by_w[static_cast<size_t>(w - w0)];
+  return s;
+}
 
 std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
   std::vector<LateEvent> events;
@@ -582,16 +593,10 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
       waited += f.wait_us * overlap;
       held_times += f.last * overlap;
     }
-    double wait = 0;
-    int last = 0;
-    for (int w = w0; w <= w1; ++w) {
-      wait += e.wait_by_w[static_cast<size_t>(w - e.w0)];
-      last += e.last_by_w[static_cast<size_t>(w - e.w0)];
-    }
     // One wait makes a rank late once, at its next collective: waits that held it a few times
     // cannot explain its being last hundreds of times (a straggler's world-allreduce wait for a
     // slow NIC does not make it a victim), so each holding explains at most one late arrival.
-    waited = std::min(waited, wait * held_times / std::max(1, last));
+    waited = std::min(waited, e.WaitIn(w0, w1) * held_times / std::max(1, e.LastIn(w0, w1)));
     // Waiting on pipeline peers, too, explains lateness only by as much more as its peers in
     // this communicator waited (a slow wire under a whole tensor-parallel group delays none of
     // its members against the others).
@@ -619,7 +624,6 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
     const double xfer = std::max(0.0, held(e.proc) - Median(peers_held));
     return Owed{waited, p2p, xfer};
   };
-  auto owed_by = [&](const LateEvent& e) { return owed_in(e, e.w0, e.w1); };
   // What explains a run's lateness is weighed block by block, each block against what it made
   // others wait there: a wait in one part of a long run explains no lateness in another (a host
   // slowed for steps 8-23 whose NIC degraded from step 22 waited on its slow transfers late in
@@ -633,14 +637,9 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
     for (int k = 0; k < n; ++k) out.push_back({w0 + k * block, k + 1 == n ? w1 : w0 + (k + 1) * block - 1});
     return out;
   };
-  auto wait_in = [](const LateEvent& e, int w0, int w1) {
-    double s = 0;
-    for (int w = std::max(w0, e.w0); w <= std::min(w1, e.w1); ++w) s += e.wait_by_w[static_cast<size_t>(w - e.w0)];
-    return s;
-  };
   auto explained_blockwise = [&](const LateEvent& e) {
     double x = 0;
-    for (auto [a, b] : blocks_of(e.w0, e.w1)) x += std::min(owed_in(e, a, b).Sum(), wait_in(e, a, b));
+    for (auto [a, b] : blocks_of(e.w0, e.w1)) x += std::min(owed_in(e, a, b).Sum(), e.WaitIn(a, b));
     return x;
   };
   // A host test's members share its late arrivals, so they are explained together: what they
@@ -649,13 +648,6 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
   // member's, which waited on its pipeline: an independent generator's job named such a member).
   // The members are the host's ranks late in the same communicator over overlapping windows, in a
   // host test or on their own.
-  // What each event owes, worked out once and only where a root is weighed (each costs a pass
-  // over every event).
-  std::vector<std::optional<Owed>> owed_cache(ev.size());
-  auto owed = [&](size_t i) -> const Owed& {
-    if (!owed_cache[i]) owed_cache[i] = owed_by(ev[i]);
-    return *owed_cache[i];
-  };
   // (owed, wait) of the host's late members, the owed part weighed block by block of e's run.
   auto host_owed = [&](const LateEvent& e) {
     const int host = d.procs[static_cast<size_t>(e.proc)].host;
@@ -674,7 +666,7 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
         const int xa = std::max(a, x.w0), xb = std::min(b, x.w1);
         if (xa > xb) continue;
         owed_here += owed_in(x, xa, xb).Sum();
-        wait_here += wait_in(x, xa, xb);
+        wait_here += x.WaitIn(xa, xb);
       }
       sum.first += std::min(owed_here, wait_here);
     }
@@ -686,21 +678,24 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
     const LateEvent& e = ev[i];
     // Too cheap to act on, though consistent: it still explains others and leads them.
     if (e.wait_share < o.min_wait_share) continue;
-    const Owed& w = owed(i);
     if (e.host_test >= 0) {
       const auto [host_waited, host_wait] = host_owed(e);
       if (host_waited >= o.explained_share * host_wait) {
         suppress(e, "propagated lateness of its host: its host's members late in " + CommLabel(d, e.comm) +
-                        " waited " + Fmt("%.0f", host_waited / 1e3) + " ms on others, at least half of the " +
-                        Fmt("%.0f", host_wait / 1e3) + " ms they made it wait");
+                        " waited on others, weighed where they were late, " + Fmt("%.0f", host_waited / 1e3) +
+                        " ms, at least half of the " + Fmt("%.0f", host_wait / 1e3) + " ms they made it wait");
         continue;
       }
     }
-    if (explained_blockwise(e) >= o.explained_share * e.wait_us) {
+    // What it waited on over the whole run, each kind, for the reason (only where a root is
+    // weighed: each costs a pass over every event).
+    const Owed w = owed_in(e, e.w0, e.w1);
+    if (const double explained = explained_blockwise(e); explained >= o.explained_share * e.wait_us) {
       suppress(e, "propagated lateness: it waited " + Fmt("%.0f", w.Sum() / 1e3) + " ms on others (late members " +
                       "of its other communicators " + Fmt("%.0f", w.others / 1e3) + " ms, pipeline peers " +
                       Fmt("%.0f", w.p2p / 1e3) + " ms, slow transfers " + Fmt("%.0f", w.xfer / 1e3) +
-                      " ms, each beyond its peers'), at least half of the " + Fmt("%.0f", e.wait_us / 1e3) +
+                      " ms, each beyond its peers'); weighed where it was late, that explains " +
+                      Fmt("%.0f", explained / 1e3) + " ms, at least half of the " + Fmt("%.0f", e.wait_us / 1e3) +
                       " ms it made " + CommLabel(d, e.comm) + " wait");
       continue;
     }

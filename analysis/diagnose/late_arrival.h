@@ -50,6 +50,9 @@ struct LateEvent {
   // explains its lateness is weighed where the lateness happened.
   std::vector<int> last_by_w;
   std::vector<double> wait_by_w;
+  // Its late arrivals and its peers' wait for it in windows [a, b] of its run.
+  int LastIn(int a, int b) const;
+  double WaitIn(int a, int b) const;
 };
 
 std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o);
