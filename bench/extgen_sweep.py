@@ -3,7 +3,7 @@
 reference alone, sharing no code with sim/): jobs drawn at random (shape, Inspector flavour, dump
 interval, communicator naming, launcher, one or two faults or none, whole-job or windowed, at
 severities across each detector's limit), diagnosed from their Inspector logs alone (tier A) and
-scored strictly by the CTest's own scorer (tests/extgen/check.py). Prints every job with a miss or
+scored strictly by the CTest's own scorer (tests/extgen/score.py). Prints every job with a miss or
 a false finding, then the totals. Same seed, same jobs.
 
 usage: bench/extgen_sweep.py [--collscope build/collscope] [--seed N] [--jobs M] [--out DIR]
@@ -13,7 +13,7 @@ import argparse, json, os, random, shutil, subprocess, sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXTGEN = os.path.join(HERE, "..", "tests", "extgen")
 sys.path.insert(0, EXTGEN)
-from check import score  # noqa: E402  the CTest's strict scorer, not a copy of it
+from score import score  # noqa: E402  the CTest's strict scorer, not a copy of it
 
 SHAPES = ["tp4pp2dp4", "tp8pp2dp4", "tp8pp4dp4", "tp8pp4dp8ep4"]
 STEPS = {"tp4pp2dp4": 40, "tp8pp2dp4": 40, "tp8pp4dp4": 30, "tp8pp4dp8ep4": 10}

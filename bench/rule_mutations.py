@@ -44,6 +44,16 @@ RULES = [
      'if (q == rr || (*q != y.proc && !held.empty())) continue;'),
     ('late arrival: pipeline waits are summed one dump interval past the late run (dump-timed records)',
      D + 'late_arrival.cc', 'if (!lags.empty()) p2p_lag = static_cast<int>', 'if (!lags.empty()) p2p_lag = 0 * static_cast<int>'),
+    ('late arrival: an all-to-all\'s transfers compare with their siblings\' whatever their sizes', D + 'late_arrival.cc',
+     'all_to_all[static_cast<size_t>(x.comm)] ? -1 : x.bytes', 'all_to_all[static_cast<size_t>(x.comm)] ? x.bytes : x.bytes'),
+    ('late arrival: an all-to-all has no sides (its waits make no pipeline follower)', D + 'late_arrival.cc',
+     'if (!sides || all_to_all[static_cast<size_t>(a.comm)]) continue;',
+     'if (!sides || (all_to_all[static_cast<size_t>(a.comm)] && false)) continue;'),
+    ('consolidate: a slow network whose every slow communicator spans a slow link\'s host is that link', D + 'registry.cc',
+     'Subset(network.comms, link.comms) && OverlapInTime(link, network);',
+     'Subset(network.comms, link.comms) && OverlapInTime(link, network) && false;'),
+    ('a size that never repeats is timed at its siblings\' rate within a factor of two', D + 'comm_data.cc',
+     'if (v.size() >= kOwnSiblings) usual[k]', 'if (v.size() >= kOwnSiblings * 0) usual[k]'),
     ('late arrival: sibling pipelines are compared transfer by transfer (sequence number), not by window',
      D + 'late_arrival.cc', 'x.sn >= 0 ? x.sn : -1 - w,', '-1 - w,'),
     ('late arrival: a rank others explain still leads the ranks after it on its pipeline', D + 'late_arrival.cc',
@@ -172,6 +182,8 @@ def main():
     # the time.
     listed = run('ctest -N', build).stdout
     targets = sorted(set(re.findall(r'Test +#\d+: (diagnose_(?:\w+_)?test)\.', listed)))
+    if re.search(r'Test +#\d+: diagnose_cases_test$', listed, re.M):
+        targets.append('collscope')  # the cases run the command itself
     if with_eval:
         targets.append('eval_test')
     results = []

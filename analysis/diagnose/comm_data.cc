@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <bit>
 #include <map>
 #include <set>
 #include <tuple>
@@ -183,21 +184,36 @@ std::vector<bool> AllToAllComms(const CommData& d) {
 }
 
 std::vector<double> UsualWireOfSiblings(const CommData& d, const std::vector<P2pTransfer>& pairs) {
-  using Key = std::tuple<std::string, int, int64_t>;  // (comm name, comm size, bytes)
-  auto key = [&](const P2pTransfer& t) {
+  // Transfers of one size compare as they are. Where a size repeats too rarely to have a usual time
+  // of its own (an expert all-to-all's messages follow the tokens routed, a different size for
+  // nearly every pair and call, so each was its own only sibling and never slow), the usual time
+  // is the size at the usual rate of its siblings within a factor of two of it.
+  constexpr size_t kOwnSiblings = 8;
+  using Key = std::tuple<std::string, int, int64_t>;  // (comm name, comm size, bytes or -1 - class)
+  auto key = [&](const P2pTransfer& t, bool by_class) {
     const Comm& c = d.comms[static_cast<size_t>(t.comm)];
-    return Key{c.name, c.n_ranks, t.bytes};
+    return Key{c.name, c.n_ranks, by_class ? -1 - std::bit_width(static_cast<uint64_t>(std::max<int64_t>(t.bytes, 1))) : t.bytes};
   };
-  std::map<Key, std::vector<double>> siblings;
-  for (const P2pTransfer& t : pairs) siblings[key(t)].push_back(t.Wire());
-  std::map<Key, double> usual;
-  for (auto& [k, v] : siblings) {
+  auto lower_quartile = [](std::vector<double>& v) {
     std::sort(v.begin(), v.end());
-    usual[k] = v[(v.size() - 1) / 4];
+    return v[(v.size() - 1) / 4];
+  };
+  std::map<Key, std::vector<double>> same_size, per_byte;
+  for (const P2pTransfer& t : pairs) {
+    same_size[key(t, false)].push_back(t.Wire());
+    per_byte[key(t, true)].push_back(t.Wire() / static_cast<double>(std::max<int64_t>(t.bytes, 1)));
   }
+  std::map<Key, double> usual;
+  for (auto& [k, v] : same_size)
+    if (v.size() >= kOwnSiblings) usual[k] = lower_quartile(v);
+  for (auto& [k, v] : per_byte) usual[k] = lower_quartile(v);
   std::vector<double> out;
   out.reserve(pairs.size());
-  for (const P2pTransfer& t : pairs) out.push_back(usual[key(t)]);
+  for (const P2pTransfer& t : pairs) {
+    auto it = usual.find(key(t, false));
+    out.push_back(it != usual.end() ? it->second
+                                    : usual[key(t, true)] * static_cast<double>(std::max<int64_t>(t.bytes, 1)));
+  }
   return out;
 }
 

@@ -192,6 +192,24 @@ TEST(P2pPairs, SidesCutApartByAWindowsEdgesPairByWhenTheyCompleted) {
   }
 }
 
+// Transfers whose sizes never repeat (an expert all-to-all's follow the tokens routed): each is
+// timed against its siblings' rate within a factor of two of its size, so the one that took 5x its
+// time is slow, and the others are not.
+TEST(P2pPairs, ASizeThatNeverRepeatsIsTimedAtItsSiblingsRate) {
+  CommData d = TwoHosts();
+  for (int k = 0; k < 40; ++k) {
+    const int64_t bytes = (1 << 20) + 5000 * k;
+    const double wire = static_cast<double>(bytes) / 1000 * (k == 7 ? 5 : 1);
+    d.p2p.push_back({0, 0, 1, true, bytes, wire, k, k, 0});
+    d.p2p.push_back({1, 0, 0, false, bytes, wire + 50, k, k, 0});
+  }
+  const std::vector<P2pTransfer> t = CrossHostP2pTransfers(d);
+  const std::vector<double> usual = UsualWireOfSiblings(d, t);
+  ASSERT_EQ(t.size(), 40u);
+  for (size_t k = 0; k < t.size(); ++k)
+    EXPECT_EQ(t[k].Wire() > 1.2 * usual[k], t[k].bytes == (1 << 20) + 5000 * 7) << t[k].bytes;
+}
+
 TEST(SlowLink, LocalizesHostFromCommunicatorsSpanningIt) {
   CommData d = Job();
   Fill(&d, 100, /*slow_host=*/2, 30, 70, -1, 0, 0);
@@ -406,6 +424,44 @@ TEST(Consolidate, ASlowNetworksLateHostIsItsLinkUnlessLateInsideItself) {
   Consolidate(&straggler);
   ASSERT_EQ(straggler.size(), 2u) << FindingsToText(straggler);
   for (const Finding& f : straggler) EXPECT_NE(f.kind, Kind::kSlowLink) << FindingsToText(straggler);
+}
+
+// A slow network whose every slow communicator spans a named link's host, while the link is slow,
+// is that link: it adds no suspect. One with a slow communicator the link's host is not in is
+// another fault, and stays.
+TEST(Consolidate, ASlowNetworkOfTheSlowLinksCommunicatorsIsThatLink) {
+  auto link = [] {
+    Finding f;
+    f.kind = Kind::kSlowLink;
+    f.detector = "comm.slow_link";
+    f.hosts = {"h2"};
+    f.ranks = {8, 9};
+    f.comms = {"0xa", "0xb", "0xc"};
+    f.start_us = 1000;
+    f.end_us = 5000;
+    f.confidence = 1;
+    return f;
+  };
+  auto network = [](std::vector<std::string> comms) {
+    Finding f;
+    f.kind = Kind::kSlowNetwork;
+    f.detector = "comm.slow_link";
+    f.hosts = {"h1", "h2", "h3", "h4"};
+    f.comms = std::move(comms);
+    f.start_us = 5000;
+    f.end_us = 5400;
+    f.confidence = 0.12;
+    return f;
+  };
+  std::vector<Finding> one = {link(), network({"0xb", "0xc"})};
+  Consolidate(&one);
+  ASSERT_EQ(one.size(), 1u) << FindingsToText(one);
+  EXPECT_EQ(one[0].kind, Kind::kSlowLink);
+  EXPECT_EQ(one[0].hosts, std::vector<std::string>({"h2"}));
+  EXPECT_EQ(one[0].end_us, 5400);
+  std::vector<Finding> two = {link(), network({"0xb", "0xe"})};
+  Consolidate(&two);
+  EXPECT_EQ(two.size(), 2u) << FindingsToText(two);
 }
 
 // One stage's bubble seen in several runs of windows is one finding (one root cause), spanning

@@ -398,6 +398,10 @@ std::vector<std::vector<double>> SiblingP2pWaits(const CommData& d, double W, Pi
     double exec;
     auto Key() const { return std::tie(name, n_ranks, pos, peer_pos, send, bytes, when); }
   };
+  // An all-to-all's messages follow the tokens routed, a different size in each sibling group
+  // (expert groups route apart): its transfers compare with their siblings' whatever their size,
+  // as a wait for a partner that posted late dwarfs what the size moves.
+  const std::vector<bool> all_to_all = AllToAllComms(d);
   std::unordered_map<std::string, int> name_ids;
   std::vector<Item> items;
   items.reserve(d.p2p.size());
@@ -406,8 +410,9 @@ std::vector<std::vector<double>> SiblingP2pWaits(const CommData& d, double W, Pi
     const Comm& c = d.comms[static_cast<size_t>(x.comm)];
     const int name = name_ids.try_emplace(c.name, static_cast<int>(name_ids.size())).first->second;
     const int w = win(x.ts);
-    items.push_back({name, c.n_ranks, pos(x.comm, x.proc), pos(x.comm, x.peer), x.send, x.bytes,
-                     x.sn >= 0 ? x.sn : -1 - w, x.proc, x.comm, w, x.exec});
+    items.push_back({name, c.n_ranks, pos(x.comm, x.proc), pos(x.comm, x.peer), x.send,
+                     all_to_all[static_cast<size_t>(x.comm)] ? -1 : x.bytes, x.sn >= 0 ? x.sn : -1 - w, x.proc,
+                     x.comm, w, x.exec});
   }
   std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
     return std::tuple_cat(a.Key(), std::tie(a.proc)) < std::tuple_cat(b.Key(), std::tie(b.proc));
@@ -439,7 +444,8 @@ std::vector<std::vector<double>> SiblingP2pWaits(const CommData& d, double W, Pi
       const double extra = (a.sum / a.n - base) * a.n;
       if (extra <= 0) continue;
       v[static_cast<size_t>(a.w)] += extra;
-      if (!sides) continue;
+      // An all-to-all has no sides: each member waits on every other.
+      if (!sides || all_to_all[static_cast<size_t>(a.comm)]) continue;
       auto& side = (*sides)[{a.proc, a.comm, upstream}];
       if (side.empty()) side.assign(static_cast<size_t>(nw), 0);
       side[static_cast<size_t>(a.w)] += extra;

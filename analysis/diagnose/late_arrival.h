@@ -58,8 +58,8 @@ struct LateEvent {
 std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o);
 // Per process and window of `window_us`: how much longer its point-to-point sends and receives
 // took than the same transfers of its sibling pipelines (same communicator name and size, same
-// positions and direction, same size; their lower quartile), i.e. what it waited on its
-// pipeline peers beyond the usual.
+// positions and direction, same size, an all-to-all's of any size; their lower quartile), i.e.
+// what it waited on its pipeline (or expert) peers beyond the usual.
 // `sides`, when given, gets the same per (process, its communicator, whether the peer's position
 // in it is below its own): which side of its pipeline it waited on.
 using PipelineSideWaits = std::map<std::tuple<int, int, bool>, std::vector<double>>;

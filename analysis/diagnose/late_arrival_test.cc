@@ -140,5 +140,43 @@ TEST(LateArrival, ASampledPairsStragglerIsAnEventThoughItsPartnerIsItsOnlyPeer) 
   EXPECT_TRUE(FindLateEvents(SampledPairs(300), o).empty());
 }
 
+// Two sibling expert groups of 4 (one host per process), each an all-to-all: every member sends to
+// and receives from every other, 10 calls, the sizes following the tokens routed (a transfer's
+// size is never its sibling's). In group 1, member 2's receives from member 0 wait 3 ms for it at calls
+// 3-6: that is what member 2 waited on its expert peers, beyond its sibling group's same transfers,
+// and on no side of them.
+TEST(SiblingP2pWaits, AnAllToAllsTransfersCompareWithTheirSiblingsWhateverTheirSizes) {
+  CommData d = Comms(2, 4);
+  for (Comm& c : d.comms) c.name = "EXPERT_MODEL_PARALLEL_GROUP";
+  const int64_t t0 = 1'000'000'000;
+  for (int c = 0; c < 2; ++c)
+    for (int call = 0; call < 10; ++call)
+      for (int me = 0; me < 4; ++me)
+        for (int peer = 0; peer < 4; ++peer) {
+          if (peer == me) continue;
+          const int p = d.comms[c].procs[me], q = d.comms[c].procs[peer];
+          for (bool send : {true, false}) {
+            const int from = send ? me : peer, to = send ? peer : me;
+            const int64_t bytes = (1 << 20) + 4096 * ((7 * c + 5 * call + 3 * from + to) % 13);
+            double exec = 500 + static_cast<double>(bytes) / 1e4;
+            if (c == 1 && me == 2 && peer == 0 && !send && call >= 3 && call <= 6) exec += 3000;
+            d.p2p.push_back({p, c, q, send, bytes, exec, t0 + call * 100'000, 2 * call + !send, 0});
+          }
+        }
+  d.t0 = t0;
+  d.t1 = t0 + 1'000'000;
+  PipelineSideWaits sides;
+  const std::vector<std::vector<double>> waits = SiblingP2pWaits(d, 200'000, &sides);
+  EXPECT_TRUE(sides.empty()) << "an all-to-all has no sides: each member waits on every other";
+  double waited = 0;
+  for (double w : waits[static_cast<size_t>(d.comms[1].procs[2])]) waited += w;
+  EXPECT_NEAR(waited, 4 * 3000, 1500);
+  for (int me : {0, 1, 3}) {
+    double other = 0;
+    for (double w : waits[static_cast<size_t>(d.comms[1].procs[me])]) other += w;
+    EXPECT_LT(other, 1500) << "member " << me;
+  }
+}
+
 }  // namespace
 }  // namespace collscope::diagnose

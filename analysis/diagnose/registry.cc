@@ -93,6 +93,23 @@ bool WireHostAmongTheRecords(const Finding& a, const Finding& b) {
   return Subset(wire.hosts, other.hosts) && ShareComm(a, b) && OverlapInTime(a, b);
 }
 
+// A slow network whose every slow communicator spans a named slow link's host, while the link is
+// slow, is that link seen where the data could not tell its hosts apart: it adds no suspect (a
+// 256-GPU job from another generator named a degraded NIC's host, then "the network among 4
+// hosts" of it and its pipeline group, from the same communicators, as the job ended).
+bool NetworkOfTheLinksHost(const Finding& link, const Finding& network) {
+  return !link.hosts.empty() && !network.comms.empty() && Subset(link.hosts, network.hosts) &&
+         Subset(network.comms, link.comms) && OverlapInTime(link, network);
+}
+
+void AddTheNetworksWindow(Finding* link, const Finding& network) {
+  AddVictims(link, network.victims);
+  link->start_us = std::min(link->start_us, network.start_us);
+  link->end_us = std::max(link->end_us, network.end_us);
+  link->AddText("also_explains", network.detector + ": the slow network among " +
+                                     std::to_string(network.hosts.size()) + " hosts including this one");
+}
+
 // A stage whose host's network is slow hands its activations late: its own collectives (context
 // or data parallel) and sends crawl, and the next stage idles as behind a bubble. A bubble
 // finding about that stage (from the records or the step phases), while the link is slow, is the
@@ -213,6 +230,9 @@ const std::vector<MergeRule>& MergeRules() {
          return b.detector == "proxy.wire" && Subset(b.hosts, a.hosts) && ShareComm(a, b) && OverlapInTime(a, b);
        },
        false, Kind::kSlowLink, TakeTheWiresEnd},
+      {Kind::kSlowLink,
+       "a slow network whose every slow communicator spans the slow link's host, while it is slow: the link",
+       &NetworkOfTheLinksHost, false, Kind::kSlowNetwork, &AddTheNetworksWindow},
       {Kind::kSlowLink,
        "a bubble of the pipeline stage on the slow link's host, overlapping windows: a stage whose network is slow "
        "hands its activations late",
