@@ -388,28 +388,29 @@ std::string RecordEndSql(const std::string& r) {
          ".dump_ts_us)";
 }
 
-Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWindow& window) {
-  duckdb_connection conn = store.connection();
-  std::string run_filter;
-  {
-    std::string q = run.empty()
-                        ? "SELECT CAST(min(run_id) AS BIGINT) FROM runs"
-                        : "SELECT CAST(run_id AS BIGINT) FROM runs WHERE name = " + SqlString(run);
-    auto r = Fetch(conn, q, "i");
-    if (!r.ok()) return r.status();
-    if (r->rows == 0 || r->null_i[0][0])
-      return Status::NotFound(run.empty() ? "the store holds no run" : "no run named " + run);
-    run_filter = std::to_string(r->i[0][0]);
-  }
+namespace {
+
+// What LoadCommData's steps share: the store's connection, the run, and the store's ids of
+// processes and communicators as CommData's indexes.
+struct Loader {
+  duckdb_connection conn;
+  std::string run_filter;  // the run_id
+  std::map<int64_t, int> proc_index, comm_index;
   CommData d;
-  // Processes.
+};
+
+// Processes, in (hostname, pid) order; each host an index.
+Status LoadProcesses(Loader& l) {
+  duckdb_connection conn = l.conn;
+  const std::string& run_filter = l.run_filter;
+  std::map<int64_t, int>& proc_index = l.proc_index;
+  CommData& d = l.d;
   auto pr = Fetch(conn,
                   "SELECT CAST(process_id AS BIGINT), hostname, CAST(pid AS BIGINT) FROM processes "
                   "WHERE run_id = " +
                       run_filter + " ORDER BY hostname, pid",
                   "isi");
   if (!pr.ok()) return pr.status();
-  std::map<int64_t, int> proc_index;
   std::map<std::string, int> host_index;
   for (size_t i = 0; i < pr->rows; ++i) {
     const std::string& h = pr->s[0][i];
@@ -424,6 +425,15 @@ Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWi
     d.procs.push_back(p);
   }
   d.rank_source = "ordinal";
+  return Status::Ok();
+}
+
+Status LoadCommunicators(Loader& l) {
+  duckdb_connection conn = l.conn;
+  const std::string& run_filter = l.run_filter;
+  std::map<int64_t, int>& proc_index = l.proc_index;
+  std::map<int64_t, int>& comm_index = l.comm_index;
+  CommData& d = l.d;
   // Communicators and membership (with the plugin's global rank when present).
   auto cr = Fetch(conn,
                   "SELECT CAST(c.comm_id AS BIGINT), c.id, coalesce(c.comm_name, ''), "
@@ -434,7 +444,6 @@ Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWi
                       run_filter + " ORDER BY c.id, c.comm_id",
                   "issii");
   if (!cr.ok()) return cr.status();
-  std::map<int64_t, int> comm_index;
   for (size_t i = 0; i < cr->rows; ++i) {
     comm_index[cr->i[0][i]] = static_cast<int>(d.comms.size());
     Comm c;
@@ -500,48 +509,68 @@ Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWi
       d.rank_source = "world-communicator";
     }
   }
-  // When records carry only dump times, a record completed between its process's previous dump
-  // pass and its own: the passes (runs of line times less than 1 ms apart) give every record the
-  // start of the previous pass as the earliest time it can have completed. Computed once (a
-  // temporary table, even on a read-only store) for the collective and point-to-point queries.
-  {
-    const Status st = store.Exec(
-        "CREATE OR REPLACE TEMP TABLE collscope_pass_of AS "
-        "WITH lines AS (SELECT DISTINCT process_id, dump_ts_us AS t FROM records WHERE run_id = " +
-        run_filter +
-        " AND dump_ts_us IS NOT NULL), "
-        "breaks AS (SELECT process_id, t, CASE WHEN lag(t) OVER w IS NULL OR t - lag(t) OVER w > "
-        "1000 "
-        "THEN 1 ELSE 0 END AS brk FROM lines WINDOW w AS (PARTITION BY process_id ORDER BY t)), "
-        "numbered AS (SELECT process_id, t, sum(brk) OVER (PARTITION BY process_id ORDER BY t) AS "
-        "pass "
-        "FROM breaks), "
-        "starts AS (SELECT process_id, pass, min(t) AS start FROM numbered GROUP BY ALL), "
-        "prevs AS (SELECT process_id, pass, lag(start) OVER (PARTITION BY process_id ORDER BY "
-        "pass) "
-        "AS prev FROM starts) "
-        "SELECT n.process_id, n.t, p.prev FROM numbered n JOIN prevs p USING (process_id, pass)");
-    if (!st.ok()) return st;
-  }
-  // The window: a record is dumped after it completes, so records dumped before the window's start
-  // (less a margin for members that started earlier than their peers) cannot belong to an instance
-  // inside it; the instance test itself is on the members' start and completion times.
-  std::string window_records, window_instances, window_p2p;
+  return Status::Ok();
+}
+
+// When records carry only dump times, a record completed between its process's previous dump
+// pass and its own: the passes (runs of line times less than 1 ms apart) give every record the
+// start of the previous pass as the earliest time it can have completed. Computed once (a
+// temporary table, even on a read-only store) for the collective and point-to-point queries.
+Status CreatePassTable(Store& store, const std::string& run_filter) {
+  return store.Exec(
+      "CREATE OR REPLACE TEMP TABLE collscope_pass_of AS "
+      "WITH lines AS (SELECT DISTINCT process_id, dump_ts_us AS t FROM records WHERE run_id = " +
+      run_filter +
+      " AND dump_ts_us IS NOT NULL), "
+      "breaks AS (SELECT process_id, t, CASE WHEN lag(t) OVER w IS NULL OR t - lag(t) OVER w > "
+      "1000 "
+      "THEN 1 ELSE 0 END AS brk FROM lines WINDOW w AS (PARTITION BY process_id ORDER BY t)), "
+      "numbered AS (SELECT process_id, t, sum(brk) OVER (PARTITION BY process_id ORDER BY t) AS "
+      "pass "
+      "FROM breaks), "
+      "starts AS (SELECT process_id, pass, min(t) AS start FROM numbered GROUP BY ALL), "
+      "prevs AS (SELECT process_id, pass, lag(start) OVER (PARTITION BY process_id ORDER BY "
+      "pass) "
+      "AS prev FROM starts) "
+      "SELECT n.process_id, n.t, p.prev FROM numbered n JOIN prevs p USING (process_id, pass)");
+}
+
+// The SQL conditions that keep the records of `window` (all of them when it is the whole run).
+struct WindowSql {
+  std::string records, instances, p2p, proxy;
+};
+
+// The window: a record is dumped after it completes, so records dumped before the window's start
+// (less a margin for members that started earlier than their peers) cannot belong to an instance
+// inside it; the instance test itself is on the members' start and completion times.
+WindowSql WindowFilters(const TimeWindow& window) {
+  WindowSql w;
   if (!window.all()) {
     constexpr int64_t kStraddleMarginUs = 60'000'000;
     const std::string since = std::to_string(window.since_us),
                       until = std::to_string(window.until_us);
     const std::string start = RecordStartSql("r"), end = RecordEndSql("r");
-    window_records = " AND r.dump_ts_us >= " +
-                     std::to_string(std::max<int64_t>(0, window.since_us - kStraddleMarginUs));
-    window_instances =
-        " HAVING min(" + start + ") >= " + since + " AND max(" + end + ") <= " + until;
+    w.records = " AND r.dump_ts_us >= " + std::to_string(std::max<int64_t>(0, window.since_us - kStraddleMarginUs));
+    w.instances = " HAVING min(" + start + ") >= " + since + " AND max(" + end + ") <= " + until;
     // A Send and its Recv end together but start apart (the one posted first waits), so a pair
     // is kept or dropped whole by its end: a lone side at the window's edge would look like a
     // transfer that took as long as its wait.
-    window_p2p = " AND " + end + " >= " + since + " AND " + end + " <= " + until;
+    w.p2p = " AND " + end + " >= " + since + " AND " + end + " <= " + until;
+    // Proxy ops by their completion.
+    w.proxy = " HAVING t >= " + since + " AND t <= " + until;
   }
-  // Collective instances.
+  return w;
+}
+
+// Collective instances, one per (communicator, op, sequence number, size): `exact` counts the
+// records with their own start times.
+Status LoadInstances(Loader& l, const WindowSql& w, int64_t* exact_out) {
+  duckdb_connection conn = l.conn;
+  const std::string& run_filter = l.run_filter;
+  std::map<int64_t, int>& proc_index = l.proc_index;
+  std::map<int64_t, int>& comm_index = l.comm_index;
+  CommData& d = l.d;
+  int64_t exact = 0;
   auto ir = Fetch(
       conn,
       "SELECT CAST(o.comm_id AS BIGINT), CAST(enum_code(o.op) AS BIGINT), "
@@ -560,12 +589,11 @@ Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWi
       "FROM records r JOIN operations o USING (run_id, op_id) "
       "LEFT JOIN collscope_pass_of po ON po.process_id = r.process_id AND po.t = r.dump_ts_us "
       "WHERE r.run_id = " +
-          run_filter + " AND o.kind = 'coll'" + window_records +
-          " GROUP BY o.comm_id, o.op, r.sn, o.msg_size_bytes" + window_instances + " ORDER BY 10",
+          run_filter + " AND o.kind = 'coll'" + w.records +
+          " GROUP BY o.comm_id, o.op, r.sn, o.msg_size_bytes" + w.instances + " ORDER BY 10",
       "iiiiidddiiii");
   if (!ir.ok()) return ir.status();
   d.insts.reserve(ir->rows);
-  int64_t exact = 0;
   d.t0 = INT64_MAX;
   d.t1 = INT64_MIN;
   for (size_t i = 0; i < ir->rows; ++i) {
@@ -589,7 +617,16 @@ Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWi
     d.t1 = std::max(d.t1, x.ts + static_cast<int64_t>(x.tmax));
     d.insts.push_back(x);
   }
-  if (Status st = MarkMembersLogging(conn, run_filter, comm_index, &d); !st.ok()) return st;
+  *exact_out = exact;
+  return Status::Ok();
+}
+
+Status LoadP2p(Loader& l, const WindowSql& w) {
+  duckdb_connection conn = l.conn;
+  const std::string& run_filter = l.run_filter;
+  std::map<int64_t, int>& proc_index = l.proc_index;
+  std::map<int64_t, int>& comm_index = l.comm_index;
+  CommData& d = l.d;
   // Point-to-point records (pipeline sends/receives), peers mapped to processes.
   auto p2 = Fetch(
       conn,
@@ -602,7 +639,7 @@ Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWi
       "FROM records r JOIN operations o USING (run_id, op_id) "
       "LEFT JOIN collscope_pass_of po ON po.process_id = r.process_id AND po.t = r.dump_ts_us "
       "WHERE r.run_id = " +
-          run_filter + " AND o.kind = 'p2p' AND o.op IN ('Send', 'Recv')" + window_p2p,
+          run_filter + " AND o.kind = 'p2p' AND o.op IN ('Send', 'Recv')" + w.p2p,
       "iiiiidiii");
   if (!p2.ok()) return p2.status();
   d.p2p.reserve(p2->rows);
@@ -626,11 +663,17 @@ Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWi
     x.earliest_ts = std::min(x.ts, p2->i[7][i]);
     d.p2p.push_back(x);
   }
-  // Network sends' time on the wire (proxy_trace steps), one per proxy op, peers mapped to
-  // processes through the communicator's rank order as for point-to-point records.
-  std::string window_proxy;
-  if (!window.all())
-    window_proxy = " HAVING t >= " + std::to_string(window.since_us) + " AND t <= " + std::to_string(window.until_us);
+  return Status::Ok();
+}
+
+// Network sends' time on the wire (proxy_trace steps), one per proxy op, peers mapped to
+// processes through the communicator's rank order as for point-to-point records.
+Status LoadProxySends(Loader& l, const WindowSql& w) {
+  duckdb_connection conn = l.conn;
+  const std::string& run_filter = l.run_filter;
+  std::map<int64_t, int>& proc_index = l.proc_index;
+  std::map<int64_t, int>& comm_index = l.comm_index;
+  CommData& d = l.d;
   // A store written before proxy tables existed, opened read-only, has none.
   auto has_proxy = Fetch(conn,
                          "SELECT CAST(count(*) AS BIGINT) FROM duckdb_tables() WHERE database_name = "
@@ -644,7 +687,7 @@ Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWi
                   "FROM proxy_steps WHERE run_id = " + run_filter +
                       " AND direction = 'send' AND peer IS NOT NULL AND wire_us IS NOT NULL "
                       "AND trans_size_bytes IS NOT NULL "
-                      "GROUP BY comm_id, process_id, rank, channel_id, peer, proxy_op_sn" + window_proxy,
+                      "GROUP BY comm_id, process_id, rank, channel_id, peer, proxy_op_sn" + w.proxy,
                   "iiiidd");
   if (!px.ok()) return px.status();
   d.proxy_sends.reserve(px->rows);
@@ -668,6 +711,37 @@ Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWi
     return std::tie(a.ts, a.comm, a.from, a.to, a.bytes, a.wire_us) <
            std::tie(b.ts, b.comm, b.from, b.to, b.bytes, b.wire_us);
   });
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWindow& window) {
+  duckdb_connection conn = store.connection();
+  std::string run_filter;
+  {
+    std::string q = run.empty()
+                        ? "SELECT CAST(min(run_id) AS BIGINT) FROM runs"
+                        : "SELECT CAST(run_id AS BIGINT) FROM runs WHERE name = " + SqlString(run);
+    auto r = Fetch(conn, q, "i");
+    if (!r.ok()) return r.status();
+    if (r->rows == 0 || r->null_i[0][0])
+      return Status::NotFound(run.empty() ? "the store holds no run" : "no run named " + run);
+    run_filter = std::to_string(r->i[0][0]);
+  }
+  Loader l;
+  l.conn = conn;
+  l.run_filter = run_filter;
+  if (Status st = LoadProcesses(l); !st.ok()) return st;
+  if (Status st = LoadCommunicators(l); !st.ok()) return st;
+  if (Status st = CreatePassTable(store, run_filter); !st.ok()) return st;
+  const WindowSql w = WindowFilters(window);
+  int64_t exact = 0;
+  if (Status st = LoadInstances(l, w, &exact); !st.ok()) return st;
+  if (Status st = MarkMembersLogging(conn, run_filter, l.comm_index, &l.d); !st.ok()) return st;
+  if (Status st = LoadP2p(l, w); !st.ok()) return st;
+  if (Status st = LoadProxySends(l, w); !st.ok()) return st;
+  CommData& d = l.d;
   // One order for every run of a diagnosis: by time, then by what the instance is (the query's
   // order leaves ties of time to the ingest's numbering).
   std::stable_sort(d.insts.begin(), d.insts.end(), [](const Inst& a, const Inst& b) {
@@ -681,7 +755,7 @@ Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWi
   if (d.insts.empty()) d.t0 = d.t1 = 0;
   d.timestamps_exact = exact > 0;
   InferLayout(&d);
-  return d;
+  return std::move(l.d);
 }
 
 }  // namespace collscope::diagnose

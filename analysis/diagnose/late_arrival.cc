@@ -539,115 +539,29 @@ WaitsOnOthers MeasureWaitsOnOthers(const CommData& d, double W) {
   return m;
 }
 
-}  // namespace
+// Why a late event is late, or not its own: what its rank waited on others (WaitsOnOthers),
+// weighed where it was late, and whom it follows. DetectLateArrivals keeps the roots that no
+// other rank explains and that follow no one; every other event goes to o.suppressed, with why.
+struct LateExplainer {
+  LateExplainer(const CommData& data, const LateOptions& options, const std::vector<LateEvent>& events)
+      : d(data), o(options), ev(events), W(options.window_us), waits(MeasureWaitsOnOthers(data, options.window_us)) {}
 
-std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o) {
-  std::vector<Finding> out;
-  const std::vector<LateEvent> ev = FindLateEvents(d, o);
-  if (ev.empty()) return out;
-  const double W = o.window_us;
-  const int nw = static_cast<int>((d.t1 - d.t0) / W) + 1;
-  const WaitsOnOthers waits = MeasureWaitsOnOthers(d, W);
-  // Plain references, not a structured binding: Clang 14 cannot capture those in the lambdas below.
-  const auto& comms_of = waits.comms_of;
-  const auto& toward = waits.toward;
-  const auto& p2p_wait = waits.p2p_wait;
-  const auto& slow_transfer = waits.slow_transfer;
-  const auto& slow_wire = waits.slow_wire;
-  const int p2p_lag = waits.p2p_lag;
-  auto sum = [](const std::vector<double>& v, int a, int b) {
-    double s = 0;
-    b = std::min(b, static_cast<int>(v.size()) - 1);
-    for (int w = std::max(a, 0); w <= b; ++w) s += v[static_cast<size_t>(w)];
-    return s;
-  };
-  auto suppress = [&](const LateEvent& e, std::string why) {
-    if (!o.suppressed) return;
-    Finding f;
-    f.kind = Kind::kSlowCompute;
-    f.detector = "comm.late_arrival";
-    f.ranks = {d.procs[static_cast<size_t>(e.proc)].global_rank};
-    f.hosts = {d.hosts[static_cast<size_t>(d.procs[static_cast<size_t>(e.proc)].host)]};
-    const Comm& c = d.comms[static_cast<size_t>(e.comm)];
-    f.comms = {c.id};
-    f.start_us = d.t0 + static_cast<int64_t>(e.w0 * W);
-    f.end_us = d.t0 + static_cast<int64_t>((e.w1 + 1) * W);
-    f.Add("last_arrivals", e.last);
-    f.Add("instances", e.instances);
-    f.Add("z_score", e.z);
-    f.summary = "Rank " + std::to_string(f.ranks[0]) + " arrives last at " + std::to_string(e.last) + " of " +
-                std::to_string(e.instances) + " collectives of " + CommLabel(d, e.comm);
-    o.suppressed->push_back({std::move(f), std::move(why)});
-  };
+  // Roots: late events whose rank waited on nobody as much as it made others wait.
+  std::vector<const LateEvent*> Roots() const;
+  // The roots that follow no other (below).
+  std::vector<const LateEvent*> Leaders(std::vector<const LateEvent*> roots) const;
+
   // What a late event's rank waited on others over its run, each kind beyond its peers'.
   struct Owed {
     double others = 0, p2p = 0, xfer = 0;
     double Sum() const { return others + p2p + xfer; }
   };
+  static double Sum(const std::vector<double>& v, int a, int b);
+  void Suppress(const LateEvent& e, std::string why) const;
   // Over the windows [w0, w1] of e's run (all of it, or a block of it).
-  auto owed_in = [&](const LateEvent& e, int w0, int w1) {
-    double waited = 0, held_times = 0;
-    for (const LateEvent& f : ev) {
-      // Waiting for another member of the same communicator never makes it late there: it was
-      // not last where the other was (two slowed members of one host in a data-parallel group).
-      if (f.proc == e.proc || f.comm == e.comm || f.w1 < w0 || f.w0 > w1) continue;
-      const auto& mine = comms_of[static_cast<size_t>(e.proc)];
-      if (std::find(mine.begin(), mine.end(), f.comm) == mine.end()) continue;
-      // e's rank is a member of f's communicator, where f's rank kept it waiting.
-      const int a = std::max(w0, f.w0), b = std::min(w1, f.w1);
-      const double overlap = static_cast<double>(b - a + 1) / (f.w1 - f.w0 + 1);
-      waited += f.wait_us * overlap;
-      held_times += f.last * overlap;
-    }
-    // One wait makes a rank late once, at its next collective: waits that held it a few times
-    // cannot explain its being last hundreds of times (a straggler's world-allreduce wait for a
-    // slow NIC does not make it a victim), so each holding explains at most one late arrival.
-    waited = std::min(waited, e.WaitIn(w0, w1) * held_times / std::max(1, e.LastIn(w0, w1)));
-    // Waiting on pipeline peers, too, explains lateness only by as much more as its peers in
-    // this communicator waited (a slow wire under a whole tensor-parallel group delays none of
-    // its members against the others).
-    std::vector<double> peers_p2p;
-    for (int q : d.comms[static_cast<size_t>(e.comm)].procs)
-      if (q != e.proc) peers_p2p.push_back(sum(p2p_wait[static_cast<size_t>(q)], w0, w1 + p2p_lag));
-    const double p2p =
-        std::max(0.0, sum(p2p_wait[static_cast<size_t>(e.proc)], w0, w1 + p2p_lag) - Median(peers_p2p));
-    // A slow transfer in one communicator (or a slow pipeline wire) makes its members late in
-    // the others, never in itself, and only by as much more as it held them than it held their
-    // peers there (a slow link under every member of a tensor-parallel group makes none of them
-    // late in it).
-    auto held = [&](int proc) {
-      double x = sum(slow_wire[static_cast<size_t>(proc)], w0, w1);
-      for (int c : comms_of[static_cast<size_t>(proc)]) {
-        if (c == e.comm) continue;
-        auto it = slow_transfer.find(Key(static_cast<size_t>(proc), static_cast<size_t>(c)));
-        if (it != slow_transfer.end()) x += sum(it->second, w0, w1);
-      }
-      return x;
-    };
-    std::vector<double> peers_held;
-    for (int q : d.comms[static_cast<size_t>(e.comm)].procs)
-      if (q != e.proc) peers_held.push_back(held(q));
-    const double xfer = std::max(0.0, held(e.proc) - Median(peers_held));
-    return Owed{waited, p2p, xfer};
-  };
-  // What explains a run's lateness is weighed block by block, each block against what it made
-  // others wait there: a wait in one part of a long run explains no lateness in another (a host
-  // slowed for steps 8-23 whose NIC degraded from step 22 waited on its slow transfers late in
-  // the run, and those waits had explained away the slowdown before them). Blocks are long
-  // enough for a wait to show as lateness within them (a dump interval's lag, twice over); a run
-  // shorter than two blocks is one.
-  const int block = std::max(4, 2 * (p2p_lag + 1));
-  auto blocks_of = [&](int w0, int w1) {
-    std::vector<std::pair<int, int>> out;
-    const int n = std::max(1, (w1 - w0 + 1) / block);
-    for (int k = 0; k < n; ++k) out.push_back({w0 + k * block, k + 1 == n ? w1 : w0 + (k + 1) * block - 1});
-    return out;
-  };
-  auto explained_blockwise = [&](const LateEvent& e) {
-    double x = 0;
-    for (auto [a, b] : blocks_of(e.w0, e.w1)) x += std::min(owed_in(e, a, b).Sum(), e.WaitIn(a, b));
-    return x;
-  };
+  Owed OwedIn(const LateEvent& e, int w0, int w1) const;
+  std::vector<std::pair<int, int>> BlocksOf(int w0, int w1) const;
+  double ExplainedBlockwise(const LateEvent& e) const;
   // A host test's members share its late arrivals, so they are explained together: what they
   // waited on others against what they made their peers wait, summed over the members (a member
   // last at a few of them, that waited on nobody, is no root when the host's lateness is its other
@@ -655,39 +569,158 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
   // The members are the host's ranks late in the same communicator over overlapping windows, in a
   // host test or on their own.
   // (owed, wait) of the host's late members, the owed part weighed block by block of e's run.
-  auto host_owed = [&](const LateEvent& e) {
-    const int host = d.procs[static_cast<size_t>(e.proc)].host;
-    std::vector<size_t> members;
-    std::pair<double, double> sum{0, 0};
-    for (size_t j = 0; j < ev.size(); ++j) {
-      const LateEvent& x = ev[j];
-      if (x.comm != e.comm || d.procs[static_cast<size_t>(x.proc)].host != host || x.w1 < e.w0 || x.w0 > e.w1) continue;
-      members.push_back(j);
-      sum.second += x.wait_us;
+  std::pair<double, double> HostOwed(const LateEvent& e) const;
+  // What a process waited on one side of its pipelines, beyond its sibling pipelines.
+  double SideWait(int proc, bool upstream, int w0, int w1) const;
+  // Following a rank others explain, the wait counts only beyond what the follower's peers where
+  // it is late waited on the same side, as in (b): a straggler's tensor-parallel partners share
+  // its next stage, and wait as long on it when that stage is held by a fault of its own (a
+  // degraded NIC in its data-parallel group); a straggler stays one.
+  // Per side (downstream, upstream): the median of what r's peers where it is late waited there.
+  std::array<double, 2> PeersSideWaits(const LateEvent& r) const;
+  // peers: what to count the wait beyond (zeros for a root leader).
+  const Comm* PipelineFollows(const LateEvent& r, const LateEvent& y, const std::array<double, 2>& peers) const;
+
+  const CommData& d;
+  const LateOptions& o;
+  const std::vector<LateEvent>& ev;
+  const double W;
+  const int nw = static_cast<int>((d.t1 - d.t0) / W) + 1;
+  const WaitsOnOthers waits;
+  const std::vector<std::vector<int>>& comms_of = waits.comms_of;
+  const PipelineSideWaits& toward = waits.toward;
+  const std::vector<std::vector<double>>& p2p_wait = waits.p2p_wait;
+  const std::unordered_map<uint64_t, std::vector<double>>& slow_transfer = waits.slow_transfer;
+  const std::vector<std::vector<double>>& slow_wire = waits.slow_wire;
+  const int p2p_lag = waits.p2p_lag;
+  // What explains a run's lateness is weighed block by block, each block against what it made
+  // others wait there: a wait in one part of a long run explains no lateness in another (a host
+  // slowed for steps 8-23 whose NIC degraded from step 22 waited on its slow transfers late in
+  // the run, and those waits had explained away the slowdown before them). Blocks are long
+  // enough for a wait to show as lateness within them (a dump interval's lag, twice over); a run
+  // shorter than two blocks is one.
+  const int block = std::max(4, 2 * (p2p_lag + 1));
+};
+
+double LateExplainer::Sum(const std::vector<double>& v, int a, int b) {
+  double s = 0;
+  b = std::min(b, static_cast<int>(v.size()) - 1);
+  for (int w = std::max(a, 0); w <= b; ++w) s += v[static_cast<size_t>(w)];
+  return s;
+}
+
+void LateExplainer::Suppress(const LateEvent& e, std::string why) const {
+  if (!o.suppressed) return;
+  Finding f;
+  f.kind = Kind::kSlowCompute;
+  f.detector = "comm.late_arrival";
+  f.ranks = {d.procs[static_cast<size_t>(e.proc)].global_rank};
+  f.hosts = {d.hosts[static_cast<size_t>(d.procs[static_cast<size_t>(e.proc)].host)]};
+  const Comm& c = d.comms[static_cast<size_t>(e.comm)];
+  f.comms = {c.id};
+  f.start_us = d.t0 + static_cast<int64_t>(e.w0 * W);
+  f.end_us = d.t0 + static_cast<int64_t>((e.w1 + 1) * W);
+  f.Add("last_arrivals", e.last);
+  f.Add("instances", e.instances);
+  f.Add("z_score", e.z);
+  f.summary = "Rank " + std::to_string(f.ranks[0]) + " arrives last at " + std::to_string(e.last) + " of " +
+              std::to_string(e.instances) + " collectives of " + CommLabel(d, e.comm);
+  o.suppressed->push_back({std::move(f), std::move(why)});
+}
+
+LateExplainer::Owed LateExplainer::OwedIn(const LateEvent& e, int w0, int w1) const {
+  double waited = 0, held_times = 0;
+  for (const LateEvent& f : ev) {
+    // Waiting for another member of the same communicator never makes it late there: it was
+    // not last where the other was (two slowed members of one host in a data-parallel group).
+    if (f.proc == e.proc || f.comm == e.comm || f.w1 < w0 || f.w0 > w1) continue;
+    const auto& mine = comms_of[static_cast<size_t>(e.proc)];
+    if (std::find(mine.begin(), mine.end(), f.comm) == mine.end()) continue;
+    // e's rank is a member of f's communicator, where f's rank kept it waiting.
+    const int a = std::max(w0, f.w0), b = std::min(w1, f.w1);
+    const double overlap = static_cast<double>(b - a + 1) / (f.w1 - f.w0 + 1);
+    waited += f.wait_us * overlap;
+    held_times += f.last * overlap;
+  }
+  // One wait makes a rank late once, at its next collective: waits that held it a few times
+  // cannot explain its being last hundreds of times (a straggler's world-allreduce wait for a
+  // slow NIC does not make it a victim), so each holding explains at most one late arrival.
+  waited = std::min(waited, e.WaitIn(w0, w1) * held_times / std::max(1, e.LastIn(w0, w1)));
+  // Waiting on pipeline peers, too, explains lateness only by as much more as its peers in
+  // this communicator waited (a slow wire under a whole tensor-parallel group delays none of
+  // its members against the others).
+  std::vector<double> peers_p2p;
+  for (int q : d.comms[static_cast<size_t>(e.comm)].procs)
+    if (q != e.proc) peers_p2p.push_back(Sum(p2p_wait[static_cast<size_t>(q)], w0, w1 + p2p_lag));
+  const double p2p =
+      std::max(0.0, Sum(p2p_wait[static_cast<size_t>(e.proc)], w0, w1 + p2p_lag) - Median(peers_p2p));
+  // A slow transfer in one communicator (or a slow pipeline wire) makes its members late in
+  // the others, never in itself, and only by as much more as it held them than it held their
+  // peers there (a slow link under every member of a tensor-parallel group makes none of them
+  // late in it).
+  auto held = [&](int proc) {
+    double x = Sum(slow_wire[static_cast<size_t>(proc)], w0, w1);
+    for (int c : comms_of[static_cast<size_t>(proc)]) {
+      if (c == e.comm) continue;
+      auto it = slow_transfer.find(Key(static_cast<size_t>(proc), static_cast<size_t>(c)));
+      if (it != slow_transfer.end()) x += Sum(it->second, w0, w1);
     }
-    for (auto [a, b] : blocks_of(e.w0, e.w1)) {
-      double owed_here = 0, wait_here = 0;
-      for (size_t j : members) {
-        const LateEvent& x = ev[j];
-        const int xa = std::max(a, x.w0), xb = std::min(b, x.w1);
-        if (xa > xb) continue;
-        owed_here += owed_in(x, xa, xb).Sum();
-        wait_here += x.WaitIn(xa, xb);
-      }
-      sum.first += std::min(owed_here, wait_here);
-    }
-    return sum;
+    return x;
   };
-  // Roots: late events whose rank waited on nobody as much as it made others wait.
+  std::vector<double> peers_held;
+  for (int q : d.comms[static_cast<size_t>(e.comm)].procs)
+    if (q != e.proc) peers_held.push_back(held(q));
+  const double xfer = std::max(0.0, held(e.proc) - Median(peers_held));
+  return Owed{waited, p2p, xfer};
+}
+
+std::vector<std::pair<int, int>> LateExplainer::BlocksOf(int w0, int w1) const {
+  std::vector<std::pair<int, int>> out;
+  const int n = std::max(1, (w1 - w0 + 1) / block);
+  for (int k = 0; k < n; ++k) out.push_back({w0 + k * block, k + 1 == n ? w1 : w0 + (k + 1) * block - 1});
+  return out;
+}
+
+double LateExplainer::ExplainedBlockwise(const LateEvent& e) const {
+  double x = 0;
+  for (auto [a, b] : BlocksOf(e.w0, e.w1)) x += std::min(OwedIn(e, a, b).Sum(), e.WaitIn(a, b));
+  return x;
+}
+
+std::pair<double, double> LateExplainer::HostOwed(const LateEvent& e) const {
+  const int host = d.procs[static_cast<size_t>(e.proc)].host;
+  std::vector<size_t> members;
+  std::pair<double, double> sum{0, 0};
+  for (size_t j = 0; j < ev.size(); ++j) {
+    const LateEvent& x = ev[j];
+    if (x.comm != e.comm || d.procs[static_cast<size_t>(x.proc)].host != host || x.w1 < e.w0 || x.w0 > e.w1) continue;
+    members.push_back(j);
+    sum.second += x.wait_us;
+  }
+  for (auto [a, b] : BlocksOf(e.w0, e.w1)) {
+    double owed_here = 0, wait_here = 0;
+    for (size_t j : members) {
+      const LateEvent& x = ev[j];
+      const int xa = std::max(a, x.w0), xb = std::min(b, x.w1);
+      if (xa > xb) continue;
+      owed_here += OwedIn(x, xa, xb).Sum();
+      wait_here += x.WaitIn(xa, xb);
+    }
+    sum.first += std::min(owed_here, wait_here);
+  }
+  return sum;
+}
+
+std::vector<const LateEvent*> LateExplainer::Roots() const {
   std::vector<const LateEvent*> roots;
   for (size_t i = 0; i < ev.size(); ++i) {
     const LateEvent& e = ev[i];
     // Too cheap to act on, though consistent: it still explains others and leads them.
     if (e.wait_share < o.min_wait_share) continue;
     if (e.host_test >= 0) {
-      const auto [host_waited, host_wait] = host_owed(e);
+      const auto [host_waited, host_wait] = HostOwed(e);
       if (host_waited >= o.explained_share * host_wait) {
-        suppress(e, "propagated lateness of its host: its host's members late in " + CommLabel(d, e.comm) +
+        Suppress(e, "propagated lateness of its host: its host's members late in " + CommLabel(d, e.comm) +
                         " waited on others, weighed where they were late, " + Fmt("%.0f", host_waited / 1e3) +
                         " ms, at least half of the " + Fmt("%.0f", host_wait / 1e3) + " ms they made it wait");
         continue;
@@ -695,9 +728,9 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
     }
     // What it waited on over the whole run, each kind, for the reason (only where a root is
     // weighed: each costs a pass over every event).
-    const Owed w = owed_in(e, e.w0, e.w1);
-    if (const double explained = explained_blockwise(e); explained >= o.explained_share * e.wait_us) {
-      suppress(e, "propagated lateness: it waited " + Fmt("%.0f", w.Sum() / 1e3) + " ms on others (late members " +
+    const Owed w = OwedIn(e, e.w0, e.w1);
+    if (const double explained = ExplainedBlockwise(e); explained >= o.explained_share * e.wait_us) {
+      Suppress(e, "propagated lateness: it waited " + Fmt("%.0f", w.Sum() / 1e3) + " ms on others (late members " +
                       "of its other communicators " + Fmt("%.0f", w.others / 1e3) + " ms, pipeline peers " +
                       Fmt("%.0f", w.p2p / 1e3) + " ms, slow transfers " + Fmt("%.0f", w.xfer / 1e3) +
                       " ms, each beyond its peers'); weighed where it was late, that explains " +
@@ -707,114 +740,118 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
     }
     roots.push_back(&e);
   }
-  // A root that waits, in a communicator it shares with a stronger root, for that root (late
-  // there, while it is not) follows it: what couples them in between may be unrecorded (expert
-  // all-to-alls and pipeline sends without p2p records), so its own lateness elsewhere is the
-  // other's. So does one that waits there for a rank others explain, late at least as often as
-  // it (a straggler's expert partner waits for it in their all-to-all, and its tensor-parallel
-  // mates wait for that partner: a 64-GPU EP 2 CP 2 sweep job named them as a second straggler).
-  // Two independent stragglers of one group are each late in it, and stay. So does a root
-  // on the pipeline of a stronger root, or of a member it holds in a communicator where it is late
-  // (its tensor-parallel partner), that waited on its pipeline peers on their side, beyond its
-  // sibling pipelines, at least half of what it made its peers wait: a straggler's next stage
-  // waits for its activations and, as its siblings wait as long on the stage after them, its
-  // pipeline waits in all are no longer than theirs.
-  // What a process waited on one side of its pipelines, beyond its sibling pipelines.
-  auto side_wait = [&](int proc, bool upstream, int w0, int w1) {
-    double x = 0;
-    for (auto it = toward.lower_bound({proc, std::numeric_limits<int>::min(), false});
-         it != toward.end() && std::get<0>(it->first) == proc; ++it)
-      if (std::get<2>(it->first) == upstream) x += sum(it->second, w0, w1);
-    return x;
-  };
-  // Following a rank others explain, the wait counts only beyond what the follower's peers where
-  // it is late waited on the same side, as in (b): a straggler's tensor-parallel partners share
-  // its next stage, and wait as long on it when that stage is held by a fault of its own (a
-  // degraded NIC in its data-parallel group); a straggler stays one.
-  // Per side (downstream, upstream): the median of what r's peers where it is late waited there.
-  auto peers_side_waits = [&](const LateEvent& r) {
-    std::array<double, 2> out{};
-    for (bool upstream : {false, true}) {
-      std::vector<double> v;
-      for (int q : d.comms[static_cast<size_t>(r.comm)].procs)
-        if (q != r.proc) v.push_back(side_wait(q, upstream, r.w0, r.w1 + p2p_lag));
-      if (!v.empty()) out[upstream] = Median(std::move(v));
-    }
-    return out;
-  };
-  // peers: what to count the wait beyond (zeros for a root leader).
-  auto pipeline_follows = [&](const LateEvent& r, const LateEvent& y, const std::array<double, 2>& peers) -> const Comm* {
-    const auto& held = d.comms[static_cast<size_t>(y.comm)].procs;
-    for (int c : comms_of[static_cast<size_t>(r.proc)]) {
-      const auto& ps = d.comms[static_cast<size_t>(c)].procs;
-      const auto rr = std::find(ps.begin(), ps.end(), r.proc);
-      for (auto q = ps.begin(); q != ps.end(); ++q) {
-        if (q == rr || std::find(held.begin(), held.end(), *q) == held.end()) continue;
-        auto it = toward.find({r.proc, c, q < rr});
-        if (it != toward.end() &&
-            sum(it->second, r.w0, r.w1 + p2p_lag) - peers[q < rr] >= o.explained_share * r.wait_us)
-          return &d.comms[static_cast<size_t>(c)];
-      }
-    }
-    return nullptr;
-  };
-  {
-    std::map<int, int> lasts;  // proc -> late arrivals over its root events
-    for (const LateEvent* r : roots) lasts[r->proc] += r->last;
-    // A rank whose lateness others explain (a slow link under it, or its own pipeline) still
-    // passes that lateness down its pipeline, so it can lead through the pipeline too: a degraded
-    // NIC's stage delays the stages after it, late in their own data-parallel groups while their
-    // upstream waits are beyond their siblings' (and the stages after them wait less than their
-    // siblings on the way back, which can cancel those waits in their sum). Such a leader need
-    // not be as often late as its follower: its lateness was caused elsewhere, and the
-    // follower's wait on its side of the pipeline is the evidence. Its late arrivals over all its
-    // events only rank it among other leaders.
-    std::map<int, int> explained_lasts;  // proc -> late arrivals over all its events, for non-roots
-    for (const LateEvent& x : ev)
-      if (!lasts.count(x.proc)) explained_lasts[x.proc] += x.last;
-    std::set<std::pair<int, int>> late_in;  // (proc, comm) of every significant event
-    for (const LateEvent& x : ev) late_in.insert({x.proc, x.comm});
-    std::vector<const LateEvent*> kept;
-    for (const LateEvent* r : roots) {
-      const LateEvent* leader = nullptr;
-      const Comm* leader_pipe = nullptr;  // where the leader is followed through its pipeline
-      int leader_strength = 0;
-      const std::array<double, 2> no_peers{}, peers = peers_side_waits(*r);
-      for (const LateEvent& yv : ev) {
-        const LateEvent* y = &yv;
-        const bool root = lasts.count(y->proc) > 0;
-        const int strength = root ? lasts[y->proc] : explained_lasts[y->proc];
-        if (y->proc == r->proc || (root && strength < lasts[r->proc]) || y->w1 < r->w0 || y->w0 > r->w1) continue;
-        const auto& members = d.comms[static_cast<size_t>(y->comm)].procs;
-        const Comm* pipe = nullptr;
-        // Waiting in a shared communicator for a rank that others explain follows it too, where
-        // that rank is late at least as often: the wait came from elsewhere, through it.
-        const bool waits_there = !late_in.count({r->proc, y->comm}) &&
-                                 std::find(members.begin(), members.end(), r->proc) != members.end();
-        if (!waits_there || (!root && strength < lasts[r->proc])) {
-          pipe = pipeline_follows(*r, *y, root ? no_peers : peers);
-          if (!pipe) continue;
-        }
-        if (!leader || strength > leader_strength) {
-          leader_strength = strength;
-          leader = y;
-          leader_pipe = pipe;
-        }
-      }
-      if (!leader) { kept.push_back(r); continue; }
-      const std::string how =
-          leader_pipe ? "(or a rank it holds) on its pipeline, " + CommLabel(d, static_cast<int>(leader_pipe - d.comms.data())) +
-                            ", beyond its sibling pipelines, and that rank "
-                      : "in " + CommLabel(d, leader->comm) + ", where that rank ";
-      suppress(*r, "follows rank " + std::to_string(d.procs[static_cast<size_t>(leader->proc)].global_rank) +
-                       ": it waits for that rank " + how + "arrives last at " + std::to_string(leader->last) +
-                       " of " + std::to_string(leader->instances) + " collectives" +
-                       (leader_pipe ? " of " + CommLabel(d, leader->comm) : " and it does not") +
-                       (lasts.count(leader->proc) ? "" : " (itself late because of others: see its own entry)"));
-    }
-    roots = std::move(kept);
+  return roots;
+}
+
+double LateExplainer::SideWait(int proc, bool upstream, int w0, int w1) const {
+  double x = 0;
+  for (auto it = toward.lower_bound({proc, std::numeric_limits<int>::min(), false});
+       it != toward.end() && std::get<0>(it->first) == proc; ++it)
+    if (std::get<2>(it->first) == upstream) x += Sum(it->second, w0, w1);
+  return x;
+}
+
+std::array<double, 2> LateExplainer::PeersSideWaits(const LateEvent& r) const {
+  std::array<double, 2> out{};
+  for (bool upstream : {false, true}) {
+    std::vector<double> v;
+    for (int q : d.comms[static_cast<size_t>(r.comm)].procs)
+      if (q != r.proc) v.push_back(SideWait(q, upstream, r.w0, r.w1 + p2p_lag));
+    if (!v.empty()) out[upstream] = Median(std::move(v));
   }
-  // One finding per host and overlapping run of windows.
+  return out;
+}
+
+const Comm* LateExplainer::PipelineFollows(const LateEvent& r, const LateEvent& y,
+                                             const std::array<double, 2>& peers) const {
+  const auto& held = d.comms[static_cast<size_t>(y.comm)].procs;
+  for (int c : comms_of[static_cast<size_t>(r.proc)]) {
+    const auto& ps = d.comms[static_cast<size_t>(c)].procs;
+    const auto rr = std::find(ps.begin(), ps.end(), r.proc);
+    for (auto q = ps.begin(); q != ps.end(); ++q) {
+      if (q == rr || std::find(held.begin(), held.end(), *q) == held.end()) continue;
+      auto it = toward.find({r.proc, c, q < rr});
+      if (it != toward.end() &&
+          Sum(it->second, r.w0, r.w1 + p2p_lag) - peers[q < rr] >= o.explained_share * r.wait_us)
+        return &d.comms[static_cast<size_t>(c)];
+    }
+  }
+  return nullptr;
+}
+
+// A root that waits, in a communicator it shares with a stronger root, for that root (late
+// there, while it is not) follows it: what couples them in between may be unrecorded (expert
+// all-to-alls and pipeline sends without p2p records), so its own lateness elsewhere is the
+// other's. So does one that waits there for a rank others explain, late at least as often as
+// it (a straggler's expert partner waits for it in their all-to-all, and its tensor-parallel
+// mates wait for that partner: a 64-GPU EP 2 CP 2 sweep job named them as a second straggler).
+// Two independent stragglers of one group are each late in it, and stay. So does a root
+// on the pipeline of a stronger root, or of a member it holds in a communicator where it is late
+// (its tensor-parallel partner), that waited on its pipeline peers on their side, beyond its
+// sibling pipelines, at least half of what it made its peers wait: a straggler's next stage
+// waits for its activations and, as its siblings wait as long on the stage after them, its
+// pipeline waits in all are no longer than theirs.
+std::vector<const LateEvent*> LateExplainer::Leaders(std::vector<const LateEvent*> roots) const {
+  std::map<int, int> lasts;  // proc -> late arrivals over its root events
+  for (const LateEvent* r : roots) lasts[r->proc] += r->last;
+  // A rank whose lateness others explain (a slow link under it, or its own pipeline) still
+  // passes that lateness down its pipeline, so it can lead through the pipeline too: a degraded
+  // NIC's stage delays the stages after it, late in their own data-parallel groups while their
+  // upstream waits are beyond their siblings' (and the stages after them wait less than their
+  // siblings on the way back, which can cancel those waits in their sum). Such a leader need
+  // not be as often late as its follower: its lateness was caused elsewhere, and the
+  // follower's wait on its side of the pipeline is the evidence. Its late arrivals over all its
+  // events only rank it among other leaders.
+  std::map<int, int> explained_lasts;  // proc -> late arrivals over all its events, for non-roots
+  for (const LateEvent& x : ev)
+    if (!lasts.count(x.proc)) explained_lasts[x.proc] += x.last;
+  std::set<std::pair<int, int>> late_in;  // (proc, comm) of every significant event
+  for (const LateEvent& x : ev) late_in.insert({x.proc, x.comm});
+  std::vector<const LateEvent*> kept;
+  for (const LateEvent* r : roots) {
+    const LateEvent* leader = nullptr;
+    const Comm* leader_pipe = nullptr;  // where the leader is followed through its pipeline
+    int leader_strength = 0;
+    const std::array<double, 2> no_peers{}, peers = PeersSideWaits(*r);
+    for (const LateEvent& yv : ev) {
+      const LateEvent* y = &yv;
+      const bool root = lasts.count(y->proc) > 0;
+      const int strength = root ? lasts[y->proc] : explained_lasts[y->proc];
+      if (y->proc == r->proc || (root && strength < lasts[r->proc]) || y->w1 < r->w0 || y->w0 > r->w1) continue;
+      const auto& members = d.comms[static_cast<size_t>(y->comm)].procs;
+      const Comm* pipe = nullptr;
+      // Waiting in a shared communicator for a rank that others explain follows it too, where
+      // that rank is late at least as often: the wait came from elsewhere, through it.
+      const bool waits_there = !late_in.count({r->proc, y->comm}) &&
+                               std::find(members.begin(), members.end(), r->proc) != members.end();
+      if (!waits_there || (!root && strength < lasts[r->proc])) {
+        pipe = PipelineFollows(*r, *y, root ? no_peers : peers);
+        if (!pipe) continue;
+      }
+      if (!leader || strength > leader_strength) {
+        leader_strength = strength;
+        leader = y;
+        leader_pipe = pipe;
+      }
+    }
+    if (!leader) { kept.push_back(r); continue; }
+    const std::string how =
+        leader_pipe ? "(or a rank it holds) on its pipeline, " + CommLabel(d, static_cast<int>(leader_pipe - d.comms.data())) +
+                          ", beyond its sibling pipelines, and that rank "
+                    : "in " + CommLabel(d, leader->comm) + ", where that rank ";
+    Suppress(*r, "follows rank " + std::to_string(d.procs[static_cast<size_t>(leader->proc)].global_rank) +
+                     ": it waits for that rank " + how + "arrives last at " + std::to_string(leader->last) +
+                     " of " + std::to_string(leader->instances) + " collectives" +
+                     (leader_pipe ? " of " + CommLabel(d, leader->comm) : " and it does not") +
+                     (lasts.count(leader->proc) ? "" : " (itself late because of others: see its own entry)"));
+  }
+  return kept;
+}
+
+// One finding per host and overlapping run of windows of its root events.
+std::vector<Finding> HostFindings(const CommData& d, const std::vector<const LateEvent*>& roots, double W) {
+  std::vector<Finding> out;
+  const int nw = static_cast<int>((d.t1 - d.t0) / W) + 1;
   std::map<int, std::vector<const LateEvent*>> by_host;
   for (const LateEvent* e : roots) by_host[d.procs[static_cast<size_t>(e->proc)].host].push_back(e);
   std::vector<int> host_size(d.hosts.size(), 0);
@@ -911,6 +948,15 @@ std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o)
     }
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o) {
+  const std::vector<LateEvent> ev = FindLateEvents(d, o);
+  if (ev.empty()) return {};
+  const LateExplainer why(d, o, ev);
+  return HostFindings(d, why.Leaders(why.Roots()), o.window_us);
 }
 
 }  // namespace collscope::diagnose
