@@ -54,6 +54,147 @@ double WindowUs(const CommData& d, const CommOptions& o) {
   return std::max(2e5, static_cast<double>(d.t1 - d.t0) / 40.0);
 }
 
+namespace {
+
+// A channel of DetectSlowLink: a multi-host communicator, or a pair of processes on two hosts that
+// exchange point-to-point messages.
+struct Chan {
+  int comm;
+  std::vector<int> hosts, procs;
+};
+using ChannelRatios = std::map<std::pair<int, int>, std::vector<double>>;  // (channel, window)
+// What DetectSlowLink found slow through one set of hosts: in which windows, which channels, and
+// their transfer-time ratios.
+struct SlowHosts {
+  std::vector<int> windows;
+  std::set<int> comms;
+  std::vector<double> ratio;
+  bool ambiguous = false;
+};
+
+// The point-to-point channels (an all-to-all as one; a pipeline pair by its wire time) and their
+// transfer-time ratios per window, added to `chans` and `ratios`.
+void AddP2pRatios(const CommData& d, double W, int nw, std::vector<Chan>* chans_out, ChannelRatios* ratios_out) {
+  std::vector<Chan>& chans = *chans_out;
+  ChannelRatios& ratios = *ratios_out;
+  // Point-to-point: the transfer time is what the quicker transfers of a window show: their
+  // 25th percentile, against the job's.
+  const std::vector<bool> all_to_all = AllToAllComms(d);
+  std::map<std::tuple<int, int, int>, int> pair_chan;
+  std::map<int, std::vector<std::pair<int, double>>> samples;  // chan -> (window, time)
+  auto sample = [&](int comm, int a, int b, int64_t ts, double t) {
+    auto [it, added] = pair_chan.try_emplace({comm, a, b}, static_cast<int>(chans.size()));
+    if (added) {
+      const Comm& c = d.comms[static_cast<size_t>(comm)];
+      std::vector<int> hs = a < 0 ? c.hosts : std::vector<int>{d.procs[a].host, d.procs[b].host};
+      SortUnique(&hs);
+      chans.push_back({comm, hs, a < 0 ? c.procs : std::vector<int>{a, b}});
+    }
+    samples[it->second].push_back({std::min(nw - 1, static_cast<int>(std::max<int64_t>(0, ts - d.t0) / W)), t});
+  };
+  // An all-to-all's records, each of which waits for the group.
+  for (const P2p& x : d.p2p)
+    if (x.peer >= 0 && x.bytes >= (1 << 20) && all_to_all[static_cast<size_t>(x.comm)] &&
+        d.comms[static_cast<size_t>(x.comm)].hosts.size() >= 2)
+      sample(x.comm, -1, -1, x.ts, x.exec);
+  // A pair's transfers by their wire time, the shorter of Send and Recv: a pipeline held
+  // upstream (a degraded NIC's expert group stalls its stage) stretches both sides' records
+  // of its healthy pairs, never the later side's.
+  for (const P2pTransfer& t : CrossHostP2pTransfers(d))
+    if (t.bytes >= (1 << 20) && !all_to_all[static_cast<size_t>(t.comm)])
+      sample(t.comm, std::min(t.from, t.to), std::max(t.from, t.to), t.ts, t.Wire());
+  auto q25 = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + v.size() / 4, v.end());
+    return v[v.size() / 4];
+  };
+  // The usual level is the better quarter of the windows (a degraded link slows the steps, so
+  // its windows can be most of a job), or the sibling pairs' (same communicator name and
+  // size) when lower: a link degraded for the whole job has no good window of its own.
+  std::map<int, std::map<int, double>> lw;  // chan -> window -> level
+  std::map<int, double> own;
+  std::map<std::pair<std::string, int>, std::vector<double>> sibling_levels;
+  for (auto& [ch, v] : samples) {
+    std::map<int, std::vector<double>> per_w;
+    for (auto [w, e] : v) per_w[w].push_back(e);
+    std::vector<double> levels;
+    for (auto& [w, e] : per_w)
+      if (e.size() >= 4) { lw[ch][w] = q25(e); levels.push_back(lw[ch][w]); }
+    if (levels.size() < 4) { lw.erase(ch); continue; }
+    own[ch] = q25(levels);
+    const Comm& c = d.comms[static_cast<size_t>(chans[static_cast<size_t>(ch)].comm)];
+    sibling_levels[{c.name, c.n_ranks}].push_back(Median(levels));
+  }
+  for (auto& [ch, levels] : lw) {
+    const Comm& c = d.comms[static_cast<size_t>(chans[static_cast<size_t>(ch)].comm)];
+    std::vector<double>& sib = sibling_levels[{c.name, c.n_ranks}];
+    std::sort(sib.begin(), sib.end());
+    const double base = std::min(own[ch], sib[(sib.size() - 1) / 4]);
+    if (base < 20) continue;
+    for (auto& [w, l] : levels) ratios[{ch, w}] = {l / base, l / base};
+  }
+}
+
+// The finding of one run of windows [w0, w1] (nwin of them slow) of the hosts `hosts`.
+Finding SlowLinkFinding(const CommData& d, const std::vector<Chan>& chans, const std::vector<int>& hosts,
+                        const SlowHosts& a, int w0, int w1, int nwin, double W) {
+  Finding f;
+  // Hosts the data cannot tell apart are suspects, not a culprit: naming them all would
+  // send someone to drain healthy hosts. A late host among them can still name the link's
+  // host (registry.cc, LocalizeLink).
+  f.kind = a.ambiguous ? Kind::kSlowNetwork : Kind::kSlowLink;
+  f.detector = "comm.slow_link";
+  for (int h : hosts) f.hosts.push_back(d.hosts[h]);
+  std::vector<int> comm_list(a.comms.begin(), a.comms.end());
+  std::set<int> victims;
+  for (int c : comm_list) {
+    f.comms.push_back(d.comms[chans[c].comm].id);
+    for (int p : chans[c].procs) {
+      const int gr = d.procs[p].global_rank;
+      if (std::find(hosts.begin(), hosts.end(), d.procs[p].host) != hosts.end()) {
+        if (!a.ambiguous) f.ranks.push_back(gr);
+      } else {
+        victims.insert(gr);
+      }
+    }
+  }
+  SortUnique(&f.ranks);
+  f.victims.assign(victims.begin(), victims.end());
+  SortUnique(&f.comms);
+  f.start_us = d.t0 + static_cast<int64_t>(w0 * W);
+  f.end_us = d.t0 + static_cast<int64_t>((w1 + 1) * W);
+  const double r = Median(a.ratio);
+  // Sure of a degraded link; when the data cannot tell its hosts apart, the chance that the
+  // hosts named are the culprit is about one in their number.
+  f.confidence = std::min(1.0, 0.5 + 0.1 * nwin) * std::min(1.0, (r - 1) / 1.0) /
+                 (a.ambiguous ? static_cast<double>(hosts.size()) : 1.0);
+  f.Add("transfer_time_ratio", r);
+  f.Add("bandwidth_share", 1.0 / r);
+  f.Add("slow_comms", static_cast<double>(f.comms.size()));
+  f.Add("windows", nwin);
+  f.AddText("ambiguous", a.ambiguous ? "yes: every slow communicator spans all these hosts" : "no");
+  std::string hs = f.hosts.size() == 1 ? "host " + f.hosts[0] : std::to_string(f.hosts.size()) + " hosts (" + f.hosts[0] + ", ...)";
+  // Which kinds of communicator are slow, as users name them (comm_name).
+  std::set<std::string> names;
+  for (int c : comm_list) names.insert(CommLabel(d, chans[static_cast<size_t>(c)].comm));
+  std::string kinds;
+  size_t listed = 0;
+  for (const std::string& n : names)
+    if (listed++ < 4) kinds += (kinds.empty() ? "" : ", ") + n;
+  if (names.size() > 4) kinds += " and " + std::to_string(names.size() - 4) + " more";
+  f.AddText("slow_in", kinds);
+  std::string all_hosts;
+  for (const std::string& h : f.hosts) all_hosts += (all_hosts.empty() ? "" : ", ") + h;
+  f.summary = (a.ambiguous ? "The network among " + std::to_string(f.hosts.size()) + " hosts (" + all_hosts + ")"
+                           : "The network link of " + hs) +
+              " is degraded: the " + std::to_string(f.comms.size()) + " communicators spanning " +
+              (a.ambiguous ? "them" : "it") + " (" + kinds + ") run at " + Fmt("%.0f", 100.0 / r) +
+              "% of their usual bus bandwidth since " + FormatTimeUs(f.start_us) +
+              (a.ambiguous ? std::string(kUnlocalized) : "; check its NICs, cables and switch ports.");
+  return f;
+}
+
+}  // namespace
+
 std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
   std::vector<Finding> out;
   if (d.insts.empty()) return out;
@@ -76,7 +217,6 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
   // Channels: every multi-host communicator (collective transfer times), and every pair of
   // processes on different hosts that exchange point-to-point messages (pipeline links, whose
   // only cross-host traffic may be these).
-  struct Chan { int comm; std::vector<int> hosts, procs; };
   std::vector<Chan> chans;
   for (size_t c = 0; c < d.comms.size(); ++c) chans.push_back({static_cast<int>(c), d.comms[c].hosts, d.comms[c].procs});
   // A communicator's own usual time is its better quarter of windows (the windows' medians), for
@@ -97,7 +237,7 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
     }
   }
   // Per (channel, window): transfer-time ratios.
-  std::map<std::pair<int, int>, std::vector<double>> ratios;
+  ChannelRatios ratios;
   for (const Inst& x : d.insts) {
     const Comm& c = d.comms[x.comm];
     if (c.hosts.size() < 2) continue;
@@ -108,63 +248,7 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
     const int w = static_cast<int>((x.ts - d.t0) / W);
     ratios[{x.comm, w}].push_back(x.tmin / base);
   }
-  {
-    // Point-to-point: the transfer time is what the quicker transfers of a window show: their
-    // 25th percentile, against the job's.
-    const std::vector<bool> all_to_all = AllToAllComms(d);
-    std::map<std::tuple<int, int, int>, int> pair_chan;
-    std::map<int, std::vector<std::pair<int, double>>> samples;  // chan -> (window, time)
-    auto sample = [&](int comm, int a, int b, int64_t ts, double t) {
-      auto [it, added] = pair_chan.try_emplace({comm, a, b}, static_cast<int>(chans.size()));
-      if (added) {
-        const Comm& c = d.comms[static_cast<size_t>(comm)];
-        std::vector<int> hs = a < 0 ? c.hosts : std::vector<int>{d.procs[a].host, d.procs[b].host};
-        SortUnique(&hs);
-        chans.push_back({comm, hs, a < 0 ? c.procs : std::vector<int>{a, b}});
-      }
-      samples[it->second].push_back({std::min(nw - 1, static_cast<int>(std::max<int64_t>(0, ts - d.t0) / W)), t});
-    };
-    // An all-to-all's records, each of which waits for the group.
-    for (const P2p& x : d.p2p)
-      if (x.peer >= 0 && x.bytes >= (1 << 20) && all_to_all[static_cast<size_t>(x.comm)] &&
-          d.comms[static_cast<size_t>(x.comm)].hosts.size() >= 2)
-        sample(x.comm, -1, -1, x.ts, x.exec);
-    // A pair's transfers by their wire time, the shorter of Send and Recv: a pipeline held
-    // upstream (a degraded NIC's expert group stalls its stage) stretches both sides' records
-    // of its healthy pairs, never the later side's.
-    for (const P2pTransfer& t : CrossHostP2pTransfers(d))
-      if (t.bytes >= (1 << 20) && !all_to_all[static_cast<size_t>(t.comm)])
-        sample(t.comm, std::min(t.from, t.to), std::max(t.from, t.to), t.ts, t.Wire());
-    auto q25 = [](std::vector<double> v) {
-      std::nth_element(v.begin(), v.begin() + v.size() / 4, v.end());
-      return v[v.size() / 4];
-    };
-    // The usual level is the better quarter of the windows (a degraded link slows the steps, so
-    // its windows can be most of a job), or the sibling pairs' (same communicator name and
-    // size) when lower: a link degraded for the whole job has no good window of its own.
-    std::map<int, std::map<int, double>> lw;  // chan -> window -> level
-    std::map<int, double> own;
-    std::map<std::pair<std::string, int>, std::vector<double>> sibling_levels;
-    for (auto& [ch, v] : samples) {
-      std::map<int, std::vector<double>> per_w;
-      for (auto [w, e] : v) per_w[w].push_back(e);
-      std::vector<double> levels;
-      for (auto& [w, e] : per_w)
-        if (e.size() >= 4) { lw[ch][w] = q25(e); levels.push_back(lw[ch][w]); }
-      if (levels.size() < 4) { lw.erase(ch); continue; }
-      own[ch] = q25(levels);
-      const Comm& c = d.comms[static_cast<size_t>(chans[static_cast<size_t>(ch)].comm)];
-      sibling_levels[{c.name, c.n_ranks}].push_back(Median(levels));
-    }
-    for (auto& [ch, levels] : lw) {
-      const Comm& c = d.comms[static_cast<size_t>(chans[static_cast<size_t>(ch)].comm)];
-      std::vector<double>& sib = sibling_levels[{c.name, c.n_ranks}];
-      std::sort(sib.begin(), sib.end());
-      const double base = std::min(own[ch], sib[(sib.size() - 1) / 4]);
-      if (base < 20) continue;
-      for (auto& [w, l] : levels) ratios[{ch, w}] = {l / base, l / base};
-    }
-  }
+  AddP2pRatios(d, W, nw, &chans, &ratios);
   // Per window: slow comms, per host counts.
   std::vector<std::vector<int>> slow_by_w(nw), data_by_w(nw);
   std::map<std::pair<int, int>, double> med;
@@ -175,15 +259,7 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
     data_by_w[cw.second].push_back(cw.first);
     if (m >= o.link_ratio) slow_by_w[cw.second].push_back(cw.first);
   }
-  // host set (sorted) -> windows, comms, ratios
-  struct Acc {
-    std::vector<int> windows;
-    std::set<int> comms;
-    std::vector<double> ratio;
-    int healthy_other = 0;
-    bool ambiguous = false;
-  };
-  std::map<std::vector<int>, Acc> acc, congested;
+  std::map<std::vector<int>, SlowHosts> acc, congested;
   for (int w = 0; w < nw; ++w) {
     if (slow_by_w[w].empty()) continue;
     std::map<int, int> S, T;
@@ -229,7 +305,7 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
       culprits = {std::move(all)};
     }
     for (const Culprit& u : culprits) {
-      Acc& a = (contention ? congested : acc)[u.hosts];
+      SlowHosts& a = (contention ? congested : acc)[u.hosts];
       a.windows.push_back(w);
       a.ambiguous |= !contention && u.hosts.size() > 1;
       for (int c : u.comms) {
@@ -245,59 +321,7 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
         int nwin = 0;
         for (int w : a.windows) nwin += (w >= w0 && w <= w1);
         if (nwin < 2) continue;  // one window: contention, not a lasting degradation
-        Finding f;
-        // Hosts the data cannot tell apart are suspects, not a culprit: naming them all would
-        // send someone to drain healthy hosts. A late host among them can still name the link's
-        // host (registry.cc, LocalizeLink).
-        f.kind = a.ambiguous ? Kind::kSlowNetwork : Kind::kSlowLink;
-        f.detector = "comm.slow_link";
-        for (int h : hosts) f.hosts.push_back(d.hosts[h]);
-        std::vector<int> comm_list(a.comms.begin(), a.comms.end());
-        std::set<int> victims;
-        for (int c : comm_list) {
-          f.comms.push_back(d.comms[chans[c].comm].id);
-          for (int p : chans[c].procs) {
-            const int gr = d.procs[p].global_rank;
-            if (std::find(hosts.begin(), hosts.end(), d.procs[p].host) != hosts.end()) {
-              if (!a.ambiguous) f.ranks.push_back(gr);
-            } else {
-              victims.insert(gr);
-            }
-          }
-        }
-        SortUnique(&f.ranks);
-        f.victims.assign(victims.begin(), victims.end());
-        SortUnique(&f.comms);
-        f.start_us = d.t0 + static_cast<int64_t>(w0 * W);
-        f.end_us = d.t0 + static_cast<int64_t>((w1 + 1) * W);
-        const double r = Median(a.ratio);
-        // Sure of a degraded link; when the data cannot tell its hosts apart, the chance that the
-        // hosts named are the culprit is about one in their number.
-        f.confidence = std::min(1.0, 0.5 + 0.1 * nwin) * std::min(1.0, (r - 1) / 1.0) /
-                       (a.ambiguous ? static_cast<double>(hosts.size()) : 1.0);
-        f.Add("transfer_time_ratio", r);
-        f.Add("bandwidth_share", 1.0 / r);
-        f.Add("slow_comms", static_cast<double>(f.comms.size()));
-        f.Add("windows", nwin);
-        f.AddText("ambiguous", a.ambiguous ? "yes: every slow communicator spans all these hosts" : "no");
-        std::string hs = f.hosts.size() == 1 ? "host " + f.hosts[0] : std::to_string(f.hosts.size()) + " hosts (" + f.hosts[0] + ", ...)";
-        // Which kinds of communicator are slow, as users name them (comm_name).
-        std::set<std::string> names;
-        for (int c : comm_list) names.insert(CommLabel(d, chans[static_cast<size_t>(c)].comm));
-        std::string kinds;
-        size_t listed = 0;
-        for (const std::string& n : names)
-          if (listed++ < 4) kinds += (kinds.empty() ? "" : ", ") + n;
-        if (names.size() > 4) kinds += " and " + std::to_string(names.size() - 4) + " more";
-        f.AddText("slow_in", kinds);
-        std::string all_hosts;
-        for (const std::string& h : f.hosts) all_hosts += (all_hosts.empty() ? "" : ", ") + h;
-        f.summary = (a.ambiguous ? "The network among " + std::to_string(f.hosts.size()) + " hosts (" + all_hosts + ")"
-                                 : "The network link of " + hs) +
-                    " is degraded: the " + std::to_string(f.comms.size()) + " communicators spanning " +
-                    (a.ambiguous ? "them" : "it") + " (" + kinds + ") run at " + Fmt("%.0f", 100.0 / r) +
-                    "% of their usual bus bandwidth since " + FormatTimeUs(f.start_us) +
-                    (a.ambiguous ? std::string(kUnlocalized) : "; check its NICs, cables and switch ports.");
+        Finding f = SlowLinkFinding(d, chans, hosts, a, w0, w1, nwin, W);
         if (group == &congested) {
           o.suppressed->push_back({std::move(f), std::to_string(hosts.size()) +
                                                      " hosts slow at once with no host in common: contention across the "

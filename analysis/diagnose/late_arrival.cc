@@ -141,6 +141,85 @@ void Scan(const Cells& cells, size_t tests, double W, const LateOptions& o, bool
   }
 }
 
+// A complete instance's last member, in its window, and what the others waited for it.
+struct Late {
+  int comm, w, proc;
+  double wait;
+};
+
+// How many collectives one sampled record stands for: the median step of its sequence number
+// between two records of one process (what its peers waited is scaled by it).
+std::map<std::pair<int, int>, double> RecordsRepresented(const CommData& d) {
+  std::map<std::pair<int, int>, double> represents;  // (comm, op)
+  std::map<std::tuple<int, int, int>, std::vector<int64_t>> sns;
+  for (const Inst& x : d.insts)
+    if (!Complete(d, x) && x.pmin >= 0) sns[{x.comm, x.op, x.pmin}].push_back(x.sn);
+  std::map<std::pair<int, int>, std::vector<double>> steps;
+  for (auto& [k, v] : sns) {
+    std::sort(v.begin(), v.end());
+    for (size_t i = 1; i < v.size(); ++i)
+      if (v[i] > v[i - 1]) steps[{std::get<0>(k), std::get<1>(k)}].push_back(static_cast<double>(v[i] - v[i - 1]));
+  }
+  for (auto& [k, v] : steps) represents[k] = std::max(1.0, Median(std::move(v)));
+  return represents;
+}
+
+// The members of each late host (`host_events`) that share its late arrivals, as events of their
+// own (LateEvent::host_test), added to `events`.
+void AddLateHostsMembers(const CommData& d, const std::vector<LateEvent>& host_events,
+                         const std::vector<Late>& complete_lasts, const std::vector<std::map<int, int>>& host_members,
+                         double log_alpha, std::vector<LateEvent>* events_out) {
+  std::vector<LateEvent>& events = *events_out;
+  for (const LateEvent& he : host_events) {
+    const int h = he.proc, c = he.comm;
+    std::map<int, int> host_lasts;        // host -> last arrivals over the run
+    std::map<int, std::pair<int, double>> own;  // the host's members -> (last arrivals, wait)
+    std::map<int, std::pair<std::vector<int>, std::vector<double>>> own_by_w;  // ... per window of the run
+    for (const Late& l : complete_lasts) {
+      if (l.comm != c || l.w < he.w0 || l.w > he.w1) continue;
+      const int lh = d.procs[static_cast<size_t>(l.proc)].host;
+      host_lasts[lh]++;
+      if (lh == h) {
+        own[l.proc].first++;
+        own[l.proc].second += l.wait;
+        auto& [lasts, waits] = own_by_w[l.proc];
+        if (lasts.empty()) {
+          lasts.assign(static_cast<size_t>(he.w1 - he.w0 + 1), 0);
+          waits.assign(static_cast<size_t>(he.w1 - he.w0 + 1), 0);
+        }
+        lasts[static_cast<size_t>(l.w - he.w0)]++;
+        waits[static_cast<size_t>(l.w - he.w0)] += l.wait;
+      }
+    }
+    // A host that is one of a late group (a pipeline's first stage in a communicator of every
+    // stage) shares its late arrivals with the group's other hosts: a slowed host is last
+    // clearly more often than each other host, against their numbers of members, as unlikely by
+    // chance as its own test must be (a first-stage host last at 28 of the 40 collectives its
+    // stage ended last is chance 0.008 against its partner host).
+    const auto& hm = host_members[static_cast<size_t>(c)];
+    bool alone = true;
+    for (const auto& [h2, n2] : host_lasts) {
+      if (h2 == h) continue;
+      const double p = static_cast<double>(hm.at(h)) / (hm.at(h) + hm.at(h2));
+      alone = alone && LogBinomialTail(host_lasts[h] + n2, host_lasts[h], p) <= log_alpha;
+    }
+    if (!alone) continue;
+    // The host's late members: those last at least half as often as their equal share of it
+    // (a lone straggler among its host's members is the host's event alone).
+    for (const auto& [p, lw] : own) {
+      if (2.0 * hm.at(h) * lw.first < he.last) continue;
+      LateEvent e = he;
+      e.proc = p;
+      e.last = lw.first;
+      e.wait_us = lw.second;  // what it made its peers wait; what it costs is the host's (he)
+      e.last_by_w = own_by_w[p].first;
+      e.wait_by_w = own_by_w[p].second;
+      e.host_test = static_cast<int>(&he - host_events.data());
+      events.push_back(e);
+    }
+  }
+}
+
 }  // namespace
 
 int LateEvent::LastIn(int a, int b) const {
@@ -188,27 +267,12 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
     return hm.size() > 1 && it != hm.end() && it->second > 1;
   };
   Cells host_cells;
-  struct Late { int comm, w, proc; double wait; };
   std::vector<Late> complete_lasts;
   // Sampled records (a member alone, or some of them): each record against the other members'
   // records of the same communicator, op and size nearest to it in time (below).
   struct Rec { int64_t ts; int proc; double exec; };
   std::map<std::tuple<int, int, int64_t>, std::vector<Rec>> sampled_recs;
-  // How many collectives one sampled record stands for: the median step of its sequence number
-  // between two records of one process (what its peers waited is scaled by it).
-  std::map<std::pair<int, int>, double> represents;  // (comm, op)
-  {
-    std::map<std::tuple<int, int, int>, std::vector<int64_t>> sns;
-    for (const Inst& x : d.insts)
-      if (!Complete(d, x) && x.pmin >= 0) sns[{x.comm, x.op, x.pmin}].push_back(x.sn);
-    std::map<std::pair<int, int>, std::vector<double>> steps;
-    for (auto& [k, v] : sns) {
-      std::sort(v.begin(), v.end());
-      for (size_t i = 1; i < v.size(); ++i)
-        if (v[i] > v[i - 1]) steps[{std::get<0>(k), std::get<1>(k)}].push_back(static_cast<double>(v[i] - v[i - 1]));
-    }
-    for (auto& [k, v] : steps) represents[k] = std::max(1.0, Median(std::move(v)));
-  }
+  const std::map<std::pair<int, int>, double> represents = RecordsRepresented(d);  // (comm, op)
   for (const Inst& x : d.insts) {
     const int w = win(x.ts);
     if (Complete(d, x)) {
@@ -315,54 +379,7 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
   std::vector<LateEvent> host_events;
   Scan(host_cells, tests, W, o, false, &host_events);
   const double log_alpha = std::log(o.alpha / static_cast<double>(std::max<size_t>(1, tests)));
-  for (const LateEvent& he : host_events) {
-    const int h = he.proc, c = he.comm;
-    std::map<int, int> host_lasts;        // host -> last arrivals over the run
-    std::map<int, std::pair<int, double>> own;  // the host's members -> (last arrivals, wait)
-    std::map<int, std::pair<std::vector<int>, std::vector<double>>> own_by_w;  // ... per window of the run
-    for (const Late& l : complete_lasts) {
-      if (l.comm != c || l.w < he.w0 || l.w > he.w1) continue;
-      const int lh = d.procs[static_cast<size_t>(l.proc)].host;
-      host_lasts[lh]++;
-      if (lh == h) {
-        own[l.proc].first++;
-        own[l.proc].second += l.wait;
-        auto& [lasts, waits] = own_by_w[l.proc];
-        if (lasts.empty()) {
-          lasts.assign(static_cast<size_t>(he.w1 - he.w0 + 1), 0);
-          waits.assign(static_cast<size_t>(he.w1 - he.w0 + 1), 0);
-        }
-        lasts[static_cast<size_t>(l.w - he.w0)]++;
-        waits[static_cast<size_t>(l.w - he.w0)] += l.wait;
-      }
-    }
-    // A host that is one of a late group (a pipeline's first stage in a communicator of every
-    // stage) shares its late arrivals with the group's other hosts: a slowed host is last
-    // clearly more often than each other host, against their numbers of members, as unlikely by
-    // chance as its own test must be (a first-stage host last at 28 of the 40 collectives its
-    // stage ended last is chance 0.008 against its partner host).
-    const auto& hm = host_members[static_cast<size_t>(c)];
-    bool alone = true;
-    for (const auto& [h2, n2] : host_lasts) {
-      if (h2 == h) continue;
-      const double p = static_cast<double>(hm.at(h)) / (hm.at(h) + hm.at(h2));
-      alone = alone && LogBinomialTail(host_lasts[h] + n2, host_lasts[h], p) <= log_alpha;
-    }
-    if (!alone) continue;
-    // The host's late members: those last at least half as often as their equal share of it
-    // (a lone straggler among its host's members is the host's event alone).
-    for (const auto& [p, lw] : own) {
-      if (2.0 * hm.at(h) * lw.first < he.last) continue;
-      LateEvent e = he;
-      e.proc = p;
-      e.last = lw.first;
-      e.wait_us = lw.second;  // what it made its peers wait; what it costs is the host's (he)
-      e.last_by_w = own_by_w[p].first;
-      e.wait_by_w = own_by_w[p].second;
-      e.host_test = static_cast<int>(&he - host_events.data());
-      events.push_back(e);
-    }
-  }
+  AddLateHostsMembers(d, host_events, complete_lasts, host_members, log_alpha, &events);
   // One event per (proc, comm): the less likely by chance.
   std::sort(events.begin(), events.end(), [](const LateEvent& x, const LateEvent& y) {
     return std::tie(x.proc, x.comm, x.log_p) < std::tie(y.proc, y.comm, y.log_p);
