@@ -390,21 +390,34 @@ std::string RecordEndSql(const std::string& r) {
 
 namespace {
 
-// What LoadCommData's steps share: the store's connection, the run, and the store's ids of
-// processes and communicators as CommData's indexes.
+// The SQL conditions that keep the records of `window` (all of them when it is the whole run).
+struct WindowSql {
+  std::string records, instances, p2p, proxy;
+};
+
+// LoadCommData's steps, each filling its part of `d`: they share the store's connection, the run,
+// and the store's ids of processes and communicators as CommData's indexes.
 struct Loader {
+  // Processes, in (hostname, pid) order; each host an index.
+  Status LoadProcesses();
+  // Communicators and their members (with the plugin's global ranks when present).
+  Status LoadCommunicators();
+  // Collective instances, one per (communicator, op, sequence number, size): `exact` counts the
+  // records with their own start times.
+  Status LoadInstances(const WindowSql& w, int64_t* exact);
+  // Point-to-point records (pipeline sends and receives), peers mapped to processes.
+  Status LoadP2p(const WindowSql& w);
+  // Network sends' time on the wire (proxy_trace steps), one per proxy op, peers mapped to
+  // processes through the communicator's rank order as for point-to-point records.
+  Status LoadProxySends(const WindowSql& w);
+
   duckdb_connection conn;
   std::string run_filter;  // the run_id
   std::map<int64_t, int> proc_index, comm_index;
   CommData d;
 };
 
-// Processes, in (hostname, pid) order; each host an index.
-Status LoadProcesses(Loader& l) {
-  duckdb_connection conn = l.conn;
-  const std::string& run_filter = l.run_filter;
-  std::map<int64_t, int>& proc_index = l.proc_index;
-  CommData& d = l.d;
+Status Loader::LoadProcesses() {
   auto pr = Fetch(conn,
                   "SELECT CAST(process_id AS BIGINT), hostname, CAST(pid AS BIGINT) FROM processes "
                   "WHERE run_id = " +
@@ -428,13 +441,7 @@ Status LoadProcesses(Loader& l) {
   return Status::Ok();
 }
 
-Status LoadCommunicators(Loader& l) {
-  duckdb_connection conn = l.conn;
-  const std::string& run_filter = l.run_filter;
-  std::map<int64_t, int>& proc_index = l.proc_index;
-  std::map<int64_t, int>& comm_index = l.comm_index;
-  CommData& d = l.d;
-  // Communicators and membership (with the plugin's global rank when present).
+Status Loader::LoadCommunicators() {
   auto cr = Fetch(conn,
                   "SELECT CAST(c.comm_id AS BIGINT), c.id, coalesce(c.comm_name, ''), "
                   "CAST(c.n_ranks AS BIGINT), CAST(c.nnodes AS BIGINT) FROM communicators c "
@@ -535,11 +542,6 @@ Status CreatePassTable(Store& store, const std::string& run_filter) {
       "SELECT n.process_id, n.t, p.prev FROM numbered n JOIN prevs p USING (process_id, pass)");
 }
 
-// The SQL conditions that keep the records of `window` (all of them when it is the whole run).
-struct WindowSql {
-  std::string records, instances, p2p, proxy;
-};
-
 // The window: a record is dumped after it completes, so records dumped before the window's start
 // (less a margin for members that started earlier than their peers) cannot belong to an instance
 // inside it; the instance test itself is on the members' start and completion times.
@@ -562,14 +564,7 @@ WindowSql WindowFilters(const TimeWindow& window) {
   return w;
 }
 
-// Collective instances, one per (communicator, op, sequence number, size): `exact` counts the
-// records with their own start times.
-Status LoadInstances(Loader& l, const WindowSql& w, int64_t* exact_out) {
-  duckdb_connection conn = l.conn;
-  const std::string& run_filter = l.run_filter;
-  std::map<int64_t, int>& proc_index = l.proc_index;
-  std::map<int64_t, int>& comm_index = l.comm_index;
-  CommData& d = l.d;
+Status Loader::LoadInstances(const WindowSql& w, int64_t* exact_out) {
   int64_t exact = 0;
   auto ir = Fetch(
       conn,
@@ -621,13 +616,7 @@ Status LoadInstances(Loader& l, const WindowSql& w, int64_t* exact_out) {
   return Status::Ok();
 }
 
-Status LoadP2p(Loader& l, const WindowSql& w) {
-  duckdb_connection conn = l.conn;
-  const std::string& run_filter = l.run_filter;
-  std::map<int64_t, int>& proc_index = l.proc_index;
-  std::map<int64_t, int>& comm_index = l.comm_index;
-  CommData& d = l.d;
-  // Point-to-point records (pipeline sends/receives), peers mapped to processes.
+Status Loader::LoadP2p(const WindowSql& w) {
   auto p2 = Fetch(
       conn,
       "SELECT CAST(o.comm_id AS BIGINT), CAST(r.process_id AS BIGINT), "
@@ -666,14 +655,7 @@ Status LoadP2p(Loader& l, const WindowSql& w) {
   return Status::Ok();
 }
 
-// Network sends' time on the wire (proxy_trace steps), one per proxy op, peers mapped to
-// processes through the communicator's rank order as for point-to-point records.
-Status LoadProxySends(Loader& l, const WindowSql& w) {
-  duckdb_connection conn = l.conn;
-  const std::string& run_filter = l.run_filter;
-  std::map<int64_t, int>& proc_index = l.proc_index;
-  std::map<int64_t, int>& comm_index = l.comm_index;
-  CommData& d = l.d;
+Status Loader::LoadProxySends(const WindowSql& w) {
   // A store written before proxy tables existed, opened read-only, has none.
   auto has_proxy = Fetch(conn,
                          "SELECT CAST(count(*) AS BIGINT) FROM duckdb_tables() WHERE database_name = "
@@ -732,15 +714,15 @@ Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWi
   Loader l;
   l.conn = conn;
   l.run_filter = run_filter;
-  if (Status st = LoadProcesses(l); !st.ok()) return st;
-  if (Status st = LoadCommunicators(l); !st.ok()) return st;
+  if (Status st = l.LoadProcesses(); !st.ok()) return st;
+  if (Status st = l.LoadCommunicators(); !st.ok()) return st;
   if (Status st = CreatePassTable(store, run_filter); !st.ok()) return st;
   const WindowSql w = WindowFilters(window);
   int64_t exact = 0;
-  if (Status st = LoadInstances(l, w, &exact); !st.ok()) return st;
+  if (Status st = l.LoadInstances(w, &exact); !st.ok()) return st;
   if (Status st = MarkMembersLogging(conn, run_filter, l.comm_index, &l.d); !st.ok()) return st;
-  if (Status st = LoadP2p(l, w); !st.ok()) return st;
-  if (Status st = LoadProxySends(l, w); !st.ok()) return st;
+  if (Status st = l.LoadP2p(w); !st.ok()) return st;
+  if (Status st = l.LoadProxySends(w); !st.ok()) return st;
   CommData& d = l.d;
   // One order for every run of a diagnosis: by time, then by what the instance is (the query's
   // order leaves ties of time to the ingest's numbering).
