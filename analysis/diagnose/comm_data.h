@@ -185,8 +185,9 @@ std::vector<P2pTransfer> CrossHostP2pTransfers(const CommData& d);
 // the channel a pair's time measures is the communicator, not the pair.
 std::vector<bool> AllToAllComms(const CommData& d);
 // Each transfer's usual wire time: the lower quartile of the wire times of its sibling pairs
-// (same communicator name and size, same bytes). A degraded NIC can slow half of a pipeline's
-// pairs, so not their median.
+// (same communicator name and size, same bytes); for a size seen fewer than 8 times, its size at
+// the lower quartile of the siblings' time per byte within a factor of two of it. A degraded NIC
+// can slow half of a pipeline's pairs, so not their median.
 std::vector<double> UsualWireOfSiblings(const CommData& d, const std::vector<P2pTransfer>& pairs);
 
 // Sets CommData::tp and pp from the communicators' members (LoadCommData does).
