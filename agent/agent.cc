@@ -369,73 +369,12 @@ TickReport Agent::TickLocked() {
   bool changed = watch_.Changed();
   if (o_.rescan_s > 0 && MonotonicSeconds() - last_rescan_s_ >= o_.rescan_s) changed = true;
   if (changed) last_rescan_s_ = MonotonicSeconds();
-  Store::Options so;
-  so.memory_limit = o_.memory_limit;
-  so.lock_wait_s = o_.store_wait_s;
-  so.writable_dir = o_.export_summaries;
-  if (!store_ && MonotonicSeconds() - released_s_ < kReaderGraceS) {
-    // Just let go for a reader: give it time to take the store before taking it back.
-    if (changed) watch_.Requeue();
-    return r;
-  }
-  if (!store_) {
-    auto opened = Store::Open(o_.db, so);
-    if (!opened.ok()) {
-      // A reader (sql, report) holds the store: this tick's data waits for the next one.
-      r.error = opened.status().message();
-      if (r.error.find("Could not set lock") != std::string::npos) r.error.clear();
-      if (changed) watch_.Requeue();
-      return r;
-    }
-    store_ = std::move(*opened);
-  }
+  if (!OpenStore(changed, &r)) return r;
   Store& store = *store_;
   r.ran = true;
   mark("open");
-  // A folder the job has not created yet is waited for, not an error.
-  std::vector<std::string> present;
-  for (const std::string& w : o_.watch) {
-    std::error_code ec;
-    if (std::filesystem::exists(w, ec))
-      present.push_back(w);
-    else
-      r.not_stored.push_back(w + ": does not exist (yet)");
-  }
-  if (!o_.hosts.empty() && changed && !present.empty()) {
-    // Only the named hosts' files, by the name the Inspector gives them (<host>-pid<pid>...).
-    auto mine = FindInputFiles(present, [&](const std::string& path, bool) {
-      const std::string name = std::filesystem::path(path).filename().string();
-      for (const std::string& h : o_.hosts)
-        if (name.starts_with(h + "-pid")) return true;
-      return false;
-    });
-    if (!mine.ok()) {
-      r.error = "ingest: " + mine.status().message();
-      return r;
-    }
-    present = std::move(mine->files);
-  }
-  if (changed && !present.empty()) {
-    IngestOptions io;
-    io.run = o_.run;
-    io.threads = o_.ingest_threads;
-    io.checkpoint =
-        false;  // the store stays open: DuckDB checkpoints as its log grows, and on close
-    auto in = readers::IngestInputs(store, present, io);
-    if (!in.ok()) {
-      r.error = "ingest: " + in.status().message();
-      return r;
-    }
-    r.ingested = true;
-    r.records_stored = in->records.records_stored + in->summaries.records_stored;
-    r.lines_rejected =
-        in->records.lines_rejected + in->steps.lines_rejected + in->kernels.lines_rejected + in->stacks.lines_rejected;
-    for (std::string& s : in->NotStored()) r.not_stored.push_back(std::move(s));
-    records_ += r.records_stored;
-    rejected_ += r.lines_rejected;
-    if (r.records_stored > 0) last_new_records_s_ = MonotonicSeconds();
-    mark("ingest");
-  }
+  if (!IngestChanged(store, changed, &r)) return r;
+  if (r.ingested) mark("ingest");
   if (!o_.export_summaries.empty() && r.ingested) {
     readers::SummaryExportOptions eo;
     eo.run = o_.run;
@@ -538,31 +477,103 @@ TickReport Agent::TickLocked() {
   r.resolved = static_cast<int>(ch.resolved.size());
   if (Status st = store.SetMetaValue(kMetaFindings, tracker_.Save()); !st.ok())
     r.error = st.message();
-  if (o_.retention_s > 0) {
-    // Rows older than the retention, by each file's line cutoff so a record and its kernel
-    // events and annotations go together; the freed blocks are reused after the checkpoint.
-    const std::string horizon =
-        std::to_string(newest_dump_us_ - static_cast<int64_t>(o_.retention_s * 1e6));
-    std::string sql =
-        "CREATE OR REPLACE TEMP TABLE agent_cut AS SELECT file_id, max(line) AS line FROM records "
-        "WHERE run_id = " +
-        rid + " AND dump_ts_us < " + horizon + " GROUP BY 1;\n";
-    for (const char* t : {"records", "kernel_events", "record_annotations", "dump_stats", "proxy_ops", "proxy_steps"})
-      sql += std::string("DELETE FROM ") + t + " x USING agent_cut c WHERE x.run_id = " + rid +
-             " AND x.file_id = c.file_id AND x.line <= c.line;\n";
-    auto n = store.QueryInt("SELECT CAST(count(*) AS BIGINT) FROM records WHERE run_id = " + rid +
-                            " AND dump_ts_us < " + horizon);
-    if (n.ok() && *n > 0) {
-      if (Status st = store.Exec(sql + "CHECKPOINT"); !st.ok())
-        r.error = "retention: " + st.message();
-      else
-        rows_deleted_ += static_cast<uint64_t>(*n);
-    }
-  }
+  if (o_.retention_s > 0) ApplyRetention(store, rid, &r);
   mark("save");
   Alert(ch);
   mark("alert");
   return r;
+}
+
+bool Agent::OpenStore(bool changed, TickReport* r) {
+  if (store_) return true;
+  if (MonotonicSeconds() - released_s_ < kReaderGraceS) {
+    // Just let go for a reader: give it time to take the store before taking it back.
+    if (changed) watch_.Requeue();
+    return false;
+  }
+  Store::Options so;
+  so.memory_limit = o_.memory_limit;
+  so.lock_wait_s = o_.store_wait_s;
+  so.writable_dir = o_.export_summaries;
+  auto opened = Store::Open(o_.db, so);
+  if (!opened.ok()) {
+    // A reader (sql, report) holds the store: this tick's data waits for the next one.
+    r->error = opened.status().message();
+    if (r->error.find("Could not set lock") != std::string::npos) r->error.clear();
+    if (changed) watch_.Requeue();
+    return false;
+  }
+  store_ = std::move(*opened);
+  return true;
+}
+
+bool Agent::IngestChanged(Store& store, bool changed, TickReport* r) {
+  // A folder the job has not created yet is waited for, not an error.
+  std::vector<std::string> present;
+  for (const std::string& w : o_.watch) {
+    std::error_code ec;
+    if (std::filesystem::exists(w, ec))
+      present.push_back(w);
+    else
+      r->not_stored.push_back(w + ": does not exist (yet)");
+  }
+  if (!o_.hosts.empty() && changed && !present.empty()) {
+    // Only the named hosts' files, by the name the Inspector gives them (<host>-pid<pid>...).
+    auto mine = FindInputFiles(present, [&](const std::string& path, bool) {
+      const std::string name = std::filesystem::path(path).filename().string();
+      for (const std::string& h : o_.hosts)
+        if (name.starts_with(h + "-pid")) return true;
+      return false;
+    });
+    if (!mine.ok()) {
+      r->error = "ingest: " + mine.status().message();
+      return false;
+    }
+    present = std::move(mine->files);
+  }
+  if (changed && !present.empty()) {
+    IngestOptions io;
+    io.run = o_.run;
+    io.threads = o_.ingest_threads;
+    io.checkpoint =
+        false;  // the store stays open: DuckDB checkpoints as its log grows, and on close
+    auto in = readers::IngestInputs(store, present, io);
+    if (!in.ok()) {
+      r->error = "ingest: " + in.status().message();
+      return false;
+    }
+    r->ingested = true;
+    r->records_stored = in->records.records_stored + in->summaries.records_stored;
+    r->lines_rejected =
+        in->records.lines_rejected + in->steps.lines_rejected + in->kernels.lines_rejected + in->stacks.lines_rejected;
+    for (std::string& s : in->NotStored()) r->not_stored.push_back(std::move(s));
+    records_ += r->records_stored;
+    rejected_ += r->lines_rejected;
+    if (r->records_stored > 0) last_new_records_s_ = MonotonicSeconds();
+  }
+  return true;
+}
+
+void Agent::ApplyRetention(Store& store, const std::string& rid, TickReport* r) {
+  // Rows older than the retention, by each file's line cutoff so a record and its kernel
+  // events and annotations go together; the freed blocks are reused after the checkpoint.
+  const std::string horizon =
+      std::to_string(newest_dump_us_ - static_cast<int64_t>(o_.retention_s * 1e6));
+  std::string sql =
+      "CREATE OR REPLACE TEMP TABLE agent_cut AS SELECT file_id, max(line) AS line FROM records "
+      "WHERE run_id = " +
+      rid + " AND dump_ts_us < " + horizon + " GROUP BY 1;\n";
+  for (const char* t : {"records", "kernel_events", "record_annotations", "dump_stats", "proxy_ops", "proxy_steps"})
+    sql += std::string("DELETE FROM ") + t + " x USING agent_cut c WHERE x.run_id = " + rid +
+           " AND x.file_id = c.file_id AND x.line <= c.line;\n";
+  auto n = store.QueryInt("SELECT CAST(count(*) AS BIGINT) FROM records WHERE run_id = " + rid +
+                          " AND dump_ts_us < " + horizon);
+  if (n.ok() && *n > 0) {
+    if (Status st = store.Exec(sql + "CHECKPOINT"); !st.ok())
+      r->error = "retention: " + st.message();
+    else
+      rows_deleted_ += static_cast<uint64_t>(*n);
+  }
 }
 
 void Agent::SampleStacksOnNewHang(Store& store, std::vector<diagnose::Finding>* findings,

@@ -134,6 +134,13 @@ class Agent {
   explicit Agent(const AgentOptions& options);
   Status Init();
   TickReport TickLocked();
+  // The tick's steps. OpenStore: false when the store cannot be had this tick (a reader holds it,
+  // or was just given it), the folders' changes then kept for the next. IngestChanged: the watched
+  // folders' new data (the named hosts' files only, when hosts are named); false on an error.
+  // ApplyRetention: deletes the rows older than retention_s, by each file's line cutoff.
+  bool OpenStore(bool changed, TickReport* r);
+  bool IngestChanged(Store& store, bool changed, TickReport* r);
+  void ApplyRetention(Store& store, const std::string& rid, TickReport* r);
   // PUTs the spool's summaries to ship_summaries, oldest first, deleting each once stored there;
   // a file the aggregator refuses (4xx) stays and is skipped, any other failure stops the tick's
   // shipping (the rest wait for the next tick). Returns the number shipped.
