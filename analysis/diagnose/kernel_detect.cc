@@ -310,6 +310,115 @@ bool HostShift(const std::vector<KernelProfile>& profs, size_t i, size_t kk,
   return true;
 }
 
+// The shifted ranks of one kernel name (`named`: the name and its ranks' profiles): a rank far
+// from its peers (W1) whose slow modes they do not share, or whose whole host shifted with it.
+void ShiftsOfKernel(const KernelData& d, const KernelOptions& o,
+                    const std::pair<const int, std::vector<KernelProfile>>& named,
+                    const std::map<std::pair<int, int>, const KernelSeries*>& series_of, KernelAnalysis* analysis,
+                    std::vector<KernelShift>* shifts_out) {
+  std::vector<KernelShift>& shifts = *shifts_out;
+  // Plain references, not structured bindings: lambdas below capture them (Clang 14 cannot).
+  const auto& name = named.first;
+  auto& profs = named.second;
+  const size_t m = profs.size();
+  if (m < o.min_ranks) return;
+  std::vector<const KernelProfile*> ptr;
+  for (const KernelProfile& p : profs) ptr.push_back(&p);
+  const auto D = DistanceMatrix(ptr);
+  if (analysis) {
+    KernelAnalysis::Matrix mx;
+    mx.name = name;
+    for (const KernelProfile& p : profs) mx.ranks.push_back(p.rank);
+    mx.w1 = D;
+    analysis->matrices.push_back(std::move(mx));
+  }
+  const size_t kk = std::max<size_t>(1, (m - 1) / 4);
+  std::vector<double> nn(m);
+  for (size_t i = 0; i < m; ++i) {
+    std::vector<double> row;
+    for (size_t j = 0; j < m; ++j)
+      if (j != i) row.push_back(D[i][j]);
+    std::nth_element(row.begin(), row.begin() + static_cast<std::ptrdiff_t>(kk - 1), row.end());
+    nn[i] = row[kk - 1];
+  }
+  const double typical = MedianOf(nn);
+  auto host_of = [&](size_t j) {
+    auto it = d.hosts.find(profs[j].rank);
+    return it == d.hosts.end() ? std::string() : it->second;
+  };
+  for (size_t i = 0; i < m; ++i) {
+    if (nn[i] < o.outlier_factor * typical || nn[i] < o.rel_w1 / 2) {
+      // Near its peers, but maybe only because its host mates slowed down with it (a host
+      // slowdown: every rank of the host shares the slow mode).
+      KernelShift hs;
+      if (HostShift(profs, i, kk, host_of, o, &hs)) {
+        hs.w1_rel = nn[i];
+        hs.typical = typical;
+        hs.name = name;
+        const KernelSeries& s = *series_of.at({profs[i].rank, name});
+        if (s.total_us >= 0) hs.time_us = s.total_us;
+        if (DateShift(s, o.mode_tolerance, &hs) && ChangedOverTime(s, hs)) shifts.push_back(std::move(hs));
+      }
+      continue;
+    }
+    const KernelProfile& p = profs[i];
+    // The reference: the medians of the rank's nearest peers (by W1), so that ranks doing other
+    // work under the same kernel name (pipeline stages) do not count as its norm.
+    std::vector<size_t> order;
+    for (size_t j = 0; j < m; ++j)
+      if (j != i) order.push_back(j);
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return D[i][a] < D[i][b]; });
+    const size_t n_ref = std::max(kk, std::min<size_t>(3, order.size()));
+    std::vector<double> near_medians;
+    for (size_t x = 0; x < n_ref; ++x) near_medians.push_back(profs[order[x]].median_us);
+    const double ref = MedianOf(near_medians);
+    if (!(ref > 0)) continue;
+    // Common modes: shared (within tolerance) by at least kk other ranks.
+    auto supported = [&](double c) {
+      size_t n = 0;
+      for (size_t j = 0; j < m; ++j) {
+        if (j == i) continue;
+        for (const Mode& q : profs[j].modes)
+          if (std::fabs(q.center / c - 1) <= o.mode_tolerance) { ++n; break; }
+      }
+      return n >= kk;
+    };
+    std::vector<Mode> shifted;
+    for (const Mode& md : p.modes)
+      if (md.weight >= o.min_mode_weight && md.center > ref * (1 + o.mode_tolerance) &&
+          !supported(md.center))
+        shifted.push_back(md);
+    const bool median_shift = p.median_us > ref * (1 + o.mode_tolerance) && nn[i] >= o.rel_w1;
+    if (shifted.empty() && !median_shift) continue;
+    KernelShift ks;
+    ks.rank = p.rank;
+    ks.name = name;
+    ks.w1_rel = nn[i];
+    ks.typical = typical;
+    ks.modes = p.modes;
+    // The peers' modes: those of the nearest peer.
+    ks.peer_modes = profs[order.front()].modes;
+    const KernelSeries& s = *series_of.at({p.rank, name});
+    ks.time_us = s.total_us >= 0 ? s.total_us : p.total_us;
+    // The samples of the shifted modes (or above the tolerance) date the shift.
+    double lo = std::numeric_limits<double>::infinity(), hi = lo;
+    if (!shifted.empty()) {
+      lo = shifted.front().lo;
+      hi = shifted.back().hi;
+      double w = 0, c = 0;
+      for (const Mode& md : shifted) { w += md.weight; c += md.weight * md.median; }
+      ks.slowdown = c / w / ref;
+    } else {
+      lo = ref * (1 + o.mode_tolerance);
+      hi = std::numeric_limits<double>::infinity();
+      ks.slowdown = p.median_us / ref;
+    }
+    ks.lo = lo;
+    ks.hi = hi;
+    if (DateShift(s, o.mode_tolerance, &ks)) shifts.push_back(std::move(ks));
+  }
+}
+
 }  // namespace
 
 std::vector<Finding> DetectKernelAnomalies(const KernelData& d, const KernelOptions& o,
@@ -326,108 +435,7 @@ std::vector<Finding> DetectKernelAnomalies(const KernelData& d, const KernelOpti
     by_name[s.name].push_back(MakeProfile(s.rank, s.name, s.dur_us, o.kde));
   }
   std::vector<KernelShift> shifts;
-  for (auto& named : by_name) {
-    // Plain references, not structured bindings: lambdas below capture them (Clang 14 cannot).
-    const auto& name = named.first;
-    auto& profs = named.second;
-    const size_t m = profs.size();
-    if (m < o.min_ranks) continue;
-    std::vector<const KernelProfile*> ptr;
-    for (const KernelProfile& p : profs) ptr.push_back(&p);
-    const auto D = DistanceMatrix(ptr);
-    if (analysis) {
-      KernelAnalysis::Matrix mx;
-      mx.name = name;
-      for (const KernelProfile& p : profs) mx.ranks.push_back(p.rank);
-      mx.w1 = D;
-      analysis->matrices.push_back(std::move(mx));
-    }
-    const size_t kk = std::max<size_t>(1, (m - 1) / 4);
-    std::vector<double> nn(m);
-    for (size_t i = 0; i < m; ++i) {
-      std::vector<double> row;
-      for (size_t j = 0; j < m; ++j)
-        if (j != i) row.push_back(D[i][j]);
-      std::nth_element(row.begin(), row.begin() + static_cast<std::ptrdiff_t>(kk - 1), row.end());
-      nn[i] = row[kk - 1];
-    }
-    const double typical = MedianOf(nn);
-    auto host_of = [&](size_t j) {
-      auto it = d.hosts.find(profs[j].rank);
-      return it == d.hosts.end() ? std::string() : it->second;
-    };
-    for (size_t i = 0; i < m; ++i) {
-      if (nn[i] < o.outlier_factor * typical || nn[i] < o.rel_w1 / 2) {
-        // Near its peers, but maybe only because its host mates slowed down with it (a host
-        // slowdown: every rank of the host shares the slow mode).
-        KernelShift hs;
-        if (HostShift(profs, i, kk, host_of, o, &hs)) {
-          hs.w1_rel = nn[i];
-          hs.typical = typical;
-          hs.name = name;
-          const KernelSeries& s = *series_of[{profs[i].rank, name}];
-          if (s.total_us >= 0) hs.time_us = s.total_us;
-          if (DateShift(s, o.mode_tolerance, &hs) && ChangedOverTime(s, hs)) shifts.push_back(std::move(hs));
-        }
-        continue;
-      }
-      const KernelProfile& p = profs[i];
-      // The reference: the medians of the rank's nearest peers (by W1), so that ranks doing other
-      // work under the same kernel name (pipeline stages) do not count as its norm.
-      std::vector<size_t> order;
-      for (size_t j = 0; j < m; ++j)
-        if (j != i) order.push_back(j);
-      std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return D[i][a] < D[i][b]; });
-      const size_t n_ref = std::max(kk, std::min<size_t>(3, order.size()));
-      std::vector<double> near_medians;
-      for (size_t x = 0; x < n_ref; ++x) near_medians.push_back(profs[order[x]].median_us);
-      const double ref = MedianOf(near_medians);
-      if (!(ref > 0)) continue;
-      // Common modes: shared (within tolerance) by at least kk other ranks.
-      auto supported = [&](double c) {
-        size_t n = 0;
-        for (size_t j = 0; j < m; ++j) {
-          if (j == i) continue;
-          for (const Mode& q : profs[j].modes)
-            if (std::fabs(q.center / c - 1) <= o.mode_tolerance) { ++n; break; }
-        }
-        return n >= kk;
-      };
-      std::vector<Mode> shifted;
-      for (const Mode& md : p.modes)
-        if (md.weight >= o.min_mode_weight && md.center > ref * (1 + o.mode_tolerance) &&
-            !supported(md.center))
-          shifted.push_back(md);
-      const bool median_shift = p.median_us > ref * (1 + o.mode_tolerance) && nn[i] >= o.rel_w1;
-      if (shifted.empty() && !median_shift) continue;
-      KernelShift ks;
-      ks.rank = p.rank;
-      ks.name = name;
-      ks.w1_rel = nn[i];
-      ks.typical = typical;
-      ks.modes = p.modes;
-      // The peers' modes: those of the nearest peer.
-      ks.peer_modes = profs[order.front()].modes;
-      const KernelSeries& s = *series_of[{p.rank, name}];
-      ks.time_us = s.total_us >= 0 ? s.total_us : p.total_us;
-      // The samples of the shifted modes (or above the tolerance) date the shift.
-      double lo = std::numeric_limits<double>::infinity(), hi = lo;
-      if (!shifted.empty()) {
-        lo = shifted.front().lo;
-        hi = shifted.back().hi;
-        double w = 0, c = 0;
-        for (const Mode& md : shifted) { w += md.weight; c += md.weight * md.median; }
-        ks.slowdown = c / w / ref;
-      } else {
-        lo = ref * (1 + o.mode_tolerance);
-        hi = std::numeric_limits<double>::infinity();
-        ks.slowdown = p.median_us / ref;
-      }
-      ks.lo = lo;
-      ks.hi = hi;
-      if (DateShift(s, o.mode_tolerance, &ks)) shifts.push_back(std::move(ks));
-    }
-  }
+  for (const auto& named : by_name) ShiftsOfKernel(d, o, named, series_of, analysis, &shifts);
   // Grid of per-step compute maxima per (DP, TP/PP).
   Grid grid = MaxGrid(d.dp_groups, d.step_compute);
   std::vector<HotCell> hot = HotCells(grid, o.grid_ratio);
