@@ -15,6 +15,118 @@ double ToDouble(const std::optional<std::string>& v) { return v ? std::stod(*v) 
 // (a member that joined early); the instance test itself is on start and completion times.
 constexpr int64_t kStraddleMarginUs = 60'000'000;
 
+// The window of JobMetrics in SQL terms: the run, and the window's bounds.
+struct WindowSql {
+  std::string rid, since, until, dumped_since;
+};
+
+// Transfer bus bandwidth over the window: each host's best cross-host communicator (the host
+// table's rule), and the busiest kernel keys' quantiles. Reads agent_inst.
+Status AddBandwidth(Store& store, const WindowSql& w, const JobMetricsOptions& options,
+                    std::vector<MetricFamily>* out) {
+  // Transfer bus bandwidth: an instance's shortest exec time is its last arriver's, which waited
+  // for nobody, so it is the transfer itself; relative to the median of its kernel key.
+  const std::string min_bytes = std::to_string(options.min_bytes);
+  COLLSCOPE_RETURN_IF_ERROR(store.Exec(
+      "CREATE OR REPLACE TEMP TABLE agent_bw AS "
+      "SELECT comm_id, op, sn, msg_size_bytes, CAST(op AS VARCHAR) || '/' || n_ranks || 'r/' || "
+      "msg_size_bytes AS kernel, "
+      "inspector_busbw(op, n_ranks, msg_size_bytes, tmin) AS busbw, tmin FROM agent_inst "
+      "WHERE msg_size_bytes >= " +
+      min_bytes + " AND tmin > 0;\n"));
+  // The host table's rule over the window (analysis/views.h): a host's best cross-host
+  // communicator, collectives and point-to-point transfers alike, so a slow NIC's host is the one
+  // whose communicators are all slow, not its partners.
+  const std::string window_records =
+      "(SELECT * FROM records WHERE run_id = " + w.rid + " AND dump_ts_us >= " + w.dumped_since +
+      " AND " + diagnose::RecordStartSql("records") + " >= " + w.since + " AND " +
+      diagnose::RecordEndSql("records") + " <= " + w.until + ")";
+  auto ratio = store.Query("SELECT hostname, transfer_norm_busbw FROM (" +
+                           HostTransferTableSql(window_records) + ") ORDER BY 1");
+  if (!ratio.ok()) return ratio.status();
+  MetricFamily host_bw{"collscope_host_busbw_ratio",
+                       "Normalised transfer bus bandwidth of the host's best cross-host "
+                       "communicator over the window "
+                       "(1: as fast as the job's median; a slow NIC's host is the one whose "
+                       "communicators are all slow).",
+                       "gauge",
+                       {}};
+  for (const auto& row : ratio->rows)
+    host_bw.Add({{"host", row[0].value_or("")}}, ToDouble(row[1]));
+  out->push_back(std::move(host_bw));
+
+  auto keys = store.Query(
+      "SELECT kernel, quantile_cont(busbw, 0.1), quantile_cont(busbw, 0.5), quantile_cont(busbw, "
+      "0.9) "
+      "FROM agent_bw GROUP BY kernel ORDER BY sum(tmin) DESC, kernel LIMIT " +
+      std::to_string(options.max_kernel_keys));
+  if (!keys.ok()) return keys.status();
+  MetricFamily kernel_bw{"collscope_kernel_busbw_bytes_per_second",
+                         "Transfer bus bandwidth quantiles of the busiest kernel keys "
+                         "(op/ranks/bytes) over the window.",
+                         "gauge",
+                         {}};
+  for (const auto& row : keys->rows) {
+    const std::string kernel = row[0].value_or("");
+    const char* q[] = {"0.1", "0.5", "0.9"};
+    for (int k = 0; k < 3; ++k)
+      kernel_bw.Add({{"kernel", kernel}, {"quantile", q[k]}}, ToDouble(row[1 + k]) * 1e9);
+  }
+  out->push_back(std::move(kernel_bw));
+  return Status::Ok();
+}
+
+// Coverage: the processes each host has and reports, how far each host's data lags the job's, and
+// what its writers dropped during the window.
+Status AddCoverage(Store& store, const WindowSql& w, const std::map<std::string, int>& processes_of,
+                   const std::map<std::string, int>& reporting, std::vector<MetricFamily>* out) {
+  // Coverage: processes reporting, and how far each host's newest record lags the job's.
+  MetricFamily known{
+      "collscope_host_processes", "Processes the store knows on the host.", "gauge", {}};
+  MetricFamily seen{"collscope_host_processes_reporting",
+                    "Processes of the host with collective records in the window.",
+                    "gauge",
+                    {}};
+  for (const auto& [host, n] : processes_of) {
+    known.Add({{"host", host}}, n);
+    seen.Add({{"host", host}}, reporting.count(host) ? reporting.at(host) : 0);
+  }
+  out->push_back(std::move(known));
+  out->push_back(std::move(seen));
+  auto lag = store.Query(
+      "WITH h AS (SELECT p.hostname, max(r.dump_ts_us) AS last FROM records r JOIN processes p "
+      "USING (run_id, process_id) "
+      "WHERE r.run_id = " +
+      w.rid + " AND r.dump_ts_us >= " + w.dumped_since +
+      " GROUP BY 1) "
+      "SELECT hostname, (max(last) OVER () - last) / 1e6 FROM h ORDER BY 1");
+  if (!lag.ok()) return lag.status();
+  MetricFamily data_lag{"collscope_host_data_lag_seconds",
+                        "How far the host's newest record lags the newest record of the job.",
+                        "gauge",
+                        {}};
+  for (const auto& row : lag->rows) data_lag.Add({{"host", row[0].value_or("")}}, ToDouble(row[1]));
+  out->push_back(std::move(data_lag));
+  // Drops within the window: each dump's count since the previous one (a cumulative total per
+  // writer would fall whenever a writer stops reporting, which no counter may do).
+  auto drops = store.Query(
+      "SELECT p.hostname, sum(s.coll_dropped_since_last_dump + s.p2p_dropped_since_last_dump) "
+      "FROM dump_stats s JOIN processes p ON p.run_id = s.run_id AND p.process_id = s.process_id "
+      "WHERE s.run_id = " +
+      w.rid + " AND s.dump_ts_us >= " + w.since + " AND s.dump_ts_us <= " + w.until +
+      " GROUP BY 1 ORDER BY 1");
+  if (!drops.ok()) return drops.status();
+  MetricFamily dropped{
+      "collscope_host_window_records_dropped",
+      "Records the host's writers dropped during the window (Inspector dump_stats).",
+      "gauge",
+      {}};
+  for (const auto& row : drops->rows)
+    dropped.Add({{"host", row[0].value_or("")}}, ToDouble(row[1]));
+  out->push_back(std::move(dropped));
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<std::vector<MetricFamily>> JobMetrics(Store& store, const std::string& run,
@@ -117,100 +229,9 @@ Result<std::vector<MetricFamily>> JobMetrics(Store& store, const std::string& ru
   out.push_back(std::move(delay));
   out.push_back(std::move(host_delay));
 
-  // Transfer bus bandwidth: an instance's shortest exec time is its last arriver's, which waited
-  // for nobody, so it is the transfer itself; relative to the median of its kernel key.
-  const std::string min_bytes = std::to_string(options.min_bytes);
-  COLLSCOPE_RETURN_IF_ERROR(store.Exec(
-      "CREATE OR REPLACE TEMP TABLE agent_bw AS "
-      "SELECT comm_id, op, sn, msg_size_bytes, CAST(op AS VARCHAR) || '/' || n_ranks || 'r/' || "
-      "msg_size_bytes AS kernel, "
-      "inspector_busbw(op, n_ranks, msg_size_bytes, tmin) AS busbw, tmin FROM agent_inst "
-      "WHERE msg_size_bytes >= " +
-      min_bytes + " AND tmin > 0;\n"));
-  // The host table's rule over the window (analysis/views.h): a host's best cross-host
-  // communicator, collectives and point-to-point transfers alike, so a slow NIC's host is the one
-  // whose communicators are all slow, not its partners.
-  const std::string window_records =
-      "(SELECT * FROM records WHERE run_id = " + rid + " AND dump_ts_us >= " + dumped_since +
-      " AND " + diagnose::RecordStartSql("records") + " >= " + since + " AND " +
-      diagnose::RecordEndSql("records") + " <= " + until + ")";
-  auto ratio = store.Query("SELECT hostname, transfer_norm_busbw FROM (" +
-                           HostTransferTableSql(window_records) + ") ORDER BY 1");
-  if (!ratio.ok()) return ratio.status();
-  MetricFamily host_bw{"collscope_host_busbw_ratio",
-                       "Normalised transfer bus bandwidth of the host's best cross-host "
-                       "communicator over the window "
-                       "(1: as fast as the job's median; a slow NIC's host is the one whose "
-                       "communicators are all slow).",
-                       "gauge",
-                       {}};
-  for (const auto& row : ratio->rows)
-    host_bw.Add({{"host", row[0].value_or("")}}, ToDouble(row[1]));
-  out.push_back(std::move(host_bw));
-
-  auto keys = store.Query(
-      "SELECT kernel, quantile_cont(busbw, 0.1), quantile_cont(busbw, 0.5), quantile_cont(busbw, "
-      "0.9) "
-      "FROM agent_bw GROUP BY kernel ORDER BY sum(tmin) DESC, kernel LIMIT " +
-      std::to_string(options.max_kernel_keys));
-  if (!keys.ok()) return keys.status();
-  MetricFamily kernel_bw{"collscope_kernel_busbw_bytes_per_second",
-                         "Transfer bus bandwidth quantiles of the busiest kernel keys "
-                         "(op/ranks/bytes) over the window.",
-                         "gauge",
-                         {}};
-  for (const auto& row : keys->rows) {
-    const std::string kernel = row[0].value_or("");
-    const char* q[] = {"0.1", "0.5", "0.9"};
-    for (int k = 0; k < 3; ++k)
-      kernel_bw.Add({{"kernel", kernel}, {"quantile", q[k]}}, ToDouble(row[1 + k]) * 1e9);
-  }
-  out.push_back(std::move(kernel_bw));
-
-  // Coverage: processes reporting, and how far each host's newest record lags the job's.
-  MetricFamily known{
-      "collscope_host_processes", "Processes the store knows on the host.", "gauge", {}};
-  MetricFamily seen{"collscope_host_processes_reporting",
-                    "Processes of the host with collective records in the window.",
-                    "gauge",
-                    {}};
-  for (const auto& [host, n] : processes_of) {
-    known.Add({{"host", host}}, n);
-    seen.Add({{"host", host}}, reporting.count(host) ? reporting[host] : 0);
-  }
-  out.push_back(std::move(known));
-  out.push_back(std::move(seen));
-  auto lag = store.Query(
-      "WITH h AS (SELECT p.hostname, max(r.dump_ts_us) AS last FROM records r JOIN processes p "
-      "USING (run_id, process_id) "
-      "WHERE r.run_id = " +
-      rid + " AND r.dump_ts_us >= " + dumped_since +
-      " GROUP BY 1) "
-      "SELECT hostname, (max(last) OVER () - last) / 1e6 FROM h ORDER BY 1");
-  if (!lag.ok()) return lag.status();
-  MetricFamily data_lag{"collscope_host_data_lag_seconds",
-                        "How far the host's newest record lags the newest record of the job.",
-                        "gauge",
-                        {}};
-  for (const auto& row : lag->rows) data_lag.Add({{"host", row[0].value_or("")}}, ToDouble(row[1]));
-  out.push_back(std::move(data_lag));
-  // Drops within the window: each dump's count since the previous one (a cumulative total per
-  // writer would fall whenever a writer stops reporting, which no counter may do).
-  auto drops = store.Query(
-      "SELECT p.hostname, sum(s.coll_dropped_since_last_dump + s.p2p_dropped_since_last_dump) "
-      "FROM dump_stats s JOIN processes p ON p.run_id = s.run_id AND p.process_id = s.process_id "
-      "WHERE s.run_id = " +
-      rid + " AND s.dump_ts_us >= " + since + " AND s.dump_ts_us <= " + until +
-      " GROUP BY 1 ORDER BY 1");
-  if (!drops.ok()) return drops.status();
-  MetricFamily dropped{
-      "collscope_host_window_records_dropped",
-      "Records the host's writers dropped during the window (Inspector dump_stats).",
-      "gauge",
-      {}};
-  for (const auto& row : drops->rows)
-    dropped.Add({{"host", row[0].value_or("")}}, ToDouble(row[1]));
-  out.push_back(std::move(dropped));
+  const WindowSql w{rid, since, until, dumped_since};
+  COLLSCOPE_RETURN_IF_ERROR(AddBandwidth(store, w, options, &out));
+  COLLSCOPE_RETURN_IF_ERROR(AddCoverage(store, w, processes_of, reporting, &out));
 
   auto n = store.QueryInt("SELECT CAST(count(*) AS BIGINT) FROM agent_inst");
   if (!n.ok()) return n.status();
