@@ -100,6 +100,82 @@ std::string NcclTestsOpFromName(std::string_view name) {
   return "";
 }
 
+// The preamble's "nThread 1 nGpus 8 minBytes ... iters: 20 ... warmup iters: 5" line.
+void ParsePreamble(const std::vector<std::string_view>& t, NcclTestsLog* log) {
+  for (size_t i = 0; i + 1 < t.size(); ++i) {
+    uint64_t v = 0;
+    if (t[i] == "nThread" && ParseU64(t[i + 1], &v)) log->n_threads = static_cast<int>(v);
+    if (t[i] == "nGpus" && ParseU64(t[i + 1], &v)) log->n_gpus = static_cast<int>(v);
+    if (t[i] == "minBytes" && ParseU64(t[i + 1], &v)) log->min_bytes = v;
+    if (t[i] == "maxBytes" && ParseU64(t[i + 1], &v)) log->max_bytes = v;
+    if (t[i] == "iters:" && i > 0 && t[i - 1] == "warmup" && ParseU64(t[i + 1], &v))
+      log->warmup_iters = static_cast<int>(v);
+    if (t[i] == "iters:" && i > 0 && t[i - 1] != "warmup" && t[i - 1] != "agg" &&
+        ParseU64(t[i + 1], &v))
+      log->iters = static_cast<int>(v);
+  }
+}
+
+// "Rank  0 [Group  0] Pid 112424 on localhost device  0 [0x00] A100-SXM4-40GB"
+NcclTestsDevice ParseDeviceLine(const std::vector<std::string_view>& t, const std::string& joined) {
+  NcclTestsDevice d;
+  int64_t v = 0;
+  if (ParseI64(t[1], &v)) d.rank = static_cast<int>(v);
+  for (size_t i = 2; i + 1 < t.size(); ++i) {
+    if (t[i] == "Pid" && ParseI64(t[i + 1], &v)) d.pid = v;
+    if (t[i] == "on") d.host = std::string(t[i + 1]);
+    if (t[i] == "device" && ParseI64(t[i + 1], &v)) d.device = static_cast<int>(v);
+  }
+  size_t bracket = joined.find(']', joined.find("device"));
+  if (bracket != std::string::npos) {
+    std::vector<std::string_view> rest = Split(std::string_view(joined).substr(bracket + 1));
+    for (size_t i = 0; i < rest.size(); ++i) d.gpu += (i ? " " : "") + std::string(rest[i]);
+  }
+  return d;
+}
+
+// The footer's "Out of bounds values" and "Avg bus bandwidth" lines (others are ignored).
+void ParseFooterLine(const std::vector<std::string_view>& t, const std::string& joined, NcclTestsLog* log) {
+  if (joined.find("Avg bus bandwidth") != std::string::npos) {
+    double v = 0;
+    if (ParseDouble(t.size() >= 5 ? t[4] : std::string_view(), &v)) log->avg_busbw_gbs = v;
+    size_t colon = joined.find(':');
+    if (colon != std::string::npos) {
+      std::vector<std::string_view> r = Split(std::string_view(joined).substr(colon + 1));
+      if (!r.empty() && ParseDouble(r[0], &v)) log->avg_busbw_gbs = v;
+    }
+  } else if (joined.find("Out of bounds values") != std::string::npos) {
+    size_t colon = joined.find(':');
+    int64_t v = 0;
+    if (colon != std::string::npos) {
+      std::vector<std::string_view> r = Split(std::string_view(joined).substr(colon + 1));
+      if (!r.empty() && ParseI64(r[0], &v)) log->out_of_bounds = v;
+    }
+  }
+}
+
+// Without device lines: n_ranks from busbw / algbw of the largest row, on one node.
+void RanksFromBandwidth(NcclTestsLog* log) {
+  const NcclTestsResult* big = &log->results.front();
+  for (const auto& r : log->results)
+    if (r.algbw_gbs > big->algbw_gbs) big = &r;
+  if (big->algbw_gbs > 0) {
+    double f = big->busbw_gbs / big->algbw_gbs;
+    int n = 0;
+    if (big->op == "AllReduce" && f < 2) n = static_cast<int>(std::lround(2 / (2 - f)));
+    else if (big->op != "Broadcast" && big->op != "Reduce" && big->op != "SendRecv" && f < 1)
+      n = static_cast<int>(std::lround(1 / (1 - f)));
+    if (n > 0) log->n_ranks = n;
+  }
+  for (auto& r : log->results) {
+    r.n_ranks = log->n_ranks;
+    r.nnodes = 1;
+    r.msg_size_bytes = PerRankSize(r.op) && log->n_ranks > 0
+                           ? r.size_bytes / static_cast<uint64_t>(log->n_ranks)
+                           : r.size_bytes;
+  }
+}
+
 Result<NcclTestsLog> ParseNcclTestsOutput(std::string_view text, std::string_view name_hint,
                                           std::string_view op_override) {
   NcclTestsLog log;
@@ -155,35 +231,11 @@ Result<NcclTestsLog> ParseNcclTestsOutput(std::string_view text, std::string_vie
         finish_section();
         log.devices.clear();
         hosts.clear();
-        for (size_t i = 0; i + 1 < t.size(); ++i) {
-          uint64_t v = 0;
-          if (t[i] == "nThread" && ParseU64(t[i + 1], &v)) log.n_threads = static_cast<int>(v);
-          if (t[i] == "nGpus" && ParseU64(t[i + 1], &v)) log.n_gpus = static_cast<int>(v);
-          if (t[i] == "minBytes" && ParseU64(t[i + 1], &v)) log.min_bytes = v;
-          if (t[i] == "maxBytes" && ParseU64(t[i + 1], &v)) log.max_bytes = v;
-          if (t[i] == "iters:" && i > 0 && t[i - 1] == "warmup" && ParseU64(t[i + 1], &v))
-            log.warmup_iters = static_cast<int>(v);
-          if (t[i] == "iters:" && i > 0 && t[i - 1] != "warmup" && t[i - 1] != "agg" &&
-              ParseU64(t[i + 1], &v))
-            log.iters = static_cast<int>(v);
-        }
+        ParsePreamble(t, &log);
         continue;
       }
       if (t[0] == "Rank" && t.size() >= 2) {
-        // "Rank  0 [Group  0] Pid 112424 on localhost device  0 [0x00] A100-SXM4-40GB"
-        NcclTestsDevice d;
-        int64_t v = 0;
-        if (ParseI64(t[1], &v)) d.rank = static_cast<int>(v);
-        for (size_t i = 2; i + 1 < t.size(); ++i) {
-          if (t[i] == "Pid" && ParseI64(t[i + 1], &v)) d.pid = v;
-          if (t[i] == "on") d.host = std::string(t[i + 1]);
-          if (t[i] == "device" && ParseI64(t[i + 1], &v)) d.device = static_cast<int>(v);
-        }
-        size_t bracket = joined.find(']', joined.find("device"));
-        if (bracket != std::string::npos) {
-          std::vector<std::string_view> rest = Split(std::string_view(joined).substr(bracket + 1));
-          for (size_t i = 0; i < rest.size(); ++i) d.gpu += (i ? " " : "") + std::string(rest[i]);
-        }
+        NcclTestsDevice d = ParseDeviceLine(t, joined);
         hosts.insert(d.host);
         log.devices.push_back(std::move(d));
         continue;
@@ -194,25 +246,7 @@ Result<NcclTestsLog> ParseNcclTestsOutput(std::string_view text, std::string_vie
         block_fields = std::find(t.begin(), t.end(), "i_min") != t.end() ? 8 : 4;
         continue;
       }
-      if (joined.find("Avg bus bandwidth") != std::string::npos) {
-        double v = 0;
-        if (ParseDouble(t.size() >= 5 ? t[4] : std::string_view(), &v)) log.avg_busbw_gbs = v;
-        size_t colon = joined.find(':');
-        if (colon != std::string::npos) {
-          std::vector<std::string_view> r = Split(std::string_view(joined).substr(colon + 1));
-          if (!r.empty() && ParseDouble(r[0], &v)) log.avg_busbw_gbs = v;
-        }
-        continue;
-      }
-      if (joined.find("Out of bounds values") != std::string::npos) {
-        size_t colon = joined.find(':');
-        int64_t v = 0;
-        if (colon != std::string::npos) {
-          std::vector<std::string_view> r = Split(std::string_view(joined).substr(colon + 1));
-          if (!r.empty() && ParseI64(r[0], &v)) log.out_of_bounds = v;
-        }
-        continue;
-      }
+      ParseFooterLine(t, joined, &log);
       continue;
     }
     // A data row starts with two integers (size, count) and a data type. Anything else (NCCL INFO
@@ -276,27 +310,7 @@ Result<NcclTestsLog> ParseNcclTestsOutput(std::string_view text, std::string_vie
   log.nnodes = static_cast<int>(hosts.size());
   if (log.n_ranks == 0 && log.n_threads > 0 && log.n_gpus > 0)
     log.n_ranks = log.n_threads * log.n_gpus;
-  // Without device lines, recover n_ranks from busbw / algbw of the largest row.
-  if (log.devices.empty() && !log.results.empty()) {
-    const NcclTestsResult* big = &log.results.front();
-    for (const auto& r : log.results)
-      if (r.algbw_gbs > big->algbw_gbs) big = &r;
-    if (big->algbw_gbs > 0) {
-      double f = big->busbw_gbs / big->algbw_gbs;
-      int n = 0;
-      if (big->op == "AllReduce" && f < 2) n = static_cast<int>(std::lround(2 / (2 - f)));
-      else if (big->op != "Broadcast" && big->op != "Reduce" && big->op != "SendRecv" && f < 1)
-        n = static_cast<int>(std::lround(1 / (1 - f)));
-      if (n > 0) log.n_ranks = n;
-    }
-    for (auto& r : log.results) {
-      r.n_ranks = log.n_ranks;
-      r.nnodes = 1;
-      r.msg_size_bytes = PerRankSize(r.op) && log.n_ranks > 0
-                             ? r.size_bytes / static_cast<uint64_t>(log.n_ranks)
-                             : r.size_bytes;
-    }
-  }
+  if (log.devices.empty() && !log.results.empty()) RanksFromBandwidth(&log);
   if (log.nnodes == 0 && log.n_ranks > 0) log.nnodes = 1;
   if (log.op.empty()) log.op = op;
   return log;
