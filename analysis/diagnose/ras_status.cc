@@ -115,6 +115,60 @@ int64_t JobProcesses(const RasReport& r) {
   return static_cast<int64_t>(procs.size());
 }
 
+// The finding of a report with culprits (or unnamed groups): whom it names and why, what it could
+// not join to a global rank, and what the counts mean.
+void DescribeHang(const RasReport& r, const std::vector<Culprit>& culprits, const std::vector<std::string>& unnamed,
+                  std::vector<int> victims, const ProcessJoin& join, bool have_world, int64_t procs, Finding* f) {
+  double conf = 0;
+  bool only_missing = true;
+  for (const Culprit& c : culprits) {
+    conf = std::max(conf, c.confidence);
+    only_missing &= c.k->state == "missing";
+    if (c.global >= 0) f->ranks.push_back(c.global);
+    if (c.job) f->hosts.push_back(c.job->hostname);
+    else if (!c.k->host.empty()) f->hosts.push_back(c.k->host);
+    if (!c.comm->hash.empty()) f->comms.push_back(c.comm->hash);
+  }
+  if (culprits.empty()) conf = 0.4;  // only unnamed groups: no one to name
+  if (r.timeouts > 0) conf *= 0.9;   // RAS timed out gathering: the data may be incomplete
+  f->confidence = conf;
+  SortUnique(&f->ranks);
+  SortUnique(&f->hosts);
+  SortUnique(&f->comms);
+  SortUnique(&victims);
+  std::set_difference(victims.begin(), victims.end(), f->ranks.begin(), f->ranks.end(), std::back_inserter(f->victims));
+
+  std::string s = "Hang: NCCL RAS names ";
+  for (size_t i = 0; i < culprits.size() && i < 3; ++i) s += (i ? "; " : "") + Who(culprits[i]) + ": " + culprits[i].why;
+  if (culprits.size() > 3) s += "; and " + std::to_string(culprits.size() - 3) + " more";
+  if (culprits.empty()) s += unnamed[0];
+  s += ". The others wait on " + std::string(culprits.size() + unnamed.size() > 1 ? "them" : "it") + ".";
+  f->summary = s;
+  for (const Culprit& c : culprits) f->AddText("culprit", Who(c) + ": " + c.why);
+  for (const std::string& u : unnamed) f->AddText("unnamed", u + " (the text report counts them without naming them: VERBOSE STATUS or -f json names each)");
+  if (!r.format.starts_with("monitor"))
+    f->AddText("counts_are_launches",
+              "RAS counts operations launched, not completed: a rank stuck inside a kernel shows its peers' count, so a "
+              "count behind means the rank did not launch; repeat ncclras to see whether the counts move");
+  if (only_missing && !culprits.empty())
+    f->AddText("missing_only", "the only signal is data missing from the report (no count, error or dead process): "
+                              "confidence lowered");
+  for (const Culprit& c : culprits) {
+    if (c.global >= 0) continue;
+    const std::string no_join = join.empty() ? "no NCCL records were read with it to join its node and pid to a rank"
+                                             : "no process of the records has its pid on a host its node can be";
+    if (r.format.starts_with("monitor"))
+      f->AddText("global_ranks", Who(c) + ": a MONITOR log names processes by node and pid, not ranks, and " + no_join);
+    else if (!have_world)
+      f->AddText("global_ranks", Who(c) + ": no communicator of the job's size (" + std::to_string(procs) +
+                                    " processes) maps it to a global rank, and " + no_join);
+    else
+      f->AddText("global_ranks", Who(c) + ": its process is not among the world communicator's named ranks, and " + no_join);
+  }
+  if (r.timeouts > 0) f->Add("ras_timeouts", static_cast<double>(r.timeouts));
+  f->AddText("report", r.path + " (" + (r.nccl_version.empty() ? "" : "NCCL " + r.nccl_version + ", ") + r.format + ")");
+}
+
 Finding Analyze(const RasReport& r, const std::vector<JobProcess>& job, bool* any) {
   Finding f;
   f.kind = Kind::kHang;
@@ -235,55 +289,7 @@ Finding Analyze(const RasReport& r, const std::vector<JobProcess>& job, bool* an
   }
   if (culprits.empty() && unnamed.empty()) return f;
   *any = true;
-
-  double conf = 0;
-  bool only_missing = true;
-  for (const Culprit& c : culprits) {
-    conf = std::max(conf, c.confidence);
-    only_missing &= c.k->state == "missing";
-    if (c.global >= 0) f.ranks.push_back(c.global);
-    if (c.job) f.hosts.push_back(c.job->hostname);
-    else if (!c.k->host.empty()) f.hosts.push_back(c.k->host);
-    if (!c.comm->hash.empty()) f.comms.push_back(c.comm->hash);
-  }
-  if (culprits.empty()) conf = 0.4;  // only unnamed groups: no one to name
-  if (r.timeouts > 0) conf *= 0.9;   // RAS timed out gathering: the data may be incomplete
-  f.confidence = conf;
-  SortUnique(&f.ranks);
-  SortUnique(&f.hosts);
-  SortUnique(&f.comms);
-  SortUnique(&victims);
-  std::set_difference(victims.begin(), victims.end(), f.ranks.begin(), f.ranks.end(), std::back_inserter(f.victims));
-
-  std::string s = "Hang: NCCL RAS names ";
-  for (size_t i = 0; i < culprits.size() && i < 3; ++i) s += (i ? "; " : "") + Who(culprits[i]) + ": " + culprits[i].why;
-  if (culprits.size() > 3) s += "; and " + std::to_string(culprits.size() - 3) + " more";
-  if (culprits.empty()) s += unnamed[0];
-  s += ". The others wait on " + std::string(culprits.size() + unnamed.size() > 1 ? "them" : "it") + ".";
-  f.summary = s;
-  for (const Culprit& c : culprits) f.AddText("culprit", Who(c) + ": " + c.why);
-  for (const std::string& u : unnamed) f.AddText("unnamed", u + " (the text report counts them without naming them: VERBOSE STATUS or -f json names each)");
-  if (!r.format.starts_with("monitor"))
-    f.AddText("counts_are_launches",
-              "RAS counts operations launched, not completed: a rank stuck inside a kernel shows its peers' count, so a "
-              "count behind means the rank did not launch; repeat ncclras to see whether the counts move");
-  if (only_missing && !culprits.empty())
-    f.AddText("missing_only", "the only signal is data missing from the report (no count, error or dead process): "
-                              "confidence lowered");
-  for (const Culprit& c : culprits) {
-    if (c.global >= 0) continue;
-    const std::string no_join = join.empty() ? "no NCCL records were read with it to join its node and pid to a rank"
-                                             : "no process of the records has its pid on a host its node can be";
-    if (r.format.starts_with("monitor"))
-      f.AddText("global_ranks", Who(c) + ": a MONITOR log names processes by node and pid, not ranks, and " + no_join);
-    else if (!world)
-      f.AddText("global_ranks", Who(c) + ": no communicator of the job's size (" + std::to_string(procs) +
-                                    " processes) maps it to a global rank, and " + no_join);
-    else
-      f.AddText("global_ranks", Who(c) + ": its process is not among the world communicator's named ranks, and " + no_join);
-  }
-  if (r.timeouts > 0) f.Add("ras_timeouts", static_cast<double>(r.timeouts));
-  f.AddText("report", r.path + " (" + (r.nccl_version.empty() ? "" : "NCCL " + r.nccl_version + ", ") + r.format + ")");
+  DescribeHang(r, culprits, unnamed, std::move(victims), join, world != nullptr, procs, &f);
   return f;
 }
 
