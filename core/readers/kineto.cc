@@ -263,6 +263,88 @@ Result<std::vector<std::string>> FindKinetoTraces(const std::vector<std::string>
 
 namespace {
 
+// The trace's distributedInfo: rank, world size, NCCL version and process groups.
+void ParseDistributedInfo(object top, KinetoTrace* t) {
+  object dist;
+  if (top.at_key("distributedInfo").get_object().get(dist) == simdjson::SUCCESS) {
+    int64_t v;
+    if (IntField(dist, "rank", &v)) { t->rank = static_cast<int>(v); t->rank_source = "distributedInfo"; }
+    if (IntField(dist, "world_size", &v)) t->world_size = static_cast<int>(v);
+    std::string_view s;
+    if (StrField(dist, "nccl_version", &s)) t->nccl_version = s;
+    simdjson::dom::array pgs;
+    if (dist.at_key("pg_config").get_array().get(pgs) == simdjson::SUCCESS) {
+      t->pg_config_json = simdjson::minify(pgs);
+      for (element pe : pgs) {
+        object po;
+        if (pe.get_object().get(po)) continue;
+        KinetoPg pg;
+        if (StrField(po, "pg_name", &s)) pg.name = s;
+        if (StrField(po, "pg_desc", &s)) pg.desc = s;
+        simdjson::dom::array rk;
+        if (po.at_key("ranks").get_array().get(rk) == simdjson::SUCCESS) {
+          for (element r : rk) {
+            int64_t x;
+            if (Int(r, &x)) pg.ranks.push_back(static_cast<int>(x));
+          }
+        } else if (StrField(po, "ranks", &s)) {
+          pg.ranks = RankList(s);
+        }
+        t->pgs.push_back(std::move(pg));
+      }
+    }
+  }
+}
+
+// The name of the trace's device (its first kernel's), from deviceProperties.
+void FindDeviceName(object top, KinetoTrace* t) {
+  if (!t->kernels.empty()) {
+    simdjson::dom::array props;
+    if (top.at_key("deviceProperties").get_array().get(props) == simdjson::SUCCESS) {
+      for (element pe : props) {
+        object po;
+        int64_t id;
+        std::string_view s;
+        if (pe.get_object().get(po) == simdjson::SUCCESS && IntField(po, "id", &id) &&
+            id == t->kernels.front().device && StrField(po, "name", &s)) {
+          t->device_name = s;
+          break;
+        }
+      }
+    }
+  }
+}
+
+// Each kernel's step: the ProfilerStep its CPU launch (else its start) falls in; each step's kernel
+// count, compute and NCCL time, and its GPU end.
+void AttributeKernelsToSteps(const std::unordered_map<int64_t, double>& launch_ts, KinetoTrace* t) {
+  std::sort(t->steps.begin(), t->steps.end(),
+            [](const KinetoStep& a, const KinetoStep& b) { return a.start_us < b.start_us; });
+  std::stable_sort(t->kernels.begin(), t->kernels.end(),
+                   [](const KinetoKernel& a, const KinetoKernel& b) { return a.start_us < b.start_us; });
+  if (!t->steps.empty()) {
+    std::vector<double> starts;
+    starts.reserve(t->steps.size());
+    for (const KinetoStep& s : t->steps) starts.push_back(s.start_us);
+    for (KinetoKernel& k : t->kernels) {
+      auto li = k.correlation >= 0 ? launch_ts.find(k.correlation) : launch_ts.end();
+      const bool launched = li != launch_ts.end();
+      const double at = launched ? li->second : k.start_us;
+      const size_t i = std::upper_bound(starts.begin(), starts.end(), at) - starts.begin();
+      if (i == 0) continue;
+      const KinetoStep& s = t->steps[i - 1];
+      const double end = s.start_us + s.dur_us;
+      if (launched ? at > end : (i == t->steps.size() && at > end + s.dur_us)) continue;
+      k.step = s.step;
+      KinetoStep& sm = t->steps[i - 1];
+      ++sm.n_kernels;
+      if (k.kind == KernelKind::kCompute) sm.compute_us += k.dur_us;
+      else if (k.kind == KernelKind::kNccl) sm.nccl_us += k.dur_us;
+      sm.gpu_end_us = std::max(sm.gpu_end_us, k.start_us + k.dur_us);
+    }
+  }
+}
+
 // `json` must be followed by SIMDJSON_PADDING readable bytes when `padded`.
 Result<KinetoTrace> Parse(simdjson::dom::parser& parser, std::string_view json, bool padded,
                           const std::string& path) {
@@ -284,35 +366,7 @@ Result<KinetoTrace> Parse(simdjson::dom::parser& parser, std::string_view json, 
   IntField(top, "baseTimeNanoseconds", &t.base_time_ns);
   const double base_us = static_cast<double>(t.base_time_ns / 1000) +
                          static_cast<double>(t.base_time_ns % 1000) / 1000.0;
-  object dist;
-  if (top.at_key("distributedInfo").get_object().get(dist) == simdjson::SUCCESS) {
-    int64_t v;
-    if (IntField(dist, "rank", &v)) { t.rank = static_cast<int>(v); t.rank_source = "distributedInfo"; }
-    if (IntField(dist, "world_size", &v)) t.world_size = static_cast<int>(v);
-    std::string_view s;
-    if (StrField(dist, "nccl_version", &s)) t.nccl_version = s;
-    simdjson::dom::array pgs;
-    if (dist.at_key("pg_config").get_array().get(pgs) == simdjson::SUCCESS) {
-      t.pg_config_json = simdjson::minify(pgs);
-      for (element pe : pgs) {
-        object po;
-        if (pe.get_object().get(po)) continue;
-        KinetoPg pg;
-        if (StrField(po, "pg_name", &s)) pg.name = s;
-        if (StrField(po, "pg_desc", &s)) pg.desc = s;
-        simdjson::dom::array rk;
-        if (po.at_key("ranks").get_array().get(rk) == simdjson::SUCCESS) {
-          for (element r : rk) {
-            int64_t x;
-            if (Int(r, &x)) pg.ranks.push_back(static_cast<int>(x));
-          }
-        } else if (StrField(po, "ranks", &s)) {
-          pg.ranks = RankList(s);
-        }
-        t.pgs.push_back(std::move(pg));
-      }
-    }
-  }
+  ParseDistributedInfo(top, &t);
 
   Interner strings(&t.strings);
   std::unordered_map<int64_t, double> launch_ts;  // correlation -> CPU launch time (wall us)
@@ -395,49 +449,9 @@ Result<KinetoTrace> Parse(simdjson::dom::parser& parser, std::string_view json, 
   if (t.steps.empty()) t.steps = std::move(gpu_steps);
   t.pid = step_pid >= 0 ? step_pid : file_pid;
 
-  // Device name of the trace's device.
-  if (!t.kernels.empty()) {
-    simdjson::dom::array props;
-    if (top.at_key("deviceProperties").get_array().get(props) == simdjson::SUCCESS) {
-      for (element pe : props) {
-        object po;
-        int64_t id;
-        std::string_view s;
-        if (pe.get_object().get(po) == simdjson::SUCCESS && IntField(po, "id", &id) &&
-            id == t.kernels.front().device && StrField(po, "name", &s)) {
-          t.device_name = s;
-          break;
-        }
-      }
-    }
-  }
+  FindDeviceName(top, &t);
 
-  // Attribute kernels to steps.
-  std::sort(t.steps.begin(), t.steps.end(),
-            [](const KinetoStep& a, const KinetoStep& b) { return a.start_us < b.start_us; });
-  std::stable_sort(t.kernels.begin(), t.kernels.end(),
-                   [](const KinetoKernel& a, const KinetoKernel& b) { return a.start_us < b.start_us; });
-  if (!t.steps.empty()) {
-    std::vector<double> starts;
-    starts.reserve(t.steps.size());
-    for (const KinetoStep& s : t.steps) starts.push_back(s.start_us);
-    for (KinetoKernel& k : t.kernels) {
-      auto li = k.correlation >= 0 ? launch_ts.find(k.correlation) : launch_ts.end();
-      const bool launched = li != launch_ts.end();
-      const double at = launched ? li->second : k.start_us;
-      const size_t i = std::upper_bound(starts.begin(), starts.end(), at) - starts.begin();
-      if (i == 0) continue;
-      const KinetoStep& s = t.steps[i - 1];
-      const double end = s.start_us + s.dur_us;
-      if (launched ? at > end : (i == t.steps.size() && at > end + s.dur_us)) continue;
-      k.step = s.step;
-      KinetoStep& sm = t.steps[i - 1];
-      ++sm.n_kernels;
-      if (k.kind == KernelKind::kCompute) sm.compute_us += k.dur_us;
-      else if (k.kind == KernelKind::kNccl) sm.nccl_us += k.dur_us;
-      sm.gpu_end_us = std::max(sm.gpu_end_us, k.start_us + k.dur_us);
-    }
-  }
+  AttributeKernelsToSteps(launch_ts, &t);
   return t;
 }
 
