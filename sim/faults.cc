@@ -122,6 +122,130 @@ bool ToDouble(const std::string& s, double* v) {
   return r.ec == std::errc() && r.ptr == b + s.size();
 }
 
+// The spec's key=value parameters into `f` (and the texts resolved later: gpu, ops, comm).
+bool ParseFaultParams(const FaultSpec& spec, const std::string& where, Fault* f, int* gpu,
+                      std::string* mismatch_op_text, std::string* op_text, std::string* comm_text,
+                      std::string* error) {
+  for (const auto& entry : spec.params) {
+    // Plain references, not structured bindings: lambdas below capture them (Clang 14 cannot).
+    const auto& key = entry.first;
+    const auto& value = entry.second;
+    double v = 0;
+    auto num = [&](double* dst) {
+      if (!ToDouble(value, &v)) {
+        *error = where + ": '" + key + "' needs a number, got '" + value + "'";
+        return false;
+      }
+      *dst = v;
+      return true;
+    };
+    auto integer = [&](auto* dst) {
+      double d;
+      if (!num(&d)) return false;
+      *dst = static_cast<std::remove_reference_t<decltype(*dst)>>(d);
+      return true;
+    };
+    bool ok = true;
+    if (key == "rank") ok = integer(&f->rank);
+    else if (key == "host") ok = integer(&f->host);
+    else if (key == "gpu") ok = integer(gpu);
+    else if (key == "rail") ok = integer(&f->rail);
+    else if (key == "stage") ok = integer(&f->stage);
+    else if (key == "start_step") ok = integer(&f->start_step);
+    else if (key == "end_step") ok = integer(&f->end_step);
+    else if (key == "start_us") ok = num(&f->start_off_us);
+    else if (key == "end_us") ok = num(&f->end_off_us);
+    else if (key == "factor") ok = num(&f->factor);
+    else if (key == "delay_us") ok = num(&f->delay_us);
+    else if (key == "period_us") ok = num(&f->period_us);
+    else if (key == "down_us") ok = num(&f->down_us);
+    else if (key == "retry_us") ok = num(&f->retry_us);
+    else if (key == "stall_us") ok = num(&f->stall_us);
+    else if (key == "coll_sn") ok = integer(&f->coll_sn);
+    else if (key == "size_factor") ok = num(&f->size_factor);
+    else if (key == "issue_op") *mismatch_op_text = value;
+    else if (key == "op") *op_text = value;
+    else if (key == "comm") *comm_text = value;
+    else if (key == "effect") {
+      if (value == "hang") f->effect_hang = true;
+      else if (value == "complete") f->effect_hang = false;
+      else { *error = where + ": effect must be 'complete' or 'hang'"; return false; }
+    } else {
+      *error = where + ": unknown parameter '" + key + "'";
+      return false;
+    }
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// What each kind needs (its culprit, its window), and each kind's defaults.
+bool CheckKindNeeds(const SimConfig& config, const FaultSpec& spec, const std::string& where, Fault* f,
+                    std::string* error) {
+  auto need = [&](bool cond, const char* msg) {
+    if (!cond) *error = where + ": " + msg;
+    return cond;
+  };
+  switch (f->kind) {
+    case FaultKind::kGpuStraggler:
+    case FaultKind::kMaskedStraggler:
+      if (!need(f->rank >= 0, "needs rank= (or host= and gpu=)")) return false;
+      if (!spec.params.count("factor")) f->factor = 2.0;
+      if (!need(f->factor > 0, "factor must be > 0 (compute time multiplier)")) return false;
+      break;
+    case FaultKind::kHostSlowdown:
+      if (!need(f->host >= 0, "needs host=")) return false;
+      if (!spec.params.count("factor")) f->factor = 1.5;
+      if (!need(f->factor > 0, "factor must be > 0 (compute time multiplier)")) return false;
+      break;
+    case FaultKind::kNicDegrade:
+      if (!need(f->host >= 0, "needs host=")) return false;
+      if (!spec.params.count("factor")) f->factor = 0.25;
+      if (!need(f->factor > 0 && f->factor <= 1, "factor must be in (0, 1] (bandwidth multiplier)")) return false;
+      break;
+    case FaultKind::kLinkFlap:
+      if (!need(f->host >= 0, "needs host=")) return false;
+      if (f->period_us <= 0) f->period_us = 2e6;
+      if (f->down_us <= 0) f->down_us = 50e3;
+      if (!spec.params.count("retry_us")) f->retry_us = 20e3;
+      if (!need(f->down_us < f->period_us, "down_us must be < period_us")) return false;
+      break;
+    case FaultKind::kHostStall:
+      if (!need(f->rank >= 0, "needs rank=")) return false;
+      if (f->stall_us <= 0) f->stall_us = 5e6;
+      break;
+    case FaultKind::kPipelineBubble:
+      if (!need(config.parallel.pp > 1, "needs pp > 1")) return false;
+      if (!need(f->stage >= 0, "needs stage=")) return false;
+      if (f->delay_us <= 0) f->delay_us = 20e3;
+      break;
+    case FaultKind::kHang:
+      if (!need(f->rank >= 0, "needs rank=")) return false;
+      if (!spec.params.count("comm")) f->comm_kind = CommKind::kDp;
+      if (!need(f->coll_sn >= 0 || f->start_step >= 0, "needs coll_sn= (with op=) or start_step="))
+        return false;
+      if (!need(f->coll_sn < 0 || f->has_op, "coll_sn= needs op=")) return false;
+      break;
+    case FaultKind::kLinkDown:
+      if (!need(f->host >= 0, "needs host=")) return false;
+      if (!need(f->start_step >= 0 || f->start_off_us >= 0, "needs start_step= or start_us="))
+        return false;
+      break;
+    case FaultKind::kMismatch:
+      if (!need(f->rank >= 0, "needs rank=")) return false;
+      if (!spec.params.count("comm")) f->comm_kind = CommKind::kTp;
+      if (!need(f->coll_sn >= 0 || f->start_step >= 0, "needs coll_sn= (with op=) or start_step="))
+        return false;
+      if (!need(f->coll_sn < 0 || f->has_op, "coll_sn= needs op=")) return false;
+      if (!need(f->has_mismatch_op || f->size_factor != 1.0, "needs issue_op= or size_factor="))
+        return false;
+      if (!need(f->size_factor > 0, "size_factor must be > 0")) return false;
+      break;
+    default: break;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool ResolveFaults(const SimConfig& config, int world, std::vector<Fault>* out,
@@ -148,56 +272,7 @@ bool ResolveFaults(const SimConfig& config, int world, std::vector<Fault>* out,
     }
     int gpu = -1;
     std::string mismatch_op_text, op_text, comm_text;
-    for (const auto& entry : spec.params) {
-      // Plain references, not structured bindings: lambdas below capture them (Clang 14 cannot).
-      const auto& key = entry.first;
-      const auto& value = entry.second;
-      double v = 0;
-      auto num = [&](double* dst) {
-        if (!ToDouble(value, &v)) {
-          *error = where + ": '" + key + "' needs a number, got '" + value + "'";
-          return false;
-        }
-        *dst = v;
-        return true;
-      };
-      auto integer = [&](auto* dst) {
-        double d;
-        if (!num(&d)) return false;
-        *dst = static_cast<std::remove_reference_t<decltype(*dst)>>(d);
-        return true;
-      };
-      bool ok = true;
-      if (key == "rank") ok = integer(&f.rank);
-      else if (key == "host") ok = integer(&f.host);
-      else if (key == "gpu") ok = integer(&gpu);
-      else if (key == "rail") ok = integer(&f.rail);
-      else if (key == "stage") ok = integer(&f.stage);
-      else if (key == "start_step") ok = integer(&f.start_step);
-      else if (key == "end_step") ok = integer(&f.end_step);
-      else if (key == "start_us") ok = num(&f.start_off_us);
-      else if (key == "end_us") ok = num(&f.end_off_us);
-      else if (key == "factor") ok = num(&f.factor);
-      else if (key == "delay_us") ok = num(&f.delay_us);
-      else if (key == "period_us") ok = num(&f.period_us);
-      else if (key == "down_us") ok = num(&f.down_us);
-      else if (key == "retry_us") ok = num(&f.retry_us);
-      else if (key == "stall_us") ok = num(&f.stall_us);
-      else if (key == "coll_sn") ok = integer(&f.coll_sn);
-      else if (key == "size_factor") ok = num(&f.size_factor);
-      else if (key == "issue_op") mismatch_op_text = value;
-      else if (key == "op") op_text = value;
-      else if (key == "comm") comm_text = value;
-      else if (key == "effect") {
-        if (value == "hang") f.effect_hang = true;
-        else if (value == "complete") f.effect_hang = false;
-        else { *error = where + ": effect must be 'complete' or 'hang'"; return false; }
-      } else {
-        *error = where + ": unknown parameter '" + key + "'";
-        return false;
-      }
-      if (!ok) return false;
-    }
+    if (!ParseFaultParams(spec, where, &f, &gpu, &mismatch_op_text, &op_text, &comm_text, error)) return false;
     if (!op_text.empty()) {
       if (!ParseOp(op_text, &f.op)) { *error = where + ": unknown op '" + op_text + "'"; return false; }
       f.has_op = true;
@@ -230,67 +305,7 @@ bool ResolveFaults(const SimConfig& config, int world, std::vector<Fault>* out,
       *error = where + ": end_us must be greater than start_us";
       return false;
     }
-    auto need = [&](bool cond, const char* msg) {
-      if (!cond) *error = where + ": " + msg;
-      return cond;
-    };
-    switch (f.kind) {
-      case FaultKind::kGpuStraggler:
-      case FaultKind::kMaskedStraggler:
-        if (!need(f.rank >= 0, "needs rank= (or host= and gpu=)")) return false;
-        if (!spec.params.count("factor")) f.factor = 2.0;
-        if (!need(f.factor > 0, "factor must be > 0 (compute time multiplier)")) return false;
-        break;
-      case FaultKind::kHostSlowdown:
-        if (!need(f.host >= 0, "needs host=")) return false;
-        if (!spec.params.count("factor")) f.factor = 1.5;
-        if (!need(f.factor > 0, "factor must be > 0 (compute time multiplier)")) return false;
-        break;
-      case FaultKind::kNicDegrade:
-        if (!need(f.host >= 0, "needs host=")) return false;
-        if (!spec.params.count("factor")) f.factor = 0.25;
-        if (!need(f.factor > 0 && f.factor <= 1, "factor must be in (0, 1] (bandwidth multiplier)")) return false;
-        break;
-      case FaultKind::kLinkFlap:
-        if (!need(f.host >= 0, "needs host=")) return false;
-        if (f.period_us <= 0) f.period_us = 2e6;
-        if (f.down_us <= 0) f.down_us = 50e3;
-        if (!spec.params.count("retry_us")) f.retry_us = 20e3;
-        if (!need(f.down_us < f.period_us, "down_us must be < period_us")) return false;
-        break;
-      case FaultKind::kHostStall:
-        if (!need(f.rank >= 0, "needs rank=")) return false;
-        if (f.stall_us <= 0) f.stall_us = 5e6;
-        break;
-      case FaultKind::kPipelineBubble:
-        if (!need(config.parallel.pp > 1, "needs pp > 1")) return false;
-        if (!need(f.stage >= 0, "needs stage=")) return false;
-        if (f.delay_us <= 0) f.delay_us = 20e3;
-        break;
-      case FaultKind::kHang:
-        if (!need(f.rank >= 0, "needs rank=")) return false;
-        if (!spec.params.count("comm")) f.comm_kind = CommKind::kDp;
-        if (!need(f.coll_sn >= 0 || f.start_step >= 0, "needs coll_sn= (with op=) or start_step="))
-          return false;
-        if (!need(f.coll_sn < 0 || f.has_op, "coll_sn= needs op=")) return false;
-        break;
-      case FaultKind::kLinkDown:
-        if (!need(f.host >= 0, "needs host=")) return false;
-        if (!need(f.start_step >= 0 || f.start_off_us >= 0, "needs start_step= or start_us="))
-          return false;
-        break;
-      case FaultKind::kMismatch:
-        if (!need(f.rank >= 0, "needs rank=")) return false;
-        if (!spec.params.count("comm")) f.comm_kind = CommKind::kTp;
-        if (!need(f.coll_sn >= 0 || f.start_step >= 0, "needs coll_sn= (with op=) or start_step="))
-          return false;
-        if (!need(f.coll_sn < 0 || f.has_op, "coll_sn= needs op=")) return false;
-        if (!need(f.has_mismatch_op || f.size_factor != 1.0, "needs issue_op= or size_factor="))
-          return false;
-        if (!need(f.size_factor > 0, "size_factor must be > 0")) return false;
-        break;
-      default: break;
-    }
+    if (!CheckKindNeeds(config, spec, where, &f, error)) return false;
     out->push_back(std::move(f));
   }
   return true;
