@@ -602,7 +602,6 @@ struct LateExplainer {
   const LateOptions& o;
   const std::vector<LateEvent>& ev;
   const double W;
-  const int nw = static_cast<int>((d.t1 - d.t0) / W) + 1;
   const WaitsOnOthers waits;
   const std::vector<std::vector<int>>& comms_of = waits.comms_of;
   const PipelineSideWaits& toward = waits.toward;

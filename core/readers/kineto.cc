@@ -266,51 +266,47 @@ namespace {
 // The trace's distributedInfo: rank, world size, NCCL version and process groups.
 void ParseDistributedInfo(object top, KinetoTrace* t) {
   object dist;
-  if (top.at_key("distributedInfo").get_object().get(dist) == simdjson::SUCCESS) {
-    int64_t v;
-    if (IntField(dist, "rank", &v)) { t->rank = static_cast<int>(v); t->rank_source = "distributedInfo"; }
-    if (IntField(dist, "world_size", &v)) t->world_size = static_cast<int>(v);
-    std::string_view s;
-    if (StrField(dist, "nccl_version", &s)) t->nccl_version = s;
-    simdjson::dom::array pgs;
-    if (dist.at_key("pg_config").get_array().get(pgs) == simdjson::SUCCESS) {
-      t->pg_config_json = simdjson::minify(pgs);
-      for (element pe : pgs) {
-        object po;
-        if (pe.get_object().get(po)) continue;
-        KinetoPg pg;
-        if (StrField(po, "pg_name", &s)) pg.name = s;
-        if (StrField(po, "pg_desc", &s)) pg.desc = s;
-        simdjson::dom::array rk;
-        if (po.at_key("ranks").get_array().get(rk) == simdjson::SUCCESS) {
-          for (element r : rk) {
-            int64_t x;
-            if (Int(r, &x)) pg.ranks.push_back(static_cast<int>(x));
-          }
-        } else if (StrField(po, "ranks", &s)) {
-          pg.ranks = RankList(s);
+  if (top.at_key("distributedInfo").get_object().get(dist) != simdjson::SUCCESS) return;
+  int64_t v;
+  if (IntField(dist, "rank", &v)) { t->rank = static_cast<int>(v); t->rank_source = "distributedInfo"; }
+  if (IntField(dist, "world_size", &v)) t->world_size = static_cast<int>(v);
+  std::string_view s;
+  if (StrField(dist, "nccl_version", &s)) t->nccl_version = s;
+  simdjson::dom::array pgs;
+  if (dist.at_key("pg_config").get_array().get(pgs) == simdjson::SUCCESS) {
+    t->pg_config_json = simdjson::minify(pgs);
+    for (element pe : pgs) {
+      object po;
+      if (pe.get_object().get(po)) continue;
+      KinetoPg pg;
+      if (StrField(po, "pg_name", &s)) pg.name = s;
+      if (StrField(po, "pg_desc", &s)) pg.desc = s;
+      simdjson::dom::array rk;
+      if (po.at_key("ranks").get_array().get(rk) == simdjson::SUCCESS) {
+        for (element r : rk) {
+          int64_t x;
+          if (Int(r, &x)) pg.ranks.push_back(static_cast<int>(x));
         }
-        t->pgs.push_back(std::move(pg));
+      } else if (StrField(po, "ranks", &s)) {
+        pg.ranks = RankList(s);
       }
+      t->pgs.push_back(std::move(pg));
     }
   }
 }
 
 // The name of the trace's device (its first kernel's), from deviceProperties.
 void FindDeviceName(object top, KinetoTrace* t) {
-  if (!t->kernels.empty()) {
-    simdjson::dom::array props;
-    if (top.at_key("deviceProperties").get_array().get(props) == simdjson::SUCCESS) {
-      for (element pe : props) {
-        object po;
-        int64_t id;
-        std::string_view s;
-        if (pe.get_object().get(po) == simdjson::SUCCESS && IntField(po, "id", &id) &&
-            id == t->kernels.front().device && StrField(po, "name", &s)) {
-          t->device_name = s;
-          break;
-        }
-      }
+  simdjson::dom::array props;
+  if (t->kernels.empty() || top.at_key("deviceProperties").get_array().get(props) != simdjson::SUCCESS) return;
+  for (element pe : props) {
+    object po;
+    int64_t id;
+    std::string_view s;
+    if (pe.get_object().get(po) == simdjson::SUCCESS && IntField(po, "id", &id) &&
+        id == t->kernels.front().device && StrField(po, "name", &s)) {
+      t->device_name = s;
+      return;
     }
   }
 }
