@@ -18,6 +18,7 @@
 #include "analysis/flame_graph.h"
 #include "analysis/primitives.h"
 #include "analysis/report_assets.h"
+#include "capture/common/json_escape.h"
 #include "core/readers/stacks.h"
 #include "core/stack_profile.h"
 
@@ -26,30 +27,8 @@ namespace {
 
 namespace dg = diagnose;
 
-std::string JsonEscape(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '<': out += "\\u003c"; break;  // never close the <script> the data sits in
-      case '>': out += "\\u003e"; break;
-      case '&': out += "\\u0026"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
+// A JSON string that cannot close the <script> element the report's data sits in.
+std::string ScriptJson(std::string_view s) { return capture::JsonQuoted(s, /*html_safe=*/true); }
 
 bool Numeric(duckdb_type t) {
   switch (t) {
@@ -69,7 +48,7 @@ std::string TableJson(const QueryResult& r) {
   std::string out = "{\"columns\":[";
   for (size_t i = 0; i < r.columns.size(); ++i) {
     if (i) out += ',';
-    out += JsonEscape(r.columns[i]);
+    out += ScriptJson(r.columns[i]);
   }
   out += "],\"rows\":[";
   for (size_t i = 0; i < r.rows.size(); ++i) {
@@ -89,7 +68,7 @@ std::string TableJson(const QueryResult& r) {
           out += buf;
         }
       } else {
-        out += JsonEscape(*v);
+        out += ScriptJson(*v);
       }
     }
     out += "]";
@@ -847,9 +826,9 @@ std::string BandsJson(const std::vector<Card>& cards) {
       std::string who = f->hosts.empty() ? (f->ranks.empty() ? "" : "ranks " + Ranks(f->ranks, 3)) : f->hosts[0];
       if (f->hosts.size() > 1) who += " +" + std::to_string(f->hosts.size() - 1);
       bands += (bands.size() > 1 ? "," : "") + std::string("{\"card\":") + std::to_string(c.number) +
-               ",\"kind\":" + JsonEscape(std::string(dg::KindName(f->kind))) + ",\"symptom\":" +
+               ",\"kind\":" + ScriptJson(std::string(dg::KindName(f->kind))) + ",\"symptom\":" +
                (dg::IsSymptom(f->kind) ? "true" : "false") + ",\"label\":" +
-               JsonEscape("#" + std::to_string(c.number) + " " + std::string(dg::KindName(f->kind)) +
+               ScriptJson("#" + std::to_string(c.number) + " " + std::string(dg::KindName(f->kind)) +
                           (who.empty() ? "" : " " + who)) +
                ",\"start_us\":" + std::to_string(f->start_us) + ",\"end_us\":" + std::to_string(f->end_us) + "}";
     }
@@ -911,11 +890,11 @@ Result<std::string> CardSeriesJson(Store& store, const std::string& rid, const s
 
 std::string NamedHostsJson(const NamedHosts& n) {
   std::string named = "{\"culprits\":[", sep;
-  for (const std::string& h : n.culprit_order) named += sep + JsonEscape(h), sep = ",";
+  for (const std::string& h : n.culprit_order) named += sep + ScriptJson(h), sep = ",";
   named += "],\"suspects\":[";
   sep.clear();
   for (const auto& [h, _] : n.suspect_cards)
-    if (!n.culprit_cards.count(h)) named += sep + JsonEscape(h), sep = ",";
+    if (!n.culprit_cards.count(h)) named += sep + ScriptJson(h), sep = ",";
   return named + "]}";
 }
 
@@ -1117,7 +1096,7 @@ Result<std::string> RenderReport(Store& store, const ReportOptions& ro) {
   std::string data = "{";
   auto add = [&](const std::string& key, const Result<std::string>& value) -> Status {
     if (!value.ok()) return value.status();
-    data += (data.size() > 1 ? ",\n" : "") + JsonEscape(key) + ":" + *value;
+    data += (data.size() > 1 ? ",\n" : "") + ScriptJson(key) + ":" + *value;
     return Status::Ok();
   };
   char meta[512];
@@ -1127,8 +1106,8 @@ Result<std::string> RenderReport(Store& store, const ReportOptions& ro) {
   std::snprintf(meta, sizeof meta,
                 "{\"run\":%s,\"baseline\":%s,\"store\":%s,\"generated\":%s,\"bin_s\":%.6g,"
                 "\"min_bytes\":%llu,\"top\":%d,\"charts\":%s}",
-                JsonEscape(run).c_str(), baseline.empty() ? "null" : JsonEscape(baseline).c_str(),
-                JsonEscape(store.path()).c_str(), JsonEscape(when).c_str(), o.bin_s,
+                ScriptJson(run).c_str(), baseline.empty() ? "null" : ScriptJson(baseline).c_str(),
+                ScriptJson(store.path()).c_str(), ScriptJson(when).c_str(), o.bin_s,
                 static_cast<unsigned long long>(o.min_bytes), ro.top_kernels,
                 ReportHasCharts() ? "true" : "false");
   data += "\"meta\":" + std::string(meta);

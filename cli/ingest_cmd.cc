@@ -58,7 +58,7 @@ void PrintJson(const std::string& run, const Reports& all) {
       "\"stack_lines_rejected\": %lu, \"stack_lines_unknown\": %lu, "
       "\"prom_files_seen\": %lu, \"prom_files_read\": %lu, \"prom_samples\": %lu, \"prom_lines_unused\": %lu, "
       "\"prom_incomplete_tails\": %lu}\n",
-      JsonString(run).c_str(), rep.run_id, rep.ingest_id, rep.files_seen, rep.files_read,
+      JsonQuoted(run).c_str(), rep.run_id, rep.ingest_id, rep.files_seen, rep.files_read,
       rep.files_unchanged, rep.files_rewritten, rep.bytes_read, rep.lines_read,
       rep.records_stored, rep.dump_stats_stored, rep.lines_rejected, rep.incomplete_tail_bytes,
       rep.records_missing, rep.proxy_ops_stored, rep.proxy_steps_stored, rep.records_without_timing_source, rep.seconds, kin.files_seen, kin.files_read, kin.steps, kin.kernels,

@@ -19,39 +19,17 @@ bool IsNumeric(duckdb_type t) {
 }
 }  // namespace
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
-
 std::string ToJson(const QueryResult& r) {
   std::string out = "[";
   for (size_t i = 0; i < r.rows.size(); ++i) {
     out += i ? ",\n {" : "\n {";
     for (size_t c = 0; c < r.columns.size(); ++c) {
       if (c) out += ", ";
-      out += JsonString(r.columns[c]) + ": ";
+      out += JsonQuoted(r.columns[c]) + ": ";
       const auto& v = r.rows[i][c];
       if (!v) out += "null";
       else if (IsNumeric(r.types[c]) && *v != "nan" && *v != "inf" && *v != "-inf") out += *v;
-      else out += JsonString(*v);
+      else out += JsonQuoted(*v);
     }
     out += "}";
   }

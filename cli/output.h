@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 
+#include "capture/common/json_escape.h"
 #include "core/store.h"
 
 namespace collscope::cli {
@@ -12,7 +13,7 @@ void PrintTable(const QueryResult& r, std::FILE* out, size_t max_rows = 1000);
 // An array of objects, one per row; numbers and booleans unquoted, NULL as null.
 std::string ToJson(const QueryResult& r);
 void PrintCsv(const QueryResult& r, std::FILE* out);
-std::string JsonString(const std::string& s);
+using capture::JsonQuoted;
 
 // Exit statuses, one table for every command (docs/cli.md): 0 success; 1 the command's own
 // "something to report" (findings, lines rejected, floors missed); 2 a usage error or an input

@@ -53,6 +53,146 @@ class StopSignals {
   struct sigaction old_term_;
 };
 
+// The cluster: hosts, GPUs, NICs, their speeds and clocks; and the parallel layout.
+void AddClusterOptions(CLI::App* cmd, sim::SimConfig& c) {
+  cmd->add_option("--hosts", c.cluster.hosts, "Number of hosts")->capture_default_str();
+  cmd->add_option("--gpus-per-host", c.cluster.gpus_per_host, "GPUs per host")->capture_default_str();
+  cmd->add_option("--nics-per-host", c.cluster.nics_per_host, "NICs (rails) per host")
+      ->capture_default_str();
+  cmd->add_option("--nvlink-gbs", c.cluster.nvlink_gbs, "Intra-host bus bandwidth, GB/s")
+      ->capture_default_str();
+  cmd->add_option("--nvlink-latency-us", c.cluster.nvlink_latency_us, "Intra-host per-hop latency")
+      ->capture_default_str();
+  cmd->add_option("--nic-gbs", c.cluster.nic_gbs, "Per-NIC bandwidth, GB/s")->capture_default_str();
+  cmd->add_option("--net-latency-us", c.cluster.net_latency_us, "Inter-host per-hop latency")
+      ->capture_default_str();
+  cmd->add_option("--gpu-tflops", c.cluster.gpu_tflops, "GPU dense bf16 peak, TFLOP/s")
+      ->capture_default_str();
+  cmd->add_option("--mfu", c.cluster.mfu, "Achieved fraction of peak for model compute")
+      ->capture_default_str();
+  cmd->add_option("--clock-skew-us", c.cluster.clock_skew_us, "Max host clock offset (+-us)")
+      ->capture_default_str();
+  cmd->add_option("--host-prefix", c.cluster.host_prefix, "Host name prefix (<prefix>-NNN)")
+      ->capture_default_str();
+  // Layout
+  cmd->add_option("--tp", c.parallel.tp, "Tensor parallel size")->capture_default_str();
+  cmd->add_option("--pp", c.parallel.pp, "Pipeline parallel size")->capture_default_str();
+  cmd->add_option("--cp", c.parallel.cp, "Context parallel size")->capture_default_str();
+  cmd->add_option("--ep", c.parallel.ep, "Expert parallel size (divides dp)")->capture_default_str();
+  cmd->add_option("--dp", c.parallel.dp, "Data parallel size (0: world/(tp*pp*cp))")
+      ->capture_default_str();
+}
+
+// The model and its training loop.
+void AddWorkloadOptions(CLI::App* cmd, const std::shared_ptr<SimulateOptions>& opts) {
+  sim::SimConfig& c = opts->config;
+  cmd->add_option("--hidden", c.workload.hidden, "Model hidden size")->capture_default_str();
+  cmd->add_option("--layers", c.workload.layers, "Transformer layers")->capture_default_str();
+  cmd->add_option("--seq-len", c.workload.seq_len, "Sequence length")->capture_default_str();
+  cmd->add_option("--micro-batch-size", c.workload.micro_batch_size, "Sequences per micro-batch")
+      ->capture_default_str();
+  cmd->add_option("--micro-batches", c.workload.micro_batches, "Micro-batches per step")
+      ->capture_default_str();
+  cmd->add_option("--vocab", c.workload.vocab, "Vocabulary size")->capture_default_str();
+  cmd->add_option("--moe-topk", c.workload.moe_topk, "Experts per token (ep > 1)")
+      ->capture_default_str();
+  cmd->add_flag("--sequence-parallel", c.workload.sequence_parallel,
+                "TP AllGather/ReduceScatter instead of AllReduce");
+  cmd->add_option("--sharding", opts->sharding, "zero (distributed optimizer / FSDP) | ddp")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"zero", "ddp"}));
+  cmd->add_option("--bucket-mparams", c.workload.bucket_mparams, "DP bucket, millions of params")
+      ->capture_default_str();
+  cmd->add_option("--steps", c.workload.steps, "Training steps")->capture_default_str();
+  cmd->add_option("--world-allreduce-bytes", c.workload.world_allreduce_bytes,
+                  "Per-step AllReduce on the world communicator")
+      ->capture_default_str();
+  cmd->add_option("--step-gap-us", c.workload.step_gap_us, "Host time between steps")
+      ->capture_default_str();
+}
+
+// Noise; defaults printed from the simulator's own constants.
+void AddNoiseOptions(CLI::App* cmd, sim::SimConfig& c) {
+  using N = sim::NoiseConfig;
+  auto Fmt = [](const char* f, double x) {
+    char b[32];
+    std::snprintf(b, sizeof b, f, x);
+    return std::string(b);
+  };
+  cmd->add_option("--compute-sigma", c.noise.compute_sigma,
+                  "Log-normal sigma of compute (default " + Fmt("%g", N::kComputeSigma) + ")");
+  cmd->add_option("--comm-sigma", c.noise.comm_sigma,
+                  "Log-normal sigma of collectives (default " + Fmt("%g", N::kCommSigma) + "; nccl-tests " +
+                      Fmt("%g", N::kCommSigmaNcclTests) + ")");
+  cmd->add_option("--contention-prob", c.noise.contention_prob,
+                  "Probability a collective overlaps compute (default " + Fmt("%g", N::kContentionProb) +
+                      "; nccl-tests 0)");
+  cmd->add_option("--contention-min", c.noise.contention_min,
+                  "Worst bandwidth factor under overlap contention (default " + Fmt("%g", N::kContentionMin) + ")");
+  cmd->add_option("--gpu-speed-sigma", c.noise.gpu_speed_sigma,
+                  "Static speed spread between healthy GPUs: each GPU's compute at a log-normal factor of this "
+                  "sigma for the whole job")
+      ->capture_default_str();
+}
+
+// The NCCL Inspector's settings.
+void AddInspectorOptions(CLI::App* cmd, const std::shared_ptr<SimulateOptions>& opts) {
+  sim::SimConfig& c = opts->config;
+  cmd->add_option("--inspector-flavor", c.inspector.flavor,
+                  "2.30 (comm_name, p2p_perf, ring buffers) | 2.29 (latest-snapshot sampling)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"2.29", "2.30"}));
+  cmd->add_option("--dump-interval-us", c.inspector.dump_interval_us,
+                  "NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS")
+      ->capture_default_str();
+  cmd->add_flag("--inspector-verbose", c.inspector.verbose,
+                "NCCL_INSPECTOR_DUMP_VERBOSE=1: per-channel event_trace_sn/_ts");
+  cmd->add_flag("--no-p2p", opts->no_p2p, "NCCL_INSPECTOR_ENABLE_P2P=0");
+  cmd->add_flag("--inspector-proxy", c.inspector.proxy,
+                "NCCL_INSPECTOR_ENABLE_PROXY=1 (2.30 flavour): v4.4 marker streams with every "
+                "network transfer's proxy_trace records (nested, with step timings)");
+  cmd->add_option("--min-size-bytes", c.inspector.min_size_bytes,
+                  "NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES (2.30)")
+      ->capture_default_str();
+  cmd->add_option("--ring-size", c.inspector.ring_size, "NCCL_INSPECTOR_DUMP_COLL_RING_SIZE")
+      ->capture_default_str();
+  cmd->add_option("--git-rev", c.inspector.git_rev, "Inspector git_rev string")
+      ->capture_default_str();
+}
+
+// Which other files are written, and how.
+void AddOutputOptions(CLI::App* cmd, const std::shared_ptr<SimulateOptions>& opts) {
+  sim::SimConfig& c = opts->config;
+  cmd->add_option("--kineto-max-ranks", c.output.kineto_max_ranks,
+                  "Write Kineto traces only when world <= this")
+      ->capture_default_str();
+  cmd->add_option("--kineto-first-step", c.output.kineto_first_step, "First profiled step")
+      ->capture_default_str();
+  cmd->add_option("--kineto-last-step", c.output.kineto_last_step,
+                  "Last profiled step (-1: last)")
+      ->capture_default_str();
+  cmd->add_flag("--no-kineto-gzip", opts->no_kineto_gzip, "Write .json instead of .json.gz");
+  cmd->add_flag("--no-kernel-summaries", opts->no_kernel_summaries,
+                "Do not write the CUPTI library's kernel summaries beside the Kineto traces (kernels/)");
+  cmd->add_flag("--no-steps", opts->no_steps, "Do not write the step/phase series (steps/)");
+  cmd->add_flag("--no-inflight-state", opts->no_inflight_state,
+                "Do not write the plugin's in-flight state files (*.inflight.json)");
+  cmd->add_option("--buffer-mb", c.output.buffer_mb, "Inspector output buffered before flush")
+      ->capture_default_str();
+}
+
+// The nccl-tests sweep (--mode nccl-tests).
+void AddNcclTestsOptions(CLI::App* cmd, const std::shared_ptr<SimulateOptions>& opts) {
+  sim::SimConfig& c = opts->config;
+  cmd->add_option("--nt-ops", opts->nt_ops, "nccl-tests ops, comma separated")
+      ->capture_default_str();
+  cmd->add_option("--nt-min-bytes", c.nccl_tests.min_bytes, "nccl-tests -b")->capture_default_str();
+  cmd->add_option("--nt-max-bytes", c.nccl_tests.max_bytes, "nccl-tests -e")->capture_default_str();
+  cmd->add_option("--nt-factor", c.nccl_tests.factor, "nccl-tests -f")->capture_default_str();
+  cmd->add_option("--nt-iters", c.nccl_tests.iters, "nccl-tests -n")->capture_default_str();
+  cmd->add_option("--nt-warmup", c.nccl_tests.warmup, "nccl-tests -w")->capture_default_str();
+}
+
 // The options, into `opts`.
 void AddOptions(CLI::App* cmd, const std::shared_ptr<SimulateOptions>& opts) {
   sim::SimConfig& c = opts->config;
@@ -82,124 +222,12 @@ void AddOptions(CLI::App* cmd, const std::shared_ptr<SimulateOptions>& opts) {
                          ->capture_default_str();
   cmd->add_option("--hang-timeout-s", c.hang_timeout_s, "Watchdog timeout that ends a hung job")
       ->capture_default_str();
-  // Cluster
-  cmd->add_option("--hosts", c.cluster.hosts, "Number of hosts")->capture_default_str();
-  cmd->add_option("--gpus-per-host", c.cluster.gpus_per_host, "GPUs per host")->capture_default_str();
-  cmd->add_option("--nics-per-host", c.cluster.nics_per_host, "NICs (rails) per host")
-      ->capture_default_str();
-  cmd->add_option("--nvlink-gbs", c.cluster.nvlink_gbs, "Intra-host bus bandwidth, GB/s")
-      ->capture_default_str();
-  cmd->add_option("--nvlink-latency-us", c.cluster.nvlink_latency_us, "Intra-host per-hop latency")
-      ->capture_default_str();
-  cmd->add_option("--nic-gbs", c.cluster.nic_gbs, "Per-NIC bandwidth, GB/s")->capture_default_str();
-  cmd->add_option("--net-latency-us", c.cluster.net_latency_us, "Inter-host per-hop latency")
-      ->capture_default_str();
-  cmd->add_option("--gpu-tflops", c.cluster.gpu_tflops, "GPU dense bf16 peak, TFLOP/s")
-      ->capture_default_str();
-  cmd->add_option("--mfu", c.cluster.mfu, "Achieved fraction of peak for model compute")
-      ->capture_default_str();
-  cmd->add_option("--clock-skew-us", c.cluster.clock_skew_us, "Max host clock offset (+-us)")
-      ->capture_default_str();
-  cmd->add_option("--host-prefix", c.cluster.host_prefix, "Host name prefix (<prefix>-NNN)")
-      ->capture_default_str();
-  // Layout
-  cmd->add_option("--tp", c.parallel.tp, "Tensor parallel size")->capture_default_str();
-  cmd->add_option("--pp", c.parallel.pp, "Pipeline parallel size")->capture_default_str();
-  cmd->add_option("--cp", c.parallel.cp, "Context parallel size")->capture_default_str();
-  cmd->add_option("--ep", c.parallel.ep, "Expert parallel size (divides dp)")->capture_default_str();
-  cmd->add_option("--dp", c.parallel.dp, "Data parallel size (0: world/(tp*pp*cp))")
-      ->capture_default_str();
-  // Workload
-  cmd->add_option("--hidden", c.workload.hidden, "Model hidden size")->capture_default_str();
-  cmd->add_option("--layers", c.workload.layers, "Transformer layers")->capture_default_str();
-  cmd->add_option("--seq-len", c.workload.seq_len, "Sequence length")->capture_default_str();
-  cmd->add_option("--micro-batch-size", c.workload.micro_batch_size, "Sequences per micro-batch")
-      ->capture_default_str();
-  cmd->add_option("--micro-batches", c.workload.micro_batches, "Micro-batches per step")
-      ->capture_default_str();
-  cmd->add_option("--vocab", c.workload.vocab, "Vocabulary size")->capture_default_str();
-  cmd->add_option("--moe-topk", c.workload.moe_topk, "Experts per token (ep > 1)")
-      ->capture_default_str();
-  cmd->add_flag("--sequence-parallel", c.workload.sequence_parallel,
-                "TP AllGather/ReduceScatter instead of AllReduce");
-  cmd->add_option("--sharding", opts->sharding, "zero (distributed optimizer / FSDP) | ddp")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"zero", "ddp"}));
-  cmd->add_option("--bucket-mparams", c.workload.bucket_mparams, "DP bucket, millions of params")
-      ->capture_default_str();
-  cmd->add_option("--steps", c.workload.steps, "Training steps")->capture_default_str();
-  cmd->add_option("--world-allreduce-bytes", c.workload.world_allreduce_bytes,
-                  "Per-step AllReduce on the world communicator")
-      ->capture_default_str();
-  cmd->add_option("--step-gap-us", c.workload.step_gap_us, "Host time between steps")
-      ->capture_default_str();
-  // Noise
-  using N = sim::NoiseConfig;
-  auto Fmt = [](const char* f, double x) {
-    char b[32];
-    std::snprintf(b, sizeof b, f, x);
-    return std::string(b);
-  };
-  cmd->add_option("--compute-sigma", c.noise.compute_sigma,
-                  "Log-normal sigma of compute (default " + Fmt("%g", N::kComputeSigma) + ")");
-  cmd->add_option("--comm-sigma", c.noise.comm_sigma,
-                  "Log-normal sigma of collectives (default " + Fmt("%g", N::kCommSigma) + "; nccl-tests " +
-                      Fmt("%g", N::kCommSigmaNcclTests) + ")");
-  cmd->add_option("--contention-prob", c.noise.contention_prob,
-                  "Probability a collective overlaps compute (default " + Fmt("%g", N::kContentionProb) +
-                      "; nccl-tests 0)");
-  cmd->add_option("--contention-min", c.noise.contention_min,
-                  "Worst bandwidth factor under overlap contention (default " + Fmt("%g", N::kContentionMin) + ")");
-  cmd->add_option("--gpu-speed-sigma", c.noise.gpu_speed_sigma,
-                  "Static speed spread between healthy GPUs: each GPU's compute at a log-normal factor of this "
-                  "sigma for the whole job")
-      ->capture_default_str();
-  // Inspector
-  cmd->add_option("--inspector-flavor", c.inspector.flavor,
-                  "2.30 (comm_name, p2p_perf, ring buffers) | 2.29 (latest-snapshot sampling)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"2.29", "2.30"}));
-  cmd->add_option("--dump-interval-us", c.inspector.dump_interval_us,
-                  "NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS")
-      ->capture_default_str();
-  cmd->add_flag("--inspector-verbose", c.inspector.verbose,
-                "NCCL_INSPECTOR_DUMP_VERBOSE=1: per-channel event_trace_sn/_ts");
-  cmd->add_flag("--no-p2p", opts->no_p2p, "NCCL_INSPECTOR_ENABLE_P2P=0");
-  cmd->add_flag("--inspector-proxy", c.inspector.proxy,
-                "NCCL_INSPECTOR_ENABLE_PROXY=1 (2.30 flavour): v4.4 marker streams with every "
-                "network transfer's proxy_trace records (nested, with step timings)");
-  cmd->add_option("--min-size-bytes", c.inspector.min_size_bytes,
-                  "NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES (2.30)")
-      ->capture_default_str();
-  cmd->add_option("--ring-size", c.inspector.ring_size, "NCCL_INSPECTOR_DUMP_COLL_RING_SIZE")
-      ->capture_default_str();
-  cmd->add_option("--git-rev", c.inspector.git_rev, "Inspector git_rev string")
-      ->capture_default_str();
-  // Outputs
-  cmd->add_option("--kineto-max-ranks", c.output.kineto_max_ranks,
-                  "Write Kineto traces only when world <= this")
-      ->capture_default_str();
-  cmd->add_option("--kineto-first-step", c.output.kineto_first_step, "First profiled step")
-      ->capture_default_str();
-  cmd->add_option("--kineto-last-step", c.output.kineto_last_step,
-                  "Last profiled step (-1: last)")
-      ->capture_default_str();
-  cmd->add_flag("--no-kineto-gzip", opts->no_kineto_gzip, "Write .json instead of .json.gz");
-  cmd->add_flag("--no-kernel-summaries", opts->no_kernel_summaries,
-                "Do not write the CUPTI library's kernel summaries beside the Kineto traces (kernels/)");
-  cmd->add_flag("--no-steps", opts->no_steps, "Do not write the step/phase series (steps/)");
-  cmd->add_flag("--no-inflight-state", opts->no_inflight_state,
-                "Do not write the plugin's in-flight state files (*.inflight.json)");
-  cmd->add_option("--buffer-mb", c.output.buffer_mb, "Inspector output buffered before flush")
-      ->capture_default_str();
-  // nccl-tests mode
-  cmd->add_option("--nt-ops", opts->nt_ops, "nccl-tests ops, comma separated")
-      ->capture_default_str();
-  cmd->add_option("--nt-min-bytes", c.nccl_tests.min_bytes, "nccl-tests -b")->capture_default_str();
-  cmd->add_option("--nt-max-bytes", c.nccl_tests.max_bytes, "nccl-tests -e")->capture_default_str();
-  cmd->add_option("--nt-factor", c.nccl_tests.factor, "nccl-tests -f")->capture_default_str();
-  cmd->add_option("--nt-iters", c.nccl_tests.iters, "nccl-tests -n")->capture_default_str();
-  cmd->add_option("--nt-warmup", c.nccl_tests.warmup, "nccl-tests -w")->capture_default_str();
+  AddClusterOptions(cmd, c);
+  AddWorkloadOptions(cmd, opts);
+  AddNoiseOptions(cmd, c);
+  AddInspectorOptions(cmd, opts);
+  AddOutputOptions(cmd, opts);
+  AddNcclTestsOptions(cmd, opts);
   // Faults
   cmd->add_option("--fault", opts->faults, "Fault spec kind=...,key=value (repeatable)");
   cmd->add_option("--scenario", opts->scenario, "JSON scenario file with a \"faults\" array");
@@ -213,7 +241,6 @@ void AddOptions(CLI::App* cmd, const std::shared_ptr<SimulateOptions>& opts) {
       ->capture_default_str()
       ->check(CLI::Range(1.0, 1e9))
       ->needs(live);
-
 }
 
 // The configuration the options describe; false, with the reason printed and the exit code set,

@@ -100,8 +100,8 @@ std::string CoverageJson(const RunCoverage& c) {
                   ", \"incomplete_communicators\": [";
   for (size_t i = 0; i < c.incomplete.size(); ++i) {
     const IncompleteCommunicator& m = c.incomplete[i];
-    o += std::string(i ? ", " : "") + "{\"comm\": " + JsonString(m.comm) + ", \"comm_name\": " +
-         JsonString(m.comm_name) + ", \"n_ranks\": " + std::to_string(m.n_ranks) +
+    o += std::string(i ? ", " : "") + "{\"comm\": " + JsonQuoted(m.comm) + ", \"comm_name\": " +
+         JsonQuoted(m.comm_name) + ", \"n_ranks\": " + std::to_string(m.n_ranks) +
          ", \"ranks_seen\": " + std::to_string(m.ranks_seen) + "}";
   }
   o += "], \"low_coverage_total\": " + std::to_string(c.low_total) + ", \"low_coverage\": [";
@@ -109,15 +109,15 @@ std::string CoverageJson(const RunCoverage& c) {
     const MemberCoverage& m = c.low[i];
     char buf[96];
     std::snprintf(buf, sizeof buf, ", \"share\": %.6f, \"peer_share\": %.6f}", m.share(), m.peer_share);
-    o += std::string(i ? ", " : "") + "{\"hostname\": " + JsonString(m.hostname) + ", \"pid\": " +
-         std::to_string(m.pid) + ", \"comm\": " + JsonString(m.comm) + ", \"rank\": " + std::to_string(m.rank) +
-         ", \"op\": " + JsonString(m.op) + ", \"seen\": " + std::to_string(m.seen) +
+    o += std::string(i ? ", " : "") + "{\"hostname\": " + JsonQuoted(m.hostname) + ", \"pid\": " +
+         std::to_string(m.pid) + ", \"comm\": " + JsonQuoted(m.comm) + ", \"rank\": " + std::to_string(m.rank) +
+         ", \"op\": " + JsonQuoted(m.op) + ", \"seen\": " + std::to_string(m.seen) +
          ", \"known\": " + std::to_string(m.known) + buf;
   }
   o += "], \"dump_gaps_total\": " + std::to_string(c.gaps_total) + ", \"dump_gaps\": [";
   for (size_t i = 0; i < c.gaps.size(); ++i) {
     const DumpGap& g = c.gaps[i];
-    o += std::string(i ? ", " : "") + "{\"hostname\": " + JsonString(g.hostname) + ", \"pid\": " +
+    o += std::string(i ? ", " : "") + "{\"hostname\": " + JsonQuoted(g.hostname) + ", \"pid\": " +
          std::to_string(g.pid) + ", \"from_us\": " + std::to_string(g.from_us) +
          ", \"to_us\": " + std::to_string(g.to_us) + ", \"usual_us\": " + std::to_string(g.usual_us) +
          ", \"at_end\": " + (g.at_end ? "true" : "false") + "}";
@@ -157,7 +157,7 @@ void PrintProm(const PromSummary& p) {
 
 std::string PromJson(const PromSummary& p) {
   std::string o = "{\"files\": " + std::to_string(p.files) + ", \"samples\": " + std::to_string(p.samples) +
-                  ", \"lines_unused\": " + std::to_string(p.lines_unused) + ", \"layouts\": " + JsonString(p.layouts) +
+                  ", \"lines_unused\": " + std::to_string(p.lines_unused) + ", \"layouts\": " + JsonQuoted(p.layouts) +
                   ", \"nodes\": " + std::to_string(p.nodes) + ", \"gpus\": " + std::to_string(p.gpus) +
                   ", \"gpus_counting\": " + std::to_string(p.gpus_counting) + ", \"ops\": " + std::to_string(p.ops) +
                   ", \"dropped\": " + std::to_string(p.dropped) + ", \"t0_us\": " + std::to_string(p.t0_us) +
@@ -167,11 +167,11 @@ std::string PromJson(const PromSummary& p) {
     const PromKind& k = p.kinds[i];
     char buf[96];
     std::snprintf(buf, sizeof buf, ", \"median_us\": %.3f, \"max_us\": %.3f", k.median_us, k.max_us);
-    o += std::string(i ? ", " : "") + "{\"comm\": " + JsonString(k.comm) + ", \"op\": " + JsonString(k.op) +
+    o += std::string(i ? ", " : "") + "{\"comm\": " + JsonQuoted(k.comm) + ", \"op\": " + JsonQuoted(k.op) +
          ", \"n_nodes\": " + std::to_string(k.n_nodes) + ", \"nranks\": " + std::to_string(k.nranks) +
-         ", \"message_size\": " + JsonString(k.message_size) + ", \"gpus\": " + std::to_string(k.gpus) +
-         ", \"samples\": " + std::to_string(k.samples) + buf + ", \"max_node\": " + JsonString(k.max_node) +
-         ", \"max_gpu\": " + JsonString(k.max_gpu) + "}";
+         ", \"message_size\": " + JsonQuoted(k.message_size) + ", \"gpus\": " + std::to_string(k.gpus) +
+         ", \"samples\": " + std::to_string(k.samples) + buf + ", \"max_node\": " + JsonQuoted(k.max_node) +
+         ", \"max_gpu\": " + JsonQuoted(k.max_gpu) + "}";
   }
   return o + "]}";
 }
@@ -185,13 +185,13 @@ int Run(const Options& o) {
     std::string out = "{\"runs\": [";
     for (size_t i = 0; i < runs->size(); ++i) {
       const RunSummary& r = (*runs)[i];
-      out += (i ? ", " : "") + std::string("{\"run\": ") + JsonString(r.name) +
+      out += (i ? ", " : "") + std::string("{\"run\": ") + JsonQuoted(r.name) +
              ", \"records\": " + std::to_string(r.records) + ", \"hosts\": " +
              std::to_string(r.hosts) + ", \"processes\": " + std::to_string(r.processes) +
              ", \"communicators\": " + std::to_string(r.communicators) + ", \"files\": " +
              std::to_string(r.files) + ", \"rejected_lines\": " +
-             std::to_string(r.rejected_lines) + ", \"first_dump\": " + JsonString(r.first_dump) +
-             ", \"last_dump\": " + JsonString(r.last_dump) + ", \"hot_kernels\": [";
+             std::to_string(r.rejected_lines) + ", \"first_dump\": " + JsonQuoted(r.first_dump) +
+             ", \"last_dump\": " + JsonQuoted(r.last_dump) + ", \"hot_kernels\": [";
       for (size_t k = 0; k < r.hot_kernels.size(); ++k) {
         const HotKernel& h = r.hot_kernels[k];
         char buf[512];
@@ -199,7 +199,7 @@ int Run(const Options& o) {
                       "%s{\"rank\": %d, \"kernel_key\": %s, \"records\": %lu, \"bytes\": %lu, "
                       "\"time_us\": %lu, \"bytes_share\": %.6f, \"time_share\": %.6f, "
                       "\"cumulative_time_share\": %.6f}",
-                      k ? ", " : "", h.rank, JsonString(h.kernel_key).c_str(), h.records, h.bytes,
+                      k ? ", " : "", h.rank, JsonQuoted(h.kernel_key).c_str(), h.records, h.bytes,
                       h.time_us, h.bytes_share, h.time_share, h.cumulative_time_share);
         out += buf;
       }

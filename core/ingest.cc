@@ -793,41 +793,44 @@ Result<InputFiles> DiscoverInputs(const std::vector<std::string>& paths) {
   });
 }
 
-Result<IngestReport> Ingest(Store& store, const std::vector<std::string>& paths,
-                            const IngestOptions& options) {
-  auto t0 = std::chrono::steady_clock::now();
-  IngestReport report;
-  Result<InputFiles> inputs = DiscoverInputs(paths);
-  if (!inputs.ok()) return inputs.status();
-  report.files_seen = inputs->files.size();
-  report.skipped = inputs->skipped;
+namespace {
 
-  Result<int32_t> run_id = store.RunId(options.run, true);
-  if (!run_id.ok()) return run_id.status();
-  report.run_id = *run_id;
-  const std::string run = std::to_string(*run_id);
-
-  // What earlier ingests of this run already consumed.
-  Result<QueryResult> known_rows = store.Query(
+// What earlier ingests of this run already consumed, by path; *next_file_id is the first file id
+// none of them uses.
+Result<std::unordered_map<std::string, KnownFile>> KnownFiles(Store& store, const std::string& run,
+                                                             int32_t* next_file_id) {
+  Result<QueryResult> rows = store.Query(
       "SELECT path, file_id, bytes_consumed, lines_consumed, fingerprint, size_seen, "
       "mtime_ns_seen FROM files WHERE run_id = " + run);
-  if (!known_rows.ok()) return known_rows.status();
+  if (!rows.ok()) return rows.status();
   std::unordered_map<std::string, KnownFile> known;
-  int32_t next_file_id = 1;
-  for (const auto& r : known_rows->rows) {
+  *next_file_id = 1;
+  for (const auto& r : rows->rows) {
     KnownFile k{std::stoi(*r[1]), std::stoull(*r[2]), std::stoull(*r[3]), std::stoull(*r[4]),
                 std::stoull(*r[5]), std::stoll(*r[6])};
     known[*r[0]] = k;
-    next_file_id = std::max(next_file_id, k.file_id + 1);
+    *next_file_id = std::max(*next_file_id, k.file_id + 1);
   }
+  return known;
+}
 
+struct IngestPlan {
   std::vector<FileTask> tasks;
-  std::vector<int32_t> rewritten;
-  uint64_t total_bytes = 0;
-  for (const std::string& path : inputs->files) {
+  std::vector<int32_t> rewritten;  // file ids whose earlier rows are replaced
+  uint64_t total_bytes = 0;        // still to read
+};
+
+// What to read of each file, and from where: a new file from its start, a grown one from where the
+// last ingest stopped, a rewritten one (its first bytes changed) from its start again. Unchanged
+// files are counted and left out; files that vanished are reported as skipped.
+IngestPlan PlanTasks(const std::vector<std::string>& files,
+                     const std::unordered_map<std::string, KnownFile>& known, int32_t next_file_id,
+                     IngestReport* report) {
+  IngestPlan plan;
+  for (const std::string& path : files) {
     struct stat st;
     if (::stat(path.c_str(), &st) != 0) {
-      report.skipped.push_back(path + ": vanished before it could be read");
+      report->skipped.push_back(path + ": vanished before it could be read");
       continue;
     }
     FileTask t;
@@ -842,7 +845,7 @@ Result<IngestReport> Ingest(Store& store, const std::vector<std::string>& paths,
       const KnownFile& k = it->second;
       t.file_id = k.file_id;
       if (t.size == k.size_seen && t.mtime_ns == k.mtime_ns_seen) {
-        ++report.files_unchanged;
+        ++report->files_unchanged;
         continue;
       }
       Result<uint64_t> fp = FingerprintPrefix(path, std::min(kFingerprintBytes, k.bytes_consumed));
@@ -853,36 +856,38 @@ Result<IngestReport> Ingest(Store& store, const std::vector<std::string>& paths,
         t.fingerprint = k.fingerprint;
         t.fingerprint_final = k.bytes_consumed >= kFingerprintBytes;
       } else {
-        rewritten.push_back(t.file_id);
-        ++report.files_rewritten;
+        plan.rewritten.push_back(t.file_id);
+        ++report->files_rewritten;
       }
     }
-    total_bytes += t.size > t.start_offset ? t.size - t.start_offset : 0;
-    tasks.push_back(std::move(t));
+    plan.total_bytes += t.size > t.start_offset ? t.size - t.start_offset : 0;
+    plan.tasks.push_back(std::move(t));
   }
-  report.files_read = tasks.size();
+  return plan;
+}
 
-  Result<int64_t> ingest_id = store.QueryInt(
-      "SELECT coalesce(max(ingest_id), 0) + 1 FROM ingests WHERE run_id = " + run);
-  if (!ingest_id.ok()) return ingest_id.status();
-  report.ingest_id = static_cast<int32_t>(*ingest_id);
-
-  if (!rewritten.empty()) {
-    // A file rewritten in place replaces its earlier rows, atomically with its reset progress.
-    std::string ids;
-    for (int32_t id : rewritten) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
-    std::string where = " WHERE run_id = " + run + " AND file_id IN (" + ids + ")";
-    Status st = store.Exec("BEGIN TRANSACTION; DELETE FROM records" + where +
-                           "; DELETE FROM kernel_events" + where +
-                           "; DELETE FROM record_annotations" + where + "; DELETE FROM dump_stats" +
-                           where + "; DELETE FROM proxy_ops" + where + "; DELETE FROM proxy_steps" +
-                           where + "; DELETE FROM files" + where + "; COMMIT");
-    if (!st.ok()) {
-      store.Exec("ROLLBACK").IgnoreError();
-      return st;
-    }
+// A file rewritten in place replaces its earlier rows, atomically with its reset progress.
+Status ForgetRewritten(Store& store, const std::string& run, const std::vector<int32_t>& rewritten) {
+  if (rewritten.empty()) return Status::Ok();
+  std::string ids;
+  for (int32_t id : rewritten) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+  std::string where = " WHERE run_id = " + run + " AND file_id IN (" + ids + ")";
+  Status st = store.Exec("BEGIN TRANSACTION; DELETE FROM records" + where +
+                         "; DELETE FROM kernel_events" + where +
+                         "; DELETE FROM record_annotations" + where + "; DELETE FROM dump_stats" +
+                         where + "; DELETE FROM proxy_ops" + where + "; DELETE FROM proxy_steps" +
+                         where + "; DELETE FROM files" + where + "; COMMIT");
+  if (!st.ok()) {
+    store.Exec("ROLLBACK").IgnoreError();
+    return st;
   }
+  return Status::Ok();
+}
 
+// Parses the files on worker threads while this thread stores their batches, committing every
+// commit_every_bytes; a failure cancels the parsers and rolls back what was not committed.
+Status ParseAndStore(Store& store, int32_t run_id, std::vector<FileTask>& tasks, uint64_t total_bytes,
+                     const IngestOptions& options, IngestReport* report) {
   // Largest files first, so the last file to finish is a short one.
   std::vector<size_t> order(tasks.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -890,9 +895,8 @@ Result<IngestReport> Ingest(Store& store, const std::vector<std::string>& paths,
     return tasks[a].size - tasks[a].start_offset > tasks[b].size - tasks[b].start_offset;
   });
 
-  Writer writer(store, *run_id, report.ingest_id, tasks);
-  Status init = writer.Init();
-  if (!init.ok()) return init;
+  Writer writer(store, run_id, report->ingest_id, tasks);
+  if (Status init = writer.Init(); !init.ok()) return init;
 
   int threads = options.threads > 0 ? options.threads
                                     : std::max(1u, std::thread::hardware_concurrency());
@@ -916,7 +920,7 @@ Result<IngestReport> Ingest(Store& store, const std::vector<std::string>& paths,
   uint64_t since_commit = 0, done_bytes = 0;
   while (auto batch = queue.Pop()) {
     if (!failure.ok()) continue;  // drain so producers can finish
-    failure = writer.Write(*batch, report);
+    failure = writer.Write(*batch, *report);
     since_commit += batch->bytes;
     done_bytes += batch->bytes;
     if (options.progress) options.progress(done_bytes, total_bytes);
@@ -934,10 +938,40 @@ Result<IngestReport> Ingest(Store& store, const std::vector<std::string>& paths,
   }
   for (auto& w : workers) w.join();
   if (failure.ok()) failure = writer.Commit(false);
-  if (!failure.ok()) {
-    writer.Rollback();
-    return failure;
-  }
+  if (!failure.ok()) writer.Rollback();
+  return failure;
+}
+
+}  // namespace
+
+Result<IngestReport> Ingest(Store& store, const std::vector<std::string>& paths,
+                            const IngestOptions& options) {
+  auto t0 = std::chrono::steady_clock::now();
+  IngestReport report;
+  Result<InputFiles> inputs = DiscoverInputs(paths);
+  if (!inputs.ok()) return inputs.status();
+  report.files_seen = inputs->files.size();
+  report.skipped = inputs->skipped;
+
+  Result<int32_t> run_id = store.RunId(options.run, true);
+  if (!run_id.ok()) return run_id.status();
+  report.run_id = *run_id;
+  const std::string run = std::to_string(*run_id);
+
+  int32_t next_file_id = 1;
+  Result<std::unordered_map<std::string, KnownFile>> known = KnownFiles(store, run, &next_file_id);
+  if (!known.ok()) return known.status();
+  IngestPlan plan = PlanTasks(inputs->files, *known, next_file_id, &report);
+  report.files_read = plan.tasks.size();
+
+  Result<int64_t> ingest_id = store.QueryInt(
+      "SELECT coalesce(max(ingest_id), 0) + 1 FROM ingests WHERE run_id = " + run);
+  if (!ingest_id.ok()) return ingest_id.status();
+  report.ingest_id = static_cast<int32_t>(*ingest_id);
+
+  if (Status st = ForgetRewritten(store, run, plan.rewritten); !st.ok()) return st;
+  if (Status st = ParseAndStore(store, *run_id, plan.tasks, plan.total_bytes, options, &report); !st.ok())
+    return st;
 
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   Status st = store.Exec(

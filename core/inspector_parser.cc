@@ -358,6 +358,98 @@ bool ParsePerf(value v, bool p2p, ParsedLine* out, uint32_t* seen, Reader& r) {
 
 namespace {
 
+// The header object: the communicator (id, comm_name) and this rank's place in it.
+bool ParseHeader(value v, ParsedLine* out, uint32_t* seen, Reader& r) {
+  object o;
+  if (v.get_object().get(o) != simdjson::SUCCESS) return r.Fail("header", "expected an object");
+  for (auto hf_r : o) {
+    simdjson::ondemand::field hf;
+    if (std::move(hf_r).get(hf) != simdjson::SUCCESS) return r.Fail("line", "malformed JSON");
+    std::string_view hk = Key(hf);
+    value hv = hf.value();
+    bool ok = true;
+    if (hk == "id") {
+      ok = r.String(hv, "header.id", &out->comm_hash_text);
+      if (ok && !ParseHexHash(out->comm_hash_text, &out->comm_hash))
+        return r.Fail("header.id", "not a hex communicator id: \"" +
+                                       std::string(out->comm_hash_text) + "\"");
+      *seen |= kId;
+    } else if (hk == "comm_name") {
+      ok = r.String(hv, "header.comm_name", &out->comm_name);
+      out->has_comm_name = ok;
+    } else if (hk == "rank") {
+      ok = r.I32(hv, "header.rank", &out->rank);
+      *seen |= kRank;
+    } else if (hk == "n_ranks") {
+      ok = r.I32(hv, "header.n_ranks", &out->n_ranks);
+      *seen |= kNRanks;
+    } else if (hk == "nnodes") {
+      ok = r.I32(hv, "header.nnodes", &out->nnodes);
+      *seen |= kNNodes;
+    }
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// The metadata object: the format version, when the dump was written, and by which process.
+bool ParseMetadata(value v, ParsedLine* out, uint32_t* seen, Reader& r) {
+  object o;
+  if (v.get_object().get(o) != simdjson::SUCCESS) return r.Fail("metadata", "expected an object");
+  for (auto mf_r : o) {
+    simdjson::ondemand::field mf;
+    if (std::move(mf_r).get(mf) != simdjson::SUCCESS) return r.Fail("line", "malformed JSON");
+    std::string_view mk = Key(mf);
+    value mv = mf.value();
+    bool ok = true;
+    if (mk == "inspector_output_format_version") {
+      ok = r.String(mv, mk, &out->format_version);
+      *seen |= kVersion;
+    } else if (mk == "git_rev") {
+      ok = r.String(mv, mk, &out->git_rev);
+    } else if (mk == "rec_mechanism") {
+      ok = r.String(mv, mk, &out->rec_mechanism);
+    } else if (mk == "dump_timestamp_us") {
+      ok = r.U64(mv, mk, &out->dump_ts_us);
+      *seen |= kDumpTs;
+    } else if (mk == "hostname") {
+      ok = r.String(mv, mk, &out->hostname);
+      *seen |= kHost;
+    } else if (mk == "pid") {
+      ok = r.U64(mv, mk, &out->pid);
+      *seen |= kPid;
+    }
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// The dump_stats object: how many records the ring buffers held and dropped.
+bool ParseDumpStats(value v, ParsedLine* out, Reader& r) {
+  object o;
+  if (v.get_object().get(o) != simdjson::SUCCESS) return r.Fail("dump_stats", "expected an object");
+  for (auto sf_r : o) {
+    simdjson::ondemand::field sf;
+    if (std::move(sf_r).get(sf) != simdjson::SUCCESS) return r.Fail("line", "malformed JSON");
+    std::string_view sk = Key(sf);
+    value sv = sf.value();
+    uint64_t* dst = sk == "coll_records"                   ? &out->coll_records
+                    : sk == "coll_dropped_total"           ? &out->coll_dropped_total
+                    : sk == "coll_dropped_since_last_dump" ? &out->coll_dropped_since_last_dump
+                    : sk == "p2p_records"                  ? &out->p2p_records
+                    : sk == "p2p_dropped_total"            ? &out->p2p_dropped_total
+                    : sk == "p2p_dropped_since_last_dump"  ? &out->p2p_dropped_since_last_dump
+                    : sk == "proxy_records"                ? &out->proxy_records
+                    : sk == "proxy_dropped_total"          ? &out->proxy_dropped_total
+                    : sk == "proxy_dropped_since_last_dump"
+                        ? &out->proxy_dropped_since_last_dump
+                        : nullptr;
+    if (dst && !r.U64(sv, sk, dst)) return false;
+    out->has_proxy_records |= dst == &out->proxy_records;
+  }
+  return true;
+}
+
 // Values the store holds but the analyses cannot (a sum overflows, a cast to BIGINT fails) are
 // refused here, so that one poison value cannot fail `summary`, `report` or `diagnose` for a
 // whole store later. The limits are far beyond any real job.
@@ -668,91 +760,19 @@ bool InspectorLineParser::Parse(const char* data, size_t len, size_t readable, P
     if (std::move(field_result).get(field) != simdjson::SUCCESS) return r.Fail("line", "malformed JSON");
     std::string_view key = Key(field);
     value v = field.value();
-    object o;
     if (key == "header") {
       has_context = true;
-      if (v.get_object().get(o) != simdjson::SUCCESS) return r.Fail(key, "expected an object");
-      for (auto hf_r : o) {
-        simdjson::ondemand::field hf;
-        if (std::move(hf_r).get(hf) != simdjson::SUCCESS) return r.Fail("line", "malformed JSON");
-        std::string_view hk = Key(hf);
-        value hv = hf.value();
-        bool ok = true;
-        if (hk == "id") {
-          ok = r.String(hv, "header.id", &out->comm_hash_text);
-          if (ok && !ParseHexHash(out->comm_hash_text, &out->comm_hash))
-            return r.Fail("header.id", "not a hex communicator id: \"" +
-                                           std::string(out->comm_hash_text) + "\"");
-          seen |= kId;
-        } else if (hk == "comm_name") {
-          ok = r.String(hv, "header.comm_name", &out->comm_name);
-          out->has_comm_name = ok;
-        } else if (hk == "rank") {
-          ok = r.I32(hv, "header.rank", &out->rank);
-          seen |= kRank;
-        } else if (hk == "n_ranks") {
-          ok = r.I32(hv, "header.n_ranks", &out->n_ranks);
-          seen |= kNRanks;
-        } else if (hk == "nnodes") {
-          ok = r.I32(hv, "header.nnodes", &out->nnodes);
-          seen |= kNNodes;
-        }
-        if (!ok) return false;
-      }
+      if (!ParseHeader(v, out, &seen, r)) return false;
     } else if (key == "metadata") {
       has_context = true;
-      if (v.get_object().get(o) != simdjson::SUCCESS) return r.Fail(key, "expected an object");
-      for (auto mf_r : o) {
-        simdjson::ondemand::field mf;
-        if (std::move(mf_r).get(mf) != simdjson::SUCCESS) return r.Fail("line", "malformed JSON");
-        std::string_view mk = Key(mf);
-        value mv = mf.value();
-        bool ok = true;
-        if (mk == "inspector_output_format_version") {
-          ok = r.String(mv, mk, &out->format_version);
-          seen |= kVersion;
-        } else if (mk == "git_rev") {
-          ok = r.String(mv, mk, &out->git_rev);
-        } else if (mk == "rec_mechanism") {
-          ok = r.String(mv, mk, &out->rec_mechanism);
-        } else if (mk == "dump_timestamp_us") {
-          ok = r.U64(mv, mk, &out->dump_ts_us);
-          seen |= kDumpTs;
-        } else if (mk == "hostname") {
-          ok = r.String(mv, mk, &out->hostname);
-          seen |= kHost;
-        } else if (mk == "pid") {
-          ok = r.U64(mv, mk, &out->pid);
-          seen |= kPid;
-        }
-        if (!ok) return false;
-      }
+      if (!ParseMetadata(v, out, &seen, r)) return false;
     } else if (key == "coll_perf" || key == "p2p_perf") {
       is_p2p = key == "p2p_perf";
       has_perf = true;
       if (!ParsePerf(v, is_p2p, out, &seen, r)) return false;
     } else if (key == "dump_stats") {
       has_stats = true;
-      if (v.get_object().get(o) != simdjson::SUCCESS) return r.Fail(key, "expected an object");
-      for (auto sf_r : o) {
-        simdjson::ondemand::field sf;
-        if (std::move(sf_r).get(sf) != simdjson::SUCCESS) return r.Fail("line", "malformed JSON");
-        std::string_view sk = Key(sf);
-        value sv = sf.value();
-        uint64_t* dst = sk == "coll_records"                   ? &out->coll_records
-                        : sk == "coll_dropped_total"           ? &out->coll_dropped_total
-                        : sk == "coll_dropped_since_last_dump" ? &out->coll_dropped_since_last_dump
-                        : sk == "p2p_records"                  ? &out->p2p_records
-                        : sk == "p2p_dropped_total"            ? &out->p2p_dropped_total
-                        : sk == "p2p_dropped_since_last_dump"  ? &out->p2p_dropped_since_last_dump
-                        : sk == "proxy_records"                ? &out->proxy_records
-                        : sk == "proxy_dropped_total"          ? &out->proxy_dropped_total
-                        : sk == "proxy_dropped_since_last_dump"
-                            ? &out->proxy_dropped_since_last_dump
-                            : nullptr;
-        if (dst && !r.U64(sv, sk, dst)) return false;
-        out->has_proxy_records |= dst == &out->proxy_records;
-      }
+      if (!ParseDumpStats(v, out, r)) return false;
     } else if (key == "collscope") {
       if (!ParseCollscope(v, out, r)) return false;
     } else if (key == "proxy_trace") {

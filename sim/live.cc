@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "capture/common/json_escape.h"
 #include "sim/line_times.h"
 
 namespace collscope::sim {
@@ -29,23 +30,6 @@ int64_t SystemNowUs() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-void AppendJsonString(std::string* o, std::string_view s) {
-  o->push_back('"');
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      o->push_back('\\');
-      o->push_back(c);
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", static_cast<unsigned>(c));
-      o->append(b);
-    } else {
-      o->push_back(c);
-    }
-  }
-  o->push_back('"');
 }
 
 // Writes every byte of `iov` (one writev per IOV_MAX pieces; a short write is finished piece by
@@ -281,11 +265,11 @@ Status Pacer::FireEvents() {
     std::string b = std::string("\"event\":\"") +
                     (e.th.end ? "fault_last_record" : "fault_first_record") +
                     "\",\"fault\":" + std::to_string(f.id) + ",\"kind\":";
-    AppendJsonString(&b, f.kind);
+    capture::AppendEscapedJsonString(f.kind, &b);
     b += ",\"job_time_us\":" + std::to_string(e.th.us) + ",\"line_time_us\":";
     if (e.has_line) {
       b += std::to_string(e.line_us) + ",\"file\":";
-      AppendJsonString(&b, staged_[reader_file_[e.file]].rel);
+      capture::AppendEscapedJsonString(staged_[reader_file_[e.file]].rel, &b);
     } else {
       b += "null,\"file\":null";
     }

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <set>
 
+#include "capture/common/json_escape.h"
 #include "sim/internal.h"
 #include "sim/writers.h"
 
@@ -39,19 +40,6 @@ bool MakeDirs(const std::string& path, std::string* error) {
     return false;
   }
   return true;
-}
-
-std::string JsonString(std::string_view s) {
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') { o.push_back('\\'); o.push_back(c); }
-    else if (static_cast<unsigned char>(c) < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", c);
-      o += b;
-    } else o.push_back(c);
-  }
-  return o + "\"";
 }
 
 void AppendIntList(std::string* o, const std::vector<int>& v) {
@@ -99,45 +87,229 @@ bool ValidateConfigInto(const SimConfig& config, std::string* error) {
   return true;
 }
 
-// 0 done (or stopped: stats->stopped), 1 an output could not be written, 2 a configuration it
-// cannot run; *error says which.
-int SimulateInto(const SimConfig& config, SimStats* stats, std::string* error) {
-  if (!ValidateConfigInto(config, error)) return 2;
-  Layout layout;
-  if (!BuildLayout(config, &layout, error)) return 2;
-  std::vector<Fault> faults;
-  if (!ResolveFaults(config, layout.world, &faults, error)) return 2;
-  const std::string& dir = config.output.dir;
-  const std::string insp_dir = dir + "/nccl-inspector";
-  const std::string kin_dir = dir + "/kineto";
-  if (!MakeDirs(insp_dir, error)) return 1;
-  InspectorWriter insp(config, layout, insp_dir);
-  const std::string kernels_dir = dir + "/kernels";
-  KinetoWriter kineto(config, layout, kin_dir, kernels_dir);
-  if (kineto.traces() && !MakeDirs(kin_dir, error)) return 1;
-  if (kineto.summaries() && !MakeDirs(kernels_dir, error)) return 1;
-  const std::string steps_dir = dir + "/steps";
-  StepWriter steps(config, layout, steps_dir);
-  if (steps.enabled() && !MakeDirs(steps_dir, error)) return 1;
+// Whom the ground truth names for a fault: its culprit ranks, their hosts, and the communicators
+// it touches.
+struct FaultScope {
+  std::set<int> ranks, hosts, comms;
+};
+
+FaultScope ScopeOf(const Fault& f, const Layout& layout) {
+  FaultScope scope;
+  std::set<int>& ranks = scope.ranks;
+  std::set<int>& hosts = scope.hosts;
+  std::set<int>& comms = scope.comms;
+  auto add_rank = [&](int r) {
+    ranks.insert(r);
+    hosts.insert(layout.ranks[r].host);
+  };
+  switch (f.kind) {
+    case FaultKind::kGpuStraggler:
+    case FaultKind::kMaskedStraggler:
+    case FaultKind::kHostStall:
+      add_rank(f.rank);
+      for (int k = 0; k < static_cast<int>(CommKind::kCount); ++k)
+        if (layout.ranks[f.rank].comm[k] >= 0) comms.insert(layout.ranks[f.rank].comm[k]);
+      break;
+    case FaultKind::kHang:
+    case FaultKind::kMismatch:
+      add_rank(f.rank);
+      for (int c : f.gt_comms) comms.insert(c);
+      if (f.gt_comms.empty()) {
+        const int c = layout.ranks[f.rank].comm[static_cast<int>(f.comm_kind)];
+        if (c >= 0) comms.insert(c);
+      }
+      break;
+    case FaultKind::kHostSlowdown:
+      hosts.insert(f.host);
+      for (int r = 0; r < layout.world; ++r)
+        if (layout.ranks[r].host == f.host) {
+          ranks.insert(r);
+          for (int k = 0; k < static_cast<int>(CommKind::kCount); ++k)
+            if (layout.ranks[r].comm[k] >= 0) comms.insert(layout.ranks[r].comm[k]);
+        }
+      break;
+    case FaultKind::kNicDegrade:
+    case FaultKind::kLinkFlap:
+    case FaultKind::kLinkDown:
+      hosts.insert(f.host);
+      for (int r = 0; r < layout.world; ++r)
+        if (layout.ranks[r].host == f.host && (f.rail < 0 || layout.ranks[r].rail == f.rail))
+          ranks.insert(r);
+      for (size_t c = 0; c < layout.comms.size(); ++c) {
+        const CommInfo& ci = layout.comms[c];
+        if (!ci.multi_host) continue;
+        for (auto [h, rail] : ci.host_rails)
+          if (h == f.host && (f.rail < 0 || f.rail == rail)) { comms.insert(static_cast<int>(c)); break; }
+      }
+      if (f.kind == FaultKind::kLinkDown && !f.gt_comms.empty()) {
+        comms.clear();
+        for (int c : f.gt_comms) comms.insert(c);
+      }
+      break;
+    case FaultKind::kPipelineBubble:
+      for (int r = 0; r < layout.world; ++r)
+        if (layout.ranks[r].pp == f.stage) {
+          add_rank(r);
+          const int c = layout.ranks[r].comm[static_cast<int>(CommKind::kPp)];
+          if (c >= 0) comms.insert(c);
+        }
+      break;
+    default: break;
+  }
+  return scope;
+}
+
+// The run as the engine left it: when the job and each step ended, and how many steps completed.
+struct RunTimes {
   double job_end = 0;
   std::vector<double> step_start, step_end;
   int completed = 0;
-  RunEngine(config, layout, faults, insp, kineto, steps, &job_end, &step_start, &step_end,
-            &completed);
-  if (config.cancel && config.cancel->load()) {
-    stats->stopped = true;
-    return 0;
-  }
-  if (!steps.Finish(error)) return 1;
-  if (!insp.Finish(job_end, error)) return 1;
-  const bool state_files = config.output.inflight_state && config.mode == Mode::kTraining;
-  if (state_files && !insp.WriteStateFiles(job_end, error)) return 1;
-  if (!kineto.Finish(error)) return 1;
+};
 
-  // ---- ground truth
-  const double t0 = static_cast<double>(config.start_time_us);
-  auto wall = [&](double t) { return static_cast<int64_t>(std::llround(t0 + t)); };
+// A fault's window, in microseconds since the simulated clock's zero: its steps, its time window, or
+// the whole job; hangs, mismatches, link failures and stalls from when they triggered.
+std::pair<double, double> WindowOf(const Fault& f, const RunTimes& run) {
+  const std::vector<double>& step_start = run.step_start;
+  const std::vector<double>& step_end = run.step_end;
+  const double job_end = run.job_end;
   const double first_step = step_start.empty() ? 0 : step_start.front();
+  double start = kInf, end = job_end;
+  if (f.HasStepWindow() && !step_start.empty()) {
+    const int s0 = std::max(0, f.start_step);
+    start = s0 < static_cast<int>(step_start.size()) ? step_start[s0] : job_end;
+    if (f.end_step >= 0 && f.end_step - 1 < static_cast<int>(step_end.size()) &&
+        std::isfinite(step_end[f.end_step - 1]))
+      end = step_end[f.end_step - 1];
+  } else if (f.HasTimeWindow()) {
+    start = std::max(0.0, f.start_off_us);
+    if (f.end_off_us >= 0) end = std::min(job_end, f.end_off_us);
+  } else {
+    start = first_step;
+  }
+  switch (f.kind) {
+    case FaultKind::kHang:
+    case FaultKind::kMismatch:
+    case FaultKind::kLinkDown:
+      if (f.triggered) start = f.first_us;
+      end = (f.kind == FaultKind::kMismatch && !f.effect_hang && f.triggered) ? f.first_us : job_end;
+      break;
+    case FaultKind::kHostStall:
+      if (f.triggered) { start = f.first_us; end = f.last_us; }
+      break;
+    default: break;
+  }
+  if (!std::isfinite(start)) start = job_end;
+  if (end < start) end = start;
+  return {start, end};
+}
+
+// One fault of the ground truth's "faults" array.
+void AppendFault(std::string* out, size_t i, const Fault& f, const Layout& layout, const RunTimes& run,
+                 double t0) {
+  std::string& o = *out;
+  auto wall = [t0](double t) { return static_cast<int64_t>(std::llround(t0 + t)); };
+  const auto [ranks, hosts, comms] = ScopeOf(f, layout);
+  const auto [start, end] = WindowOf(f, run);
+  if (i) o += ",";
+  o += "\n{\"id\":" + std::to_string(i) + ",\"kind\":\"" + std::string(FaultKindName(f.kind)) +
+       "\",\"triggered\":" + (f.triggered ? "true" : "false") + ",\"hosts\":[";
+  bool first = true;
+  for (int h : hosts) {
+    if (!first) o += ",";
+    first = false;
+    o += capture::JsonQuoted(layout.hostnames[h]);
+  }
+  o += "],\"host_indexes\":";
+  AppendIntList(&o, std::vector<int>(hosts.begin(), hosts.end()));
+  o += ",\"ranks\":";
+  AppendIntList(&o, std::vector<int>(ranks.begin(), ranks.end()));
+  o += ",\"comms\":[";
+  first = true;
+  for (int c : comms) {
+    if (!first) o += ",";
+    first = false;
+    o += capture::JsonQuoted(layout.comms[c].id_text);
+  }
+  o += "],\"start_us\":" + std::to_string(wall(start)) + ",\"end_us\":" + std::to_string(wall(end));
+  if (f.start_step >= 0) o += ",\"start_step\":" + std::to_string(f.start_step);
+  if (f.end_step >= 0) o += ",\"end_step\":" + std::to_string(f.end_step);
+  o += ",\"params\":{";
+  first = true;
+  for (const auto& [k, v] : f.spec.params) {
+    if (!first) o += ",";
+    first = false;
+    o += capture::JsonQuoted(k) + ":" + capture::JsonQuoted(v);
+  }
+  o += "}";
+  if (f.kind == FaultKind::kHang || f.kind == FaultKind::kMismatch) {
+    o += ",\"resolved\":{\"comm_kind\":\"" + std::string(CommKindName(f.comm_kind)) + "\"";
+    if (f.triggered) {
+      o += ",\"op\":\"" + std::string(OpName(f.resolved_op)) + "\",\"coll_sn\":" +
+           std::to_string(f.resolved_sn) + ",\"step\":" + std::to_string(f.resolved_step);
+      if (f.kind == FaultKind::kMismatch) {
+        o += ",\"issued_op\":\"" +
+             std::string(OpName(f.has_mismatch_op ? f.mismatch_op : f.resolved_op)) + "\"";
+        o += ",\"effect\":\"" + std::string(f.effect_hang ? "hang" : "complete") + "\"";
+      }
+    }
+    o += "}";
+  }
+  if (f.kind == FaultKind::kLinkDown && f.triggered) {
+    o += ",\"resolved\":{\"step\":" + std::to_string(f.resolved_step) + "}";
+  }
+  o += "}";
+}
+
+// The ground truth's layout: hosts with their clock offsets, ranks with their files, communicators.
+void AppendLayout(std::string* out, const Layout& layout, const InspectorWriter& insp, bool state_files) {
+  std::string& o = *out;
+  o += "\"hosts\":[";
+  for (int h = 0; h < layout.hosts; ++h) {
+    if (h) o += ",";
+    o += "\n{\"host\":" + std::to_string(h) + ",\"hostname\":" + capture::JsonQuoted(layout.hostnames[h]) +
+         ",\"clock_offset_us\":" + std::to_string(static_cast<int64_t>(layout.clock_offset_us[h])) +
+         "}";
+  }
+  o += "],\n\"ranks\":[";
+  for (int r = 0; r < layout.world; ++r) {
+    const RankInfo& ri = layout.ranks[r];
+    if (r) o += ",";
+    o += "\n{\"rank\":" + std::to_string(r) + ",\"host\":" + std::to_string(ri.host) +
+         ",\"hostname\":" + capture::JsonQuoted(layout.hostnames[ri.host]) +
+         ",\"pid\":" + std::to_string(ri.pid) + ",\"local_rank\":" + std::to_string(ri.local) +
+         ",\"rail\":" + std::to_string(ri.rail) + ",\"tp\":" + std::to_string(ri.tp) +
+         ",\"cp\":" + std::to_string(ri.cp) + ",\"dp\":" + std::to_string(ri.dp) +
+         ",\"pp\":" + std::to_string(ri.pp) + ",\"ep\":" + std::to_string(ri.ep) +
+         ",\"inspector_file\":" + capture::JsonQuoted(insp.LinesOf(r) ? insp.FileName(r) : "") +
+         ",\"inspector_lines\":" + std::to_string(insp.LinesOf(r)) +
+         ",\"inflight_file\":" + capture::JsonQuoted(state_files ? insp.StateFileName(r) : "") + "}";
+  }
+  o += "],\n\"comms\":[";
+  for (size_t c = 0; c < layout.comms.size(); ++c) {
+    const CommInfo& ci = layout.comms[c];
+    if (c) o += ",";
+    o += "\n{\"id\":" + capture::JsonQuoted(ci.id_text) + ",\"name\":" + capture::JsonQuoted(ci.name) +
+         ",\"kind\":\"" + std::string(CommKindName(ci.kind)) +
+         "\",\"pg_name\":\"" + std::to_string(ci.pg_index) + "\",\"n_ranks\":" +
+         std::to_string(ci.ranks.size()) + ",\"nnodes\":" + std::to_string(ci.hosts.size()) +
+         ",\"ranks\":";
+    AppendIntList(&o, ci.ranks);
+    o += "}";
+  }
+  o += "]\n}\n";
+}
+
+// ground_truth.json: the job, what was written where, the steps, the faults with their culprits and
+// windows, and the layout.
+std::string GroundTruthJson(const SimConfig& config, const Layout& layout, const std::vector<Fault>& faults,
+                            const InspectorWriter& insp, const KinetoWriter& kineto, const StepWriter& steps,
+                            bool state_files, const RunTimes& run) {
+  const double job_end = run.job_end;
+  const std::vector<double>& step_start = run.step_start;
+  const std::vector<double>& step_end = run.step_end;
+  const int completed = run.completed;
+  const double t0 = static_cast<double>(config.start_time_us);
+  auto wall = [t0](double t) { return static_cast<int64_t>(std::llround(t0 + t)); };
   std::string o;
   o.reserve(1 << 20);
   o += "{\n\"format\":\"collscope-sim-ground-truth\",\n\"version\":1,\n";
@@ -196,184 +368,47 @@ int SimulateInto(const SimConfig& config, SimStats* stats, std::string* error) {
   }
   o += "],\n";
 
-  // Faults.
   o += "\"faults\":[";
-  for (size_t i = 0; i < faults.size(); ++i) {
-    Fault& f = faults[i];
-    std::set<int> ranks, hosts, comms;
-    auto add_rank = [&](int r) {
-      ranks.insert(r);
-      hosts.insert(layout.ranks[r].host);
-    };
-    switch (f.kind) {
-      case FaultKind::kGpuStraggler:
-      case FaultKind::kMaskedStraggler:
-      case FaultKind::kHostStall:
-        add_rank(f.rank);
-        for (int k = 0; k < static_cast<int>(CommKind::kCount); ++k)
-          if (layout.ranks[f.rank].comm[k] >= 0) comms.insert(layout.ranks[f.rank].comm[k]);
-        break;
-      case FaultKind::kHang:
-      case FaultKind::kMismatch:
-        add_rank(f.rank);
-        for (int c : f.gt_comms) comms.insert(c);
-        if (f.gt_comms.empty()) {
-          const int c = layout.ranks[f.rank].comm[static_cast<int>(f.comm_kind)];
-          if (c >= 0) comms.insert(c);
-        }
-        break;
-      case FaultKind::kHostSlowdown:
-        hosts.insert(f.host);
-        for (int r = 0; r < layout.world; ++r)
-          if (layout.ranks[r].host == f.host) {
-            ranks.insert(r);
-            for (int k = 0; k < static_cast<int>(CommKind::kCount); ++k)
-              if (layout.ranks[r].comm[k] >= 0) comms.insert(layout.ranks[r].comm[k]);
-          }
-        break;
-      case FaultKind::kNicDegrade:
-      case FaultKind::kLinkFlap:
-      case FaultKind::kLinkDown:
-        hosts.insert(f.host);
-        for (int r = 0; r < layout.world; ++r)
-          if (layout.ranks[r].host == f.host && (f.rail < 0 || layout.ranks[r].rail == f.rail))
-            ranks.insert(r);
-        for (size_t c = 0; c < layout.comms.size(); ++c) {
-          const CommInfo& ci = layout.comms[c];
-          if (!ci.multi_host) continue;
-          for (auto [h, rail] : ci.host_rails)
-            if (h == f.host && (f.rail < 0 || f.rail == rail)) { comms.insert(static_cast<int>(c)); break; }
-        }
-        if (f.kind == FaultKind::kLinkDown && !f.gt_comms.empty()) {
-          comms.clear();
-          for (int c : f.gt_comms) comms.insert(c);
-        }
-        break;
-      case FaultKind::kPipelineBubble:
-        for (int r = 0; r < layout.world; ++r)
-          if (layout.ranks[r].pp == f.stage) {
-            add_rank(r);
-            const int c = layout.ranks[r].comm[static_cast<int>(CommKind::kPp)];
-            if (c >= 0) comms.insert(c);
-          }
-        break;
-      default: break;
-    }
-    // Window in true wall-clock microseconds.
-    double start = kInf, end = job_end;
-    if (f.HasStepWindow() && !step_start.empty()) {
-      const int s0 = std::max(0, f.start_step);
-      start = s0 < static_cast<int>(step_start.size()) ? step_start[s0] : job_end;
-      if (f.end_step >= 0 && f.end_step - 1 < static_cast<int>(step_end.size()) &&
-          std::isfinite(step_end[f.end_step - 1]))
-        end = step_end[f.end_step - 1];
-    } else if (f.HasTimeWindow()) {
-      start = std::max(0.0, f.start_off_us);
-      if (f.end_off_us >= 0) end = std::min(job_end, f.end_off_us);
-    } else {
-      start = first_step;
-    }
-    switch (f.kind) {
-      case FaultKind::kHang:
-      case FaultKind::kMismatch:
-      case FaultKind::kLinkDown:
-        if (f.triggered) start = f.first_us;
-        end = (f.kind == FaultKind::kMismatch && !f.effect_hang && f.triggered) ? f.first_us : job_end;
-        if (f.kind == FaultKind::kMismatch && !f.effect_hang && f.triggered) end = f.first_us;
-        break;
-      case FaultKind::kHostStall:
-        if (f.triggered) { start = f.first_us; end = f.last_us; }
-        break;
-      default: break;
-    }
-    if (!std::isfinite(start)) start = job_end;
-    if (end < start) end = start;
-    if (i) o += ",";
-    o += "\n{\"id\":" + std::to_string(i) + ",\"kind\":\"" + std::string(FaultKindName(f.kind)) +
-         "\",\"triggered\":" + (f.triggered ? "true" : "false") + ",\"hosts\":[";
-    bool first = true;
-    for (int h : hosts) {
-      if (!first) o += ",";
-      first = false;
-      o += JsonString(layout.hostnames[h]);
-    }
-    o += "],\"host_indexes\":";
-    AppendIntList(&o, std::vector<int>(hosts.begin(), hosts.end()));
-    o += ",\"ranks\":";
-    AppendIntList(&o, std::vector<int>(ranks.begin(), ranks.end()));
-    o += ",\"comms\":[";
-    first = true;
-    for (int c : comms) {
-      if (!first) o += ",";
-      first = false;
-      o += JsonString(layout.comms[c].id_text);
-    }
-    o += "],\"start_us\":" + std::to_string(wall(start)) + ",\"end_us\":" + std::to_string(wall(end));
-    if (f.start_step >= 0) o += ",\"start_step\":" + std::to_string(f.start_step);
-    if (f.end_step >= 0) o += ",\"end_step\":" + std::to_string(f.end_step);
-    o += ",\"params\":{";
-    first = true;
-    for (const auto& [k, v] : f.spec.params) {
-      if (!first) o += ",";
-      first = false;
-      o += JsonString(k) + ":" + JsonString(v);
-    }
-    o += "}";
-    if (f.kind == FaultKind::kHang || f.kind == FaultKind::kMismatch) {
-      o += ",\"resolved\":{\"comm_kind\":\"" + std::string(CommKindName(f.comm_kind)) + "\"";
-      if (f.triggered) {
-        o += ",\"op\":\"" + std::string(OpName(f.resolved_op)) + "\",\"coll_sn\":" +
-             std::to_string(f.resolved_sn) + ",\"step\":" + std::to_string(f.resolved_step);
-        if (f.kind == FaultKind::kMismatch) {
-          o += ",\"issued_op\":\"" +
-               std::string(OpName(f.has_mismatch_op ? f.mismatch_op : f.resolved_op)) + "\"";
-          o += ",\"effect\":\"" + std::string(f.effect_hang ? "hang" : "complete") + "\"";
-        }
-      }
-      o += "}";
-    }
-    if (f.kind == FaultKind::kLinkDown && f.triggered) {
-      o += ",\"resolved\":{\"step\":" + std::to_string(f.resolved_step) + "}";
-    }
-    o += "}";
-  }
+  for (size_t i = 0; i < faults.size(); ++i) AppendFault(&o, i, faults[i], layout, run, t0);
   o += "],\n";
+  AppendLayout(&o, layout, insp, state_files);
+  return o;
+}
 
-  // Layout.
-  o += "\"hosts\":[";
-  for (int h = 0; h < layout.hosts; ++h) {
-    if (h) o += ",";
-    o += "\n{\"host\":" + std::to_string(h) + ",\"hostname\":" + JsonString(layout.hostnames[h]) +
-         ",\"clock_offset_us\":" + std::to_string(static_cast<int64_t>(layout.clock_offset_us[h])) +
-         "}";
+// 0 done (or stopped: stats->stopped), 1 an output could not be written, 2 a configuration it
+// cannot run; *error says which.
+int SimulateInto(const SimConfig& config, SimStats* stats, std::string* error) {
+  if (!ValidateConfigInto(config, error)) return 2;
+  Layout layout;
+  if (!BuildLayout(config, &layout, error)) return 2;
+  std::vector<Fault> faults;
+  if (!ResolveFaults(config, layout.world, &faults, error)) return 2;
+  const std::string& dir = config.output.dir;
+  const std::string insp_dir = dir + "/nccl-inspector";
+  const std::string kin_dir = dir + "/kineto";
+  if (!MakeDirs(insp_dir, error)) return 1;
+  InspectorWriter insp(config, layout, insp_dir);
+  const std::string kernels_dir = dir + "/kernels";
+  KinetoWriter kineto(config, layout, kin_dir, kernels_dir);
+  if (kineto.traces() && !MakeDirs(kin_dir, error)) return 1;
+  if (kineto.summaries() && !MakeDirs(kernels_dir, error)) return 1;
+  const std::string steps_dir = dir + "/steps";
+  StepWriter steps(config, layout, steps_dir);
+  if (steps.enabled() && !MakeDirs(steps_dir, error)) return 1;
+  RunTimes run;
+  RunEngine(config, layout, faults, insp, kineto, steps, &run.job_end, &run.step_start, &run.step_end,
+            &run.completed);
+  if (config.cancel && config.cancel->load()) {
+    stats->stopped = true;
+    return 0;
   }
-  o += "],\n\"ranks\":[";
-  for (int r = 0; r < layout.world; ++r) {
-    const RankInfo& ri = layout.ranks[r];
-    if (r) o += ",";
-    o += "\n{\"rank\":" + std::to_string(r) + ",\"host\":" + std::to_string(ri.host) +
-         ",\"hostname\":" + JsonString(layout.hostnames[ri.host]) +
-         ",\"pid\":" + std::to_string(ri.pid) + ",\"local_rank\":" + std::to_string(ri.local) +
-         ",\"rail\":" + std::to_string(ri.rail) + ",\"tp\":" + std::to_string(ri.tp) +
-         ",\"cp\":" + std::to_string(ri.cp) + ",\"dp\":" + std::to_string(ri.dp) +
-         ",\"pp\":" + std::to_string(ri.pp) + ",\"ep\":" + std::to_string(ri.ep) +
-         ",\"inspector_file\":" + JsonString(insp.LinesOf(r) ? insp.FileName(r) : "") +
-         ",\"inspector_lines\":" + std::to_string(insp.LinesOf(r)) +
-         ",\"inflight_file\":" + JsonString(state_files ? insp.StateFileName(r) : "") + "}";
-  }
-  o += "],\n\"comms\":[";
-  for (size_t c = 0; c < layout.comms.size(); ++c) {
-    const CommInfo& ci = layout.comms[c];
-    if (c) o += ",";
-    o += "\n{\"id\":" + JsonString(ci.id_text) + ",\"name\":" + JsonString(ci.name) +
-         ",\"kind\":\"" + std::string(CommKindName(ci.kind)) +
-         "\",\"pg_name\":\"" + std::to_string(ci.pg_index) + "\",\"n_ranks\":" +
-         std::to_string(ci.ranks.size()) + ",\"nnodes\":" + std::to_string(ci.hosts.size()) +
-         ",\"ranks\":";
-    AppendIntList(&o, ci.ranks);
-    o += "}";
-  }
-  o += "]\n}\n";
+  if (!steps.Finish(error)) return 1;
+  if (!insp.Finish(run.job_end, error)) return 1;
+  const bool state_files = config.output.inflight_state && config.mode == Mode::kTraining;
+  if (state_files && !insp.WriteStateFiles(run.job_end, error)) return 1;
+  if (!kineto.Finish(error)) return 1;
+
+  const std::string o = GroundTruthJson(config, layout, faults, insp, kineto, steps, state_files, run);
   const std::string gt_path = dir + "/ground_truth.json";
   FILE* g = std::fopen(gt_path.c_str(), "wb");
   if (!g) {
@@ -392,8 +427,8 @@ int SimulateInto(const SimConfig& config, SimStats* stats, std::string* error) {
     for (int r = 0; r < layout.world; ++r) files += insp.LinesOf(r) ? 1 : 0;
     stats->inspector_files = files;
     stats->world = layout.world;
-    stats->steps_completed = completed;
-    stats->job_duration_s = job_end / 1e6;
+    stats->steps_completed = run.completed;
+    stats->job_duration_s = run.job_end / 1e6;
   }
   return 0;
 }

@@ -1,4 +1,6 @@
 #include "analysis/diagnose/finding.h"
+
+#include "capture/common/json_escape.h"
 #include "core/readers/text.h"
 
 #include <simdjson.h>
@@ -15,25 +17,6 @@ constexpr std::string_view kNames[] = {"slow_link",       "slow_compute",   "hos
                                        "hang",            "collective_mismatch",
                                        "step_regression", "step_jitter",    "pipeline_bubble",
                                        "slow_network"};
-
-void Str(std::string* o, std::string_view s) {
-  o->push_back('"');
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      o->push_back('\\');
-      o->push_back(c);
-    } else if (c == '\n') {
-      *o += "\\n";
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", c);
-      *o += b;
-    } else {
-      o->push_back(c);
-    }
-  }
-  o->push_back('"');
-}
 
 void Num(std::string* o, double v) {
   if (!std::isfinite(v)) {
@@ -113,7 +96,7 @@ std::string FormatTimeUs(int64_t us) {
 
 std::string FindingToJson(const Finding& f) {
   std::string o = "{\"kind\": ";
-  Str(&o, KindName(f.kind));
+  capture::AppendEscapedJsonString(KindName(f.kind), &o);
   o += ", \"confidence\": ";
   char b[32];
   std::snprintf(b, sizeof b, "%.3f", std::clamp(f.confidence, 0.0, 1.0));
@@ -121,7 +104,7 @@ std::string FindingToJson(const Finding& f) {
   o += ", \"hosts\": [";
   for (size_t i = 0; i < f.hosts.size(); ++i) {
     if (i) o += ", ";
-    Str(&o, f.hosts[i]);
+    capture::AppendEscapedJsonString(f.hosts[i], &o);
   }
   auto ints = [&](const char* key, const std::vector<int>& v) {
     o += std::string("], \"") + key + "\": [";
@@ -135,20 +118,20 @@ std::string FindingToJson(const Finding& f) {
   o += "], \"comms\": [";
   for (size_t i = 0; i < f.comms.size(); ++i) {
     if (i) o += ", ";
-    Str(&o, f.comms[i]);
+    capture::AppendEscapedJsonString(f.comms[i], &o);
   }
   o += "], \"start_us\": " + std::to_string(f.start_us) + ", \"end_us\": " + std::to_string(f.end_us);
   o += ", \"summary\": ";
-  Str(&o, f.summary);
+  capture::AppendEscapedJsonString(f.summary, &o);
   o += ", \"detector\": ";
-  Str(&o, f.detector);
+  capture::AppendEscapedJsonString(f.detector, &o);
   o += ", \"evidence\": {";
   for (size_t i = 0; i < f.evidence.size(); ++i) {
     if (i) o += ", ";
-    Str(&o, f.evidence[i].key);
+    capture::AppendEscapedJsonString(f.evidence[i].key, &o);
     o += ": ";
     if (!f.evidence[i].text.empty())
-      Str(&o, f.evidence[i].text);
+      capture::AppendEscapedJsonString(f.evidence[i].text, &o);
     else
       Num(&o, f.evidence[i].value);
   }
@@ -171,7 +154,7 @@ std::string FindingsToJson(const std::vector<Finding>& findings, const std::vect
   o += ", \"suppressed\": [";
   for (size_t i = 0; i < suppressed.size(); ++i) {
     o += i ? ",\n  {\"reason\": " : "\n  {\"reason\": ";
-    Str(&o, suppressed[i].reason);
+    capture::AppendEscapedJsonString(suppressed[i].reason, &o);
     o += ", \"finding\": " + FindingToJson(suppressed[i].finding) + "}";
   }
   o += suppressed.empty() ? "]}\n" : "\n]}\n";

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "analysis/diagnose/duck.h"
+#include "capture/common/json_escape.h"
 #include "core/readers/kineto.h"
 #include "core/readers/stacks.h"
 
@@ -15,28 +16,6 @@ namespace {
 
 constexpr int kTidFindings = 1, kTidSteps = 2, kTidCollectives = 3, kTidStreamBase = 100;
 constexpr int kTidStacksBase = 10;  // lane i of a rank's main thread stacks: 10 + i
-
-void Escape(std::string* out, std::string_view s) {
-  out->push_back('"');
-  for (char c : s) {
-    switch (c) {
-      case '"': out->append("\\\""); break;
-      case '\\': out->append("\\\\"); break;
-      case '\n': out->append("\\n"); break;
-      case '\r': out->append("\\r"); break;
-      case '\t': out->append("\\t"); break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out->append(buf);
-        } else {
-          out->push_back(c);
-        }
-    }
-  }
-  out->push_back('"');
-}
 
 std::string Num(double v) {
   if (!std::isfinite(v)) return "0";
@@ -51,7 +30,7 @@ class Args {
  public:
   Args& Str(std::string_view k, std::string_view v) {
     Key(k);
-    Escape(&s_, v);
+    capture::AppendEscapedJsonString(v, &s_);
     return *this;
   }
   Args& Val(std::string_view k, double v) {
@@ -69,7 +48,7 @@ class Args {
  private:
   void Key(std::string_view k) {
     if (!s_.empty()) s_ += ", ";
-    Escape(&s_, k);
+    capture::AppendEscapedJsonString(k, &s_);
     s_ += ": ";
   }
   std::string s_;
@@ -81,12 +60,12 @@ class Writer {
              double ts, double dur, const std::string& args, std::string_view extra = {}) {
     s_ += n_++ ? ",\n" : "\n";
     s_ += "{\"ph\": ";
-    Escape(&s_, ph);
+    capture::AppendEscapedJsonString(ph, &s_);
     s_ += ", \"name\": ";
-    Escape(&s_, name);
+    capture::AppendEscapedJsonString(name, &s_);
     if (!cat.empty()) {
       s_ += ", \"cat\": ";
-      Escape(&s_, cat);
+      capture::AppendEscapedJsonString(cat, &s_);
     }
     s_ += ", \"pid\": " + std::to_string(pid) + ", \"tid\": " + std::to_string(tid) +
           ", \"ts\": " + Num(ts);

@@ -1,10 +1,12 @@
-// JSON string escaping for everything capture writes (plugin records and state files, annotation
-// series). Header-only: the capture libraries link nothing but the C++ runtime.
+// The one JSON string escaper of collscope: what capture writes (plugin records and state files,
+// annotation series) and what the tool prints (findings, reports, traces, metrics, ground truth).
+// Header-only, because the capture libraries link nothing but the C++ runtime.
 //
 // Contract: the output is always a valid JSON string, whatever the input bytes. Quotes,
 // backslashes and control characters are escaped; valid UTF-8 is kept as it is; each byte of an
 // invalid sequence is written as the text \xHH (the JSON "\\xHH"), the same convention the store
-// uses for file names, so distinct names stay distinct and the record is never rejected.
+// uses for file names, so distinct names stay distinct and the record is never rejected. With
+// html_safe, <, > and & are escaped as well, so that the string can sit inside an HTML <script>.
 #ifndef COLLSCOPE_CAPTURE_COMMON_JSON_ESCAPE_H_
 #define COLLSCOPE_CAPTURE_COMMON_JSON_ESCAPE_H_
 
@@ -27,7 +29,7 @@ inline size_t Utf8SequenceLength(std::string_view s, size_t i) {
   return len;
 }
 
-inline void AppendEscapedJsonString(std::string_view s, std::string* out) {
+inline void AppendEscapedJsonString(std::string_view s, std::string* out, bool html_safe = false) {
   static constexpr char kHex[] = "0123456789abcdef";
   out->push_back('"');
   for (size_t i = 0; i < s.size();) {
@@ -45,7 +47,7 @@ inline void AppendEscapedJsonString(std::string_view s, std::string* out) {
     } else if (c == '\t') {
       out->append("\\t");
       ++i;
-    } else if (c < 0x20) {
+    } else if (c < 0x20 || (html_safe && (c == '<' || c == '>' || c == '&'))) {
       out->append("\\u00");
       out->push_back(kHex[c >> 4]);
       out->push_back(kHex[c & 0xf]);
@@ -64,6 +66,13 @@ inline void AppendEscapedJsonString(std::string_view s, std::string* out) {
     }
   }
   out->push_back('"');
+}
+
+inline std::string JsonQuoted(std::string_view s, bool html_safe = false) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  AppendEscapedJsonString(s, &out, html_safe);
+  return out;
 }
 
 }  // namespace collscope::capture

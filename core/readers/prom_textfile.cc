@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "capture/common/json_escape.h"
 #include "core/input_files.h"
 #include "core/readers/rows.h"
 #include "core/readers/text.h"
@@ -155,28 +156,6 @@ bool ParseMessageSize(string_view s, uint64_t* lo, uint64_t* hi) {
   return true;
 }
 
-void JsonEscape(string_view s, std::string* out) {
-  *out += '"';
-  for (char c : s) {
-    switch (c) {
-      case '"': *out += "\\\""; break;
-      case '\\': *out += "\\\\"; break;
-      case '\n': *out += "\\n"; break;
-      case '\r': *out += "\\r"; break;
-      case '\t': *out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char b[8];
-          std::snprintf(b, sizeof b, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-          *out += b;
-        } else {
-          *out += c;
-        }
-    }
-  }
-  *out += '"';
-}
-
 using Labels = std::vector<std::pair<std::string, std::string>>;
 
 const std::string* Label(const Labels& labels, string_view name) {
@@ -288,9 +267,9 @@ class Parser {
     x.labels = "{";
     for (const auto& [k, v] : labels) {
       if (x.labels.size() > 1) x.labels += ',';
-      JsonEscape(k, &x.labels);
+      capture::AppendEscapedJsonString(k, &x.labels);
       x.labels += ':';
-      JsonEscape(v, &x.labels);
+      capture::AppendEscapedJsonString(v, &x.labels);
     }
     x.labels += '}';
     if (!bad.empty()) Bad(x.metric + ": " + bad + " (stored as NULL)");
