@@ -404,45 +404,65 @@ std::vector<std::vector<double>> SiblingP2pWaits(const CommData& d, double W, Pi
   // that is what they are compared on. Not the window: a record without its start time sits at
   // its process's dump, and each process dumps in its own phase, so with dumps several windows
   // apart a window holds one sibling's transfer and not the others'. Records without a sequence
-  // number are compared by window. Key: (comm name, size, own position, peer's position,
-  // direction, bytes, sequence number or -1 - window); sorted by key, then process (one record
-  // per transfer: a map per key cost the 10,240-GPU job seconds).
+  // number are compared by window. Key: the transfer (comm name, size, own position, peer's
+  // position, direction, bytes), then its sequence number (or -1 - window); sorted by key, then
+  // process (one record per transfer: a map per key cost the 10,240-GPU job seconds). The transfer
+  // is numbered densely so that the sort compares one 128-bit integer, not eight fields.
   struct Item {
-    int name, n_ranks, pos, peer_pos;
-    bool send;
-    int64_t bytes, when;
-    int proc, comm, w;
+    unsigned __int128 order;  // transfer id << 96 | (sequence + 2^62) << 32 | process
+    int comm, w;
     double exec;
-    auto Key() const { return std::tie(name, n_ranks, pos, peer_pos, send, bytes, when); }
+    int pos, peer_pos;
+    int Proc() const { return static_cast<int>(static_cast<uint32_t>(order)); }
   };
   // An all-to-all's messages follow the tokens routed, a different size in each sibling group
   // (expert groups route apart): its transfers compare with their siblings' whatever their size,
   // as a wait for a partner that posted late dwarfs what the size moves.
   const std::vector<bool> all_to_all = AllToAllComms(d);
   std::unordered_map<std::string, int> name_ids;
+  std::vector<int> comm_name(d.comms.size(), -1);
+  struct TransferHash {
+    size_t operator()(const std::tuple<int, int, int, int, bool, int64_t>& t) const {
+      const auto& [a, b, c, e, f, g] = t;
+      uint64_t h = static_cast<uint64_t>(g) * 0x9E3779B97F4A7C15ull;
+      for (uint64_t v : {uint64_t(a), uint64_t(b), uint64_t(c), uint64_t(e), uint64_t(f)})
+        h = (h ^ v) * 0x100000001B3ull;
+      return static_cast<size_t>(h ^ (h >> 29));
+    }
+  };
+  std::unordered_map<std::tuple<int, int, int, int, bool, int64_t>, uint32_t, TransferHash> transfer_ids;
   std::vector<Item> items;
   items.reserve(d.p2p.size());
   for (const P2p& x : d.p2p) {
     if (x.peer < 0) continue;
-    const Comm& c = d.comms[static_cast<size_t>(x.comm)];
-    const int name = name_ids.try_emplace(c.name, static_cast<int>(name_ids.size())).first->second;
+    const size_t ci = static_cast<size_t>(x.comm);
+    const Comm& c = d.comms[ci];
+    if (comm_name[ci] < 0)
+      comm_name[ci] = name_ids.try_emplace(c.name, static_cast<int>(name_ids.size())).first->second;
     const int w = win(x.ts);
-    items.push_back({name, c.n_ranks, pos(x.comm, x.proc), pos(x.comm, x.peer), x.send,
-                     all_to_all[static_cast<size_t>(x.comm)] ? -1 : x.bytes, x.sn >= 0 ? x.sn : -1 - w, x.proc,
-                     x.comm, w, x.exec});
+    const int own = pos(x.comm, x.proc), peer = pos(x.comm, x.peer);
+    const uint32_t transfer =
+        transfer_ids
+            .try_emplace({comm_name[ci], c.n_ranks, own, peer, x.send, all_to_all[ci] ? -1 : x.bytes},
+                         static_cast<uint32_t>(transfer_ids.size()))
+            .first->second;
+    // Sequence numbers are at most 2^62 (the reader refuses larger); -1 - window is above -2^31.
+    const int64_t when = x.sn >= 0 ? x.sn : -1 - w;
+    const unsigned __int128 order = (static_cast<unsigned __int128>(transfer) << 96) |
+                                    (static_cast<unsigned __int128>(static_cast<uint64_t>(when + (int64_t{1} << 62))) << 32) |
+                                    static_cast<uint32_t>(x.proc);
+    items.push_back({order, x.comm, w, x.exec, own, peer});
   }
-  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
-    return std::tuple_cat(a.Key(), std::tie(a.proc)) < std::tuple_cat(b.Key(), std::tie(b.proc));
-  });
+  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.order < b.order; });
   struct Acc { int proc, comm, w; double sum; int n; };  // a process's records of one key
   std::vector<Acc> procs;
   std::vector<double> means;
   for (size_t i = 0; i < items.size();) {
     procs.clear();
     size_t j = i;
-    for (; j < items.size() && items[j].Key() == items[i].Key(); ++j) {
+    for (; j < items.size() && (items[j].order >> 32) == (items[i].order >> 32); ++j) {
       const Item& x = items[j];
-      if (procs.empty() || procs.back().proc != x.proc) procs.push_back({x.proc, x.comm, x.w, 0, 0});
+      if (procs.empty() || procs.back().proc != x.Proc()) procs.push_back({x.Proc(), x.comm, x.w, 0, 0});
       procs.back().sum += x.exec;
       procs.back().n++;
     }
