@@ -802,12 +802,14 @@ Status CommLabels(Store& store, const std::string& rid, const std::vector<dg::Fi
 struct NamedHosts {
   std::map<std::string, std::vector<int>> culprit_cards, suspect_cards;
   std::vector<std::string> culprit_order;
+  std::set<int> culprit_ranks;  // the ranks culprit findings name
 };
 
 NamedHosts HostsNamedBy(const std::vector<Card>& cards) {
   NamedHosts n;
   for (const Card& c : cards) {
     const dg::Finding& f = *c.occurrences[0];
+    if (!dg::IsSymptom(f.kind)) n.culprit_ranks.insert(f.ranks.begin(), f.ranks.end());
     for (const std::string& h : f.hosts) {
       auto& m = dg::IsSymptom(f.kind) ? n.suspect_cards : n.culprit_cards;
       if (!dg::IsSymptom(f.kind) && !n.culprit_cards.count(h)) n.culprit_order.push_back(h);
@@ -895,6 +897,9 @@ std::string NamedHostsJson(const NamedHosts& n) {
   sep.clear();
   for (const auto& [h, _] : n.suspect_cards)
     if (!n.culprit_cards.count(h)) named += sep + ScriptJson(h), sep = ",";
+  named += "],\"culprit_ranks\":[";
+  sep.clear();
+  for (int r : n.culprit_ranks) named += sep + std::to_string(r), sep = ",";
   return named + "]}";
 }
 
@@ -1170,6 +1175,12 @@ Result<std::string> RenderReport(Store& store, const ReportOptions& ro) {
   COLLSCOPE_RETURN_IF_ERROR(add("range_bars", Primitive(store, "range_bars", o,
       "kernel_key IN (" + first_big + ")")));
   COLLSCOPE_RETURN_IF_ERROR(add("resource", Primitive(store, "resource_usage", o)));
+  // Steps and phases per rank, where the store has step/phase series or Kineto steps.
+  for (const char* macro : {"step_cells", "phase_means", "parallel_grid"}) {
+    Result<QueryResult> t = store.Query(std::string("SELECT * FROM ") + macro + "(" + rid + ")");
+    if (!t.ok()) return t.status().WithPrefix(std::string(macro) + ": ");
+    COLLSCOPE_RETURN_IF_ERROR(add(macro, TableJson(*t)));
+  }
   if (!baseline.empty()) {
     AnalysisOptions c = o;
     c.run.clear();

@@ -190,7 +190,7 @@ TEST_F(Report, SymptomNamesSuspectsNotACulprit) {
   EXPECT_NE(Section(*html, "summary").find("No culprit named"), std::string::npos);
   EXPECT_NE(html->find("<tr id=\"host-h1\" class=\"suspect\">"), std::string::npos);
   EXPECT_EQ(html->find("class=\"culprit\""), std::string::npos);
-  EXPECT_NE(html->find("\"named_hosts\":{\"culprits\":[],\"suspects\":[\"h1\",\"h2\"]}"), std::string::npos);
+  EXPECT_NE(html->find("\"named_hosts\":{\"culprits\":[],\"suspects\":[\"h1\",\"h2\"],\"culprit_ranks\":[]}"), std::string::npos);
 }
 
 // A stack file of `collscope stacks --out` (core/readers/stacks.h) for one process: its main

@@ -888,6 +888,72 @@ SELECT r.name AS run, m.value, m.kernel_key, m.records, m.lo + (m.hi - m.lo) * 0
 FROM m JOIN runs r USING (run_id) ORDER BY run, kernel_key, value)sql");
 }
 
+// Steps and phases per rank, where the store has step/phase series (the annotation API's format)
+// or Kineto steps. A rank's compute time in a step is the wall time of its phases that are not
+// communication (forward, backward, optimizer...; Kineto steps: the step's compute kernels). Not
+// the step less its communication phases: frameworks nest and overlap those (a pipeline phase
+// spans the backward pass), so the difference moves with the network and would light up healthy
+// ranks. Its peers are the ranks of the same pipeline stage at the same step, which run the same
+// layers (every rank when no stage is declared): a rank at 1.0 is as its peers, so healthy
+// structure stays neutral. A collective inside a compute phase holds its group mates as long as
+// its slowest member, so a slow GPU shows in its tensor-parallel group's row, itself the darkest.
+void StepViews(std::vector<std::string>& v) {
+  v.push_back(R"sql(CREATE OR REPLACE {TEMP} MACRO step_rank_times(rid) AS TABLE
+WITH s AS (
+  SELECT rank, step, min(start_us) AS start_us,
+         coalesce(max(dur_us) FILTER (WHERE source = 'annotation'), max(dur_us)) AS step_us,
+         max(compute_us) FILTER (WHERE source = 'kineto') AS kernel_compute_us
+  FROM steps WHERE run_id = rid AND rank >= 0 GROUP BY ALL),
+c AS (
+  SELECT rank, step,
+         sum(wall_us) FILTER (WHERE phase NOT IN ('tp_comm', 'cp_comm', 'ep_comm', 'pp_p2p', 'dp_comm', 'world_comm')) AS compute_us
+  FROM step_phases WHERE run_id = rid GROUP BY ALL),
+r AS (
+  SELECT rank, any_value(hostname) AS hostname, any_value(pp_rank) AS pp_rank, any_value(tp_rank) AS tp_rank,
+         any_value(dp_rank) AS dp_rank
+  FROM step_ranks WHERE run_id = rid AND rank >= 0 GROUP BY rank),
+k AS (SELECT rank, any_value(hostname) AS hostname FROM kineto_traces WHERE run_id = rid AND rank >= 0 GROUP BY rank)
+SELECT s.rank, coalesce(r.hostname, k.hostname) AS hostname, r.pp_rank, r.tp_rank, r.dp_rank, s.step,
+       s.start_us, s.step_us, coalesce(c.compute_us, s.kernel_compute_us) AS compute_us
+FROM s LEFT JOIN c USING (rank, step) LEFT JOIN r USING (rank) LEFT JOIN k USING (rank))sql");
+  // Rank x step: each cell's compute time over its peers' median at that step. Above max_rows ranks,
+  // a row per host, holding its worst rank (a slow GPU still stands out in its host's row).
+  v.push_back(R"sql(CREATE OR REPLACE {TEMP} MACRO step_cells(rid, max_rows := 256) AS TABLE
+WITH t AS (SELECT * FROM step_rank_times(rid)),
+peers AS (SELECT step, pp_rank, median(compute_us) AS med FROM t GROUP BY ALL),
+x AS (SELECT t.*, t.compute_us / nullif(p.med, 0) AS ratio
+      FROM t JOIN peers p ON t.step = p.step AND t.pp_rank IS NOT DISTINCT FROM p.pp_rank),
+n AS (SELECT count(DISTINCT rank) AS ranks FROM t)
+SELECT CASE WHEN (SELECT ranks FROM n) > max_rows THEN coalesce(hostname, '(unknown host)') ELSE 'rank ' || rank END AS row_label,
+       any_value(hostname) AS hostname, min(rank) AS first_rank, arg_max(rank, coalesce(ratio, 0)) AS rank, step,
+       min(start_us)::BIGINT AS start_us, max(step_us)::BIGINT AS step_us, max(compute_us)::BIGINT AS compute_us,
+       round(max(ratio), 4) AS ratio, count(*)::INTEGER AS ranks
+FROM x GROUP BY row_label, step ORDER BY first_rank, step)sql");
+  // Phases per rank: each phase's mean wall time per step, and whether it is communication.
+  v.push_back(R"sql(CREATE OR REPLACE {TEMP} MACRO phase_means(rid, max_rows := 256) AS TABLE
+WITH p AS (SELECT rank, phase, sum(wall_us) AS wall_us, count(DISTINCT step) AS steps
+           FROM step_phases WHERE run_id = rid AND rank >= 0 GROUP BY ALL),
+h AS (SELECT rank, any_value(hostname) AS hostname FROM step_ranks WHERE run_id = rid GROUP BY rank),
+n AS (SELECT count(DISTINCT rank) AS ranks FROM p)
+SELECT CASE WHEN (SELECT ranks FROM n) > max_rows THEN coalesce(hostname, '(unknown host)') ELSE 'rank ' || rank END AS row_label,
+       any_value(hostname) AS hostname, min(rank) AS first_rank, phase,
+       round(avg(wall_us / steps), 1) AS mean_us,
+       phase IN ('tp_comm', 'cp_comm', 'ep_comm', 'pp_p2p', 'dp_comm', 'world_comm') AS communication
+FROM p LEFT JOIN h USING (rank) GROUP BY row_label, phase ORDER BY first_rank, row_label, phase)sql");
+  // The ARGUS grid: a cell per rank at (data-parallel rank, pipeline stage and tensor-parallel
+  // rank), its longest compute time of a step (the run's first step left out: warm-up) over the
+  // median of its stage's. Ranks whose series declare no layout are not placed.
+  v.push_back(R"sql(CREATE OR REPLACE {TEMP} MACRO parallel_grid(rid) AS TABLE
+WITH t AS (SELECT * FROM step_rank_times(rid) WHERE dp_rank IS NOT NULL),
+first AS (SELECT min(step) AS s, count(DISTINCT step) AS n FROM t),
+m AS (SELECT rank, any_value(hostname) AS hostname, any_value(dp_rank) AS dp_rank, any_value(pp_rank) AS pp_rank,
+             any_value(tp_rank) AS tp_rank, max(compute_us) AS max_compute_us
+      FROM t WHERE step > (SELECT s FROM first) OR (SELECT n FROM first) < 3 GROUP BY rank)
+SELECT rank, hostname, dp_rank, pp_rank, tp_rank, max_compute_us::BIGINT AS max_compute_us,
+       round(max_compute_us / nullif(median(max_compute_us) OVER (PARTITION BY pp_rank), 0), 4) AS ratio
+FROM m ORDER BY pp_rank, tp_rank, dp_rank)sql");
+}
+
 // Every other view and macro. Sources read the agg_* tables for the runs whose aggregates are
 // fresh (agg_fresh_runs) and the records for the others (agg_stale_runs), so answers never depend
 // on whether RefreshAggregates ran: only their cost does.
@@ -898,6 +964,7 @@ std::vector<std::string> Views(bool use_aggregates) {
   VariationViews(v);
   TemporalViews(v);
   SpatialViews(v);
+  StepViews(v);
   ResourceAndOtherViews(v);
   return v;
 }

@@ -200,6 +200,101 @@
       series: [{type: 'heatmap', data: rcells, progressive: 20000}]});
   }
 
+  // ---- steps and phases (step_cells, phase_means, parallel_grid in analysis/views.cc) ----
+  var culpritRank = {};
+  (NAMED.culprit_ranks || []).forEach(function (r) { culpritRank[r] = true; });
+  // A rank is the culprit's when a culprit finding names it, or names its host and none of the
+  // host's ranks (a slow GPU's finding names its host too; a NIC's, every rank of the host). A
+  // host's row holds its worst rank at each step.
+  var rankNamedOn = {};
+  rows(D.step_cells).concat(rows(D.parallel_grid)).forEach(function (r) { if (culpritRank[r.rank]) rankNamedOn[r.hostname] = true; });
+  function culpritRow(r) { return culpritRank[r.rank] || culprit[r.hostname] && !rankNamedOn[r.hostname]; }
+  var RATIO = {min: 0.8, max: 1.25, inRange: {color: ['#67a9cf', '#d1e5f0', '#f7f7f7', '#fddbc7', '#ef8a62', '#b2182b']}};
+  function rowLabels(labels, isCulprit) {
+    return {hideOverlap: true, formatter: function (l) { return isCulprit[l] ? '{c|\u25b6 ' + l + '}' : l; }, rich: {c: {color: '#d64545', fontWeight: 'bold'}}};
+  }
+  var noSteps = 'No step/phase series or Kineto steps in this run: the collscope-annotate API (docs/annotate.md) writes them.';
+  var sc = rows(D.step_cells);
+  if (!sc.length) empty('chart-step-heatmap', noSteps);
+  else {
+    var srows = [], srowIx = {}, sCulprit = {}, stepStart = {};
+    sc.forEach(function (r) {
+      if (srowIx[r.row_label] === undefined) { srowIx[r.row_label] = srows.length; srows.push(r.row_label); }
+      if (culpritRow(r)) sCulprit[r.row_label] = true;
+      if (stepStart[r.step] === undefined || r.start_us < stepStart[r.step]) stepStart[r.step] = r.start_us;
+    });
+    var steps = Object.keys(stepStart).map(Number).sort(function (a, b) { return a - b; });
+    var stepIx = {}; steps.forEach(function (x, i) { stepIx[x] = i; });
+    var ylab = srows.slice().reverse(), yIx = {}; ylab.forEach(function (l, i) { yIx[l] = i; });
+    var scells = sc.filter(function (r) { return r.ratio !== null; }).map(function (r) { return [stepIx[r.step], yIx[r.row_label], r.ratio, r.compute_us, r.step_us, r.rank, r.hostname, r.ranks]; });
+    // The findings' windows as the steps they overlap (a step runs from its start to the next's).
+    var stepBands = {silent: true, label: {show: true, position: 'insideTop', color: '#8a2d2d', fontSize: 11}, data: []};
+    BANDS.forEach(function (b) {
+      var first = -1, last = -1;
+      steps.forEach(function (x, i) {
+        var end = i + 1 < steps.length ? stepStart[steps[i + 1]] : Infinity;
+        if (stepStart[x] < b.end_us && end > b.start_us) { if (first < 0) first = i; last = i; }
+      });
+      if (first >= 0) stepBands.data.push([{name: b.label, xAxis: first, itemStyle: {color: 'rgba(0,0,0,0)', borderColor: b.symptom ? '#e8a33d' : '#d64545', borderWidth: 2, borderType: 'dashed'}}, {xAxis: last}]);
+    });
+    chart('chart-step-heatmap', {tooltip: {confine: true, formatter: function (p) { var v = p.value; return esc(ylab[v[1]]) + (v[7] > 1 ? ' (worst: rank ' + v[5] + ')' : ' on ' + esc(v[6])) + '<br>step ' + steps[v[0]] + '<br>compute ' + num(v[3] / 1000, 1) + ' ms, ' + v[2] + '\u00d7 its peers<br>step ' + num(v[4] / 1000, 1) + ' ms'; }},
+      grid: {left: 120, right: 70, top: 10, bottom: 70},
+      xAxis: {type: 'category', name: 'step', nameLocation: 'middle', nameGap: 50, data: steps.map(String)},
+      yAxis: {type: 'category', data: ylab, axisLabel: rowLabels(ylab, sCulprit)},
+      visualMap: Object.assign({dimension: 2, calculable: true, orient: 'vertical', right: 5, top: 'middle', precision: 2}, RATIO),
+      dataZoom: [{type: 'inside', xAxisIndex: 0}, {type: 'inside', yAxisIndex: 0}, {type: 'slider', xAxisIndex: 0, height: 18, bottom: 8}],
+      series: [{type: 'heatmap', data: scells, progressive: 20000, markArea: stepBands.data.length ? stepBands : undefined}]});
+    markBands('chart-step-heatmap', stepBands.data.length);
+    document.getElementById('chart-step-heatmap').setAttribute('data-culprits', srows.filter(function (l) { return sCulprit[l]; }).join(' '));
+  }
+  var pm = rows(D.phase_means);
+  if (!pm.length) empty('chart-phases', noSteps);
+  else {
+    var prows = [], prowIx = {}, pCulprit = {}, phases = [], phaseComm = {};
+    pm.forEach(function (r) {
+      if (prowIx[r.row_label] === undefined) { prowIx[r.row_label] = prows.length; prows.push(r.row_label); }
+      if (/^rank /.test(r.row_label) ? culpritRow({rank: r.first_rank, hostname: r.hostname}) : culprit[r.hostname] || rankNamedOn[r.hostname]) pCulprit[r.row_label] = true;
+      if (phaseComm[r.phase] === undefined) { phases.push(r.phase); phaseComm[r.phase] = r.communication === true || r.communication === 'true'; }
+    });
+    // What a rank computes first, then what it waits in.
+    phases.sort(function (a, b) { return (phaseComm[a] ? 1 : 0) - (phaseComm[b] ? 1 : 0) || (a < b ? -1 : a > b ? 1 : 0); });
+    var series = phases.map(function (ph) {
+      var data = prows.map(function () { return 0; });
+      pm.forEach(function (r) { if (r.phase === ph) data[prowIx[r.row_label]] = r.mean_us / 1000; });
+      return {name: ph + (phaseComm[ph] ? ' (comm)' : ''), type: 'bar', stack: 'phases', data: data, large: true,
+        itemStyle: phaseComm[ph] ? {opacity: 0.55} : undefined};
+    });
+    chart('chart-phases', {tooltip: {trigger: 'axis', confine: true, axisPointer: {type: 'shadow'}, valueFormatter: function (v) { return num(v, 1) + ' ms'; }},
+      legend: {type: 'scroll', top: 0}, grid: {left: 60, right: 20, top: 40, bottom: 70},
+      xAxis: {type: 'category', data: prows, axisLabel: rowLabels(prows, pCulprit)},
+      yAxis: {type: 'value', name: 'ms per step'}, dataZoom: zoomXY, series: series});
+    document.getElementById('chart-phases').setAttribute('data-culprits', prows.filter(function (l) { return pCulprit[l]; }).join(' '));
+  }
+  var pg = rows(D.parallel_grid);
+  if (!pg.length) empty('chart-parallel-grid', sc.length ? 'The step series declare no parallel layout (their data-, tensor- and pipeline-parallel ranks).' : noSteps);
+  else {
+    var dps = Array.from(new Set(pg.map(function (r) { return r.dp_rank; }))).sort(function (a, b) { return a - b; });
+    var ykey = function (r) { return 'PP ' + r.pp_rank + ' \u00b7 TP ' + r.tp_rank; };
+    var ys = [], yseen = {};
+    pg.forEach(function (r) { var k = ykey(r); if (!yseen[k]) { yseen[k] = true; ys.push(k); } });
+    ys.reverse();
+    var gy = {}; ys.forEach(function (k, i) { gy[k] = i; });
+    var gx = {}; dps.forEach(function (x, i) { gx[x] = i; });
+    var gcells = pg.filter(function (r) { return r.ratio !== null; }).map(function (r) {
+      var cell = {value: [gx[r.dp_rank], gy[ykey(r)], r.ratio, r.rank, r.hostname, r.max_compute_us]};
+      if (culpritRow(r)) cell.itemStyle = {borderColor: '#d64545', borderWidth: 2};
+      return cell;
+    });
+    chart('chart-parallel-grid', {tooltip: {confine: true, formatter: function (p) { var v = p.value; return 'rank ' + v[3] + ' on ' + esc(v[4]) + '<br>' + esc(ys[v[1]]) + ' \u00b7 DP ' + dps[v[0]] + '<br>longest compute time ' + num(v[5] / 1000, 1) + ' ms, ' + v[2] + '\u00d7 its stage'; }},
+      grid: {left: 110, right: 70, top: 10, bottom: 60},
+      xAxis: {type: 'category', name: 'data-parallel rank', nameLocation: 'middle', nameGap: 40, data: dps.map(String), axisLabel: {hideOverlap: true}},
+      yAxis: {type: 'category', data: ys, axisLabel: {hideOverlap: true}},
+      visualMap: Object.assign({dimension: 2, calculable: true, orient: 'vertical', right: 5, top: 'middle', precision: 2}, RATIO),
+      dataZoom: [{type: 'inside', xAxisIndex: 0}, {type: 'inside', yAxisIndex: 0}],
+      series: [{type: 'heatmap', data: gcells, progressive: 20000}]});
+    document.getElementById('chart-parallel-grid').setAttribute('data-culprits', pg.filter(culpritRow).map(function (r) { return r.rank; }).join(' '));
+  }
+
   // ---- range bars ----
   var rb = rows(D.range_bars);
   document.getElementById('ranges-note').textContent = rb.length ? 'min / p25 / median / p75 / max of busbw (GB/s) for the hottest kernel of at least ' + bytes(D.meta.min_bytes) + ': ' + sizeOf(rb[0].kernel_key) + '.' : '';

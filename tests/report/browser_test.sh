@@ -21,7 +21,7 @@ tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 db=$tmp/job.duckdb
-"$bin" ingest "$job/nccl-inspector" --db "$db" --run example -q || fail "ingest"
+"$bin" ingest "$job/nccl-inspector" "$job/steps" --db "$db" --run example -q || fail "ingest"
 # A baseline: nccl-tests of the example's 8-GPU tensor-parallel groups, from the simulator.
 "$bin" simulate -o "$tmp/nt" --mode nccl-tests --hosts 1 --gpus-per-host 8 --tp 8 --pp 1 \
   --nt-ops allreduce --nt-min-bytes 1048576 --nt-max-bytes 268435456 --kineto-max-ranks 0 \
@@ -94,6 +94,34 @@ check() {
 
 check example "$out/report.html" "$(truth_host "$job/ground_truth.json")"
 grep -q 'id="baseline-body"><p' "$out/example.dom.html" || fail "baseline comparison missing"
+
+# step_view NAME ID CULPRITS: the steps section's view ID is drawn and marks exactly CULPRITS.
+step_view() {
+  local dom=$out/$1.dom.html
+  grep -Eq "id=\"$2\"[^>]*data-chart=\"ok\"" "$dom" || fail "$1: step view $2 not drawn"
+  local got
+  got=$(grep -o "id=\"$2\"[^>]*" "$dom" | grep -o 'data-culprits="[^"]*"')
+  [ "$got" = "data-culprits=\"$3\"" ] || fail "$1: $2 marks $got, not \"$3\""
+}
+# The example's NIC (node-001, ranks 8-15) leaves every rank's compute as its peers': the views
+# mark its ranks and shade the finding's steps, and show nothing slower.
+step_view example chart-step-heatmap "rank 8 rank 9 rank 10 rank 11 rank 12 rank 13 rank 14 rank 15"
+step_view example chart-phases "rank 8 rank 9 rank 10 rank 11 rank 12 rank 13 rank 14 rank 15"
+step_view example chart-parallel-grid "8 9 10 11 12 13 14 15"
+grep -Eq 'id="chart-step-heatmap"[^>]*data-bands="[1-9]' "$out/example.dom.html" || fail "example: no finding band on the step heatmap"
+
+# A slow GPU (rank 21 of 64) with its step/phase series: the step views mark that rank alone,
+# although its finding names its host too.
+"$bin" simulate -o "$tmp/gpu" --hosts 8 --gpus-per-host 8 --tp 4 --pp 2 --steps 16 --kineto-max-ranks 0 --seed 3 \
+  --fault kind=gpu_straggler,rank=21,factor=1.4,start_step=4 >/dev/null || fail "simulate gpu job"
+"$bin" ingest "$tmp/gpu/nccl-inspector" "$tmp/gpu/steps" --db "$tmp/gpu.duckdb" --run gpu -q || fail "ingest gpu job"
+"$bin" report --db "$tmp/gpu.duckdb" -o "$out/gpu.html" 2>/dev/null || fail "report gpu job"
+timeout 120 "$chromium" "${flags[@]}" --window-size=1400,900 --dump-dom "file://$out/gpu.html" >"$out/gpu.dom.html" 2>/dev/null ||
+  fail "gpu: chromium --dump-dom"
+grep -q 'data-rendered="ok"' "$out/gpu.dom.html" || fail "gpu: the report script did not finish"
+step_view gpu chart-step-heatmap "rank 21"
+step_view gpu chart-phases "rank 21"
+step_view gpu chart-parallel-grid "21"
 
 # A simulated 64-GPU job with one degraded NIC, Inspector logs with point-to-point records only
 # (evidence tier B: no step series, no kernels).
