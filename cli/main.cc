@@ -17,6 +17,12 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "collscope " COLLSCOPE_VERSION_FULL);
   for (auto registrar : collscope::cli::Registry()) registrar(app);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version print and succeed; any other parse error is a usage error, status 2
+    // (docs/cli.md), never CLI11's own codes (106, 109...) that no script could anticipate.
+    return app.exit(e) == 0 ? 0 : 2;
+  }
   return collscope::cli::g_exit_code;
 }

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 #include <thread>
@@ -51,6 +52,19 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, Options opti
   for (const char* off : {"autoinstall_known_extensions", "autoload_known_extensions",
                           "allow_community_extensions", "allow_unsigned_extensions"})
     duckdb_set_config(config, off, "false");
+  // COLLSCOPE_DUCKDB_THREADS caps DuckDB's worker threads (default: one per core). Beside a
+  // training job, or with several collscope processes on one machine at once (CI runs tests two at
+  // a time), parallel plans over small stores cost more CPU in scheduling than they save.
+  if (const char* threads = std::getenv("COLLSCOPE_DUCKDB_THREADS"); threads && *threads) {
+    char* end = nullptr;
+    const long n = std::strtol(threads, &end, 10);
+    if (*end != '\0' || n < 1 || n > 4096) {
+      duckdb_destroy_config(&config);
+      return Status::InvalidArgument(std::string("COLLSCOPE_DUCKDB_THREADS=") + threads +
+                                     ": not a thread count (1-4096)");
+    }
+    duckdb_set_config(config, "threads", threads);
+  }
   if (!options.memory_limit.empty() &&
       duckdb_set_config(config, "memory_limit", options.memory_limit.c_str()) != DuckDBSuccess) {
     duckdb_destroy_config(&config);

@@ -187,6 +187,23 @@ TEST_F(CliTest, SqlOutputIsValidInEveryFormat) {
       << table.text;
 }
 
+// COLLSCOPE_DUCKDB_THREADS caps DuckDB's threads in the stores a command opens; a value that is
+// not a thread count is refused, naming it, rather than ignored.
+TEST_F(CliTest, DuckDbThreadsFromTheEnvironment) {
+  ASSERT_EQ(Collscope("ingest " + dir_ / "job" + " --db " + db_ + " -q").code, 1);  // one garbage line
+  const std::string threads = " sql --db " + db_ + " \"SELECT current_setting('threads') AS t\" --csv";
+  Output capped = testing::RunShell("COLLSCOPE_DUCKDB_THREADS=1 " + testing::CollscopeBinary() + threads + " 2>&1");
+  EXPECT_EQ(capped.code, 0) << capped.text;
+  EXPECT_EQ(capped.text, "t\n1\n");
+  for (const char* bad : {"0", "two", "3x", "100000"}) {
+    Output refused = testing::RunShell(std::string("COLLSCOPE_DUCKDB_THREADS=") + bad + " " +
+                                       testing::CollscopeBinary() + threads + " 2>&1");
+    EXPECT_EQ(refused.code, 2) << bad << ": " << refused.text;
+    EXPECT_NE(refused.text.find(std::string("COLLSCOPE_DUCKDB_THREADS=") + bad + ": not a thread count"),
+              std::string::npos) << refused.text;
+  }
+}
+
 TEST_F(CliTest, ExitCodes) {
   testing::WriteFile(dir_ / "bad/x-pid1.log", "not json\nnor this\n");
   Output nothing = Collscope("ingest " + dir_ / "bad" + " --db " + db_ + " -q");
@@ -274,6 +291,13 @@ TEST_F(CliTest, ExitStatusesFollowTheErrorsCode) {
   EXPECT_NE(no_store.text.find("no such store (not found)"), std::string::npos) << no_store.text;
   Output no_run = Collscope("summary --db " + db_ + " --run absent");
   EXPECT_EQ(no_run.code, 2) << "not found\n" << no_run.text;
+  // Usage errors: 2, as the table says, not the argument parser's own codes; --help succeeds.
+  for (const char* usage : {"--bogus", "sql --bogus", "sql \"SELECT 1\" extra", "diagnose --threshold", "nonsense"}) {
+    Output u = Collscope(usage);
+    EXPECT_EQ(u.code, 2) << usage << "\n" << u.text;
+  }
+  EXPECT_EQ(Collscope("diagnose --help").code, 0);
+  EXPECT_EQ(Collscope("--version").code, 0);
   // A store where the system refuses to create one: a path under a regular file.
   Output refused = Collscope("ingest " + dir_ / "job" + " --db " + dir_ / "job/node2-pid9.log/store.duckdb");
   EXPECT_EQ(refused.code, 3) << "I/O error\n" << refused.text;
