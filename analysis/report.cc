@@ -1175,8 +1175,9 @@ Result<std::string> RenderReport(Store& store, const ReportOptions& ro) {
   COLLSCOPE_RETURN_IF_ERROR(add("range_bars", Primitive(store, "range_bars", o,
       "kernel_key IN (" + first_big + ")")));
   COLLSCOPE_RETURN_IF_ERROR(add("resource", Primitive(store, "resource_usage", o)));
-  // Steps and phases per rank, where the store has step/phase series or Kineto steps.
-  for (const char* macro : {"step_cells", "phase_means", "parallel_grid"}) {
+  // Steps, phases and kernels per rank, where the store has step/phase series, Kineto traces or
+  // the CUPTI library's kernel summaries.
+  for (const char* macro : {"step_cells", "phase_means", "parallel_grid", "kernel_mode_cells"}) {
     Result<QueryResult> t = store.Query(std::string("SELECT * FROM ") + macro + "(" + rid + ")");
     if (!t.ok()) return t.status().WithPrefix(std::string(macro) + ": ");
     COLLSCOPE_RETURN_IF_ERROR(add(macro, TableJson(*t)));

@@ -954,6 +954,36 @@ SELECT rank, hostname, dp_rank, pp_rank, tp_rank, max_compute_us::BIGINT AS max_
 FROM m ORDER BY pp_rank, tp_rank, dp_rank)sql");
 }
 
+// Kernels against their peers, from the CUPTI library's kernel summaries (their log-normal modes)
+// or, without them, Kineto's kernels: per rank and compute kernel (the summaries' name and launch
+// configuration; Kineto's name), the geometric mean duration over the median of the ranks that run
+// it. Only the top_kernels by time; above max_rows ranks, a row per host holding its worst rank.
+// NCCL kernels are left out: their duration includes waiting for the slowest member.
+void KernelViews(std::vector<std::string>& v) {
+  v.push_back(R"sql(CREATE OR REPLACE {TEMP} MACRO kernel_mode_cells(rid, top_kernels := 12, max_rows := 256) AS TABLE
+WITH src AS (
+  SELECT rank, host,
+         name || '<<<' || coalesce(array_to_string(grid, ','), '') || ' | ' || coalesce(array_to_string(block, ','), '') || '>>>' AS kernel,
+         unnest(modes) AS m
+  FROM kernel_summaries WHERE run_id = rid AND kind = 'compute' AND rank IS NOT NULL),
+summ AS (SELECT rank, host, kernel, m.count::DOUBLE AS n, m.centre_us AS centre FROM src WHERE m.count > 0 AND m.centre_us > 0),
+kin AS (
+  SELECT k.rank, t.hostname AS host, k.name AS kernel, 1.0 AS n, k.dur_us AS centre
+  FROM kernels k JOIN kineto_traces t USING (run_id, trace_id)
+  WHERE k.run_id = rid AND k.kind = 'compute' AND k.dur_us > 0 AND k.rank IS NOT NULL AND NOT EXISTS (SELECT 1 FROM summ)),
+d AS (SELECT * FROM summ UNION ALL SELECT * FROM kin),
+top AS (SELECT kernel FROM d GROUP BY kernel ORDER BY sum(n * centre) DESC, kernel LIMIT top_kernels),
+r AS (SELECT rank, any_value(host) AS host, kernel, exp(sum(n * ln(centre)) / sum(n)) AS geo_us, sum(n) AS executions
+      FROM d WHERE kernel IN (SELECT kernel FROM top) GROUP BY rank, kernel),
+x AS (SELECT r.*, geo_us / nullif(median(geo_us) OVER (PARTITION BY kernel), 0) AS ratio FROM r),
+n AS (SELECT count(DISTINCT rank) AS ranks FROM r)
+SELECT CASE WHEN (SELECT ranks FROM n) > max_rows THEN coalesce(host, '(unknown host)') ELSE 'rank ' || rank END AS row_label,
+       any_value(host) AS hostname, min(rank) AS first_rank, arg_max(rank, coalesce(ratio, 0)) AS rank, kernel,
+       round(max(geo_us), 2) AS geo_us, round(max(ratio), 4) AS ratio, sum(executions)::BIGINT AS executions,
+       count(*)::INTEGER AS ranks
+FROM x GROUP BY row_label, kernel ORDER BY first_rank, kernel)sql");
+}
+
 // Every other view and macro. Sources read the agg_* tables for the runs whose aggregates are
 // fresh (agg_fresh_runs) and the records for the others (agg_stale_runs), so answers never depend
 // on whether RefreshAggregates ran: only their cost does.
@@ -965,6 +995,7 @@ std::vector<std::string> Views(bool use_aggregates) {
   TemporalViews(v);
   SpatialViews(v);
   StepViews(v);
+  KernelViews(v);
   ResourceAndOtherViews(v);
   return v;
 }

@@ -21,8 +21,8 @@ struct SimulateOptions {
   std::vector<std::string> faults;
   std::string scenario;
   std::string nt_ops = "allreduce,allgather,reducescatter";
-  bool no_p2p = false, no_kineto_gzip = false, no_kernel_summaries = false, no_steps = false,
-       no_inflight_state = false, quiet = false;
+  bool no_p2p = false, no_kineto_gzip = false, no_kineto_traces = false, no_kernel_summaries = false,
+       no_steps = false, no_inflight_state = false, quiet = false;
   bool live = false;
   double speed = 1.0;
   CLI::Option* start_time = nullptr;
@@ -172,6 +172,8 @@ void AddOutputOptions(CLI::App* cmd, const std::shared_ptr<SimulateOptions>& opt
                   "Last profiled step (-1: last)")
       ->capture_default_str();
   cmd->add_flag("--no-kineto-gzip", opts->no_kineto_gzip, "Write .json instead of .json.gz");
+  cmd->add_flag("--no-kineto-traces", opts->no_kineto_traces,
+                "Write the CUPTI library's kernel summaries (kernels/) without the Kineto traces beside them");
   cmd->add_flag("--no-kernel-summaries", opts->no_kernel_summaries,
                 "Do not write the CUPTI library's kernel summaries beside the Kineto traces (kernels/)");
   cmd->add_flag("--no-steps", opts->no_steps, "Do not write the step/phase series (steps/)");
@@ -253,6 +255,7 @@ bool ConfigFrom(const SimulateOptions& o, sim::SimConfig* cfg) {
   cfg->inspector.p2p = !opts->no_p2p;
   cfg->output.kineto_gzip = !opts->no_kineto_gzip;
   cfg->output.kernel_summaries = !opts->no_kernel_summaries;
+  cfg->output.kineto_traces = !opts->no_kineto_traces;
   cfg->output.steps = !opts->no_steps;
   cfg->output.inflight_state = !opts->no_inflight_state;
   cfg->nccl_tests.ops.clear();

@@ -207,7 +207,7 @@
   // host's ranks (a slow GPU's finding names its host too; a NIC's, every rank of the host). A
   // host's row holds its worst rank at each step.
   var rankNamedOn = {};
-  rows(D.step_cells).concat(rows(D.parallel_grid)).forEach(function (r) { if (culpritRank[r.rank]) rankNamedOn[r.hostname] = true; });
+  rows(D.step_cells).concat(rows(D.parallel_grid), rows(D.kernel_mode_cells)).forEach(function (r) { if (culpritRank[r.rank]) rankNamedOn[r.hostname] = true; });
   function culpritRow(r) { return culpritRank[r.rank] || culprit[r.hostname] && !rankNamedOn[r.hostname]; }
   var RATIO = {min: 0.8, max: 1.25, inRange: {color: ['#67a9cf', '#d1e5f0', '#f7f7f7', '#fddbc7', '#ef8a62', '#b2182b']}};
   function rowLabels(labels, isCulprit) {
@@ -293,6 +293,27 @@
       dataZoom: [{type: 'inside', xAxisIndex: 0}, {type: 'inside', yAxisIndex: 0}],
       series: [{type: 'heatmap', data: gcells, progressive: 20000}]});
     document.getElementById('chart-parallel-grid').setAttribute('data-culprits', pg.filter(culpritRow).map(function (r) { return r.rank; }).join(' '));
+  }
+
+  var km = rows(D.kernel_mode_cells);
+  if (!km.length) empty('chart-kernel-modes', 'No compute kernels in this run: the CUPTI library (docs/cupti.md) or Kineto traces time them.');
+  else {
+    var krows = [], krowIx = {}, kCulprit = {}, kernels = [], kernelIx = {};
+    km.forEach(function (r) {
+      if (krowIx[r.row_label] === undefined) { krowIx[r.row_label] = krows.length; krows.push(r.row_label); }
+      if (kernelIx[r.kernel] === undefined) { kernelIx[r.kernel] = kernels.length; kernels.push(r.kernel); }
+      if (culpritRow(r)) kCulprit[r.row_label] = true;
+    });
+    var kylab = krows.slice().reverse(), kyIx = {}; kylab.forEach(function (l, i) { kyIx[l] = i; });
+    var kcells = km.filter(function (r) { return r.ratio !== null; }).map(function (r) { return [kernelIx[r.kernel], kyIx[r.row_label], r.ratio, r.geo_us, r.executions, r.rank, r.hostname, r.ranks]; });
+    chart('chart-kernel-modes', {tooltip: {confine: true, formatter: function (p) { var v = p.value; return esc(kylab[v[1]]) + (v[7] > 1 ? ' (worst: rank ' + v[5] + ')' : ' on ' + esc(v[6])) + '<br>' + esc(kernels[v[0]]) + '<br>' + num(v[3], 1) + ' \u00b5s (geometric mean of ' + num(v[4], 0) + ' executions), ' + v[2] + '\u00d7 its peers'; }},
+      grid: {left: 120, right: 70, top: 10, bottom: 120},
+      xAxis: {type: 'category', data: kernels, axisLabel: {rotate: 30, width: 160, overflow: 'truncate', hideOverlap: true}},
+      yAxis: {type: 'category', data: kylab, axisLabel: rowLabels(kylab, kCulprit)},
+      visualMap: Object.assign({dimension: 2, calculable: true, orient: 'vertical', right: 5, top: 'middle', precision: 2}, RATIO),
+      dataZoom: [{type: 'inside', yAxisIndex: 0}],
+      series: [{type: 'heatmap', data: kcells, progressive: 20000}]});
+    document.getElementById('chart-kernel-modes').setAttribute('data-culprits', krows.filter(function (l) { return kCulprit[l]; }).join(' '));
   }
 
   // ---- range bars ----

@@ -108,20 +108,23 @@ step_view() {
 step_view example chart-step-heatmap "rank 8 rank 9 rank 10 rank 11 rank 12 rank 13 rank 14 rank 15"
 step_view example chart-phases "rank 8 rank 9 rank 10 rank 11 rank 12 rank 13 rank 14 rank 15"
 step_view example chart-parallel-grid "8 9 10 11 12 13 14 15"
+grep -Eq 'id="chart-kernel-modes"[^>]*data-chart="empty"' "$out/example.dom.html" || fail "example: kernel view not empty without kernels"
 grep -Eq 'id="chart-step-heatmap"[^>]*data-bands="[1-9]' "$out/example.dom.html" || fail "example: no finding band on the step heatmap"
 
-# A slow GPU (rank 21 of 64) with its step/phase series: the step views mark that rank alone,
-# although its finding names its host too.
-"$bin" simulate -o "$tmp/gpu" --hosts 8 --gpus-per-host 8 --tp 4 --pp 2 --steps 16 --kineto-max-ranks 0 --seed 3 \
-  --fault kind=gpu_straggler,rank=21,factor=1.4,start_step=4 >/dev/null || fail "simulate gpu job"
-"$bin" ingest "$tmp/gpu/nccl-inspector" "$tmp/gpu/steps" --db "$tmp/gpu.duckdb" --run gpu -q || fail "ingest gpu job"
+# A slow GPU (rank 13 of 32) with its step/phase series and the CUPTI library's kernel summaries:
+# the step and kernel views mark that rank alone, although its finding names its host too.
+"$bin" simulate -o "$tmp/gpu" --hosts 4 --gpus-per-host 8 --tp 4 --pp 2 --steps 12 --kineto-max-ranks 32 --no-kineto-traces --seed 3 \
+  --fault kind=gpu_straggler,rank=13,factor=1.4,start_step=3 >/dev/null || fail "simulate gpu job"
+"$bin" ingest "$tmp/gpu/nccl-inspector" "$tmp/gpu/steps" "$tmp/gpu/kernels" --db "$tmp/gpu.duckdb" --run gpu -q ||
+  fail "ingest gpu job"
 "$bin" report --db "$tmp/gpu.duckdb" -o "$out/gpu.html" 2>/dev/null || fail "report gpu job"
 timeout 120 "$chromium" "${flags[@]}" --window-size=1400,900 --dump-dom "file://$out/gpu.html" >"$out/gpu.dom.html" 2>/dev/null ||
   fail "gpu: chromium --dump-dom"
 grep -q 'data-rendered="ok"' "$out/gpu.dom.html" || fail "gpu: the report script did not finish"
-step_view gpu chart-step-heatmap "rank 21"
-step_view gpu chart-phases "rank 21"
-step_view gpu chart-parallel-grid "21"
+step_view gpu chart-step-heatmap "rank 13"
+step_view gpu chart-phases "rank 13"
+step_view gpu chart-parallel-grid "13"
+step_view gpu chart-kernel-modes "rank 13"
 
 # A simulated 64-GPU job with one degraded NIC, Inspector logs with point-to-point records only
 # (evidence tier B: no step series, no kernels).
