@@ -566,14 +566,57 @@ void Agent::ApplyRetention(Store& store, const std::string& rid, TickReport* r) 
   for (const char* t : {"records", "kernel_events", "record_annotations", "dump_stats", "proxy_ops", "proxy_steps"})
     sql += std::string("DELETE FROM ") + t + " x USING agent_cut c WHERE x.run_id = " + rid +
            " AND x.file_id = c.file_id AND x.line <= c.line;\n";
-  auto n = store.QueryInt("SELECT CAST(count(*) AS BIGINT) FROM records WHERE run_id = " + rid +
-                          " AND dump_ts_us < " + horizon);
+  // The other series the agent stores grow with the job as well: each goes by its own clock
+  // (wall-clock microseconds, as the records' dumps), a row once its window has closed before
+  // the horizon.
+  static constexpr std::pair<const char*, const char*> kByEnd[] = {
+      {"stack_samples", "window_end_us"}, {"kernel_summaries", "end_us"},
+      {"steps", "start_us + dur_us"}, {"step_phases", "start_us + wall_us"}};
+  std::string count =
+      "SELECT count(*) AS n FROM records WHERE run_id = " + rid + " AND dump_ts_us < " + horizon;
+  for (const auto& [table, end] : kByEnd) {
+    const std::string where = " WHERE run_id = " + rid + " AND " + end + " < " + horizon;
+    count += std::string(" UNION ALL SELECT count(*) FROM ") + table + where;
+    sql += std::string("DELETE FROM ") + table + where + ";\n";
+  }
+  auto n = store.QueryInt("SELECT CAST(sum(n) AS BIGINT) FROM (" + count + ")");
   if (n.ok() && *n > 0) {
     if (Status st = store.Exec(sql + "CHECKPOINT"); !st.ok())
       r->error = "retention: " + st.message();
     else
       rows_deleted_ += static_cast<uint64_t>(*n);
   }
+  DeleteSpentStackFiles(store, rid, r);
+}
+
+// The stack files the agent wrote itself (<db>.stacks/: always-on sessions and hang bursts) leave
+// the disk once complete and none of their samples is left in the store. A file in a watched
+// folder is the user's: its rows go by the retention, the file stays.
+void Agent::DeleteSpentStackFiles(Store& store, const std::string& rid, TickReport* r) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path own = fs::weakly_canonical(o_.db + ".stacks", ec);
+  if (ec || !fs::is_directory(own, ec)) return;
+  auto spent = store.Query("SELECT file_id, path FROM stack_files f WHERE run_id = " + rid +
+                           " AND complete AND NOT EXISTS (SELECT 1 FROM stack_samples s "
+                           "WHERE s.run_id = f.run_id AND s.file_id = f.file_id)");
+  if (!spent.ok()) {
+    r->error = "retention: " + spent.status().message();
+    return;
+  }
+  std::string ids;
+  for (const auto& row : spent->rows) {
+    if (!row[0] || !row[1]) continue;
+    const fs::path file = fs::weakly_canonical(*row[1], ec);
+    if (ec || file.parent_path() != own) continue;
+    if (!fs::remove(file, ec) && ec) continue;  // one that is gone already is spent as well
+    ids += (ids.empty() ? "" : ", ") + *row[0];
+    ++stack_files_deleted_;
+  }
+  if (ids.empty()) return;
+  if (Status st = store.Exec("DELETE FROM stack_files WHERE run_id = " + rid + " AND file_id IN (" + ids + ")");
+      !st.ok())
+    r->error = "retention: " + st.message();
 }
 
 void Agent::SampleStacksOnNewHang(Store& store, std::vector<diagnose::Finding>* findings,
@@ -735,8 +778,12 @@ std::vector<MetricFamily> Agent::OwnMetrics() const {
           "Input lines the ingests rejected (each in ingest_log).", static_cast<double>(rejected_));
   counter("collscope_agent_store_releases_total",
           "Times the agent closed its store for a waiting reader.", static_cast<double>(releases_));
-  counter("collscope_agent_records_deleted_total", "Records removed by retention.",
+  counter("collscope_agent_records_deleted_total",
+          "Rows removed by retention: records, stack samples, kernel summaries, steps and phases.",
           static_cast<double>(rows_deleted_));
+  counter("collscope_agent_stack_files_deleted_total",
+          "Stack files the agent wrote (<db>.stacks/) removed by retention once nothing of theirs was stored.",
+          static_cast<double>(stack_files_deleted_));
   if (!o_.export_summaries.empty()) {
     counter("collscope_agent_summary_files_total", "Record-summary files written (docs/scale.md).",
             static_cast<double>(summary_files_));

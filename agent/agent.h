@@ -141,6 +141,7 @@ class Agent {
   bool OpenStore(bool changed, TickReport* r);
   bool IngestChanged(Store& store, bool changed, TickReport* r);
   void ApplyRetention(Store& store, const std::string& rid, TickReport* r);
+  void DeleteSpentStackFiles(Store& store, const std::string& rid, TickReport* r);
   // PUTs the spool's summaries to ship_summaries, oldest first, deleting each once stored there;
   // a file the aggregator refuses (4xx) stays and is skipped, any other failure stops the tick's
   // shipping (the rest wait for the next tick). Returns the number shipped.
@@ -176,7 +177,7 @@ class Agent {
   uint64_t ticks_ = 0, ticks_skipped_ = 0, errors_ = 0, records_ = 0, rejected_ = 0;
   uint64_t releases_ = 0;
   double released_s_ = -1e9;  // monotonic time the store was last let go of
-  uint64_t alerts_sent_ = 0, alert_errors_ = 0, rows_deleted_ = 0;
+  uint64_t alerts_sent_ = 0, alert_errors_ = 0, rows_deleted_ = 0, stack_files_deleted_ = 0;
   uint64_t summary_files_ = 0, summary_bytes_ = 0, summaries_shipped_ = 0, ship_errors_ = 0;
   std::atomic<uint64_t> summaries_accepted_{0}, summaries_refused_{0};  // the server thread's
   double last_tick_s_ = 0;

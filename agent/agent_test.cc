@@ -563,6 +563,69 @@ TEST(Agent, ANewHangIsRaisedWithItsRanksStack) {
 
 // Always on: the job's processes' Python stacks are sampled between ticks without stopping them,
 // and stored by the ticks; the store keeps them after the agent stops.
+// Retention reaches every series the agent stores, and the stack files it wrote itself leave the
+// disk once nothing of theirs is left; a stack file in a watched folder is the user's and stays.
+TEST(Agent, RetentionTrimsEverySeriesAndTheAgentsOwnStackFiles) {
+  collscope::testing::TempDir dir;
+  sim::SimConfig c = FourHostJob(dir / "job", "", 40);
+  c.output.steps = true;
+  const sim::SimStats stats = RunSimulation(c);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  AgentOptions o = WatchingTheJob(dir);
+  o.retention_s = 0.1;  // the job's steps take 7 ms, its last dump 0.2 s after its last step
+  o.stacks_job = "no-such-job-" + std::to_string(getpid());  // samples nothing: files below only
+  o.stacks_rate_hz = 1;
+  // Stack files as agent/stacks/stack_session.cc writes them: one window long before the job's
+  // end, one after it.
+  auto stack_file = [](int64_t window_start_us) {
+    return "{\"collscope_stacks\":1,\"type\":\"process\",\"host\":\"node-000\",\"pid\":77,\"rank\":0,"
+           "\"exe\":\"/usr/bin/python3.11\",\"command\":\"python3 train.py\",\"python\":\"3.11.2\","
+           "\"python_unread\":\"\",\"interval_us\":100000,\"native\":false}\n"
+           "{\"type\":\"stacks\",\"tid\":77,\"thread\":\"python3\",\"window_start_us\":" +
+           std::to_string(window_start_us) + ",\"window_end_us\":" + std::to_string(window_start_us + 500000) +
+           ",\"first_us\":" + std::to_string(window_start_us) + ",\"last_us\":" + std::to_string(window_start_us) +
+           ",\"count\":5,\"frames\":\"main (train.py:1);wait (train.py:9)\"}\n"
+           "{\"type\":\"end\",\"samples\":5,\"failed\":0,\"dropped\":0,\"mean_sample_us\":800,"
+           "\"mean_stopped_us\":0,\"max_stopped_us\":0,\"exited\":false}\n";
+  };
+  const int64_t end_us = c.start_time_us + static_cast<int64_t>(stats.job_duration_s * 1e6);
+  const std::string own = o.db + ".stacks";
+  std::filesystem::create_directories(own);
+  collscope::testing::WriteFile(own + "/old.stacks.jsonl", stack_file(c.start_time_us - 3600000000));
+  collscope::testing::WriteFile(own + "/new.stacks.jsonl", stack_file(end_us + 1000000));
+  collscope::testing::WriteFile(dir / "job/user.stacks.jsonl", stack_file(c.start_time_us - 3600000000));
+  {
+    auto a = Agent::Create(o);
+    ASSERT_TRUE(a.ok()) << a.status().message();
+    const TickReport r = (*a)->Tick();
+    ASSERT_TRUE(r.diagnosed) << r.error;
+    EXPECT_TRUE(r.error.empty()) << r.error;
+    EXPECT_NE((*a)->MetricsText().find("collscope_agent_stack_files_deleted_total 1\n"), std::string::npos)
+        << (*a)->MetricsText();
+  }
+  EXPECT_FALSE(std::filesystem::exists(own + "/old.stacks.jsonl")) << "its only window is past the retention";
+  EXPECT_TRUE(std::filesystem::exists(own + "/new.stacks.jsonl"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "job/user.stacks.jsonl")) << "not the agent's to delete";
+  auto store = Store::Open(o.db, Store::Options::ReadOnly());
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  const std::string horizon = "(SELECT max(dump_ts_us) FROM records) - 100000";
+  for (const std::string& q :
+       {"SELECT count(*) FROM stack_samples WHERE window_end_us < " + horizon,
+        "SELECT count(*) FROM steps WHERE start_us + dur_us < " + horizon,
+        "SELECT count(*) FROM step_phases WHERE start_us + wall_us < " + horizon,
+        std::string("SELECT count(*) FROM stack_files WHERE path LIKE '%old.stacks.jsonl'")}) {
+    auto n = (*store)->QueryInt(q);
+    ASSERT_TRUE(n.ok()) << n.status().message();
+    EXPECT_EQ(*n, 0) << q;
+  }
+  auto kept = (*store)->QueryInt("SELECT count(*) FROM stack_samples");
+  ASSERT_TRUE(kept.ok()) << kept.status().message();
+  EXPECT_EQ(*kept, 1) << "the new file's window alone";
+  auto steps = (*store)->QueryInt("SELECT count(*) FROM steps");
+  ASSERT_TRUE(steps.ok());
+  EXPECT_LT(*steps, 40 * 32) << "the older steps are gone";
+}
+
 TEST(Agent, AlwaysOnStacksAreSampledAndStored) {
   REQUIRE_PYTHON();
   collscope::testing::TempDir dir;

@@ -121,7 +121,8 @@ void Register(CLI::App& app) {
                   "Ticks a finding must be gone before it resolves")
       ->capture_default_str();
   cmd->add_option("--retention", o->retention,
-                  "Delete records older than this much job time (0 keeps all)")
+                  "Delete records, stack samples, kernel summaries and steps older than this much job "
+                  "time, and the agent's own stack files left empty (0 keeps all)")
       ->capture_default_str();
   cmd->add_option("--memory-limit", o->agent.memory_limit, "The store's memory limit per tick")
       ->capture_default_str();
