@@ -459,7 +459,7 @@ TickReport Agent::TickLocked() {
     return r;
   }
   mark("diagnose");
-  SampleStacksOnNewHang(store, &*findings, &r);
+  SampleStacksOnNewFinding(store, &*findings, &r);
   JobMetricsOptions mo;
   mo.tp = read.tp;
   mo.pp = read.pp;
@@ -619,13 +619,21 @@ void Agent::DeleteSpentStackFiles(Store& store, const std::string& rid, TickRepo
     r->error = "retention: " + st.message();
 }
 
-void Agent::SampleStacksOnNewHang(Store& store, std::vector<diagnose::Finding>* findings,
+void Agent::SampleStacksOnNewFinding(Store& store, std::vector<diagnose::Finding>* findings,
                                   TickReport* r) {
   if (o_.stacks_job.empty()) return;
-  bool new_hang = false;
-  for (const diagnose::Finding& f : *findings)
-    new_hang |= f.kind == diagnose::Kind::kHang && !tracker_.active().count(FindingTracker::KeyOf(f));
-  if (!new_hang) return;
+  // A hang, or a slow phase whose cause may be on the host (a stall, a slow rank's compute): what
+  // the processes are doing now is evidence for it while it goes on.
+  std::vector<bool> firing(findings->size(), false);
+  bool any = false;
+  for (size_t i = 0; i < findings->size(); ++i) {
+    const diagnose::Finding& f = (*findings)[i];
+    const bool burst_kind = f.kind == diagnose::Kind::kHang || f.kind == diagnose::Kind::kHostStall ||
+                            f.kind == diagnose::Kind::kSlowCompute;
+    firing[i] = burst_kind && !tracker_.active().count(FindingTracker::KeyOf(f));
+    any |= firing[i];
+  }
+  if (!any) return;
 #ifdef COLLSCOPE_HAVE_STACKS
   std::vector<pid_t> pids = stacks::ProcessesOfJob(o_.stacks_job);
   if (pids.empty()) {
@@ -656,7 +664,7 @@ void Agent::SampleStacksOnNewHang(Store& store, std::vector<diagnose::Finding>* 
     r->stacks_note = "stacks: " + stacks.status().message();
     return;
   }
-  diagnose::AddStackEvidence(*stacks, findings);
+  diagnose::AddStackEvidence(*stacks, findings, firing);
   r->stack_processes = static_cast<int>(session->processes.size());
 #else
   r->stacks_note = "this collscope was built without stack sampling (libunwind-dev, libdw-dev)";

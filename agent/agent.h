@@ -152,7 +152,7 @@ class Agent {
   void Alert(const FindingTracker::Changes& changes);
   // A hang finding not active before: sample the job's processes here, store their stacks, and add
   // their evidence to the findings before they are raised.
-  void SampleStacksOnNewHang(Store& store, std::vector<diagnose::Finding>* findings, TickReport* r);
+  void SampleStacksOnNewFinding(Store& store, std::vector<diagnose::Finding>* findings, TickReport* r);
 
   AgentOptions o_;
   FolderWatch watch_;

@@ -561,8 +561,6 @@ TEST(Agent, ANewHangIsRaisedWithItsRanksStack) {
   EXPECT_EQ(r.stack_processes, 0);
 }
 
-// Always on: the job's processes' Python stacks are sampled between ticks without stopping them,
-// and stored by the ticks; the store keeps them after the agent stops.
 // Retention reaches every series the agent stores, and the stack files it wrote itself leave the
 // disk once nothing of theirs is left; a stack file in a watched folder is the user's and stays.
 TEST(Agent, RetentionTrimsEverySeriesAndTheAgentsOwnStackFiles) {
@@ -626,6 +624,45 @@ TEST(Agent, RetentionTrimsEverySeriesAndTheAgentsOwnStackFiles) {
   EXPECT_LT(*steps, 40 * 32) << "the older steps are gone";
 }
 
+// A slow phase fires a burst too: a rank slow in its compute, whose process is busy compiling
+// while its peers wait, gets its stack as evidence the moment its finding appears.
+TEST(Agent, ANewSlowComputeFindingIsRaisedWithWhatItsRanksStackDoes) {
+  REQUIRE_PYTHON();
+  collscope::testing::TempDir dir;
+  sim::SimConfig c = DefaultJob(dir / "job", "kind=gpu_straggler,rank=5,factor=2", 12);
+  c.cluster.hosts = 2;
+  RunSimulation(c);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  const std::string job = "agent-slow-" + std::to_string(getpid());
+  std::vector<std::unique_ptr<stacks::stack_target::Target>> ranks;
+  for (int r = 0; r < 8; ++r) {
+    ranks.push_back(std::make_unique<stacks::stack_target::Target>(r == 5 ? "compile" : "wait", r, job));
+    ASSERT_GT(ranks.back()->pid(), 0);
+  }
+  AgentOptions o = WatchingTheJob(dir);
+  o.window_s = 3600;
+  o.rescan_s = 0;
+  o.stacks_job = job;
+  o.stacks_burst_s = 1;
+  auto a = Agent::Create(o);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  TickReport r = (*a)->Tick();
+  EXPECT_TRUE(r.error.empty()) << r.error;
+  ASSERT_TRUE(r.diagnosed);
+  EXPECT_EQ(r.stack_processes, 8) << r.stacks_note;
+  const std::string findings = (*a)->FindingsJson();
+  const std::string frame =
+      "compile_graph (stack_target.py:" + std::to_string(stacks::stack_target::MarkedLine("compile")) + ")";
+  EXPECT_NE(findings.find("\"stack_grew.rank5\": \"`" + frame +
+                          "` in 100% of its samples during it, 0% of its peers' at the time"),
+            std::string::npos)
+      << findings;
+  r = (*a)->Tick();
+  EXPECT_EQ(r.stack_processes, 0) << "an active finding fires no second burst";
+}
+
+// Always on: the job's processes' Python stacks are sampled between ticks without stopping them,
+// and stored by the ticks; the store keeps them after the agent stops.
 TEST(Agent, AlwaysOnStacksAreSampledAndStored) {
   REQUIRE_PYTHON();
   collscope::testing::TempDir dir;

@@ -66,15 +66,19 @@ std::string GrownPosition(const std::vector<FoldedStack>& stacks, int rank, int6
   return best;
 }
 
-void AddStackEvidence(const std::vector<FoldedStack>& stacks, std::vector<Finding>* findings) {
+void AddStackEvidence(const std::vector<FoldedStack>& stacks, std::vector<Finding>* findings,
+                      const std::vector<bool>& firing) {
   if (stacks.empty()) return;
-  for (Finding& f : *findings) {
+  for (size_t i = 0; i < findings->size(); ++i) {
+    Finding& f = (*findings)[i];
     if (f.kind != Kind::kHostStall && f.kind != Kind::kSlowCompute) continue;
     std::erase_if(f.evidence,
                   [](const Evidence& e) { return e.key.starts_with("stack_grew.rank"); });
+    // A window that ends where its start is has no end (GrownPosition).
+    const int64_t end_us = i < firing.size() && firing[i] ? f.start_us : f.end_us;
     for (int rank : f.ranks) {
       std::string text;
-      if (!GrownPosition(stacks, rank, f.start_us, f.end_us, &text).empty())
+      if (!GrownPosition(stacks, rank, f.start_us, end_us, &text).empty())
         f.AddText("stack_grew.rank" + std::to_string(rank), text);
     }
   }

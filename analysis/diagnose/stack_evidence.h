@@ -22,8 +22,11 @@ namespace collscope::diagnose {
 // to host_stall and slow_compute findings the position whose share of a root-cause rank's samples
 // grew during the finding ("stack_grew.rank<R>"): a host blocked in JIT compilation or a data
 // loader looks like a slow GPU from the collectives, and its stack says otherwise. Stacks said
-// again replace what they said before.
-void AddStackEvidence(const std::vector<FoldedStack>& stacks, std::vector<Finding>* findings);
+// again replace what they said before. `firing[i]` says finding i fired just now (the live agent
+// sampled a burst of stacks for it): samples taken after its window count as inside it, since it
+// is still going.
+void AddStackEvidence(const std::vector<FoldedStack>& stacks, std::vector<Finding>* findings,
+                      const std::vector<bool>& firing = {});
 
 // The main-thread position of `rank` whose share of its samples inside [start_us, end_us) grew
 // most over its share outside that time (or, with too few samples outside, over its peers' share
