@@ -210,7 +210,7 @@
   rows(D.step_cells).concat(rows(D.parallel_grid), rows(D.kernel_mode_cells)).forEach(function (r) { if (culpritRank[r.rank]) rankNamedOn[r.hostname] = true; });
   function culpritRow(r) { return culpritRank[r.rank] || culprit[r.hostname] && !rankNamedOn[r.hostname]; }
   var RATIO = {min: 0.8, max: 1.25, inRange: {color: ['#67a9cf', '#d1e5f0', '#f7f7f7', '#fddbc7', '#ef8a62', '#b2182b']}};
-  function rowLabels(labels, isCulprit) {
+  function rowLabels(isCulprit) {
     return {hideOverlap: true, formatter: function (l) { return isCulprit[l] ? '{c|\u25b6 ' + l + '}' : l; }, rich: {c: {color: '#d64545', fontWeight: 'bold'}}};
   }
   var noSteps = 'No step/phase series or Kineto steps in this run: the collscope-annotate API (docs/annotate.md) writes them.';
@@ -240,7 +240,7 @@
     chart('chart-step-heatmap', {tooltip: {confine: true, formatter: function (p) { var v = p.value; return esc(ylab[v[1]]) + (v[7] > 1 ? ' (worst: rank ' + v[5] + ')' : ' on ' + esc(v[6])) + '<br>step ' + steps[v[0]] + '<br>compute ' + num(v[3] / 1000, 1) + ' ms, ' + v[2] + '\u00d7 its peers<br>step ' + num(v[4] / 1000, 1) + ' ms'; }},
       grid: {left: 120, right: 70, top: 10, bottom: 70},
       xAxis: {type: 'category', name: 'step', nameLocation: 'middle', nameGap: 50, data: steps.map(String)},
-      yAxis: {type: 'category', data: ylab, axisLabel: rowLabels(ylab, sCulprit)},
+      yAxis: {type: 'category', data: ylab, axisLabel: rowLabels(sCulprit)},
       visualMap: Object.assign({dimension: 2, calculable: true, orient: 'vertical', right: 5, top: 'middle', precision: 2}, RATIO),
       dataZoom: [{type: 'inside', xAxisIndex: 0}, {type: 'inside', yAxisIndex: 0}, {type: 'slider', xAxisIndex: 0, height: 18, bottom: 8}],
       series: [{type: 'heatmap', data: scells, progressive: 20000, markArea: stepBands.data.length ? stepBands : undefined}]});
@@ -266,7 +266,7 @@
     });
     chart('chart-phases', {tooltip: {trigger: 'axis', confine: true, axisPointer: {type: 'shadow'}, valueFormatter: function (v) { return num(v, 1) + ' ms'; }},
       legend: {type: 'scroll', top: 0}, grid: {left: 60, right: 20, top: 40, bottom: 70},
-      xAxis: {type: 'category', data: prows, axisLabel: rowLabels(prows, pCulprit)},
+      xAxis: {type: 'category', data: prows, axisLabel: rowLabels(pCulprit)},
       yAxis: {type: 'value', name: 'ms per step'}, dataZoom: zoomXY, series: series});
     document.getElementById('chart-phases').setAttribute('data-culprits', prows.filter(function (l) { return pCulprit[l]; }).join(' '));
   }
@@ -309,7 +309,7 @@
     chart('chart-kernel-modes', {tooltip: {confine: true, formatter: function (p) { var v = p.value; return esc(kylab[v[1]]) + (v[7] > 1 ? ' (worst: rank ' + v[5] + ')' : ' on ' + esc(v[6])) + '<br>' + esc(kernels[v[0]]) + '<br>' + num(v[3], 1) + ' \u00b5s (geometric mean of ' + num(v[4], 0) + ' executions), ' + v[2] + '\u00d7 its peers'; }},
       grid: {left: 120, right: 70, top: 10, bottom: 120},
       xAxis: {type: 'category', data: kernels, axisLabel: {rotate: 30, width: 160, overflow: 'truncate', hideOverlap: true}},
-      yAxis: {type: 'category', data: kylab, axisLabel: rowLabels(kylab, kCulprit)},
+      yAxis: {type: 'category', data: kylab, axisLabel: rowLabels(kCulprit)},
       visualMap: Object.assign({dimension: 2, calculable: true, orient: 'vertical', right: 5, top: 'middle', precision: 2}, RATIO),
       dataZoom: [{type: 'inside', yAxisIndex: 0}],
       series: [{type: 'heatmap', data: kcells, progressive: 20000}]});
