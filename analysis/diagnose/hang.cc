@@ -767,6 +767,47 @@ void FoldGroupsThatNeverJoined(std::vector<Finding>& out) {
   }
 }
 
+// One hang stops a job, and a group that never joined its collective may be stopped behind
+// another: blocked outside NCCL on an input that group never sent. Ranks of one host that share a
+// communicator (tensor parallelism) run in lockstep on the same inputs: where every one of them
+// stopped at the same operation, they wait on a shared input; where one stopped and a host mate
+// moved on past it, that one stopped on its own. When exactly one group stopped on its own and
+// every other stopped level with all its host mates, the hang began in that group (its
+// communicator); else "". No clock is compared: hosts' clocks differ.
+std::string GroupThatStoppedAlone(const WaitGraph& g, const std::map<std::string, std::set<int>>& groups) {
+  std::set<int> never;  // the processes of every group
+  for (const auto& [comm, group] : groups) never.insert(group.begin(), group.end());
+  std::string alone;
+  for (const auto& [comm, group] : groups) {
+    bool on_its_own = false, level = true;
+    for (int p : group) {
+      bool host_comm = false;
+      for (const InflightComm& mine : g.states[static_cast<size_t>(p)].comms) {
+        if (!g.comms.count(mine.id)) continue;
+        const CommView& v = g.comms.at(mine.id);
+        bool one_host = v.members.size() >= 2 && static_cast<int>(v.members.size()) == v.n_ranks;
+        for (const auto& [rank, member] : v.members)
+          one_host = one_host && g.states[static_cast<size_t>(member.first)].hostname == g.states[static_cast<size_t>(p)].hostname;
+        if (!one_host) continue;
+        host_comm = true;
+        for (const auto& [rank, member] : v.members) {
+          if (member.first == p) continue;
+          if (member.second->ops_started > mine.ops_started) on_its_own = true;
+          if (!never.count(member.first) || member.second->ops_started != mine.ops_started) level = false;
+        }
+      }
+      level = level && host_comm;
+    }
+    if (on_its_own) {
+      if (!alone.empty()) return "";
+      alone = comm;
+    } else if (!level) {
+      return "";
+    }
+  }
+  return alone;
+}
+
 }  // namespace
 
 std::vector<Finding> AnalyzeInflight(const std::vector<InflightState>& input, const InflightOptions& options) {
@@ -779,11 +820,34 @@ std::vector<Finding> AnalyzeInflight(const std::vector<InflightState>& input, co
   GroupRoots(g, Roots(g), own, &groups, &stuck_roots);
   std::vector<Finding> out;
   std::set<std::string> explained;
+  const std::string alone = groups.size() > 1 ? GroupThatStoppedAlone(g, groups) : "";
+  std::vector<int> behind, their_victims;  // the groups stopped behind it, and who waits on them
   for (const auto& [comm, group] : groups) {
-    out.push_back(NeverJoinedFinding(g, comm, group));
     explained.insert(comm);
     for (int r : group)
       for (const InflightComm& c : g.states[r].comms) explained.insert(c.id);
+    Finding f = NeverJoinedFinding(g, comm, group);
+    if (!alone.empty() && comm != alone) {
+      behind.insert(behind.end(), f.ranks.begin(), f.ranks.end());
+      their_victims.insert(their_victims.end(), f.victims.begin(), f.victims.end());
+      continue;
+    }
+    out.push_back(std::move(f));
+  }
+  if (!alone.empty()) {
+    Finding& f = out.back();  // the only one so far
+    SortUnique(&behind);
+    f.victims.insert(f.victims.end(), behind.begin(), behind.end());
+    f.victims.insert(f.victims.end(), their_victims.begin(), their_victims.end());
+    SortUnique(&f.victims);
+    std::vector<int> victims;
+    std::set_difference(f.victims.begin(), f.victims.end(), f.ranks.begin(), f.ranks.end(),
+                        std::back_inserter(victims));
+    f.victims = std::move(victims);
+    f.AddText("stopped_behind_it", RankList(behind));
+    f.summary += " Ranks " + RankList(behind) + " never joined other collectives either, but each stopped level "
+                 "with every rank of its host it shares a communicator with (waiting on a shared input), while " +
+                 RankList(f.ranks) + " stopped where a host mate moved on: they are blocked behind it.";
   }
   AddMissingStateFindings(g, &explained, &out);
   const std::vector<Stuck> stuck = StuckTransfers(g, stuck_roots, own, explained);

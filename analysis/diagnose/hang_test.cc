@@ -436,6 +436,46 @@ TEST(Inflight, GroupsThatNeverJoinedAtOnceAreOneHang) {
   EXPECT_NE(fs[0].summary.find("2 groups of ranks (2; 6) never joined"), std::string::npos) << fs[0].summary;
 }
 
+// Three groups never joined at once: rank 5 stopped where its host mate (rank 4, the same
+// tensor-parallel pair) moved on into AllReduce #8; ranks 0 and 1 stopped level with each other,
+// their pair's every operation done, waiting on a shared input. The hang began at rank 5, and
+// ranks 0 and 1 are blocked behind it. Had rank 1 moved on past rank 0, two groups would have
+// stopped on their own, and the one finding would name all three as before.
+TEST(Inflight, TheGroupThatStoppedWhereAHostMateMovedOnIsWhereTheHangBegan) {
+  for (const bool rank1_moved_on : {false, true}) {
+    std::vector<InflightState> st;
+    for (int r = 0; r < 8; ++r) st.push_back(Proc(r));  // two ranks a host
+    auto tp = [&](int r, uint64_t started, uint64_t completed, std::vector<InflightOp> ops) {
+      AddComm(&st[r], "0xt" + std::to_string(r / 2), "tp", r % 2, 2, std::move(ops));
+      st[r].comms.back().ops_started = started;
+      st[r].comms.back().ops_completed = completed;
+    };
+    tp(0, 10, 10, {});
+    tp(1, rank1_moved_on ? 11 : 10, 10, {});
+    tp(2, 10, 10, {});
+    tp(3, 10, 10, {});
+    tp(4, 9, 8, {Coll("AllReduce", 8, 1 << 17, 4, 0)});
+    tp(5, 8, 8, {});
+    tp(6, 10, 10, {});
+    tp(7, 10, 10, {});
+    // Data-parallel pairs across hosts: ranks 2 and 3 wait in AllReduce #3 for ranks 0 and 1.
+    for (int r : {0, 1, 2, 3})
+      AddComm(&st[r], "0xd" + std::to_string(r % 2), "dp", r / 2, 2,
+              r >= 2 ? std::vector<InflightOp>{Coll("AllReduce", 3, 1 << 20, 4, 0)} : std::vector<InflightOp>{});
+    auto fs = AnalyzeInflight(st);
+    ASSERT_EQ(fs.size(), 1u) << FindingsToText(fs);
+    if (rank1_moved_on) {
+      EXPECT_EQ(fs[0].ranks, std::vector<int>({0, 1, 5})) << FindingsToText(fs);
+      EXPECT_EQ(Ev(fs[0], "never_joined_groups"), "3");
+      continue;
+    }
+    EXPECT_EQ(fs[0].ranks, std::vector<int>({5})) << FindingsToText(fs);
+    EXPECT_EQ(Ev(fs[0], "stopped_behind_it"), "0,1");
+    EXPECT_EQ(fs[0].victims, std::vector<int>({0, 1, 2, 3, 4})) << FindingsToText(fs);
+    EXPECT_GT(fs[0].confidence, 0.5);
+  }
+}
+
 // Without the state files, completion records cannot name the rank (the finding this replaces).
 TEST(InflightSim, RecordsAloneCannotNameTheRank) {
   SimHang h = RunSimHang("records_only", "kind=hang,rank=6,comm=dp,start_step=3", false);
