@@ -620,7 +620,7 @@ void Agent::DeleteSpentStackFiles(Store& store, const std::string& rid, TickRepo
 }
 
 void Agent::SampleStacksOnNewFinding(Store& store, std::vector<diagnose::Finding>* findings,
-                                  TickReport* r) {
+                                     TickReport* r) {
   if (o_.stacks_job.empty()) return;
   // A hang, or a slow phase whose cause may be on the host (a stall, a slow rank's compute): what
   // the processes are doing now is evidence for it while it goes on.
