@@ -11,10 +11,74 @@ namespace collscope::diagnose {
 using readers::FrDump;
 using readers::FrEntry;
 
+namespace {
+
+// Per rank and process group: the last enqueued and last completed collective sequence numbers.
+struct PgState {
+  int64_t enq = -1, done = -1;
+};
+
+// The hang finding of the collective `key` (process group, sequence number), whose roots never
+// joined it: `e` is a waiter's entry for it.
+Finding FrHangFinding(const std::vector<FrDump>& dumps, const std::pair<std::string, int64_t>& key,
+                      const std::set<int>& roots, const std::set<int>& victims,
+                      const std::map<int, std::set<int>>& waiters,
+                      const std::map<int, std::map<std::string, PgState>>& st, const std::set<int>& without_dump,
+                      const FrEntry& e) {
+  Finding f;
+  f.kind = Kind::kHang;
+  f.detector = "flight_recorder.wait_graph";
+  f.ranks.assign(roots.begin(), roots.end());
+  f.victims.assign(victims.begin(), victims.end());
+  f.comms = {key.first};
+  // The dumps show a rank behind; a rank without a dump is inferred, and one of several such
+  // ranks may be the only culprit.
+  size_t inferred = 0;
+  for (int r : f.ranks) inferred += without_dump.count(r);
+  f.confidence = inferred == 0 ? 0.95 : 0.8 / static_cast<double>(inferred);
+  f.start_us = e.time_created_ns / 1000;
+  f.end_us = f.start_us;
+  for (const FrDump& d : dumps)
+    for (const FrEntry& x : d.entries) f.end_us = std::max(f.end_us, x.time_created_ns / 1000);
+  std::set<int> direct;
+  for (int r : f.ranks)
+    if (auto w = waiters.find(r); w != waiters.end()) direct.insert(w->second.begin(), w->second.end());
+  f.Add("collective_seq_id", static_cast<double>(key.second));
+  f.AddText("process_group", key.first + " " + e.pg_desc);
+  f.AddText("op", e.profiling_name);
+  f.AddText("input_sizes", e.input_sizes);
+  f.AddText("dtype", e.input_dtypes);
+  f.Add("direct_waiters", static_cast<double>(direct.size()));
+  for (int r : f.ranks) {
+    auto rs = st.find(r);
+    if (rs == st.end()) continue;
+    auto it = rs->second.find(key.first);
+    if (it != rs->second.end()) f.Add("last_enqueued_rank_" + std::to_string(r), static_cast<double>(it->second.enq));
+  }
+  std::vector<int> undumped_roots;
+  for (int r : f.ranks)
+    if (without_dump.count(r)) undumped_roots.push_back(r);
+  if (!undumped_roots.empty()) f.AddText("no_dump_ranks", RankList(undumped_roots));
+  const std::string no_dump =
+      undumped_roots.empty() ? ""
+      : undumped_roots.size() == f.ranks.size()
+          ? std::string(f.ranks.size() > 1 ? " (they left no Flight Recorder dump: died or hung before writing one?)"
+                                           : " (it left no Flight Recorder dump: died or hung before writing one?)")
+          : " (" + RankList(undumped_roots) + " left no Flight Recorder dump)";
+  f.summary = std::string(f.ranks.size() > 1 ? "Ranks " : "Rank ") + RankList(f.ranks) + no_dump +
+              " never joined " + e.profiling_name + " (" + e.input_sizes + " " + e.input_dtypes +
+              ") #" + std::to_string(key.second) + " of process group " + key.first + " (" +
+              e.pg_desc + "); " + std::to_string(direct.size()) + " peer(s) wait in it and " +
+              std::to_string(f.victims.size()) +
+              " rank(s) are blocked behind it: inspect what those ranks were doing (stack, GPU "
+              "errors in dmesg/XID).";
+  return f;
+}
+
+}  // namespace
+
 std::vector<Finding> AnalyzeFlightRecorder(const std::vector<FrDump>& dumps) {
   std::vector<Finding> out;
-  // Per rank and PG name: last enqueued and last completed collective sequence numbers.
-  struct PgState { int64_t enq = -1, done = -1; };
   std::map<int, std::map<std::string, PgState>> st;
   std::map<std::string, readers::FrPg> pgs;
   std::map<int, const FrDump*> by_rank;
@@ -113,52 +177,7 @@ std::vector<Finding> AnalyzeFlightRecorder(const std::vector<FrDump>& dumps) {
       for (int w : waiters[x])
         if (!g.first.count(w) && victims.insert(w).second) todo.push_back(w);
     }
-    const FrEntry* e = op_of[key];
-    Finding f;
-    f.kind = Kind::kHang;
-    f.detector = "flight_recorder.wait_graph";
-    f.ranks.assign(g.first.begin(), g.first.end());
-    f.victims.assign(victims.begin(), victims.end());
-    f.comms = {key.first};
-    // The dumps show a rank behind; a rank without a dump is inferred, and one of several such
-    // ranks may be the only culprit.
-    size_t inferred = 0;
-    for (int r : f.ranks) inferred += without_dump.count(r);
-    f.confidence = inferred == 0 ? 0.95 : 0.8 / static_cast<double>(inferred);
-    f.start_us = e->time_created_ns / 1000;
-    f.end_us = f.start_us;
-    for (const FrDump& d : dumps)
-      for (const FrEntry& x : d.entries) f.end_us = std::max(f.end_us, x.time_created_ns / 1000);
-    std::set<int> direct;
-    for (int r : f.ranks) direct.insert(waiters[r].begin(), waiters[r].end());
-    f.Add("collective_seq_id", static_cast<double>(key.second));
-    f.AddText("process_group", key.first + " " + e->pg_desc);
-    f.AddText("op", e->profiling_name);
-    f.AddText("input_sizes", e->input_sizes);
-    f.AddText("dtype", e->input_dtypes);
-    f.Add("direct_waiters", static_cast<double>(direct.size()));
-    for (int r : f.ranks) {
-      auto it = st[r].find(key.first);
-      if (it != st[r].end()) f.Add("last_enqueued_rank_" + std::to_string(r), static_cast<double>(it->second.enq));
-    }
-    std::vector<int> undumped_roots;
-    for (int r : f.ranks)
-      if (without_dump.count(r)) undumped_roots.push_back(r);
-    if (!undumped_roots.empty()) f.AddText("no_dump_ranks", RankList(undumped_roots));
-    const std::string no_dump =
-        undumped_roots.empty() ? ""
-        : undumped_roots.size() == f.ranks.size()
-            ? std::string(f.ranks.size() > 1 ? " (they left no Flight Recorder dump: died or hung before writing one?)"
-                                             : " (it left no Flight Recorder dump: died or hung before writing one?)")
-            : " (" + RankList(undumped_roots) + " left no Flight Recorder dump)";
-    f.summary = std::string(f.ranks.size() > 1 ? "Ranks " : "Rank ") + RankList(f.ranks) + no_dump +
-                " never joined " + e->profiling_name + " (" + e->input_sizes + " " + e->input_dtypes +
-                ") #" + std::to_string(key.second) + " of process group " + key.first + " (" +
-                e->pg_desc + "); " + std::to_string(direct.size()) + " peer(s) wait in it and " +
-                std::to_string(f.victims.size()) +
-                " rank(s) are blocked behind it: inspect what those ranks were doing (stack, GPU "
-                "errors in dmesg/XID).";
-    out.push_back(std::move(f));
+    out.push_back(FrHangFinding(dumps, key, g.first, victims, waiters, st, without_dump, *op_of[key]));
   }
   return out;
 }
