@@ -185,50 +185,155 @@ Finding StallFinding(const std::vector<StepStall>& v, const StallTimes& t,
 
 }  // namespace
 
-std::vector<Finding> DetectStepAnomalies(const StepSeries& s, const StepOptions& o,
-                                         const std::map<int, std::string>& host_of) {
-  std::vector<Finding> out;
-  // Job-level series: the longest step of any rank, and per-step phase maxima. Per-rank series,
-  // where there are any, decide: a framework's job-level iteration times (rank -1) may number their
-  // steps otherwise.
-  const bool per_rank =
-      std::any_of(s.rows.begin(), s.rows.end(), [](const auto& r) { return r.rank >= 0; });
-  std::map<int64_t, double> job;
+namespace {
+
+// The job's step series: per step, the longest step of any rank, its earliest start, and each
+// phase's longest. Per-rank series, where there are any, decide: a framework's job-level iteration
+// times (rank -1) may number their steps otherwise.
+struct JobSteps {
+  bool per_rank = false;
+  std::vector<int64_t> steps;
+  std::vector<double> x;  // step time, us
   std::map<int64_t, int64_t> start;
   std::map<int64_t, std::map<std::string, double>> phases;
-  std::map<int64_t, int> slowest;
-  for (const auto& r : s.rows) {
-    if (per_rank && r.rank < 0) continue;
-    job[r.step] = std::max(job[r.step], r.dur_us);
-    if (r.start_us && (!start.count(r.step) || r.start_us < start[r.step]))
-      start[r.step] = r.start_us;
-    for (const auto& [p, v] : r.phases) phases[r.step][p] = std::max(phases[r.step][p], v);
+
+  explicit JobSteps(const StepSeries& s) {
+    per_rank = std::any_of(s.rows.begin(), s.rows.end(), [](const auto& r) { return r.rank >= 0; });
+    std::map<int64_t, double> job;
+    for (const auto& r : s.rows) {
+      if (per_rank && r.rank < 0) continue;
+      job[r.step] = std::max(job[r.step], r.dur_us);
+      if (r.start_us && (!start.count(r.step) || r.start_us < start[r.step])) start[r.step] = r.start_us;
+      for (const auto& [p, v] : r.phases) phases[r.step][p] = std::max(phases[r.step][p], v);
+    }
+    for (auto& [k, v] : job) {
+      steps.push_back(k);
+      x.push_back(v);
+    }
   }
-  std::vector<int64_t> steps;
-  std::vector<double> x;
-  for (auto& [k, v] : job) {
-    steps.push_back(k);
-    x.push_back(v);
+  int64_t When(size_t i) const {
+    auto it = start.find(steps[i]);
+    return it == start.end() ? 0 : it->second;
   }
-  if (x.size() < 4) return out;
-  auto when = [&](size_t i) { return start.count(steps[i]) ? start[steps[i]] : 0; };
-  auto grew = [&](size_t a, size_t b, const std::vector<size_t>& base) {
+  double Phase(size_t i, const std::string& p) const {
+    auto st = phases.find(steps[i]);
+    if (st == phases.end()) return 0;
+    auto it = st->second.find(p);
+    return it == st->second.end() ? 0 : it->second;
+  }
+  // The phase of steps [a, b) that grew most over the steps `base`, and by how much.
+  std::pair<std::string, double> Grew(size_t a, size_t b, const std::vector<size_t>& base) const {
     std::string best;
     double inc = 0;
-    for (const auto& [p, v] : phases[steps[a]]) {
+    auto at_a = phases.find(steps[a]);
+    if (at_a == phases.end()) return {best, inc};
+    for (const auto& [p, v] : at_a->second) {
       (void)v;
       std::vector<double> bv, av;
-      for (size_t i : base) av.push_back(phases[steps[i]].count(p) ? phases[steps[i]][p] : 0);
-      for (size_t i = a; i < b; ++i)
-        bv.push_back(phases[steps[i]].count(p) ? phases[steps[i]][p] : 0);
+      for (size_t i : base) av.push_back(Phase(i, p));
+      for (size_t i = a; i < b; ++i) bv.push_back(Phase(i, p));
       const double d = Median(bv) - Median(av);
       if (d > inc) {
         inc = d;
         best = p;
       }
     }
-    return std::make_pair(best, inc);
-  };
+    return {best, inc};
+  }
+};
+
+// A lasting level shift of the step time: steps [b, c) against [a, b).
+Finding RegressionFinding(const StepSeries& s, const JobSteps& j, size_t a, size_t b, size_t c, double before,
+                          double after) {
+  const std::vector<double>& x = j.x;
+  Finding f;
+  f.kind = Kind::kStepRegression;
+  f.detector = "steps.pelt";
+  f.start_us = j.When(b);
+  f.end_us = c < x.size() ? j.When(c) : j.When(c - 1) + static_cast<int64_t>(x[c - 1]);
+  std::vector<size_t> base;
+  for (size_t i = a; i < b; ++i) base.push_back(i);
+  auto [phase, inc] = j.Grew(b, c, base);
+  f.confidence = std::min(1.0, 0.5 + (after / before - 1));
+  f.Add("step_us_before", before);
+  f.Add("step_us_after", after);
+  f.Add("first_step", static_cast<double>(j.steps[b]));
+  f.Add("steps", static_cast<double>(c - b));
+  if (!phase.empty()) {
+    f.AddText("phase_grew", phase);
+    f.Add("phase_growth_us", inc);
+  }
+  // CCL-D share P (alpha 0.4 / beta 0.6): compute or communication slowdown, per rank.
+  if (s.source == "annotation") {
+    std::vector<int64_t> sa, sb;
+    for (size_t i = b; i < c; ++i) sa.push_back(j.steps[i]);
+    for (size_t i = a; i < b; ++i) sb.push_back(j.steps[i]);
+    const ShareVerdict v = ClassifySlowdown(s, sa, sb);
+    if (v.cls != "none") {
+      f.Add("comm_share_P", v.job_p);
+      f.AddText("slowdown_class", v.cls);
+      if (v.rank >= 0) {
+        f.Add("lowest_P_rank", v.rank);
+        f.Add("lowest_P", v.rank_p);
+      }
+    }
+  }
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "Step time rose from %.1f ms to %.1f ms (+%.0f%%) at step %lld for %zu steps",
+                before / 1e3, after / 1e3, 100 * (after / before - 1), static_cast<long long>(j.steps[b]), c - b);
+  f.summary = std::string(buf) + (phase.empty() ? "" : "; the " + phase + " phase grew most") +
+              ": look at the slow_* findings of that window for the cause.";
+  return f;
+}
+
+// Spikes that no rank's own time explains, outside the regressions.
+Finding JitterFinding(const JobSteps& j, const std::vector<size_t>& unexplained, const std::vector<bool>& in_regression,
+                      double med) {
+  const std::vector<double>& x = j.x;
+  Finding f;
+  f.kind = Kind::kStepJitter;
+  f.detector = "steps.window";
+  f.start_us = j.When(unexplained.front());
+  f.end_us = j.When(unexplained.back()) + static_cast<int64_t>(x[unexplained.back()]);
+  double worst = 0;
+  size_t wi = unexplained[0];
+  for (size_t i : unexplained)
+    if (x[i] > worst) {
+      worst = x[i];
+      wi = i;
+    }
+  std::vector<size_t> base;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (!in_regression[i]) base.push_back(i);
+  auto [phase, inc] = j.Grew(wi, wi + 1, base);
+  (void)inc;
+  f.confidence = std::min(1.0, 0.4 + 0.2 * unexplained.size());
+  f.Add("spikes", static_cast<double>(unexplained.size()));
+  f.Add("worst_step", static_cast<double>(j.steps[wi]));
+  f.Add("worst_ratio", worst / med);
+  if (!phase.empty()) f.AddText("phase_grew", phase);
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "%zu step(s) spiked to up to %.1fx the median step time (worst: step %lld)",
+                unexplained.size(), worst / med, static_cast<long long>(j.steps[wi]));
+  // The slowest rank of a synchronous step is chance (every rank waits out the same spike), so
+  // none is named: the ranks' own time did not tell who held the others.
+  f.summary = std::string(buf) + (phase.empty() ? "" : "; the " + phase + " phase grew") +
+              ": transient, and no rank's own time (outside communication) grew by it; check for "
+              "stalls or "
+              "contention then.";
+  return f;
+}
+
+}  // namespace
+
+std::vector<Finding> DetectStepAnomalies(const StepSeries& s, const StepOptions& o,
+                                         const std::map<int, std::string>& host_of) {
+  std::vector<Finding> out;
+  const JobSteps j(s);
+  const std::vector<int64_t>& steps = j.steps;
+  const std::vector<double>& x = j.x;
+  if (x.size() < 4) return out;
+  auto when = [&](size_t i) { return j.When(i); };
   const double med = Median(x);
   // Change points: lasting level shifts.
   auto cps = Pelt(x, 0, static_cast<size_t>(o.min_segment));
@@ -242,46 +347,7 @@ std::vector<Finding> DetectStepAnomalies(const StepSeries& s, const StepOptions&
     const double after = Median(std::vector<double>(x.begin() + b, x.begin() + c));
     if (after < o.regression_ratio * before) continue;
     for (size_t i = b; i < c; ++i) in_regression[i] = true;
-    Finding f;
-    f.kind = Kind::kStepRegression;
-    f.detector = "steps.pelt";
-    f.start_us = when(b);
-    f.end_us = c < x.size() ? when(c) : when(c - 1) + static_cast<int64_t>(x[c - 1]);
-    std::vector<size_t> base;
-    for (size_t i = a; i < b; ++i) base.push_back(i);
-    auto [phase, inc] = grew(b, c, base);
-    f.confidence = std::min(1.0, 0.5 + (after / before - 1));
-    f.Add("step_us_before", before);
-    f.Add("step_us_after", after);
-    f.Add("first_step", static_cast<double>(steps[b]));
-    f.Add("steps", static_cast<double>(c - b));
-    if (!phase.empty()) {
-      f.AddText("phase_grew", phase);
-      f.Add("phase_growth_us", inc);
-    }
-    // CCL-D share P (alpha 0.4 / beta 0.6): compute or communication slowdown, per rank.
-    if (s.source == "annotation") {
-      std::vector<int64_t> sa, sb;
-      for (size_t i = b; i < c; ++i) sa.push_back(steps[i]);
-      for (size_t i = a; i < b; ++i) sb.push_back(steps[i]);
-      const ShareVerdict v = ClassifySlowdown(s, sa, sb);
-      if (v.cls != "none") {
-        f.Add("comm_share_P", v.job_p);
-        f.AddText("slowdown_class", v.cls);
-        if (v.rank >= 0) {
-          f.Add("lowest_P_rank", v.rank);
-          f.Add("lowest_P", v.rank_p);
-        }
-      }
-    }
-    char buf[256];
-    std::snprintf(buf, sizeof buf,
-                  "Step time rose from %.1f ms to %.1f ms (+%.0f%%) at step %lld for %zu steps",
-                  before / 1e3, after / 1e3, 100 * (after / before - 1),
-                  static_cast<long long>(steps[b]), c - b);
-    f.summary = std::string(buf) + (phase.empty() ? "" : "; the " + phase + " phase grew most") +
-                ": look at the slow_* findings of that window for the cause.";
-    out.push_back(std::move(f));
+    out.push_back(RegressionFinding(s, j, a, b, c, before, after));
   }
   // Spikes outside regressions: a stall where the ranks' own time names who stalled, else jitter.
   std::vector<size_t> spikes;
@@ -292,7 +358,7 @@ std::vector<Finding> DetectStepAnomalies(const StepSeries& s, const StepOptions&
   // same host: a finding naming both would name neither's culprit alone (a 24-GPU sweep job's two
   // stalls of ranks 16 and 19, steps apart, became one finding for "ranks 16,19").
   std::map<std::vector<int>, std::vector<StepStall>> stalls;  // ranks -> their stalls
-  const StallTimes times = per_rank ? StallTimesOf(s) : StallTimes{};
+  const StallTimes times = j.per_rank ? StallTimesOf(s) : StallTimes{};
   for (size_t i : spikes) {
     StepStall st = WhoStalled(times, steps[i], x[i] - med);
     if (st.ranks.empty()) {
@@ -305,40 +371,7 @@ std::vector<Finding> DetectStepAnomalies(const StepSeries& s, const StepOptions&
     stalls[st.ranks].push_back(std::move(st));
   }
   for (const auto& [key, v] : stalls) out.push_back(StallFinding(v, times, steps, x, med, host_of, when));
-  if (!unexplained.empty()) {
-    Finding f;
-    f.kind = Kind::kStepJitter;
-    f.detector = "steps.window";
-    f.start_us = when(unexplained.front());
-    f.end_us = when(unexplained.back()) + static_cast<int64_t>(x[unexplained.back()]);
-    double worst = 0;
-    size_t wi = unexplained[0];
-    for (size_t i : unexplained)
-      if (x[i] > worst) {
-        worst = x[i];
-        wi = i;
-      }
-    std::vector<size_t> base;
-    for (size_t i = 0; i < x.size(); ++i)
-      if (!in_regression[i]) base.push_back(i);
-    auto [phase, inc] = grew(wi, wi + 1, base);
-    f.confidence = std::min(1.0, 0.4 + 0.2 * unexplained.size());
-    f.Add("spikes", static_cast<double>(unexplained.size()));
-    f.Add("worst_step", static_cast<double>(steps[wi]));
-    f.Add("worst_ratio", worst / med);
-    if (!phase.empty()) f.AddText("phase_grew", phase);
-    char buf[200];
-    std::snprintf(buf, sizeof buf,
-                  "%zu step(s) spiked to up to %.1fx the median step time (worst: step %lld)",
-                  unexplained.size(), worst / med, static_cast<long long>(steps[wi]));
-    // The slowest rank of a synchronous step is chance (every rank waits out the same spike), so
-    // none is named: the ranks' own time did not tell who held the others.
-    f.summary = std::string(buf) + (phase.empty() ? "" : "; the " + phase + " phase grew") +
-                ": transient, and no rank's own time (outside communication) grew by it; check for "
-                "stalls or "
-                "contention then.";
-    out.push_back(std::move(f));
-  }
+  if (!unexplained.empty()) out.push_back(JitterFinding(j, unexplained, in_regression, med));
   return out;
 }
 
