@@ -9,6 +9,7 @@
 
 #include "analysis/aggregate_builder.h"
 #include "core/nccl_tests_reader.h"
+#include "core/readers/steps.h"
 #include "core/taxonomy.h"
 
 namespace collscope {
@@ -898,6 +899,12 @@ FROM m JOIN runs r USING (run_id) ORDER BY run, kernel_key, value)sql");
 // structure stays neutral. A collective inside a compute phase holds its group mates as long as
 // its slowest member, so a slow GPU shows in its tensor-parallel group's row, itself the darkest.
 void StepViews(std::vector<std::string>& v) {
+  // The SQL list of the communication phases: ('tp_comm', ...).
+  auto CommunicationPhasesSql = [] {
+    std::string list;
+    for (std::string_view p : readers::kCommunicationPhases) list += (list.empty() ? "('" : ", '") + std::string(p) + "'";
+    return list + ")";
+  };
   v.push_back(R"sql(CREATE OR REPLACE {TEMP} MACRO step_rank_times(rid) AS TABLE
 WITH s AS (
   SELECT rank, step, min(start_us) AS start_us,
@@ -906,7 +913,7 @@ WITH s AS (
   FROM steps WHERE run_id = rid AND rank >= 0 GROUP BY ALL),
 c AS (
   SELECT rank, step,
-         sum(wall_us) FILTER (WHERE phase NOT IN ('tp_comm', 'cp_comm', 'ep_comm', 'pp_p2p', 'dp_comm', 'world_comm')) AS compute_us
+         sum(wall_us) FILTER (WHERE phase NOT IN )sql" + CommunicationPhasesSql() + R"sql() AS compute_us
   FROM step_phases WHERE run_id = rid GROUP BY ALL),
 r AS (
   SELECT rank, any_value(hostname) AS hostname, any_value(pp_rank) AS pp_rank, any_value(tp_rank) AS tp_rank,
@@ -938,7 +945,7 @@ n AS (SELECT count(DISTINCT rank) AS ranks FROM p)
 SELECT CASE WHEN (SELECT ranks FROM n) > max_rows THEN coalesce(hostname, '(unknown host)') ELSE 'rank ' || rank END AS row_label,
        any_value(hostname) AS hostname, min(rank) AS first_rank, phase,
        round(avg(wall_us / steps), 1) AS mean_us,
-       phase IN ('tp_comm', 'cp_comm', 'ep_comm', 'pp_p2p', 'dp_comm', 'world_comm') AS communication
+       phase IN )sql" + CommunicationPhasesSql() + R"sql( AS communication
 FROM p LEFT JOIN h USING (rank) GROUP BY row_label, phase ORDER BY first_rank, row_label, phase)sql");
   // The ARGUS grid: a cell per rank at (data-parallel rank, pipeline stage and tensor-parallel
   // rank), its longest compute time of a step (the run's first step left out: warm-up) over the

@@ -1,6 +1,7 @@
 #include "analysis/diagnose/share_ccld.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -23,8 +24,8 @@ const char* ShareClass(double p) {
 }
 
 bool IsCommPhase(const std::string& p) {
-  return p == "tp_comm" || p == "cp_comm" || p == "ep_comm" || p == "pp_p2p" || p == "dp_comm" ||
-         p == "world_comm";
+  return std::find(std::begin(readers::kCommunicationPhases), std::end(readers::kCommunicationPhases), p) !=
+         std::end(readers::kCommunicationPhases);
 }
 
 double OwnTimeUs(const readers::StepRow& row) {

@@ -6,11 +6,17 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
 
 namespace collscope::readers {
+
+// The annotation API's phases that are communication (capture/annotate): waiting on others, never
+// a rank's own work. The step detectors and the report's step views (SQL) read this one list.
+inline constexpr std::string_view kCommunicationPhases[] = {"tp_comm", "cp_comm", "ep_comm",
+                                                            "pp_p2p",  "dp_comm", "world_comm"};
 
 struct StepRow {
   int rank = -1;       // -1: job-level (e.g. a Megatron log line)
