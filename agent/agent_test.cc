@@ -524,40 +524,54 @@ TEST(Agent, AWaitingReaderGetsTheStoreAndTheTickItBlocksIsMadeUpLater) {
 }
 
 #ifdef COLLSCOPE_HAVE_STACKS
-// A new hang: the agent samples the job's processes here (COLLSCOPE_JOB) before it raises the
-// finding, and the finding says where the rank that never joined was. Eight real Python processes
-// stand in for the simulated job's ranks; rank 5 is busy in its own work.
-TEST(Agent, ANewHangIsRaisedWithItsRanksStack) {
-  REQUIRE_PYTHON();
+// A 2-host simulated job with `fault`, eight real Python processes standing in for its ranks
+// (rank 5 busy compiling, the others waiting), and an agent watching it that samples them in
+// bursts of 1 s.
+struct BurstJob {
   collscope::testing::TempDir dir;
-  sim::SimConfig c = DefaultJob(dir / "job", "kind=hang,rank=5,comm=tp,start_step=6", 12);
+  std::vector<std::unique_ptr<stacks::stack_target::Target>> ranks;
+  std::unique_ptr<Agent> agent;
+};
+void StartBurstJob(const std::string& fault, BurstJob* b) {
+  sim::SimConfig c = DefaultJob(b->dir / "job", fault, 12);
   c.cluster.hosts = 2;
   RunSimulation(c);
   ASSERT_FALSE(::testing::Test::HasFailure());
-  const std::string job = "agent-test-" + std::to_string(getpid());
-  std::vector<std::unique_ptr<stacks::stack_target::Target>> ranks;
+  const std::string job = "agent-burst-" + std::to_string(getpid());
   for (int r = 0; r < 8; ++r) {
-    ranks.push_back(std::make_unique<stacks::stack_target::Target>(r == 5 ? "compile" : "wait", r, job));
-    ASSERT_GT(ranks.back()->pid(), 0);
+    b->ranks.push_back(std::make_unique<stacks::stack_target::Target>(r == 5 ? "compile" : "wait", r, job));
+    ASSERT_GT(b->ranks.back()->pid(), 0);
   }
-  AgentOptions o = WatchingTheJob(dir);
+  AgentOptions o = WatchingTheJob(b->dir);
   o.window_s = 3600;
   o.rescan_s = 0;
   o.stacks_job = job;
   o.stacks_burst_s = 1;
   auto a = Agent::Create(o);
   ASSERT_TRUE(a.ok()) << a.status().message();
-  TickReport r = (*a)->Tick();
+  b->agent = std::move(*a);
+}
+
+// A new hang: the agent samples the job's processes here (COLLSCOPE_JOB) before it raises the
+// finding, and the finding says where the rank that never joined was. Eight real Python processes
+// stand in for the simulated job's ranks; rank 5 is busy in its own work.
+TEST(Agent, ANewHangIsRaisedWithItsRanksStack) {
+  REQUIRE_PYTHON();
+  BurstJob b;
+  StartBurstJob("kind=hang,rank=5,comm=tp,start_step=6", &b);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  Agent* a = b.agent.get();
+  TickReport r = a->Tick();
   EXPECT_TRUE(r.error.empty()) << r.error;
   ASSERT_TRUE(r.diagnosed);
   EXPECT_EQ(r.stack_processes, 8) << r.stacks_note;
-  const std::string findings = (*a)->FindingsJson();
+  const std::string findings = a->FindingsJson();
   const std::string frame =
       "compile_graph (stack_target.py:" + std::to_string(stacks::stack_target::MarkedLine("compile")) + ")";
   EXPECT_NE(findings.find("\"stack_frame.rank5\": \"" + frame), std::string::npos) << findings;
   EXPECT_NE(findings.find("Its stack: in `" + frame), std::string::npos) << findings;
   // The hang is active now: the next tick samples nothing, and its stored stacks still join it.
-  r = (*a)->Tick();
+  r = a->Tick();
   EXPECT_EQ(r.stack_processes, 0);
 }
 
@@ -628,35 +642,21 @@ TEST(Agent, RetentionTrimsEverySeriesAndTheAgentsOwnStackFiles) {
 // while its peers wait, gets its stack as evidence the moment its finding appears.
 TEST(Agent, ANewSlowComputeFindingIsRaisedWithWhatItsRanksStackDoes) {
   REQUIRE_PYTHON();
-  collscope::testing::TempDir dir;
-  sim::SimConfig c = DefaultJob(dir / "job", "kind=gpu_straggler,rank=5,factor=2", 12);
-  c.cluster.hosts = 2;
-  RunSimulation(c);
-  ASSERT_FALSE(::testing::Test::HasFailure());
-  const std::string job = "agent-slow-" + std::to_string(getpid());
-  std::vector<std::unique_ptr<stacks::stack_target::Target>> ranks;
-  for (int r = 0; r < 8; ++r) {
-    ranks.push_back(std::make_unique<stacks::stack_target::Target>(r == 5 ? "compile" : "wait", r, job));
-    ASSERT_GT(ranks.back()->pid(), 0);
-  }
-  AgentOptions o = WatchingTheJob(dir);
-  o.window_s = 3600;
-  o.rescan_s = 0;
-  o.stacks_job = job;
-  o.stacks_burst_s = 1;
-  auto a = Agent::Create(o);
-  ASSERT_TRUE(a.ok()) << a.status().message();
-  TickReport r = (*a)->Tick();
+  BurstJob b;
+  StartBurstJob("kind=gpu_straggler,rank=5,factor=2", &b);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  Agent* a = b.agent.get();
+  TickReport r = a->Tick();
   EXPECT_TRUE(r.error.empty()) << r.error;
   ASSERT_TRUE(r.diagnosed);
   EXPECT_EQ(r.stack_processes, 8) << r.stacks_note;
-  const std::string findings = (*a)->FindingsJson();
+  const std::string findings = a->FindingsJson();
   // The compiling loop spans two lines: under load a burst may find it on either.
   const size_t at = findings.find("\"stack_grew.rank5\": \"`compile_graph (stack_target.py:");
   ASSERT_NE(at, std::string::npos) << findings;
   const std::string said = findings.substr(at, findings.find("\"", at + 22) - at);
   EXPECT_NE(said.find("% of its samples during it, 0% of its peers' at the time"), std::string::npos) << said;
-  r = (*a)->Tick();
+  r = a->Tick();
   EXPECT_EQ(r.stack_processes, 0) << "an active finding fires no second burst";
 }
 
