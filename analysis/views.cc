@@ -676,46 +676,8 @@ SELECT run_id, kernel_key, bin, bin * CAST(round(bin_s * 1e6) AS UBIGINT) AS bin
 FROM (SELECT * FROM fast UNION ALL SELECT * FROM slow) ORDER BY run_id, kernel_key, bin)sql");
 }
 
-// Spatial: per rank, process, host and communicator.
-void SpatialViews(std::vector<std::string>& v) {
-  // Value counts per (process, operation): the exact busbw distribution of every cell.
-  v.push_back(R"sql(CREATE OR REPLACE {TEMP} VIEW busbw_cells AS
-SELECT v.run_id, v.process_id, v.op_id, d.comm_id, d.comm, d.comm_name, v.rank, d.kernel_key,
-       d.nnodes, d.msg_size_bytes, v.exec_time_us, v.busbw_gbs, v.records AS n
-FROM cell_values v JOIN op_dims d USING (run_id, op_id))sql");
-  // Mean busbw and normalised busbw (busbw / job median of the kernel key) per
-  // (communicator, rank): the cells of the rank x communicator heatmap.
-  v.push_back(R"sql(CREATE OR REPLACE {TEMP} MACRO rank_cells(min_bytes := 1048576) AS TABLE
-SELECT c.run_id, d.comm_id, any_value(d.comm) AS comm, any_value(d.comm_name) AS comm_name,
-       c.rank, any_value(p.hostname) AS hostname, any_value(c.process_id) AS process_id,
-       sum(c.bw_records)::BIGINT AS records, sum(c.bw_sum) / sum(c.bw_records) AS mean_busbw_gbs,
-       sum(c.bw_sum / k.median_busbw_gbs) / sum(c.bw_records) AS norm_busbw
-FROM proc_ops c JOIN op_dims d USING (run_id, op_id)
-JOIN kernel_variation k ON k.run_id = c.run_id AND k.kernel_key = d.kernel_key
-JOIN processes p ON p.run_id = c.run_id AND p.process_id = c.process_id
-WHERE d.msg_size_bytes >= min_bytes AND c.bw_records > 0
-GROUP BY c.run_id, d.comm_id, c.rank ORDER BY c.run_id, d.comm_id, c.rank)sql");
-  // Per process: records and normalised mean busbw; ordinal = position in (host, pid) order.
-  v.push_back(R"sql(CREATE OR REPLACE {TEMP} MACRO process_stats(min_bytes := 1048576) AS TABLE
-WITH o AS (
-  SELECT run_id, process_id, hostname, pid,
-         row_number() OVER (PARTITION BY run_id ORDER BY hostname, pid) - 1 AS ordinal
-  FROM processes)
-SELECT c.run_id, c.process_id, o.ordinal, o.hostname, o.pid, sum(c.bw_records)::BIGINT AS records,
-       sum(c.bw_sum / k.median_busbw_gbs) / sum(c.bw_records) AS norm_busbw
-FROM proc_ops c JOIN op_dims d USING (run_id, op_id)
-JOIN kernel_variation k ON k.run_id = c.run_id AND k.kernel_key = d.kernel_key
-JOIN o ON o.run_id = c.run_id AND o.process_id = c.process_id
-WHERE d.msg_size_bytes >= min_bytes AND c.bw_records > 0
-GROUP BY ALL ORDER BY c.run_id, o.ordinal)sql");
-  v.push_back(
-    // Blocks of block_ranks consecutive processes (process ordinal // block_ranks).
-    R"sql(CREATE OR REPLACE {TEMP} MACRO rank_blocks(block_ranks := 8, min_bytes := 1048576) AS TABLE
-SELECT run_id, ordinal // block_ranks AS block, min(ordinal) AS first_ordinal,
-       max(ordinal) AS last_ordinal, sum(records)::BIGINT AS records,
-       sum(records * norm_busbw) / sum(records) AS norm_busbw,
-       min(hostname) AS first_host, max(hostname) AS last_host
-FROM process_stats(min_bytes := min_bytes) GROUP BY ALL ORDER BY run_id, block)sql");
+// Per host: its busbw against the job, its transfers, its communicators, its time bins.
+void HostViews(std::vector<std::string>& v) {
   // Each host's median busbw over the job median, per kernel key (NIXT's host normalisation).
   v.push_back(std::string("CREATE OR REPLACE {TEMP} VIEW host_normalized AS SELECT * FROM "
                           "agg_host_normalized WHERE run_id IN ") + kFresh + " UNION ALL SELECT * FROM " +
@@ -808,6 +770,49 @@ slow AS (
 SELECT run_id, hostname, bin, bin * CAST(round(bin_s * 1e6) AS UBIGINT) AS bin_start_us,
        records::BIGINT AS records, norm_sum / records AS norm_busbw
 FROM (SELECT * FROM fast UNION ALL SELECT * FROM slow) ORDER BY run_id, hostname, bin)sql");
+}
+
+// Spatial: per rank, process, host and communicator.
+void SpatialViews(std::vector<std::string>& v) {
+  // Value counts per (process, operation): the exact busbw distribution of every cell.
+  v.push_back(R"sql(CREATE OR REPLACE {TEMP} VIEW busbw_cells AS
+SELECT v.run_id, v.process_id, v.op_id, d.comm_id, d.comm, d.comm_name, v.rank, d.kernel_key,
+       d.nnodes, d.msg_size_bytes, v.exec_time_us, v.busbw_gbs, v.records AS n
+FROM cell_values v JOIN op_dims d USING (run_id, op_id))sql");
+  // Mean busbw and normalised busbw (busbw / job median of the kernel key) per
+  // (communicator, rank): the cells of the rank x communicator heatmap.
+  v.push_back(R"sql(CREATE OR REPLACE {TEMP} MACRO rank_cells(min_bytes := 1048576) AS TABLE
+SELECT c.run_id, d.comm_id, any_value(d.comm) AS comm, any_value(d.comm_name) AS comm_name,
+       c.rank, any_value(p.hostname) AS hostname, any_value(c.process_id) AS process_id,
+       sum(c.bw_records)::BIGINT AS records, sum(c.bw_sum) / sum(c.bw_records) AS mean_busbw_gbs,
+       sum(c.bw_sum / k.median_busbw_gbs) / sum(c.bw_records) AS norm_busbw
+FROM proc_ops c JOIN op_dims d USING (run_id, op_id)
+JOIN kernel_variation k ON k.run_id = c.run_id AND k.kernel_key = d.kernel_key
+JOIN processes p ON p.run_id = c.run_id AND p.process_id = c.process_id
+WHERE d.msg_size_bytes >= min_bytes AND c.bw_records > 0
+GROUP BY c.run_id, d.comm_id, c.rank ORDER BY c.run_id, d.comm_id, c.rank)sql");
+  // Per process: records and normalised mean busbw; ordinal = position in (host, pid) order.
+  v.push_back(R"sql(CREATE OR REPLACE {TEMP} MACRO process_stats(min_bytes := 1048576) AS TABLE
+WITH o AS (
+  SELECT run_id, process_id, hostname, pid,
+         row_number() OVER (PARTITION BY run_id ORDER BY hostname, pid) - 1 AS ordinal
+  FROM processes)
+SELECT c.run_id, c.process_id, o.ordinal, o.hostname, o.pid, sum(c.bw_records)::BIGINT AS records,
+       sum(c.bw_sum / k.median_busbw_gbs) / sum(c.bw_records) AS norm_busbw
+FROM proc_ops c JOIN op_dims d USING (run_id, op_id)
+JOIN kernel_variation k ON k.run_id = c.run_id AND k.kernel_key = d.kernel_key
+JOIN o ON o.run_id = c.run_id AND o.process_id = c.process_id
+WHERE d.msg_size_bytes >= min_bytes AND c.bw_records > 0
+GROUP BY ALL ORDER BY c.run_id, o.ordinal)sql");
+  v.push_back(
+    // Blocks of block_ranks consecutive processes (process ordinal // block_ranks).
+    R"sql(CREATE OR REPLACE {TEMP} MACRO rank_blocks(block_ranks := 8, min_bytes := 1048576) AS TABLE
+SELECT run_id, ordinal // block_ranks AS block, min(ordinal) AS first_ordinal,
+       max(ordinal) AS last_ordinal, sum(records)::BIGINT AS records,
+       sum(records * norm_busbw) / sum(records) AS norm_busbw,
+       min(hostname) AS first_host, max(hostname) AS last_host
+FROM process_stats(min_bytes := min_bytes) GROUP BY ALL ORDER BY run_id, block)sql");
+  HostViews(v);
   // Range bars: min/p25/p50/p75/max of busbw per kernel key and communicator, host, time bin,
   // sequence-number bin (nearest-rank quantiles from value counts). The default parameters'
   // answer of fresh runs is materialised (agg_range_bars).

@@ -234,6 +234,76 @@ double LateEvent::WaitIn(int a, int b) const {
   return s;
 }
 
+namespace {
+
+// A record a dump sampled (a member alone, or some of them), by (communicator, op, size).
+struct SampledRecord {
+  int64_t ts;
+  int proc;
+  double exec;
+};
+using SampledRecords = std::map<std::tuple<int, int, int64_t>, std::vector<SampledRecord>>;
+
+// Each record against the k records nearest in time of the other members: shorter than all of
+// them means it arrived later than they usually did, which one of k + 1 exchangeable records is
+// by chance 1 / (k + 1). Not within noise of their median as well is rarer by chance still. k is
+// at least kMinNeighbours even in small communicators: with its one partner's nearest record
+// only, a tensor-parallel pair's straggler would be last by chance 1/2 in every record, and the
+// few records a sampled dump leaves could never tell it from chance: at k = 16, a rank last in
+// each of five dumps passes the test (5 ln 17 = 14 against the about 10 of the memberships' and
+// 3 of the windows' correction); at 8 it takes seven.
+template <typename WindowOf, typename CellOf>
+void CountSampledRecords(const CommData& d, const LateOptions& o, const std::map<std::pair<int, int>, double>& represents,
+                         WindowOf win, CellOf cell, SampledRecords* sampled, Cells cells[2]) {
+  constexpr size_t kMinNeighbours = 16;
+  // The second trial's cells, only where there are sampled records, start from the complete
+  // instances that the first's hold so far.
+  for (const auto& [key, recs] : *sampled)
+    for (const SampledRecord& r : recs) {
+      const uint64_t k = Key(static_cast<size_t>(r.proc), static_cast<size_t>(std::get<0>(key)));
+      auto it = cells[0].find(k);
+      if (it != cells[0].end()) cells[1].try_emplace(k, it->second);
+    }
+  for (auto& [key, recs] : *sampled) {
+    const int c = std::get<0>(key);
+    const size_t k = std::max(d.comms[static_cast<size_t>(c)].procs.size(), kMinNeighbours + 1) - 1;
+    std::sort(recs.begin(), recs.end(), [](const SampledRecord& x, const SampledRecord& y) { return x.ts < y.ts; });
+    std::vector<double> near;
+    for (size_t i = 0; i < recs.size(); ++i) {
+      near.clear();
+      size_t lo = i, hi = i + 1;  // the next candidates are recs[lo - 1] and recs[hi]
+      // A bounded look around: where the others' records are missing (a member's lost log),
+      // scanning on through the process's own records would cost the square of their number.
+      for (size_t looked = 0; near.size() < k && (lo > 0 || hi < recs.size()) && looked < 8 * (k + 1); ++looked) {
+        const bool take_lo = hi >= recs.size() || (lo > 0 && recs[i].ts - recs[lo - 1].ts <= recs[hi].ts - recs[i].ts);
+        const SampledRecord& q = take_lo ? recs[--lo] : recs[hi++];
+        if (q.proc != recs[i].proc) near.push_back(q.exec);
+      }
+      if (near.empty()) continue;
+      std::sort(near.begin(), near.end());
+      const double med = Median(near);
+      // Its neighbours ran other collectives than it (a dump samples one), each with its own noise:
+      // one of them may end up shorter than a straggler's record. Shorter than all of them is the
+      // stronger trial where a rank is that consistent, shorter than all but one (chance
+      // 2 / (k + 1)) where it is not; both are tested, each at half the error rate.
+      for (size_t ahead = 0; ahead < 2; ++ahead) {
+        if (ahead >= near.size()) break;
+        Cell& ce = cell(cells[ahead], recs[i].proc, c, win(recs[i].ts));
+        ce.total++;
+        ce.sampled++;
+        ce.chance += static_cast<double>(ahead + 1) / static_cast<double>(near.size() + 1);
+        if (recs[i].exec < std::min(near[ahead], med - o.min_wait_us)) {
+          ce.last++;
+          auto rp = represents.find({c, std::get<1>(key)});
+          ce.wait += (med - recs[i].exec) * (rp == represents.end() ? 1.0 : rp->second);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
   std::vector<LateEvent> events;
   if (d.insts.empty()) return events;
@@ -270,8 +340,7 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
   std::vector<Late> complete_lasts;
   // Sampled records (a member alone, or some of them): each record against the other members'
   // records of the same communicator, op and size nearest to it in time (below).
-  struct Rec { int64_t ts; int proc; double exec; };
-  std::map<std::tuple<int, int, int64_t>, std::vector<Rec>> sampled_recs;
+  SampledRecords sampled_recs;
   const std::map<std::pair<int, int>, double> represents = RecordsRepresented(d);  // (comm, op)
   for (const Inst& x : d.insts) {
     const int w = win(x.ts);
@@ -293,59 +362,7 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
       sampled_recs[{x.comm, x.op, x.bytes}].push_back({x.ts, x.pmin, x.tmin});
     }
   }
-  // Each record against the k records nearest in time of the other members: shorter than all of
-  // them means it arrived later than they usually did, which one of k + 1 exchangeable records is
-  // by chance 1 / (k + 1). Not within noise of their median as well is rarer by chance still. k is
-  // at least kMinNeighbours even in small communicators: with its one partner's nearest record
-  // only, a tensor-parallel pair's straggler would be last by chance 1/2 in every record, and the
-  // few records a sampled dump leaves could never tell it from chance: at k = 16, a rank last in
-  // each of five dumps passes the test (5 ln 17 = 14 against the about 10 of the memberships' and
-  // 3 of the windows' correction); at 8 it takes seven.
-  constexpr size_t kMinNeighbours = 16;
-  // The second trial's cells, only where there are sampled records, start from the complete
-  // instances that the first's hold so far.
-  for (const auto& [key, recs] : sampled_recs)
-    for (const Rec& r : recs) {
-      const uint64_t k = Key(static_cast<size_t>(r.proc), static_cast<size_t>(std::get<0>(key)));
-      auto it = cells[0].find(k);
-      if (it != cells[0].end()) cells[1].try_emplace(k, it->second);
-    }
-  for (auto& [key, recs] : sampled_recs) {
-    const int c = std::get<0>(key);
-    const size_t k = std::max(d.comms[static_cast<size_t>(c)].procs.size(), kMinNeighbours + 1) - 1;
-    std::sort(recs.begin(), recs.end(), [](const Rec& x, const Rec& y) { return x.ts < y.ts; });
-    std::vector<double> near;
-    for (size_t i = 0; i < recs.size(); ++i) {
-      near.clear();
-      size_t lo = i, hi = i + 1;  // the next candidates are recs[lo - 1] and recs[hi]
-      // A bounded look around: where the others' records are missing (a member's lost log),
-      // scanning on through the process's own records would cost the square of their number.
-      for (size_t looked = 0; near.size() < k && (lo > 0 || hi < recs.size()) && looked < 8 * (k + 1); ++looked) {
-        const bool take_lo = hi >= recs.size() || (lo > 0 && recs[i].ts - recs[lo - 1].ts <= recs[hi].ts - recs[i].ts);
-        const Rec& q = take_lo ? recs[--lo] : recs[hi++];
-        if (q.proc != recs[i].proc) near.push_back(q.exec);
-      }
-      if (near.empty()) continue;
-      std::sort(near.begin(), near.end());
-      const double med = Median(near);
-      // Its neighbours ran other collectives than it (a dump samples one), each with its own noise:
-      // one of them may end up shorter than a straggler's record. Shorter than all of them is the
-      // stronger trial where a rank is that consistent, shorter than all but one (chance
-      // 2 / (k + 1)) where it is not; both are tested, each at half the error rate.
-      for (size_t ahead = 0; ahead < 2; ++ahead) {
-        if (ahead >= near.size()) break;
-        Cell& ce = cell(cells[ahead], recs[i].proc, c, win(recs[i].ts));
-        ce.total++;
-        ce.sampled++;
-        ce.chance += static_cast<double>(ahead + 1) / static_cast<double>(near.size() + 1);
-        if (recs[i].exec < std::min(near[ahead], med - o.min_wait_us)) {
-          ce.last++;
-          auto rp = represents.find({c, std::get<1>(key)});
-          ce.wait += (med - recs[i].exec) * (rp == represents.end() ? 1.0 : rp->second);
-        }
-      }
-    }
-  }
+  CountSampledRecords(d, o, represents, win, cell, &sampled_recs, cells);
   // Every member's cells count the complete instances of its communicator's windows.
   for (Cells& cs : cells) {
     for (auto& [key, v] : cs) {
