@@ -98,6 +98,17 @@
     return {silent: true, label: {show: true, position: 'insideTop', color: '#8a2d2d', fontSize: 11}, data: data};
   }
   function markBands(id, n) { var node = document.getElementById(id); if (node) node.setAttribute('data-bands', String(n)); }
+  // The longest domain (".cluster.internal") every one of several names ends with, leaving each a
+  // name of its own; '' when there is none.
+  function sharedDomain(names) {
+    if (names.length < 2) return '';
+    var first = names[0];
+    for (var i = first.indexOf('.'); i > 0; i = first.indexOf('.', i + 1)) {
+      var d = first.slice(i);
+      if (names.every(function (n) { return n.length > d.length && n.slice(n.length - d.length) === d; })) return d;
+    }
+    return '';
+  }
 
   // ---- each culprit card's mini chart: its communicators against their siblings over time, the
   // finding's window shaded (culprit_series in analysis/views.cc) ----
@@ -169,6 +180,11 @@
     var hosts = ht.map(function (r, i) { return [rankOf(r.hostname), i, r.hostname]; }).sort(function (a, b) { return a[0] - b[0] || a[1] - b[1]; })
       .map(function (x) { return x[2]; }).reverse();
     var hostIx = {}; hosts.forEach(function (h, i) { hostIx[h] = i; });
+    // The axis shows what tells the hosts apart: a domain they all share (".cluster.internal")
+    // would fill the labels and truncate them to it.
+    var domain = sharedDomain(hosts);
+    var shortHost = function (h) { return domain ? h.slice(0, h.length - domain.length) : h; };
+    if (domain) document.getElementById('host-heatmap-note').textContent = 'Hosts without their shared domain, ' + domain + '.';
     var bins = Array.from(new Set(hh.map(function (r) { return r.bin_start_us; }))).sort(function (a, b) { return a - b; });
     var binIx = {}; bins.forEach(function (b, i) { binIx[b] = i; });
     var cells = hh.filter(function (r) { return hostIx[r.hostname] !== undefined; }).map(function (r) { return [binIx[r.bin_start_us], hostIx[r.hostname], Number(r.norm_busbw.toFixed(4)), r.records]; });
@@ -177,7 +193,7 @@
       grid: {left: 90, right: 70, top: 10, bottom: 70},
       xAxis: {type: 'category', data: bins.map(function (b) { return '+' + ((b - t0) / 1e6).toFixed(1) + ' s'; }), splitArea: {show: false}},
       yAxis: {type: 'category', data: hosts, axisLabel: {hideOverlap: true,
-        formatter: function (h) { return culprit[h] ? '{c|\u25b6 ' + h + '}' : suspect[h] ? '{s|' + h + '}' : h; },
+        formatter: function (h) { var s = shortHost(h); return culprit[h] ? '{c|\u25b6 ' + s + '}' : suspect[h] ? '{s|' + s + '}' : s; },
         rich: {c: {color: '#d64545', fontWeight: 'bold'}, s: {color: '#a86b0c', fontWeight: 'bold'}}}},
       visualMap: {dimension: 2, min: 0.5, max: 1.1, calculable: true, orient: 'vertical', right: 5, top: 'middle', precision: 2, inRange: {color: ['#b2182b', '#ef8a62', '#fddbc7', '#f7f7f7', '#d1e5f0', '#67a9cf']}},
       dataZoom: [{type: 'inside', xAxisIndex: 0}, {type: 'inside', yAxisIndex: 0}, {type: 'slider', xAxisIndex: 0, height: 18, bottom: 8}],
@@ -188,16 +204,53 @@
   var rc = rows(D.rank_cells);
   if (!rc.length) empty('chart-rank-heatmap', 'No messages of at least ' + bytes(D.meta.min_bytes) + '.');
   else {
-    var comms = [], commIx = {}, maxRank = 0;
-    rc.forEach(function (r) { var label = (r.comm_name ? r.comm_name + ' ' : '') + r.comm; if (commIx[label] === undefined) { commIx[label] = comms.length; comms.push(label); } maxRank = Math.max(maxRank, r.rank); });
-    var rcells = rc.map(function (r) { return [r.rank, commIx[(r.comm_name ? r.comm_name + ' ' : '') + r.comm], Number(r.norm_busbw.toFixed(4)), r.hostname, r.records]; });
+    // A row per communicator. A large job has hundreds, too many to read: the rows shown are
+    // MAX_COMM_ROWS of them, those holding a culprit's ranks first, then those whose slowest member
+    // is slowest, on top; the note says what the others hold.
+    var MAX_COMM_ROWS = 40;
+    var byComm = {}, commList = [];
+    rc.forEach(function (r) {
+      var c = byComm[r.comm_id];
+      if (!c) { c = byComm[r.comm_id] = {id: r.comm, name: r.comm_name, min: Infinity, cells: [], hosts: {}, culprit: false}; commList.push(c); }
+      c.min = Math.min(c.min, r.norm_busbw);
+      c.cells.push(r);
+      c.hosts[r.hostname] = true;
+      if (culprit[r.hostname]) c.culprit = true;
+    });
+    commList.sort(function (a, b) { return (b.culprit ? 1 : 0) - (a.culprit ? 1 : 0) || a.min - b.min; });
+    var shownComms = commList.slice(0, MAX_COMM_ROWS);
+    // Named as the job names it, else by its shape (Inspector writes "unknown" where NCCL had no name).
+    var commRowLabel = function (c) {
+      var nh = Object.keys(c.hosts).length;
+      var name = c.name && c.name !== 'unknown' ? c.name : c.cells.length + '-rank group on ' + nh + (nh === 1 ? ' host' : ' hosts');
+      return name + ' ' + c.id;
+    };
+    var comms = shownComms.map(commRowLabel).reverse(), maxRank = 0, rcells = [];
+    shownComms.forEach(function (c, i) {
+      c.cells.forEach(function (r) { maxRank = Math.max(maxRank, r.rank); rcells.push([r.rank, comms.length - 1 - i, Number(r.norm_busbw.toFixed(4)), r.hostname, r.records]); });
+    });
+    var rest = commList.slice(MAX_COMM_ROWS), restMins = rest.map(function (c) { return c.min; });
+    var order = 'those holding a culprit\u2019s ranks (\u25b6) first, then by their slowest member, slowest on top';
+    document.getElementById('rank-heatmap-note').textContent = rest.length
+      ? shownComms.length + ' of ' + commList.length + ' communicators, ' + order + '. The other ' + rest.length +
+        ' are left out; their slowest members run at ' + num(Math.min.apply(null, restMins), 2) + ' to ' +
+        num(Math.max.apply(null, restMins), 2) + ' of their kernel\u2019s median.'
+      : 'Every communicator, ' + order + '.';
+    var culpritComm = {};
+    shownComms.forEach(function (c) { if (c.culprit) culpritComm[commRowLabel(c)] = true; });
     chart('chart-rank-heatmap', {tooltip: {confine: true, formatter: function (p) { return esc(comms[p.value[1]]) + '<br>rank ' + p.value[0] + ' on ' + esc(p.value[3]) + '<br>normalised busbw ' + p.value[2] + '<br>' + p.value[4] + ' records'; }},
       grid: {left: 230, right: 70, top: 10, bottom: 70},
       xAxis: {type: 'category', name: 'rank in communicator', nameLocation: 'middle', nameGap: 50, data: Array.from({length: maxRank + 1}, function (_, i) { return i; })},
-      yAxis: {type: 'category', data: comms, axisLabel: {width: 210, overflow: 'truncate'}},
+      yAxis: {type: 'category', data: comms, axisLabel: {width: 210, overflow: 'truncate',
+        formatter: function (l) { return culpritComm[l] ? '{c|\u25b6 ' + l + '}' : l; }, rich: {c: {color: '#d64545', fontWeight: 'bold'}}}},
       visualMap: {dimension: 2, min: 0.5, max: 1.1, calculable: true, orient: 'vertical', right: 5, top: 'middle', precision: 2, inRange: {color: ['#b2182b', '#ef8a62', '#fddbc7', '#f7f7f7', '#d1e5f0', '#67a9cf']}},
       dataZoom: [{type: 'inside', xAxisIndex: 0}, {type: 'inside', yAxisIndex: 0}, {type: 'slider', xAxisIndex: 0, height: 18, bottom: 8}],
       series: [{type: 'heatmap', data: rcells, progressive: 20000}]});
+    var rankNode = document.getElementById('chart-rank-heatmap');
+    rankNode.setAttribute('data-rows', String(shownComms.length));
+    rankNode.setAttribute('data-comms', String(commList.length));
+    rankNode.setAttribute('data-culprit-rows', String(shownComms.filter(function (c) { return c.culprit; }).length));
+    rankNode.setAttribute('data-culprit-comms', String(commList.filter(function (c) { return c.culprit; }).length));
   }
 
   // ---- steps and phases (step_cells, phase_means, parallel_grid in analysis/views.cc) ----

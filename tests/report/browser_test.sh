@@ -132,9 +132,25 @@ step_view gpu chart-kernel-modes "rank 13"
   --hidden 8192 --seq-len 8192 --bucket-mparams 250 --steps 20 --dump-interval-us 200000 \
   --kineto-max-ranks 0 --no-steps --seed 5 \
   --fault kind=nic_degrade,host=5,factor=0.25,start_step=8,end_step=14 >/dev/null || fail "simulate nic job"
+# Its hosts in one domain, as real clusters name them.
+sed -i 's/"hostname":"\(node-[0-9]*\)"/"hostname":"\1.cluster.internal"/g' "$tmp/nic/nccl-inspector"/* || fail "rename nic hosts"
 "$bin" ingest "$tmp/nic/nccl-inspector" --db "$tmp/nic.duckdb" --run nic -q || fail "ingest nic job"
 "$bin" report --db "$tmp/nic.duckdb" -o "$out/nic.html" 2>/dev/null || fail "report nic job"
-check nic "$out/nic.html" "$(truth_host "$tmp/nic/ground_truth.json")"
+check nic "$out/nic.html" "$(truth_host "$tmp/nic/ground_truth.json").cluster.internal"
+# The host heatmap's labels leave out the domain every host shares, and say so.
+grep -q 'id="host-heatmap-note">Hosts without their shared domain, .cluster.internal.<' "$out/nic.dom.html" ||
+  fail "nic: the host heatmap does not leave out the shared domain"
+# Its 56 communicators are more than the rank heatmap's 40 rows: those holding the culprit's ranks
+# come first, and the note says how many are left out.
+attr() { grep -o "id=\"$2\"[^>]*" "$out/$1.dom.html" | grep -o "$3=\"[^\"]*\"" | sed 's/.*="//;s/"$//'; }
+[ "$(attr nic chart-rank-heatmap data-rows)" = 40 ] && [ "$(attr nic chart-rank-heatmap data-comms)" -gt 40 ] ||
+  fail "nic: rank heatmap shows $(attr nic chart-rank-heatmap data-rows) of $(attr nic chart-rank-heatmap data-comms) communicators"
+# Every one of the culprit's communicators is shown, its fast tensor-parallel group too.
+culprit_rows=$(attr nic chart-rank-heatmap data-culprit-rows) culprit_comms=$(attr nic chart-rank-heatmap data-culprit-comms)
+[ "$culprit_rows" -ge 2 ] && [ "$culprit_rows" = "$culprit_comms" ] ||
+  fail "nic: the rank heatmap shows $culprit_rows of the culprit's $culprit_comms communicators"
+grep -q 'id="rank-heatmap-note">40 of [0-9]* communicators, those holding a culprit' "$out/nic.dom.html" ||
+  fail "nic: the rank heatmap's note does not say what it leaves out"
 
 # The same fault where the data cannot tell the host from its data-parallel partners (no
 # point-to-point records): a slow_network symptom, whose hosts are suspects and never a culprit.
