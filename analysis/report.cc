@@ -503,6 +503,9 @@ std::string CardHtml(const Card& card, int world, int64_t t0, int64_t t1, const 
     if (!f.ranks.empty())
       h += std::string(f.hosts.empty() ? "" : " ") + "<span class=\"ranks\">(" +
            (f.ranks.size() == 1 ? "rank " : "ranks ") + Ranks(f.ranks) + ")</span>";
+  } else if (const std::vector<std::string> suspects = dg::SuspectHosts(f); !suspects.empty()) {
+    h += "<b>Culprit:</b> not named: the data cannot tell these hosts apart. Suspects (none named as the cause): " +
+         HostLinks(suspects, "suspect-name") + ".";
   } else {
     h += "<b>Culprit:</b> not named (the input cannot tell which rank; see the summary).";
   }
@@ -809,12 +812,16 @@ NamedHosts HostsNamedBy(const std::vector<Card>& cards) {
   NamedHosts n;
   for (const Card& c : cards) {
     const dg::Finding& f = *c.occurrences[0];
-    if (!dg::IsSymptom(f.kind)) n.culprit_ranks.insert(f.ranks.begin(), f.ranks.end());
-    for (const std::string& h : f.hosts) {
-      auto& m = dg::IsSymptom(f.kind) ? n.suspect_cards : n.culprit_cards;
-      if (!dg::IsSymptom(f.kind) && !n.culprit_cards.count(h)) n.culprit_order.push_back(h);
-      m[h].push_back(c.number);
+    if (dg::IsSymptom(f.kind)) {
+      for (const std::string& h : dg::SuspectHosts(f)) n.suspect_cards[h].push_back(c.number);
+      continue;
     }
+    n.culprit_ranks.insert(f.ranks.begin(), f.ranks.end());
+    for (const std::string& h : f.hosts) {
+      if (!n.culprit_cards.count(h)) n.culprit_order.push_back(h);
+      n.culprit_cards[h].push_back(c.number);
+    }
+    for (const std::string& h : dg::SuspectHosts(f)) n.suspect_cards[h].push_back(c.number);
   }
   return n;
 }
@@ -953,7 +960,10 @@ std::string FirstScreenHtml(Store& store, const std::string& run, const Findings
                ", confidence " + dg::Fmt("%.2f", f.confidence) + ".";
     if (cards.size() > 1) summary += " " + std::to_string(cards.size() - 1) + " more finding(s) below.";
   } else if (!cards.empty()) {
-    summary += "No culprit named: " + std::to_string(cards.size()) + " symptom finding(s) below.";
+    size_t symptoms = 0;
+    for (const Card& c : cards) symptoms += dg::IsSymptom(c.occurrences[0]->kind);
+    summary += "No culprit named: " + std::to_string(cards.size()) + " finding(s) below" +
+               (symptoms == cards.size() ? ", symptoms." : ", none of which the data can tie to one host or rank.");
   } else {
     summary += "No findings: the diagnosis found nothing wrong in this run.";
   }

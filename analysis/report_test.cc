@@ -193,6 +193,32 @@ TEST_F(Report, SymptomNamesSuspectsNotACulprit) {
   EXPECT_NE(html->find("\"named_hosts\":{\"culprits\":[],\"suspects\":[\"h1\",\"h2\"],\"culprit_ranks\":[]}"), std::string::npos);
 }
 
+// A hang whose stuck transfers both ends joined names no culprit: its hosts are suspects, as a
+// symptom's are, and none is marked as the cause (a healthy end would be drained).
+TEST_F(Report, AHangTheDataCannotPlaceNamesSuspectsNotACulprit) {
+  testing::WriteFile(dir_ / "f.json",
+                     "{\"schema\":\"collscope.findings.v1\",\"findings\":[{\"kind\":\"hang\",\"confidence\":"
+                     "0.6,\"hosts\":[],\"ranks\":[],\"victims\":[0,1],\"comms\":[],\"start_us\":"
+                     "1767225602000000,\"end_us\":1767225606000000,\"summary\":\"stuck mid-transfer\",\"detector\":"
+                     "\"inflight.state\",\"evidence\":{\"suspect_hosts\":\"h1, h2\"}}]}");
+  ReportOptions o;
+  o.findings_path = dir_ / "f.json";
+  auto html = RenderReport(*store_, o);
+  ASSERT_TRUE(html.ok()) << html.status().message();
+  const std::string cards = Section(*html, "findings");
+  EXPECT_NE(cards.find("<b>Culprit:</b> not named: the data cannot tell these hosts apart. Suspects (none named as "
+                       "the cause): <a class=\"suspect-name\" href=\"#host-h1\">h1</a>"),
+            std::string::npos)
+      << cards;
+  EXPECT_EQ(cards.find("culprit-name"), std::string::npos);
+  EXPECT_NE(Section(*html, "summary").find("No culprit named: 1 finding(s) below, none of which the data can tie"),
+            std::string::npos)
+      << Section(*html, "summary");
+  EXPECT_NE(html->find("<tr id=\"host-h1\" class=\"suspect\">"), std::string::npos);
+  EXPECT_EQ(html->find("class=\"culprit\""), std::string::npos);
+  EXPECT_NE(html->find("\"named_hosts\":{\"culprits\":[],\"suspects\":[\"h1\",\"h2\"],\"culprit_ranks\":[]}"), std::string::npos);
+}
+
 // A stack file of `collscope stacks --out` (core/readers/stacks.h) for one process: its main
 // thread (tid = pid) in `main_frames` for `samples` samples of one 10 s window, and a proxy thread.
 std::string StackFile(int pid, int rank, const std::string& main_frames, int samples) {

@@ -56,6 +56,21 @@ void SortUnique(std::vector<std::string>* v) {
   v->erase(std::unique(v->begin(), v->end()), v->end());
 }
 
+std::vector<std::string> SuspectHosts(const Finding& f) {
+  if (f.kind == Kind::kSlowNetwork) return f.hosts;
+  std::vector<std::string> out;
+  for (const Evidence& e : f.evidence) {
+    if (e.key != kSuspectHosts) continue;
+    for (size_t at = 0; at <= e.text.size();) {
+      size_t end = e.text.find(", ", at);
+      if (end == std::string::npos) end = e.text.size();
+      if (end > at) out.push_back(e.text.substr(at, end - at));
+      at = end + 2;
+    }
+  }
+  return out;
+}
+
 std::string RankList(const std::vector<int>& ranks, size_t max_items) {
   std::vector<int> r = ranks;
   SortUnique(&r);

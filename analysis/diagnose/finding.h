@@ -61,6 +61,13 @@ struct Finding {
   void AddText(std::string key, std::string t) { evidence.push_back({std::move(key), 0, std::move(t)}); }
 };
 
+// Evidence of a finding that names no culprit where the data cannot tell several hosts apart:
+// "host, host, ...", each a suspect and none named as the cause.
+inline constexpr const char* kSuspectHosts = "suspect_hosts";
+// The hosts a finding names as suspects rather than causes: a slow_network's hosts, or its
+// kSuspectHosts evidence.
+std::vector<std::string> SuspectHosts(const Finding& f);
+
 // A candidate finding that a cross-check dropped, or a finding folded into another by a merge,
 // with the reason: what `diagnose --json` lists under "suppressed" and `--explain` prints.
 struct Suppressed {

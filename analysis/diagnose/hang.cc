@@ -676,11 +676,18 @@ Finding StuckTransferFinding(const WaitGraph& g, const std::vector<Stuck>& stuck
     std::string hs;
     for (const std::string& h : common) hs += (hs.empty() ? "" : ", ") + h;
     where = "; every one of them goes through " + hs + ": check its links and NICs";
-  } else {
+  } else if (all.size() == 1) {
     f.hosts.assign(all.begin(), all.end());
+    f.confidence = 0.6;
+    where = "; every party is on " + *all.begin() +
+            ": check its links (COLLSCOPE_PROXY_EVENTS=1 shows which peer each channel waits on)";
+  } else {
+    // No host is singled out (both ends of every stuck transfer joined it): each is a suspect and
+    // none the cause, since a healthy end named as the cause is a host drained for nothing.
     f.confidence = 0.6;
     std::string hs;
     for (const std::string& h : all) hs += (hs.empty() ? "" : ", ") + h;
+    f.AddText(kSuspectHosts, hs);
     where = "; no host is singled out (" + hs +
             "), so check the links of every one of them (COLLSCOPE_PROXY_EVENTS=1 shows which peer each "
             "channel waits on)";

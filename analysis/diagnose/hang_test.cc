@@ -119,12 +119,16 @@ TEST(Inflight, AllJoinedNoneFinishedIsStuckMidTransfer) {
   EXPECT_EQ(f[0].victims, (std::vector<int>{0, 2, 3}));
   EXPECT_EQ(Ev(f[0], "stuck_mid_transfer"), "0-3 in AllGather #3 (1048576 B) of 0xw");
   EXPECT_NE(f[0].summary.find("none finished"), std::string::npos) << f[0].summary;
-  // Equal progress everywhere: no rank singled out, every host checked.
+  // Equal progress everywhere: no rank or host singled out. Every host is a suspect to check and
+  // none is named as the cause.
   for (auto& s : st) s.comms[0].ops[0].channels_stopped = 2;
   f = AnalyzeInflight(st);
   ASSERT_EQ(f.size(), 1u);
   EXPECT_TRUE(f[0].ranks.empty());
-  EXPECT_EQ(f[0].hosts, (std::vector<std::string>{"h0", "h1"}));
+  EXPECT_TRUE(f[0].hosts.empty());
+  EXPECT_EQ(Ev(f[0], kSuspectHosts), "h0, h1");
+  EXPECT_EQ(SuspectHosts(f[0]), (std::vector<std::string>{"h0", "h1"}));
+  EXPECT_NE(f[0].summary.find("no host is singled out (h0, h1)"), std::string::npos) << f[0].summary;
 }
 
 InflightOp P2p(const std::string& op, int peer, int64_t ts = 1000) {
@@ -505,7 +509,11 @@ TEST(InflightSim, MismatchAndLinkDown) {
   ASSERT_EQ(l.hangs.size(), 1u);
   EXPECT_EQ(l.hangs[0].detector, "inflight.state");
   EXPECT_NE(std::find(l.hangs[0].comms.begin(), l.hangs[0].comms.end(), l.truth_comm), l.hangs[0].comms.end());
-  EXPECT_NE(std::find(l.hangs[0].hosts.begin(), l.hangs[0].hosts.end(), "node-001"), l.hangs[0].hosts.end());
+  // Both ends of each stuck pipeline transfer joined it: the dead link's host is a suspect, with
+  // its partner, and neither is named as the cause.
+  const std::vector<std::string> suspects = SuspectHosts(l.hangs[0]);
+  EXPECT_NE(std::find(suspects.begin(), suspects.end(), "node-001"), suspects.end()) << Ev(l.hangs[0], kSuspectHosts);
+  EXPECT_TRUE(l.hangs[0].hosts.empty());
   EXPECT_NE(l.hangs[0].summary.find("stuck mid-transfer"), std::string::npos) << l.hangs[0].summary;
 }
 
