@@ -24,7 +24,6 @@ CC=clang CXX=clang++ cmake -S . -B build-tsan -DCOLLSCOPE_TSAN=ON -DCOLLSCOPE_BE
 cmake --build build-tsan -j"$jobs" --target capture_nccl_plugin_test capture_nccl_format_test \
   capture_annotate_test capture_annotate_lines_test capture_cupti_test capture_nccl_prom_test agent_net_test
 (cd build-tsan && ctest --output-on-failure -j"$jobs" --timeout 900 -R '^(capture_|agent_net_test)')
-# Every reader under libFuzzer for 10 s each, from the sanitizer build: a smoke test that the
-# targets build, start from their seeds and survive them (bench/fuzz.sh alone builds its own
-# optimised targets and runs them for 10 minutes, where findings are made).
-COLLSCOPE_FUZZ_BUILD=build-asan bench/fuzz.sh 10
+# Every reader under libFuzzer for 15 s each, from the sanitizer build (bench/fuzz.sh alone
+# builds its own optimised targets and runs them for 10 minutes).
+COLLSCOPE_FUZZ_BUILD=build-asan bench/fuzz.sh 15
