@@ -813,7 +813,7 @@ NamedHosts HostsNamedBy(const std::vector<Card>& cards) {
   for (const Card& c : cards) {
     const dg::Finding& f = *c.occurrences[0];
     if (dg::IsSymptom(f.kind)) {
-      for (const std::string& h : dg::SuspectHosts(f)) n.suspect_cards[h].push_back(c.number);
+      for (const std::string& h : f.hosts) n.suspect_cards[h].push_back(c.number);
       continue;
     }
     n.culprit_ranks.insert(f.ranks.begin(), f.ranks.end());

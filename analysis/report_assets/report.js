@@ -205,8 +205,8 @@
   if (!rc.length) empty('chart-rank-heatmap', 'No messages of at least ' + bytes(D.meta.min_bytes) + '.');
   else {
     // A row per communicator. A large job has hundreds, too many to read: the rows shown are
-    // MAX_COMM_ROWS of them, those holding a culprit's ranks first, then those whose slowest member
-    // is slowest, on top; the note says what the others hold.
+    // MAX_COMM_ROWS of them, those with a member on a culprit host first, then those whose slowest
+    // member is slowest, on top; the note says what the others hold.
     var MAX_COMM_ROWS = 40;
     var byComm = {}, commList = [];
     rc.forEach(function (r) {
@@ -229,12 +229,14 @@
     shownComms.forEach(function (c, i) {
       c.cells.forEach(function (r) { maxRank = Math.max(maxRank, r.rank); rcells.push([r.rank, comms.length - 1 - i, Number(r.norm_busbw.toFixed(4)), r.hostname, r.records]); });
     });
-    var rest = commList.slice(MAX_COMM_ROWS), restMins = rest.map(function (c) { return c.min; });
-    var order = 'those holding a culprit\u2019s ranks (\u25b6) first, then by their slowest member, slowest on top';
+    var rest = commList.slice(MAX_COMM_ROWS);
+    var restLo = rest.reduce(function (m, c) { return Math.min(m, c.min); }, Infinity);
+    var restHi = rest.reduce(function (m, c) { return Math.max(m, c.min); }, -Infinity);
+    var order = 'those with a member on a culprit host (\u25b6) first, then by their slowest member, slowest on top';
     document.getElementById('rank-heatmap-note').textContent = rest.length
       ? shownComms.length + ' of ' + commList.length + ' communicators, ' + order + '. The other ' + rest.length +
-        ' are left out; their slowest members run at ' + num(Math.min.apply(null, restMins), 2) + ' to ' +
-        num(Math.max.apply(null, restMins), 2) + ' of their kernel\u2019s median.'
+        ' are left out; their slowest members run at ' + num(restLo, 2) + ' to ' + num(restHi, 2) +
+        ' of their kernel\u2019s median.'
       : 'Every communicator, ' + order + '.';
     var culpritComm = {};
     shownComms.forEach(function (c) { if (c.culprit) culpritComm[commRowLabel(c)] = true; });

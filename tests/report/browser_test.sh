@@ -140,8 +140,8 @@ check nic "$out/nic.html" "$(truth_host "$tmp/nic/ground_truth.json").cluster.in
 # The host heatmap's labels leave out the domain every host shares, and say so.
 grep -q 'id="host-heatmap-note">Hosts without their shared domain, .cluster.internal.<' "$out/nic.dom.html" ||
   fail "nic: the host heatmap does not leave out the shared domain"
-# Its 56 communicators are more than the rank heatmap's 40 rows: those holding the culprit's ranks
-# come first, and the note says how many are left out.
+# Its 56 communicators are more than the rank heatmap's 40 rows: those with a member on the
+# culprit host come first, and the note says how many are left out.
 attr() { grep -o "id=\"$2\"[^>]*" "$out/$1.dom.html" | grep -o "$3=\"[^\"]*\"" | sed 's/.*="//;s/"$//'; }
 [ "$(attr nic chart-rank-heatmap data-rows)" = 40 ] && [ "$(attr nic chart-rank-heatmap data-comms)" -gt 40 ] ||
   fail "nic: rank heatmap shows $(attr nic chart-rank-heatmap data-rows) of $(attr nic chart-rank-heatmap data-comms) communicators"
@@ -149,7 +149,7 @@ attr() { grep -o "id=\"$2\"[^>]*" "$out/$1.dom.html" | grep -o "$3=\"[^\"]*\"" |
 culprit_rows=$(attr nic chart-rank-heatmap data-culprit-rows) culprit_comms=$(attr nic chart-rank-heatmap data-culprit-comms)
 [ "$culprit_rows" -ge 2 ] && [ "$culprit_rows" = "$culprit_comms" ] ||
   fail "nic: the rank heatmap shows $culprit_rows of the culprit's $culprit_comms communicators"
-grep -q 'id="rank-heatmap-note">40 of [0-9]* communicators, those holding a culprit' "$out/nic.dom.html" ||
+grep -q 'id="rank-heatmap-note">40 of [0-9]* communicators, those with a member on a culprit host' "$out/nic.dom.html" ||
   fail "nic: the rank heatmap's note does not say what it leaves out"
 
 # The same fault where the data cannot tell the host from its data-parallel partners (no
