@@ -169,54 +169,53 @@ TEST_F(Report, FindingsDocumentInPlainWords) {
   EXPECT_FALSE(RenderReport(*store_, o).ok());
 }
 
+// The report with `findings` (a collscope.findings.v1 document) instead of its own diagnosis.
+std::string RenderWithFindings(const testing::TempDir& dir, Store& store, const std::string& findings) {
+  testing::WriteFile(dir / "f.json", findings);
+  ReportOptions o;
+  o.findings_path = dir / "f.json";
+  auto html = RenderReport(store, o);
+  EXPECT_TRUE(html.ok()) << html.status().message();
+  return html.ok() ? *html : "";
+}
+
+// Hosts h1 and h2 are suspects and nothing is a culprit: in the card (`card_says`), the host table
+// and the chart data.
+void ExpectSuspectsNoCulprit(const std::string& html, const std::string& card_says) {
+  const std::string cards = Section(html, "findings");
+  EXPECT_NE(cards.find(card_says + "<a class=\"suspect-name\" href=\"#host-h1\">h1</a>"), std::string::npos) << cards;
+  EXPECT_EQ(cards.find("culprit-name"), std::string::npos);
+  EXPECT_NE(html.find("<tr id=\"host-h1\" class=\"suspect\">"), std::string::npos);
+  EXPECT_EQ(html.find("class=\"culprit\""), std::string::npos);
+  EXPECT_NE(html.find("\"named_hosts\":{\"culprits\":[],\"suspects\":[\"h1\",\"h2\"],\"culprit_ranks\":[]}"),
+            std::string::npos);
+}
+
 // slow_network is a symptom: its hosts are suspects, never a culprit, in the card, the headline
 // and the host table.
 TEST_F(Report, SymptomNamesSuspectsNotACulprit) {
-  testing::WriteFile(dir_ / "f.json",
-                     "{\"schema\":\"collscope.findings.v1\",\"findings\":[{\"kind\":\"slow_network\",\"confidence\":"
-                     "0.6,\"hosts\":[\"h1\",\"h2\"],\"ranks\":[],\"victims\":[],\"comms\":[],\"start_us\":"
-                     "1767225602000000,\"end_us\":1767225606000000,\"summary\":\"a network is slow\",\"detector\":"
-                     "\"comm.slow_link\",\"evidence\":{}}]}");
-  ReportOptions o;
-  o.findings_path = dir_ / "f.json";
-  auto html = RenderReport(*store_, o);
-  ASSERT_TRUE(html.ok()) << html.status().message();
-  const std::string cards = Section(*html, "findings");
-  EXPECT_NE(cards.find("<b>No culprit:</b> a symptom. Suspects (none named as the cause): "
-                       "<a class=\"suspect-name\" href=\"#host-h1\">h1</a>"),
-            std::string::npos)
-      << cards;
-  EXPECT_EQ(cards.find("culprit-name"), std::string::npos);
-  EXPECT_NE(Section(*html, "summary").find("No culprit named"), std::string::npos);
-  EXPECT_NE(html->find("<tr id=\"host-h1\" class=\"suspect\">"), std::string::npos);
-  EXPECT_EQ(html->find("class=\"culprit\""), std::string::npos);
-  EXPECT_NE(html->find("\"named_hosts\":{\"culprits\":[],\"suspects\":[\"h1\",\"h2\"],\"culprit_ranks\":[]}"), std::string::npos);
+  const std::string html = RenderWithFindings(
+      dir_, *store_,
+      "{\"schema\":\"collscope.findings.v1\",\"findings\":[{\"kind\":\"slow_network\",\"confidence\":0.6,\"hosts\":"
+      "[\"h1\",\"h2\"],\"ranks\":[],\"victims\":[],\"comms\":[],\"start_us\":1767225602000000,\"end_us\":"
+      "1767225606000000,\"summary\":\"a network is slow\",\"detector\":\"comm.slow_link\",\"evidence\":{}}]}");
+  ExpectSuspectsNoCulprit(html, "<b>No culprit:</b> a symptom. Suspects (none named as the cause): ");
+  EXPECT_NE(Section(html, "summary").find("No culprit named"), std::string::npos);
 }
 
 // A hang whose stuck transfers both ends joined names no culprit: its hosts are suspects, as a
 // symptom's are, and none is marked as the cause (a healthy end would be drained).
 TEST_F(Report, AHangTheDataCannotPlaceNamesSuspectsNotACulprit) {
-  testing::WriteFile(dir_ / "f.json",
-                     "{\"schema\":\"collscope.findings.v1\",\"findings\":[{\"kind\":\"hang\",\"confidence\":"
-                     "0.6,\"hosts\":[],\"ranks\":[],\"victims\":[0,1],\"comms\":[],\"start_us\":"
-                     "1767225602000000,\"end_us\":1767225606000000,\"summary\":\"stuck mid-transfer\",\"detector\":"
-                     "\"inflight.state\",\"evidence\":{\"suspect_hosts\":\"h1, h2\"}}]}");
-  ReportOptions o;
-  o.findings_path = dir_ / "f.json";
-  auto html = RenderReport(*store_, o);
-  ASSERT_TRUE(html.ok()) << html.status().message();
-  const std::string cards = Section(*html, "findings");
-  EXPECT_NE(cards.find("<b>Culprit:</b> not named: the data cannot tell these hosts apart. Suspects (none named as "
-                       "the cause): <a class=\"suspect-name\" href=\"#host-h1\">h1</a>"),
+  const std::string html = RenderWithFindings(
+      dir_, *store_,
+      "{\"schema\":\"collscope.findings.v1\",\"findings\":[{\"kind\":\"hang\",\"confidence\":0.6,\"hosts\":[],"
+      "\"ranks\":[],\"victims\":[0,1],\"comms\":[],\"start_us\":1767225602000000,\"end_us\":1767225606000000,"
+      "\"summary\":\"stuck mid-transfer\",\"detector\":\"inflight.state\",\"evidence\":{\"suspect_hosts\":\"h1, h2\"}}]}");
+  ExpectSuspectsNoCulprit(html, "<b>Culprit:</b> not named: the data cannot tell these hosts apart. Suspects (none "
+                                "named as the cause): ");
+  EXPECT_NE(Section(html, "summary").find("No culprit named: 1 finding(s) below, none of which the data can tie"),
             std::string::npos)
-      << cards;
-  EXPECT_EQ(cards.find("culprit-name"), std::string::npos);
-  EXPECT_NE(Section(*html, "summary").find("No culprit named: 1 finding(s) below, none of which the data can tie"),
-            std::string::npos)
-      << Section(*html, "summary");
-  EXPECT_NE(html->find("<tr id=\"host-h1\" class=\"suspect\">"), std::string::npos);
-  EXPECT_EQ(html->find("class=\"culprit\""), std::string::npos);
-  EXPECT_NE(html->find("\"named_hosts\":{\"culprits\":[],\"suspects\":[\"h1\",\"h2\"],\"culprit_ranks\":[]}"), std::string::npos);
+      << Section(html, "summary");
 }
 
 // A stack file of `collscope stacks --out` (core/readers/stacks.h) for one process: its main
