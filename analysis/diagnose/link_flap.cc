@@ -10,7 +10,8 @@
 // sibling pairs' median. The culprit hosts are the fewest that every collapsed transfer crosses
 // (greedy cover, as for slow links), a host's fast transfers clearing it. Its collapses count as
 // separate outages only where they surely are (a degraded link's make one long burst, left to
-// comm.slow_link); three outages or more make one finding per host, with their count and period.
+// comm.slow_link); three outages or more make one finding per host, with their count and period,
+// and one or two a finding that the link went down, where one host is singled out.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -217,10 +218,16 @@ std::vector<Finding> DetectLinkFlaps(const CommData& d, const CommOptions& o) {
     // under it; those are no outages.
     if (ratio < 2 * kCollapse) continue;
     const std::vector<int64_t> burst_start = Outages(all, mine, tied, o);
-    if (burst_start.size() < 3) continue;
+    if (burst_start.empty()) continue;
+    // One or two outages are no flapping yet, but each is a link that went down: the same
+    // collapses of transfers through one host, tens of milliseconds each. Named only where one
+    // host is singled out: an outage or two that the data cannot place is too little to report
+    // as a symptom.
+    const bool flaps = burst_start.size() >= 3;
+    if (!flaps && tied.size() > 1) continue;
     std::vector<double> gaps;
     for (size_t i = 1; i < burst_start.size(); ++i) gaps.push_back(static_cast<double>(burst_start[i] - burst_start[i - 1]));
-    const double period = Median(gaps);
+    const double period = gaps.empty() ? 0 : Median(gaps);
     Finding f;
     const bool ambiguous = tied.size() > 1;
     f.kind = ambiguous ? Kind::kSlowNetwork : Kind::kSlowLink;
@@ -238,7 +245,7 @@ std::vector<Finding> DetectLinkFlaps(const CommData& d, const CommOptions& o) {
     // Where the data cannot tell the hosts apart, about one in their number is the culprit.
     f.confidence = std::min(0.95, 0.5 + 0.05 * static_cast<double>(burst_start.size())) / static_cast<double>(tied.size());
     f.Add("bursts", static_cast<double>(burst_start.size()));
-    f.Add("period_s", period / 1e6);
+    if (flaps) f.Add("period_s", period / 1e6);
     f.Add("collapsed_transfers", static_cast<double>(mine.size()));
     f.Add("collapsed_share", share);
     f.Add("median_slowdown", ratio);
@@ -246,8 +253,11 @@ std::vector<Finding> DetectLinkFlaps(const CommData& d, const CommOptions& o) {
     for (const std::string& x : f.hosts) all_hosts += (all_hosts.empty() ? "" : ", ") + x;
     f.summary = (ambiguous ? "The network among " + std::to_string(f.hosts.size()) + " hosts (" + all_hosts + ")"
                            : "The network link of host " + f.hosts[0]) +
-                " flaps: " + std::to_string(burst_start.size()) + " bursts about every " + Fmt("%.2f", period / 1e6) +
-                " s since " + FormatTimeUs(f.start_us) + ", in which " + std::to_string(mine.size()) +
+                (flaps ? " flaps: " + std::to_string(burst_start.size()) + " bursts about every " + Fmt("%.2f", period / 1e6) +
+                             " s since " + FormatTimeUs(f.start_us)
+                       : std::string(" went down ") + (burst_start.size() == 1 ? "once, at " : "twice, first at ") +
+                             FormatTimeUs(f.start_us)) +
+                ", in which " + std::to_string(mine.size()) +
                 " transfers through " + (ambiguous ? "them" : "it") + " took a median " + Fmt("%.0f", ratio) +
                 "x their usual time" +
                 (ambiguous ? "; every collapsed transfer crosses all of these hosts, so the data cannot tell whose NIC or "
