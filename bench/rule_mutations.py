@@ -101,7 +101,7 @@ RULES = [
     ('link flap: a new burst needs the link to have worked in between', D + 'link_flap.cc',
      't.ratio < o.link_ratio && t.bytes >= (1 << 20) && std::includes(', 't.ratio < 1e9 * o.link_ratio && std::includes('),
     ('link flap: one or two outages are named only where one host is singled out', D + 'link_flap.cc',
-     'if (!flaps && tied.size() > 1) continue;', ''),
+     'if (!flaps && ambiguous) {', 'if (false) {'),
     ('pipeline bubble: stages downstream of a bubble follow it', D + 'bubble_detect.cc',
      'if (!upstream) { kept.push_back(f); continue; }', 'kept.push_back(f);\n    continue;'),
     ('late arrival: what explains lateness is weighed block by block of the run', D + 'late_arrival.cc',

@@ -220,11 +220,8 @@ std::vector<Finding> DetectLinkFlaps(const CommData& d, const CommOptions& o) {
     const std::vector<int64_t> burst_start = Outages(all, mine, tied, o);
     if (burst_start.empty()) continue;
     // One or two outages are no flapping yet, but each is a link that went down: the same
-    // collapses of transfers through one host, tens of milliseconds each. Named only where one
-    // host is singled out: an outage or two that the data cannot place is too little to report
-    // as a symptom.
+    // collapses of transfers through one host, tens of milliseconds each.
     const bool flaps = burst_start.size() >= 3;
-    if (!flaps && tied.size() > 1) continue;
     std::vector<double> gaps;
     for (size_t i = 1; i < burst_start.size(); ++i) gaps.push_back(static_cast<double>(burst_start[i] - burst_start[i - 1]));
     const double period = gaps.empty() ? 0 : Median(gaps);
@@ -264,6 +261,14 @@ std::vector<Finding> DetectLinkFlaps(const CommData& d, const CommOptions& o) {
                              "link it is, and none is named as the cause; check their NICs, cables and switch ports for "
                              "link down/up events."
                            : "; check its NIC, cable and switch port for link down/up events.");
+    // Named only where one host is singled out: an outage or two that the data cannot place is
+    // too little to report, even as a symptom.
+    if (!flaps && ambiguous) {
+      if (o.suppressed)
+        o.suppressed->push_back({std::move(f), "one or two outages whose collapsed transfers cross all of these hosts "
+                                               "alike: too little to report, even as a symptom"});
+      continue;
+    }
     out.push_back(std::move(f));
   }
   return out;
