@@ -61,10 +61,13 @@ std::string Join(const std::vector<std::string>& v, const char* sep) {
 
 std::string JoinRanks(const std::vector<int>& v) { return diagnose::RankList(v, 64); }
 
-// The host label of a finding's series: one series per host it names; a finding that names none
-// (a job-wide step regression) is labelled "job".
+// The host label of a finding's series: one series per host it names, else per suspect host (a
+// hang the data cannot place on one of them: its dashboard row and alert still point at where to
+// look); a finding that names neither (a job-wide step regression) is labelled "job".
 std::vector<std::string> HostsOf(const diagnose::Finding& f) {
-  return f.hosts.empty() ? std::vector<std::string>{"job"} : f.hosts;
+  if (!f.hosts.empty()) return f.hosts;
+  std::vector<std::string> suspects = diagnose::SuspectHosts(f);
+  return suspects.empty() ? std::vector<std::string>{"job"} : suspects;
 }
 
 constexpr const char* kMetaFindings = "agent.active_findings";
@@ -710,7 +713,7 @@ void Agent::Alert(const FindingTracker::Changes& ch) {
     AlertmanagerAlert a;
     a.labels = {{"alertname", "CollscopeFinding"},
                 {"kind", std::string(diagnose::KindName(f.kind))},
-                {"hosts", f.hosts.empty() ? "job" : Join(f.hosts, ",")},
+                {"hosts", Join(HostsOf(f), ",")},
                 {"run", o_.run}};
     // An empty label is an absent one to Alertmanager; the key still tells findings apart.
     if (!f.ranks.empty()) a.labels["ranks"] = JoinRanks(f.ranks);
@@ -719,6 +722,8 @@ void Agent::Alert(const FindingTracker::Changes& ch) {
                      {"confidence", diagnose::Fmt("%.2f", f.confidence)},
                      {"detector", f.detector}};
     if (!f.victims.empty()) a.annotations["victims"] = JoinRanks(f.victims);
+    if (f.hosts.empty() && !diagnose::SuspectHosts(f).empty())
+      a.annotations["culprit"] = "not named: the data cannot tell its hosts apart; they are suspects";
     if (!o_.report_url.empty()) a.annotations["report"] = o_.report_url;
     a.starts_at_us = t.first_seen_us;
     // An active alert expires by itself unless re-sent: if the agent dies, Alertmanager resolves

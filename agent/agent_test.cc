@@ -420,6 +420,30 @@ TEST(Agent, EveryAlertmanagerOfAnHaPairAndEveryWebhookGetsTheFinding) {
       << (*a)->MetricsText();
 }
 
+// A dead link leaves transfers stuck that both of its ends joined: the hang names no host, and its
+// alert and its series point at the suspects as such, never at "job" or at a culprit.
+TEST(Agent, AHangTheDataCannotPlaceIsAlertedWithItsSuspects) {
+  collscope::testing::TempDir dir;
+  RunSimulation(DefaultJob(dir / "job", "kind=link_down,host=1,start_step=3", 8));
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  agent::testing::ScriptedPeer am({agent::testing::StatusReply(200)});
+  AgentOptions o = WatchingTheJob(dir);
+  o.window_s = 3600;
+  o.alertmanager = {am.url("/")};
+  auto a = Agent::Create(o);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  TickReport r = (*a)->Tick();
+  ASSERT_GE(r.raised, 1) << r.error;
+  ASSERT_EQ(am.requests().size(), 1u);
+  const std::string alert = am.requests()[0];
+  EXPECT_NE(alert.find("\"kind\":\"hang\""), std::string::npos) << alert;
+  EXPECT_NE(alert.find("node-001"), std::string::npos) << alert;
+  EXPECT_NE(alert.find("\"culprit\":\"not named"), std::string::npos) << alert;
+  const std::string metrics = (*a)->MetricsText();
+  EXPECT_NE(metrics.find("collscope_finding_active{kind=\"hang\",host=\"node-001\"}"), std::string::npos) << metrics;
+  EXPECT_EQ(metrics.find("collscope_finding_active{kind=\"hang\",host=\"job\"}"), std::string::npos) << metrics;
+}
+
 TEST(Agent, RetentionDeletesRecordsOlderThanItsJobTime) {
   collscope::testing::TempDir dir;
   sim::SimConfig c = FourHostJob(dir / "job", "", 8);
