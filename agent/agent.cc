@@ -722,7 +722,8 @@ void Agent::Alert(const FindingTracker::Changes& ch) {
                      {"confidence", diagnose::Fmt("%.2f", f.confidence)},
                      {"detector", f.detector}};
     if (!f.victims.empty()) a.annotations["victims"] = JoinRanks(f.victims);
-    if (f.hosts.empty() && !diagnose::SuspectHosts(f).empty())
+    // Suspects (a slow network's hosts, a dead link's ends) are in the hosts label too.
+    if (!diagnose::SuspectHosts(f).empty())
       a.annotations["culprit"] = "not named: the data cannot tell its hosts apart; they are suspects";
     if (!o_.report_url.empty()) a.annotations["report"] = o_.report_url;
     a.starts_at_us = t.first_seen_us;
