@@ -444,6 +444,28 @@ TEST(Agent, AHangTheDataCannotPlaceIsAlertedWithItsSuspects) {
   EXPECT_EQ(metrics.find("collscope_finding_active{kind=\"hang\",host=\"job\"}"), std::string::npos) << metrics;
 }
 
+// A NIC that 2.29 logs cannot tell from its partners' (no point-to-point record): a slow_network
+// symptom whose hosts are suspects, and its alert says so.
+TEST(Agent, ASlowNetworksAlertSaysItsHostsAreSuspects) {
+  collscope::testing::TempDir dir;
+  sim::SimConfig c = DefaultJob(dir / "job", "kind=nic_degrade,host=1,factor=0.1", 30);
+  c.inspector.flavor = "2.29";
+  RunSimulation(c);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  agent::testing::ScriptedPeer am({agent::testing::StatusReply(200)});
+  AgentOptions o = WatchingTheJob(dir);
+  o.window_s = 3600;
+  o.alertmanager = {am.url("/")};
+  auto a = Agent::Create(o);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  TickReport r = (*a)->Tick();
+  ASSERT_GE(r.raised, 1) << r.error;
+  ASSERT_EQ(am.requests().size(), 1u);
+  const std::string alert = am.requests()[0];
+  EXPECT_NE(alert.find("\"kind\":\"slow_network\""), std::string::npos) << alert;
+  EXPECT_NE(alert.find("\"culprit\":\"not named"), std::string::npos) << alert;
+}
+
 TEST(Agent, RetentionDeletesRecordsOlderThanItsJobTime) {
   collscope::testing::TempDir dir;
   sim::SimConfig c = FourHostJob(dir / "job", "", 8);
