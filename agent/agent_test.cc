@@ -420,26 +420,41 @@ TEST(Agent, EveryAlertmanagerOfAnHaPairAndEveryWebhookGetsTheFinding) {
       << (*a)->MetricsText();
 }
 
-// A dead link leaves transfers stuck that both of its ends joined: the hang names no host, and its
-// alert and its series point at the suspects as such, never at "job" or at a culprit.
-TEST(Agent, AHangTheDataCannotPlaceIsAlertedWithItsSuspects) {
-  collscope::testing::TempDir dir;
-  RunSimulation(DefaultJob(dir / "job", "kind=link_down,host=1,start_step=3", 8));
-  ASSERT_FALSE(::testing::Test::HasFailure());
+// An agent's first tick over the simulated job `c`, with a scripted Alertmanager: the one alert it
+// posted ("" when it posted none or another count, with the failure recorded) and the agent.
+struct FirstAlert {
+  std::string alert;
+  std::unique_ptr<Agent> agent;
+};
+
+FirstAlert TickWithAnAlertmanager(const collscope::testing::TempDir& dir, const sim::SimConfig& c) {
+  RunSimulation(c);
   agent::testing::ScriptedPeer am({agent::testing::StatusReply(200)});
   AgentOptions o = WatchingTheJob(dir);
   o.window_s = 3600;
   o.alertmanager = {am.url("/")};
   auto a = Agent::Create(o);
-  ASSERT_TRUE(a.ok()) << a.status().message();
-  TickReport r = (*a)->Tick();
-  ASSERT_GE(r.raised, 1) << r.error;
-  ASSERT_EQ(am.requests().size(), 1u);
-  const std::string alert = am.requests()[0];
-  EXPECT_NE(alert.find("\"kind\":\"hang\""), std::string::npos) << alert;
-  EXPECT_NE(alert.find("node-001"), std::string::npos) << alert;
-  EXPECT_NE(alert.find("\"culprit\":\"not named"), std::string::npos) << alert;
-  const std::string metrics = (*a)->MetricsText();
+  if (!a.ok()) {
+    ADD_FAILURE() << a.status().message();
+    return {};
+  }
+  const TickReport r = (*a)->Tick();
+  EXPECT_GE(r.raised, 1) << r.error;
+  const std::vector<std::string> posted = am.requests();
+  EXPECT_EQ(posted.size(), 1u);
+  return {posted.size() == 1 ? posted[0] : "", std::move(*a)};
+}
+
+// A dead link leaves transfers stuck that both of its ends joined: the hang names no host, and its
+// alert and its series point at the suspects as such, never at "job" or at a culprit.
+TEST(Agent, AHangTheDataCannotPlaceIsAlertedWithItsSuspects) {
+  collscope::testing::TempDir dir;
+  FirstAlert t = TickWithAnAlertmanager(dir, DefaultJob(dir / "job", "kind=link_down,host=1,start_step=3", 8));
+  ASSERT_TRUE(t.agent);
+  EXPECT_NE(t.alert.find("\"kind\":\"hang\""), std::string::npos) << t.alert;
+  EXPECT_NE(t.alert.find("node-001"), std::string::npos) << t.alert;
+  EXPECT_NE(t.alert.find("\"culprit\":\"not named"), std::string::npos) << t.alert;
+  const std::string metrics = t.agent->MetricsText();
   EXPECT_NE(metrics.find("collscope_finding_active{kind=\"hang\",host=\"node-001\"}"), std::string::npos) << metrics;
   EXPECT_EQ(metrics.find("collscope_finding_active{kind=\"hang\",host=\"job\"}"), std::string::npos) << metrics;
 }
@@ -450,20 +465,10 @@ TEST(Agent, ASlowNetworksAlertSaysItsHostsAreSuspects) {
   collscope::testing::TempDir dir;
   sim::SimConfig c = DefaultJob(dir / "job", "kind=nic_degrade,host=1,factor=0.1", 30);
   c.inspector.flavor = "2.29";
-  RunSimulation(c);
-  ASSERT_FALSE(::testing::Test::HasFailure());
-  agent::testing::ScriptedPeer am({agent::testing::StatusReply(200)});
-  AgentOptions o = WatchingTheJob(dir);
-  o.window_s = 3600;
-  o.alertmanager = {am.url("/")};
-  auto a = Agent::Create(o);
-  ASSERT_TRUE(a.ok()) << a.status().message();
-  TickReport r = (*a)->Tick();
-  ASSERT_GE(r.raised, 1) << r.error;
-  ASSERT_EQ(am.requests().size(), 1u);
-  const std::string alert = am.requests()[0];
-  EXPECT_NE(alert.find("\"kind\":\"slow_network\""), std::string::npos) << alert;
-  EXPECT_NE(alert.find("\"culprit\":\"not named"), std::string::npos) << alert;
+  FirstAlert t = TickWithAnAlertmanager(dir, c);
+  ASSERT_TRUE(t.agent);
+  EXPECT_NE(t.alert.find("\"kind\":\"slow_network\""), std::string::npos) << t.alert;
+  EXPECT_NE(t.alert.find("\"culprit\":\"not named"), std::string::npos) << t.alert;
 }
 
 TEST(Agent, RetentionDeletesRecordsOlderThanItsJobTime) {
