@@ -705,6 +705,16 @@ std::vector<Finding> DetectHangFromRecords(const CommData& d) {
     auto& t = last_ts[{x.comm, x.op}];
     t = std::max(t, x.ts);
   }
+  // Nor do records that skip instances: a two-member communicator's 2.29 dumps, taken together,
+  // catch the same latest instance complete on both, every few instances. Such a series says
+  // how far the communicator got only to within its widest skip, so a lag no longer than that
+  // is the dumps', not the job's.
+  std::map<std::pair<int, int>, std::set<int64_t>> seen;  // (comm, op) -> recorded instances
+  for (const Inst& x : d.insts) seen[{x.comm, x.op}].insert(x.sn);
+  std::map<std::pair<int, int>, int64_t> skipped;  // (comm, op) -> most instances between two records
+  for (const auto& [k, sns] : seen)
+    for (auto it = sns.begin(); std::next(it) != sns.end(); ++it)
+      skipped[k] = std::max(skipped[k], *std::next(it) - *it - 1);
   // Siblings do the same work: same name, size, op and message sizes (pipeline stages differ in
   // their bucket sizes and counts, so their communicators are not siblings).
   std::map<std::pair<int, int>, std::set<int64_t>> sizes;
@@ -722,11 +732,14 @@ std::vector<Finding> DetectHangFromRecords(const CommData& d) {
     int64_t mx = 0;
     for (int c : comms) mx = std::max(mx, done[{c, op}]);
     std::vector<int> lag;
-    for (int c : comms)
-      if (done[{c, op}] < mx) lag.push_back(c);
+    size_t lagging = 0;
+    for (int c : comms) {
+      lagging += done[{c, op}] < mx;
+      if (done[{c, op}] < mx - skipped[{c, op}]) lag.push_back(c);
+    }
     // A hang leaves a few communicators behind their siblings; ring-buffer drops would leave
     // many behind by varying amounts.
-    if (lag.empty() || lag.size() * 2 > comms.size()) continue;
+    if (lag.empty() || lagging * 2 > comms.size()) continue;
     for (int c : lag) {
       behind.insert(c);
       deficit[c] = std::max(deficit[c], mx - done[{c, op}]);

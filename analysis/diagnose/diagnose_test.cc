@@ -770,6 +770,29 @@ TEST(HangFromRecords, SampledRecordsSayNothingOfProgress) {
   EXPECT_TRUE(DetectHangFromRecords(d).empty()) << FindingsToText(DetectHangFromRecords(d));
 }
 
+// Two-member communicators' 2.29 dumps, taken together, catch the same latest instance complete
+// on both, every few instances: such a series says how far its communicator got only to within its
+// widest skip. A 256-GPU job's pipeline pair was called hung 3 all-gathers behind its siblings,
+// whose dumps had caught every fourth.
+TEST(HangFromRecords, ALagWithinTheSamplingSkipIsNoHang) {
+  auto sampled = [](int last_of_0xp02) {
+    CommData d = Job();
+    for (auto& c : d.comms) c.name = c.id.substr(0, 3);
+    Fill(&d, 20, -1, 0, 0, -1, 0, 0);
+    std::erase_if(d.insts, [&](const Inst& x) {
+      if (d.comms[x.comm].name != "0xp") return false;
+      if (d.comms[x.comm].id != "0xp02") return x.sn % 4 != 3;  // 3, 7, 11, 15, 19
+      return x.sn % 4 != 0 || x.sn > last_of_0xp02;            // 0, 4, 8, ...: dumps at other times
+    });
+    return d;
+  };
+  EXPECT_TRUE(DetectHangFromRecords(sampled(16)).empty()) << FindingsToText(DetectHangFromRecords(sampled(16)));
+  // Stopped two skips behind: a hang.
+  auto f = DetectHangFromRecords(sampled(12));
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].comms, std::vector<std::string>({"0xp02"}));
+}
+
 TEST(Mismatch, MinorityMessageSizeIsTheRootCause) {
   CommData d = Job();
   Fill(&d, 20, -1, 0, 0, -1, 0, 0);
