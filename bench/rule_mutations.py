@@ -168,6 +168,17 @@ RULES = [
      '    if (e.host_test >= 0) {\n      const auto [host_waited', '    if (false) {\n      const auto [host_waited'),
     ('hang: the group that stopped where a host mate moved on, the others level with theirs, is where it began',
      D + 'hang.cc', 'groups.size() > 1 ? GroupThatStoppedAlone', 'groups.size() > 1 && false ? GroupThatStoppedAlone'),
+    ('late arrival: ... only where it is late mostly while that rank is', D + 'late_arrival.cc',
+     '!LateWithout(*r, late_in.at({y->proc, y->comm}));', '(true || !LateWithout(*r, late_in.at({y->proc, y->comm})));'),
+    ('late arrival: a rank late inside a host whose other ranks are late too is a finding of its own', D + 'late_arrival.cc',
+     'const bool own = late_procs[h].size() > 1 &&', 'const bool own = false &&'),
+    ('merge: one host\'s slow_compute findings merge only across detectors', D + 'registry.cc',
+     'OverlapInTime(a, b) && !(a.detector == "comm.late_arrival" && b.detector == "comm.late_arrival");',
+     'OverlapInTime(a, b);'),
+    ('hang from records: a lag within a sampled series\' widest skip is no hang', D + 'comm_detect.cc',
+     'if (done[{c, op}] < mx - skipped[{c, op}]) lag.push_back(c);', 'if (done[{c, op}] < mx + 0 * skipped[{c, op}]) lag.push_back(c);'),
+    ('slow link: sampled records of members that waited for one at the usual speed are left out', D + 'comm_detect.cc',
+     'if (others.size() >= 3 && Median(own) < o.link_ratio', 'if (false && others.size() >= 3 && Median(own) < o.link_ratio'),
 ]
 
 

@@ -251,6 +251,35 @@ TEST(SlowLink, HostsTheDataCannotTellApartAreSuspectsNotACulprit) {
   EXPECT_NE(f[0].summary.find("none is named as the cause"), std::string::npos) << f[0].summary;
 }
 
+// Sampled dumps (the 2.29 Inspector's) record an instance on some members only, whose times hold
+// their wait for the last to arrive. Where a host's ranks are late at every collective, they
+// record the usual transfer time while the others record their wait for them: their
+// communicators are not slow. A slow link holds every member, the last too.
+TEST(SlowLink, SampledRecordsOfMembersWaitingForALateOneAreNoSlowLink) {
+  auto sampled = [](int slow_host, int late_host) {
+    CommData d = Job();
+    Fill(&d, 100, slow_host, 30, 70, -1, 0, 0);
+    for (Inst& x : d.insts) {
+      const Comm& c = d.comms[static_cast<size_t>(x.comm)];
+      if (c.hosts.size() < 2) continue;
+      const int p = c.procs[static_cast<size_t>(x.sn) % c.procs.size()];  // each member in turn
+      const bool waits = std::count(c.hosts.begin(), c.hosts.end(), late_host) && d.procs[static_cast<size_t>(p)].host != late_host;
+      x.tmin = x.tmed = x.tmax = x.tmin + (waits ? 2000 : 0);
+      x.pmin = p;
+      x.n = 1;
+    }
+    return d;
+  };
+  // Both four-member groups span host 2, so they are no baseline for each other: its pipeline
+  // pairs, half of its communicators, are what can show it slow.
+  CommOptions o = Opts();
+  o.host_cover = 0.5;
+  EXPECT_TRUE(DetectSlowLink(sampled(-1, 2), o).empty()) << FindingsToText(DetectSlowLink(sampled(-1, 2), o));
+  std::vector<Finding> f = DetectSlowLink(sampled(2, -1), o);
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"h2"})) << FindingsToText(f);
+}
+
 TEST(SlowCompute, SynchronisationTrapBlamesTheRankWithTheShortestTime) {
   CommData d = Job();
   Fill(&d, 100, -1, 0, 0, /*late_proc=*/5, 20, 80);

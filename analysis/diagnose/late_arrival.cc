@@ -634,6 +634,12 @@ struct LateExplainer {
   std::array<double, 2> PeersSideWaits(const LateEvent& r) const;
   // peers: what to count the wait beyond (zeros for a root leader).
   const Comm* PipelineFollows(const LateEvent& r, const LateEvent& y, const std::array<double, 2>& peers) const;
+  // Whether r is late about as much where y (in y's communicator) is not late as where it is: at
+  // least half as much in all, and at least half as densely. A wait delays only where it happens,
+  // however it is passed on, so such lateness is r's own (the ranks of a host slowed 1.44x for a
+  // whole job followed a member late in their tensor-parallel group for a third of it).
+  // y_runs: the runs of windows of y's rank's events in y's communicator.
+  bool LateWithout(const LateEvent& r, const std::vector<std::pair<int, int>>& y_runs) const;
 
   const CommData& d;
   const LateOptions& o;
@@ -832,6 +838,18 @@ const Comm* LateExplainer::PipelineFollows(const LateEvent& r, const LateEvent& 
   return nullptr;
 }
 
+bool LateExplainer::LateWithout(const LateEvent& r, const std::vector<std::pair<int, int>>& y_runs) const {
+  double in = 0, out = 0;
+  int in_n = 0, out_n = 0;
+  for (int w = r.w0; w <= r.w1; ++w) {
+    bool held = false;
+    for (auto [a, b] : y_runs) held = held || (w >= a && w <= b);
+    (held ? in : out) += r.WaitIn(w, w);
+    ++(held ? in_n : out_n);
+  }
+  return out_n > 0 && out >= o.explained_share * in && out / out_n >= o.explained_share * in / std::max(1, in_n);
+}
+
 // A root that waits, in a communicator it shares with a stronger root, for that root (late
 // there, while it is not) follows it: what couples them in between may be unrecorded (expert
 // all-to-alls and pipeline sends without p2p records), so its own lateness elsewhere is the
@@ -858,8 +876,8 @@ std::vector<const LateEvent*> LateExplainer::Leaders(std::vector<const LateEvent
   std::map<int, int> explained_lasts;  // proc -> late arrivals over all its events, for non-roots
   for (const LateEvent& x : ev)
     if (!lasts.count(x.proc)) explained_lasts[x.proc] += x.last;
-  std::set<std::pair<int, int>> late_in;  // (proc, comm) of every significant event
-  for (const LateEvent& x : ev) late_in.insert({x.proc, x.comm});
+  std::map<std::pair<int, int>, std::vector<std::pair<int, int>>> late_in;  // (proc, comm) -> runs of windows
+  for (const LateEvent& x : ev) late_in[{x.proc, x.comm}].push_back({x.w0, x.w1});
   std::vector<const LateEvent*> kept;
   for (const LateEvent* r : roots) {
     const LateEvent* leader = nullptr;
@@ -876,7 +894,8 @@ std::vector<const LateEvent*> LateExplainer::Leaders(std::vector<const LateEvent
       // Waiting in a shared communicator for a rank that others explain follows it too, where
       // that rank is late at least as often: the wait came from elsewhere, through it.
       const bool waits_there = !late_in.count({r->proc, y->comm}) &&
-                               std::find(members.begin(), members.end(), r->proc) != members.end();
+                               std::find(members.begin(), members.end(), r->proc) != members.end() &&
+                               !LateWithout(*r, late_in.at({y->proc, y->comm}));
       if (!waits_there || (!root && strength < lasts[r->proc])) {
         pipe = PipelineFollows(*r, *y, root ? no_peers : peers);
         if (!pipe) continue;
@@ -901,16 +920,25 @@ std::vector<const LateEvent*> LateExplainer::Leaders(std::vector<const LateEvent
   return kept;
 }
 
-// One finding per host and overlapping run of windows of its root events.
+// One finding per host and overlapping run of windows of its root events. Where several of a
+// host's ranks are late, one of them late inside the host (a tensor-parallel group there, whose
+// members share whatever slows the host) is late on its own as well: that is a finding of its own.
 std::vector<Finding> HostFindings(const CommData& d, const std::vector<const LateEvent*>& roots, double W) {
   std::vector<Finding> out;
   const int nw = static_cast<int>((d.t1 - d.t0) / W) + 1;
-  std::map<int, std::vector<const LateEvent*>> by_host;
-  for (const LateEvent* e : roots) by_host[d.procs[static_cast<size_t>(e->proc)].host].push_back(e);
+  std::map<int, std::set<int>> late_procs;  // host -> its late ranks
+  for (const LateEvent* e : roots) late_procs[d.procs[static_cast<size_t>(e->proc)].host].insert(e->proc);
+  std::map<std::pair<int, int>, std::vector<const LateEvent*>> by_host;  // (host, rank on its own or -1)
+  for (const LateEvent* e : roots) {
+    const int h = d.procs[static_cast<size_t>(e->proc)].host;
+    const bool own = late_procs[h].size() > 1 && d.comms[static_cast<size_t>(e->comm)].hosts.size() == 1;
+    by_host[{h, own ? e->proc : -1}].push_back(e);
+  }
   std::vector<int> host_size(d.hosts.size(), 0);
   for (const Proc& p : d.procs)
     if (p.host >= 0) host_size[static_cast<size_t>(p.host)]++;
-  for (auto& [h, v] : by_host) {
+  for (auto& [key, v] : by_host) {
+    const int h = key.first;
     std::sort(v.begin(), v.end(), [](const LateEvent* a, const LateEvent* b) { return a->w0 < b->w0; });
     std::vector<std::vector<const LateEvent*>> groups;
     int end = -1;

@@ -9,7 +9,14 @@ KIND = {"straggler": "slow_compute", "late": "slow_compute", "host_slow": "slow_
 HOST_LEVEL = {"host_slow", "nic", "flap"}
 
 
+def took_effect(faults):
+    """The faults that happened: a flap whose period put no outage inside its window never took
+    the link down, so there is nothing to find (a finding about its host is false)."""
+    return [t for t in faults if t["kind"] != "flap" or t.get("flap_events_us")]
+
+
 def score(findings, faults):
+    faults = took_effect(faults)
     credited, false = set(), []
     for f in findings:
         if f["kind"] in ("step_regression", "step_jitter"):
