@@ -34,7 +34,9 @@ namespace fs = std::filesystem;
 
 struct Plugin {
   Plugin() {
-    dl = dlopen(COLLSCOPE_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
+    // COLLSCOPE_BENCH_PLUGIN: another build of the plugin, to run as a peer in the same session.
+    const char* other = std::getenv("COLLSCOPE_BENCH_PLUGIN");
+    dl = dlopen(other != nullptr ? other : COLLSCOPE_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
     if (dl != nullptr) t = static_cast<collscope_ncclProfiler_v6_t*>(dlsym(dl, "ncclProfiler_v6"));
   }
   ~Plugin() {

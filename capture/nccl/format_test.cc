@@ -92,12 +92,22 @@ TEST(CaptureFormat, ExecTimeFallsBackToCpuThenCollective) {
 }
 
 TEST(CaptureFormat, DoublesMatchPrintfLf) {
-  for (double v : {0.0, 1.5, 1.0 / 3, 123456.7890125, 1e-7, 2.5e15, -4.25, 1e20}) {
+  std::vector<double> values = {0.0, -0.0, 1.5, 1.0 / 3, 123456.7890125, 1e-7, -1e-7, 2.5e15, -4.25, 1e20, 999999999.9999996};
+  // Exact halves at the seventh decimal (k/128 times 10^6 ends in .5), which printf rounds to even.
+  for (int k = -300; k <= 300; ++k) values.push_back(k / 128.0);
+  // Bandwidths, delays and spreads of every magnitude: the integer path against printf.
+  uint64_t seed = 12345;
+  for (int i = 0; i < 200000; ++i) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    const double unit = static_cast<double>(seed >> 11) / 9007199254740992.0;
+    values.push_back((i % 2 ? -1 : 1) * unit * std::pow(10.0, i % 13 - 4));
+  }
+  for (double v : values) {
     std::string s;
     AppendDouble(v, &s);
     char buf[512];
     std::snprintf(buf, sizeof(buf), "%lf", v);
-    EXPECT_EQ(s, buf) << v;
+    ASSERT_EQ(s, buf) << v;
   }
   std::string s;
   AppendDouble(std::nan(""), &s);

@@ -212,7 +212,10 @@ class Runtime {
   // The *Locked functions require mu_.
   double MaxRingFillLocked() const;  // the fullest ring's share of its capacity
   size_t DumpPassLocked();
-  size_t DrainCommLocked(CommCtx* c, std::string* out);
+  // Formats and writes what the communicator's rings hold (at most a ring's worth each): its
+  // dump_stats line, then its records. Returns the records drained.
+  size_t DrainCommLocked(CommCtx* c);
+  bool FlushLocked(std::string* text);  // writes and clears it; false (disabled) on failure
   // status: "running", "finalized" (last communicator gone) or "exiting" (process exit).
   void WriteStateLocked(const char* status);
   // Prometheus textfile (only when prom_ is set): drains the rings, then replaces the file.
@@ -238,7 +241,7 @@ class Runtime {
   int log_fd_ = -1;
   std::string log_path_, state_path_, state_tmp_path_;
   uint64_t state_seq_ = 0;
-  std::string buf_;  // reused formatting buffer
+  std::string buf_;  // reused formatting buffer (a dump_stats line)
   // Prometheus textfile output; null when off or after a write error (warned once).
   std::unique_ptr<PromTextfile> prom_;
   std::string prom_path_, prom_tmp_path_;

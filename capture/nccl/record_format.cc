@@ -218,6 +218,28 @@ void AppendDouble(double v, std::string* out) {
     out->append(v > 0 ? "\"inf\"" : "\"-inf\"");
     return;
   }
+  // Six decimals by integer arithmetic: the shortest-path formatter costs 70 ns a value, and a
+  // record has five, most of the writer's time. printf rounds the exact binary value; the product
+  // by 10^6 is within half an ulp of it, so the two agree wherever that product lies more than an
+  // ulp from a half (the rest, and large values, take the exact path).
+  const double a = std::fabs(v);
+  if (a < 1e9) {
+    const double scaled = a * 1e6;
+    const double whole = std::floor(scaled);
+    const double frac = scaled - whole;  // exact: both are below 2^53
+    if (std::fabs(frac - 0.5) > std::nextafter(scaled, HUGE_VAL) - scaled) {
+      uint64_t q = static_cast<uint64_t>(whole) + (frac > 0.5 ? 1 : 0);
+      char buf[32];
+      char* p = buf;
+      if (std::signbit(v)) *p++ = '-';
+      p = std::to_chars(p, buf + sizeof(buf), q / 1000000).ptr;
+      *p++ = '.';
+      uint64_t f = q % 1000000;
+      for (int i = 5; i >= 0; --i, f /= 10) p[i] = static_cast<char>('0' + f % 10);
+      out->append(buf, p + 6);
+      return;
+    }
+  }
   char buf[352];  // %lf of DBL_MAX is 316 characters
   auto r = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::fixed, 6);
   out->append(buf, r.ptr);

@@ -513,11 +513,7 @@ collscope_ncclResult_t Runtime::CommFinalize(void* context) noexcept {
         return collscope_ncclSuccess;
       if (c->active && !rt->disabled()) {
         // Final drain: unlike Inspector, nothing completed is lost at teardown.
-        rt->buf_.clear();
-        rt->DrainCommLocked(c, &rt->buf_);
-        if (!rt->buf_.empty() && !rt->WriteAll(rt->log_fd_, rt->buf_)) {
-          rt->Disable("write to '" + rt->log_path_ + "' failed: " + std::strerror(errno));
-        }
+        rt->DrainCommLocked(c);
         // Every finalized communicator is kept, not only those with ops in flight: after a
         // watchdog abort, the member that never joined the stuck collective has nothing in
         // flight, and without its entry nothing maps its communicator rank to this process.
@@ -663,20 +659,26 @@ double Runtime::MaxRingFillLocked() const {
 
 size_t Runtime::DumpPassLocked() {
   if (disabled() || log_fd_ < 0) return 0;
-  buf_.clear();
   size_t n = 0;
   for (CommCtx* c : comms_) {
-    if (c->active) n += DrainCommLocked(c, &buf_);
+    if (c->active) n += DrainCommLocked(c);
     if (disabled()) return n;
   }
-  if (!buf_.empty() && !WriteAll(log_fd_, buf_)) {
-    Disable("write to '" + log_path_ + "' failed: " + std::strerror(errno));
-  }
-  buf_.clear();
   return n;
 }
 
-size_t Runtime::DrainCommLocked(CommCtx* c, std::string* out) {
+bool Runtime::FlushLocked(std::string* text) {
+  if (text->empty() || disabled()) return !disabled();
+  if (!WriteAll(log_fd_, *text)) {
+    Disable("write to '" + log_path_ + "' failed: " + std::strerror(errno));
+    return false;
+  }
+  text->clear();
+  return true;
+}
+
+size_t Runtime::DrainCommLocked(CommCtx* c) {
+  if (log_fd_ < 0) return 0;
   const uint64_t dump_ts_us = NowNs() / 1000;
   DumpStats stats;
   std::string& records = records_buf_;
@@ -694,16 +696,8 @@ size_t Runtime::DrainCommLocked(CommCtx* c, std::string* out) {
       });
       if (!got) break;
       ++*count;
-      if (records.size() >= kFlushBytes) {
-        // Bound the buffer; this pass's dump_stats line then follows the first chunk.
-        out->append(records);
-        records.clear();
-        if (!WriteAll(log_fd_, *out)) {
-          Disable("write to '" + log_path_ + "' failed: " + std::strerror(errno));
-          return;
-        }
-        out->clear();
-      }
+      // Bound the buffer; this pass's dump_stats line then follows the first chunk.
+      if (records.size() >= kFlushBytes && !FlushLocked(&records)) return;
     }
   };
   drain(c->coll_ring.get(), c->coll_traces.get(), &stats.coll_records);
@@ -718,11 +712,14 @@ size_t Runtime::DrainCommLocked(CommCtx* c, std::string* out) {
   if (prom_) prom_->AddDrops(stats.coll_dropped_since_last, stats.p2p_dropped_since_last);
   const bool new_drops = stats.coll_dropped_since_last + stats.p2p_dropped_since_last > 0;
   const bool any = stats.coll_records + stats.p2p_records > 0;
+  buf_.clear();
   if ((cfg_.dump_stats == DumpStatsMode::kAlways && (any || new_drops)) ||
       (cfg_.dump_stats == DumpStatsMode::kDrops && new_drops)) {
-    FormatDumpStats(c->ident, proc_, stats, dump_ts_us, out);
+    FormatDumpStats(c->ident, proc_, stats, dump_ts_us, &buf_);
   }
-  out->append(records);
+  // Two writes rather than one copy of every record behind the dump_stats line: a pass makes a
+  // few writes per communicator, while the copy was a fifth of the writer's time.
+  if (FlushLocked(&buf_)) FlushLocked(&records);
   return stats.coll_records + stats.p2p_records;
 }
 
