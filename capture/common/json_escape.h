@@ -10,6 +10,7 @@
 #ifndef COLLSCOPE_CAPTURE_COMMON_JSON_ESCAPE_H_
 #define COLLSCOPE_CAPTURE_COMMON_JSON_ESCAPE_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -32,6 +33,16 @@ inline size_t Utf8SequenceLength(std::string_view s, size_t i) {
 inline void AppendEscapedJsonString(std::string_view s, std::string* out, bool html_safe = false) {
   static constexpr char kHex[] = "0123456789abcdef";
   out->push_back('"');
+  // Most strings (names of ops, algorithms, hosts) need no escape: one append, not one per byte.
+  const bool plain = std::all_of(s.begin(), s.end(), [&](char ch) {
+    const auto c = static_cast<unsigned char>(ch);
+    return c >= 0x20 && c < 0x80 && c != '"' && c != '\\' && !(html_safe && (c == '<' || c == '>' || c == '&'));
+  });
+  if (plain) {
+    out->append(s);
+    out->push_back('"');
+    return;
+  }
   for (size_t i = 0; i < s.size();) {
     const auto c = static_cast<unsigned char>(s[i]);
     if (c == '"' || c == '\\') {
