@@ -237,6 +237,34 @@ TEST(CaptureFormat, P2pRecordAndVerboseTrace) {
   ASSERT_NE(out.find(perf), std::string::npos) << out;
 }
 
+// The longest record the writer can meet (a record is built in a fixed stack buffer): every
+// channel traced, every number at its widest, names that all need escapes, the step annotated.
+// Under ASan an overflow of the buffer fails here.
+TEST(CaptureFormat, TheWidestRecordFitsItsBuffer) {
+  CompletedRecord r;
+  r.func = Func::kAllGather;
+  r.source = TimingSource::kCollectiveCpu;
+  r.n_channels = UINT8_MAX;
+  r.peer = INT32_MIN;
+  r.sn = r.msg_bytes = r.user_tag = UINT64_MAX;
+  r.start_sn = r.stop_sn = UINT32_MAX;
+  r.exec_us = 1;
+  r.start_ns = r.enqueue_ns = r.kernel_stop_ns = UINT64_MAX;
+  r.kernel_start_ns = 1;
+  r.ch_start_spread_us = r.ch_stop_spread_us = -1.7976931348623157e308;
+  r.algo = r.proto = r.phase = PackName("\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"");
+  r.step = INT64_MAX;
+  r.micro_batch = INT32_MIN;
+  std::vector<ChannelTrace> tr(kMaxChannels, {255, UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX});
+  r.n_traces = kMaxChannels;
+  std::string out;
+  FormatRecord(TestComm(), TestProc(), r, tr, true, UINT64_MAX, &out);
+  EXPECT_EQ(out.back(), '\n');
+  EXPECT_NE(out.find("\"ch_stop_spread_us\":-179769313486231570814527423731704356798070567525844996598917476803157260780028538760589558632766878171540458953514382464234321326889464182768467546703537516986049910576551282076245490090389328944075868508455133942304583236903222948165808559332123348274797826204144723168738177180919299881250404026184124858368.000000"), std::string::npos);
+  EXPECT_NE(out.find("\"kernel_record_ts\":18446744073709551"), std::string::npos);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '{'), std::count(out.begin(), out.end(), '}'));
+}
+
 TEST(CaptureFormat, DumpStatsLine) {
   DumpStats s{10, 3, 1, 0, 0, 0};
   std::string out;
