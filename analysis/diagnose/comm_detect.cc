@@ -238,8 +238,12 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
   }
   // Per (channel, window): transfer-time ratios.
   ChannelRatios ratios;
-  struct Sampled { int w, proc; double ratio; };
-  std::map<int, std::vector<Sampled>> sampled;  // comm -> its instances that not every member recorded
+  struct Sampled {
+    int w, proc;
+    double ratio;
+  };
+  // comm -> its instances that not every member recorded
+  std::map<int, std::vector<Sampled>> sampled;
   for (const Inst& x : d.insts) {
     const Comm& c = d.comms[x.comm];
     if (c.hosts.size() < 2) continue;
@@ -248,16 +252,19 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
     if (auto it = own_base.find({x.comm, key}); it != own_base.end()) base = std::min(base, it->second);
     if (base < 20 || x.bytes < (1 << 20)) continue;  // latency-bound: says nothing about bandwidth
     const int w = static_cast<int>((x.ts - d.t0) / W);
-    if (static_cast<size_t>(x.n) < c.procs.size()) sampled[x.comm].push_back({w, x.pmin, x.tmin / base});
-    else ratios[{x.comm, w}].push_back(x.tmin / base);
+    if (static_cast<size_t>(x.n) < c.procs.size())
+      sampled[x.comm].push_back({w, x.pmin, x.tmin / base});
+    else
+      ratios[{x.comm, w}].push_back(x.tmin / base);
   }
   // A complete instance's shortest time is its transfer (its last member waited for no one); an
-  // instance that only some members recorded (sampled dumps) has their wait in it as well. A slow link holds every member of a
-  // communicator, the last to arrive too, so where one member's records run at the usual speed
-  // while the others' are slow, they are waiting for it, and the communicator is not slow: over
-  // the span of that member's records, widened by its longest gap between two (its dumps' reach).
-  // (A 256-GPU job with 1 s 2.29 dumps named a data-parallel group's 8 hosts as a slow network:
-  // one member, late at every collective, recorded 4.3x shorter times than the other seven.)
+  // instance that only some members recorded (sampled dumps) has their wait in it as well. A slow
+  // link holds every member of a communicator, the last to arrive too, so where one member's
+  // records run at the usual speed while the others' are slow, they are waiting for it, and the
+  // communicator is not slow: over the span of that member's records, widened by its longest gap
+  // between two (its dumps' reach). (A 256-GPU job with 1 s 2.29 dumps named a data-parallel
+  // group's 8 hosts as a slow network: one member, late at every collective, recorded 4.3x shorter
+  // times than the other seven.)
   for (auto& [comm, recs] : sampled) {
     std::map<int, std::vector<int>> by_proc;  // member -> its records' windows
     for (const Sampled& r : recs) by_proc[r.proc].push_back(r.w);
@@ -271,7 +278,8 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
       std::vector<double> own, others;
       for (const Sampled& r : recs)
         if (r.w >= a && r.w <= b) (r.proc == proc ? own : others).push_back(r.ratio);
-      if (others.size() >= 3 && Median(own) < o.link_ratio && Median(others) >= o.link_ratio) waited.push_back({a, b});
+      if (others.size() >= 3 && Median(own) < o.link_ratio && Median(others) >= o.link_ratio)
+        waited.push_back({a, b});
     }
     for (const Sampled& r : recs) {
       bool wait = false;
@@ -742,7 +750,8 @@ std::vector<Finding> DetectHangFromRecords(const CommData& d) {
   // is the dumps', not the job's.
   std::map<std::pair<int, int>, std::set<int64_t>> seen;  // (comm, op) -> recorded instances
   for (const Inst& x : d.insts) seen[{x.comm, x.op}].insert(x.sn);
-  std::map<std::pair<int, int>, int64_t> skipped;  // (comm, op) -> most instances between two records
+  // (comm, op) -> most instances between two records
+  std::map<std::pair<int, int>, int64_t> skipped;
   for (const auto& [k, sns] : seen)
     for (auto it = sns.begin(); std::next(it) != sns.end(); ++it)
       skipped[k] = std::max(skipped[k], *std::next(it) - *it - 1);

@@ -263,7 +263,8 @@ TEST(SlowLink, SampledRecordsOfMembersWaitingForALateOneAreNoSlowLink) {
       const Comm& c = d.comms[static_cast<size_t>(x.comm)];
       if (c.hosts.size() < 2) continue;
       const int p = c.procs[static_cast<size_t>(x.sn) % c.procs.size()];  // each member in turn
-      const bool waits = std::count(c.hosts.begin(), c.hosts.end(), late_host) && d.procs[static_cast<size_t>(p)].host != late_host;
+      const bool waits = std::count(c.hosts.begin(), c.hosts.end(), late_host) &&
+                         d.procs[static_cast<size_t>(p)].host != late_host;
       x.tmin = x.tmed = x.tmax = x.tmin + (waits ? 2000 : 0);
       x.pmin = p;
       x.n = 1;
@@ -274,7 +275,8 @@ TEST(SlowLink, SampledRecordsOfMembersWaitingForALateOneAreNoSlowLink) {
   // pairs, half of its communicators, are what can show it slow.
   CommOptions o = Opts();
   o.host_cover = 0.5;
-  EXPECT_TRUE(DetectSlowLink(sampled(-1, 2), o).empty()) << FindingsToText(DetectSlowLink(sampled(-1, 2), o));
+  EXPECT_TRUE(DetectSlowLink(sampled(-1, 2), o).empty())
+      << FindingsToText(DetectSlowLink(sampled(-1, 2), o));
   std::vector<Finding> f = DetectSlowLink(sampled(2, -1), o);
   ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
   EXPECT_EQ(f[0].hosts, std::vector<std::string>({"h2"})) << FindingsToText(f);
@@ -811,11 +813,12 @@ TEST(HangFromRecords, ALagWithinTheSamplingSkipIsNoHang) {
     std::erase_if(d.insts, [&](const Inst& x) {
       if (d.comms[x.comm].name != "0xp") return false;
       if (d.comms[x.comm].id != "0xp02") return x.sn % 4 != 3;  // 3, 7, 11, 15, 19
-      return x.sn % 4 != 0 || x.sn > last_of_0xp02;            // 0, 4, 8, ...: dumps at other times
+      return x.sn % 4 != 0 || x.sn > last_of_0xp02;  // 0, 4, 8, ...: dumps at other times
     });
     return d;
   };
-  EXPECT_TRUE(DetectHangFromRecords(sampled(16)).empty()) << FindingsToText(DetectHangFromRecords(sampled(16)));
+  EXPECT_TRUE(DetectHangFromRecords(sampled(16)).empty())
+      << FindingsToText(DetectHangFromRecords(sampled(16)));
   // Stopped two skips behind: a hang.
   auto f = DetectHangFromRecords(sampled(12));
   ASSERT_EQ(f.size(), 1u) << FindingsToText(f);

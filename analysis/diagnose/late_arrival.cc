@@ -838,7 +838,8 @@ const Comm* LateExplainer::PipelineFollows(const LateEvent& r, const LateEvent& 
   return nullptr;
 }
 
-bool LateExplainer::LateWithout(const LateEvent& r, const std::vector<std::pair<int, int>>& y_runs) const {
+bool LateExplainer::LateWithout(const LateEvent& r,
+                                const std::vector<std::pair<int, int>>& y_runs) const {
   double in = 0, out = 0;
   int in_n = 0, out_n = 0;
   for (int w = r.w0; w <= r.w1; ++w) {
@@ -847,7 +848,8 @@ bool LateExplainer::LateWithout(const LateEvent& r, const std::vector<std::pair<
     (held ? in : out) += r.WaitIn(w, w);
     ++(held ? in_n : out_n);
   }
-  return out_n > 0 && out >= o.explained_share * in && out / out_n >= o.explained_share * in / std::max(1, in_n);
+  return out_n > 0 && out >= o.explained_share * in &&
+         out / out_n >= o.explained_share * in / std::max(1, in_n);
 }
 
 // A root that waits, in a communicator it shares with a stronger root, for that root (late
@@ -876,7 +878,8 @@ std::vector<const LateEvent*> LateExplainer::Leaders(std::vector<const LateEvent
   std::map<int, int> explained_lasts;  // proc -> late arrivals over all its events, for non-roots
   for (const LateEvent& x : ev)
     if (!lasts.count(x.proc)) explained_lasts[x.proc] += x.last;
-  std::map<std::pair<int, int>, std::vector<std::pair<int, int>>> late_in;  // (proc, comm) -> runs of windows
+  // (proc, comm) -> runs of windows of its significant events
+  std::map<std::pair<int, int>, std::vector<std::pair<int, int>>> late_in;
   for (const LateEvent& x : ev) late_in[{x.proc, x.comm}].push_back({x.w0, x.w1});
   std::vector<const LateEvent*> kept;
   for (const LateEvent* r : roots) {
@@ -893,9 +896,10 @@ std::vector<const LateEvent*> LateExplainer::Leaders(std::vector<const LateEvent
       const Comm* pipe = nullptr;
       // Waiting in a shared communicator for a rank that others explain follows it too, where
       // that rank is late at least as often: the wait came from elsewhere, through it.
-      const bool waits_there = !late_in.count({r->proc, y->comm}) &&
-                               std::find(members.begin(), members.end(), r->proc) != members.end() &&
-                               !LateWithout(*r, late_in.at({y->proc, y->comm}));
+      const bool waits_there =
+          !late_in.count({r->proc, y->comm}) &&
+          std::find(members.begin(), members.end(), r->proc) != members.end() &&
+          !LateWithout(*r, late_in.at({y->proc, y->comm}));
       if (!waits_there || (!root && strength < lasts[r->proc])) {
         pipe = PipelineFollows(*r, *y, root ? no_peers : peers);
         if (!pipe) continue;
@@ -927,11 +931,14 @@ std::vector<Finding> HostFindings(const CommData& d, const std::vector<const Lat
   std::vector<Finding> out;
   const int nw = static_cast<int>((d.t1 - d.t0) / W) + 1;
   std::map<int, std::set<int>> late_procs;  // host -> its late ranks
-  for (const LateEvent* e : roots) late_procs[d.procs[static_cast<size_t>(e->proc)].host].insert(e->proc);
-  std::map<std::pair<int, int>, std::vector<const LateEvent*>> by_host;  // (host, rank on its own or -1)
+  for (const LateEvent* e : roots)
+    late_procs[d.procs[static_cast<size_t>(e->proc)].host].insert(e->proc);
+  // (host, the rank late on its own, or -1 for the host's) -> its root events
+  std::map<std::pair<int, int>, std::vector<const LateEvent*>> by_host;
   for (const LateEvent* e : roots) {
     const int h = d.procs[static_cast<size_t>(e->proc)].host;
-    const bool own = late_procs[h].size() > 1 && d.comms[static_cast<size_t>(e->comm)].hosts.size() == 1;
+    const bool own =
+        late_procs[h].size() > 1 && d.comms[static_cast<size_t>(e->comm)].hosts.size() == 1;
     by_host[{h, own ? e->proc : -1}].push_back(e);
   }
   std::vector<int> host_size(d.hosts.size(), 0);

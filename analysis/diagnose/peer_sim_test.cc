@@ -350,10 +350,10 @@ TEST(PeerBaseline, ASlowHostAndALateRankOnItAreTwoFindings) {
   SKIP_UNDER_SANITIZERS();
   testing::TempDir dir;
   // An independent generator's 64-GPU job (TP 8 PP 2): its host 1 slowed 1.44x for the whole job,
-  // and rank 13 on it late for steps 3-14. Each of the host's ranks is late in its own data-parallel
-  // group for the whole job; they all waited for rank 13 in their tensor-parallel group, and so
-  // followed it, and the host was never named. They are late as much where rank 13 is not: the
-  // host's lateness is its own, and rank 13's, inside the host, is another finding.
+  // and rank 13 on it late for steps 3-14. Each of the host's ranks is late in its own
+  // data-parallel group for the whole job; they all waited for rank 13 in their tensor-parallel
+  // group, and so followed it, and the host was never named. They are late as much where rank 13 is
+  // not: the host's lateness is its own, and rank 13's, inside the host, is another finding.
   std::vector<Suppressed> dropped;
   auto f = Diagnose(dir / "job", {8, 8, 8, 2},
                     {"kind=host_slowdown,host=1,factor=1.44,start_step=0,end_step=40",
@@ -366,7 +366,8 @@ TEST(PeerBaseline, ASlowHostAndALateRankOnItAreTwoFindings) {
     EXPECT_EQ(x.hosts, std::vector<std::string>({"node-001"})) << FindingsToText(f);
     culprits.insert(x.ranks);
   }
-  EXPECT_EQ(culprits, std::set<std::vector<int>>({{8, 9, 10, 11, 12, 13, 14, 15}, {13}})) << FindingsToText(f);
+  EXPECT_EQ(culprits, std::set<std::vector<int>>({{8, 9, 10, 11, 12, 13, 14, 15}, {13}}))
+      << FindingsToText(f);
 }
 
 TEST(PeerBaseline, AHostSlowedBeforeItsNicDegradedIsFoundToo) {

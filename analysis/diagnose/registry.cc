@@ -244,10 +244,12 @@ const std::vector<MergeRule>& MergeRules() {
       // One compute straggler: one host (or hosts one covers, as a slow stage does), whichever
       // other detector saw it. The records' own findings of one host at one time are two
       // stragglers: a slow host and, apart from it, one of its ranks late inside it.
-      {Kind::kSlowCompute, "the same host (or a host set one covers), overlapping windows, another detector",
+      {Kind::kSlowCompute,
+       "the same host (or a host set one covers), overlapping windows, another detector",
        [](const Finding& a, const Finding& b) {
          return !a.hosts.empty() && !b.hosts.empty() && (Subset(b.hosts, a.hosts) || Subset(a.hosts, b.hosts)) &&
-                OverlapInTime(a, b) && !(a.detector == "comm.late_arrival" && b.detector == "comm.late_arrival");
+                OverlapInTime(a, b) &&
+                !(a.detector == "comm.late_arrival" && b.detector == "comm.late_arrival");
        }},
       // A step-level symptom is the impact of the causes that lasted as long as it did (after the
       // merges above, so each cause is counted once).

@@ -36,7 +36,8 @@ inline void AppendEscapedJsonString(std::string_view s, std::string* out, bool h
   // Most strings (names of ops, algorithms, hosts) need no escape: one append, not one per byte.
   const bool plain = std::all_of(s.begin(), s.end(), [&](char ch) {
     const auto c = static_cast<unsigned char>(ch);
-    return c >= 0x20 && c < 0x80 && c != '"' && c != '\\' && !(html_safe && (c == '<' || c == '>' || c == '&'));
+    return c >= 0x20 && c < 0x80 && c != '"' && c != '\\' &&
+           !(html_safe && (c == '<' || c == '>' || c == '&'));
   });
   if (plain) {
     out->append(s);

@@ -92,7 +92,8 @@ TEST(CaptureFormat, ExecTimeFallsBackToCpuThenCollective) {
 }
 
 TEST(CaptureFormat, DoublesMatchPrintfLf) {
-  std::vector<double> values = {0.0, -0.0, 1.5, 1.0 / 3, 123456.7890125, 1e-7, -1e-7, 2.5e15, -4.25, 1e20, 999999999.9999996};
+  std::vector<double> values = {0.0,   -0.0,   1.5,   1.0 / 3, 123456.7890125,   1e-7,
+                                -1e-7, 2.5e15, -4.25, 1e20,    999999999.9999996};
   // Exact halves at the seventh decimal (k/128 times 10^6 ends in .5), which printf rounds to even.
   for (int k = -300; k <= 300; ++k) values.push_back(k / 128.0);
   // Bandwidths, delays and spreads of every magnitude: the integer path against printf.
@@ -255,12 +256,19 @@ TEST(CaptureFormat, TheWidestRecordFitsItsBuffer) {
   r.algo = r.proto = r.phase = PackName("\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"");
   r.step = INT64_MAX;
   r.micro_batch = INT32_MIN;
-  std::vector<ChannelTrace> tr(kMaxChannels, {255, UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX});
+  std::vector<ChannelTrace> tr(
+      kMaxChannels, {255, UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX});
   r.n_traces = kMaxChannels;
   std::string out;
   FormatRecord(TestComm(), TestProc(), r, tr, true, UINT64_MAX, &out);
   EXPECT_EQ(out.back(), '\n');
-  EXPECT_NE(out.find("\"ch_stop_spread_us\":-179769313486231570814527423731704356798070567525844996598917476803157260780028538760589558632766878171540458953514382464234321326889464182768467546703537516986049910576551282076245490090389328944075868508455133942304583236903222948165808559332123348274797826204144723168738177180919299881250404026184124858368.000000"), std::string::npos);
+  EXPECT_NE(
+      out.find("\"ch_stop_spread_us\":-"
+               "17976931348623157081452742373170435679807056752584499659891747680315726078002853876"
+               "05895586327668781715404589535143824642343213268894641827684675467035375169860499105"
+               "76551282076245490090389328944075868508455133942304583236903222948165808559332123348"
+               "274797826204144723168738177180919299881250404026184124858368.000000"),
+      std::string::npos);
   EXPECT_NE(out.find("\"kernel_record_ts\":18446744073709551"), std::string::npos);
   EXPECT_EQ(std::count(out.begin(), out.end(), '{'), std::count(out.begin(), out.end(), '}'));
 }

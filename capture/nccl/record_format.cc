@@ -335,7 +335,8 @@ class Line {
   // Names of at most 15 bytes (ops, algorithms, protocols, phases, timing sources).
   void Name(std::string_view s) {
     s = s.substr(0, 15);
-    if (std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; })) {
+    if (std::all_of(s.begin(), s.end(),
+                    [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; })) {
       *p_++ = '"';
       if (!s.empty()) std::memcpy(p_, s.data(), s.size());  // an empty view may hold no pointer
       p_ += s.size();
@@ -378,8 +379,10 @@ void FormatRecord(std::string_view head, const CommIdentity& comm, const Process
   Line l(buf);
   const Bandwidth bw = ComputeBandwidth(r.func, r.is_p2p, r.msg_bytes, r.exec_us, comm.nranks);
   const char* p = r.is_p2p ? "p2p" : "coll";  // key prefix
-  if (r.is_p2p) l.Lit(",\"p2p_perf\":{\"p2p\":");
-  else l.Lit(",\"coll_perf\":{\"coll\":");
+  if (r.is_p2p)
+    l.Lit(",\"p2p_perf\":{\"p2p\":");
+  else
+    l.Lit(",\"coll_perf\":{\"coll\":");
   l.Name(FuncName(r.func));
   l.Key(p, "_sn\":");
   l.Uint(r.sn);
