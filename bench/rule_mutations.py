@@ -177,7 +177,7 @@ RULES = [
     ('hang from records: a lag within a sampled series\' widest skip is no hang', D + 'comm_detect.cc',
      'if (done[{c, op}] < mx - skipped[{c, op}]) lag.push_back(c);', 'if (done[{c, op}] < mx + 0 * skipped[{c, op}]) lag.push_back(c);'),
     ('slow link: sampled records of members that waited for one at the usual speed are left out', D + 'comm_detect.cc',
-     'if (others.size() >= 3 && Median(own) < o.link_ratio', 'if (false && others.size() >= 3 && Median(own) < o.link_ratio'),
+     'if (others.size() >= 3 && Median(own) < link_ratio', 'if (false && others.size() >= 3 && Median(own) < link_ratio'),
 ]
 
 

@@ -72,6 +72,46 @@ struct SlowHosts {
   bool ambiguous = false;
 };
 
+// An instance that only some members recorded (sampled dumps), by its shortest record.
+struct SampledRatio {
+  int w, proc;
+  double ratio;
+};
+
+// A complete instance's shortest time is its transfer (its last member waited for no one); an
+// instance that only some members recorded (sampled dumps) has their wait in it as well. A slow
+// link holds every member of a communicator, the last to arrive too, so where one member's
+// records run at the usual speed while the others' are slow, they are waiting for it, and the
+// communicator is not slow: its records over the span of that member's records, widened by its
+// longest gap between two (its dumps' reach), are left out; the rest go into `ratios`. (A 256-GPU
+// job with 1 s 2.29 dumps named a data-parallel group's 8 hosts as a slow network: one member,
+// late at every collective, recorded 4.3x shorter times than the other seven.)
+void AddSampledRatios(const std::map<int, std::vector<SampledRatio>>& sampled, double link_ratio,
+                      ChannelRatios* ratios) {
+  for (const auto& [comm, recs] : sampled) {
+    std::map<int, std::vector<int>> by_proc;  // member -> its records' windows
+    for (const SampledRatio& r : recs) by_proc[r.proc].push_back(r.w);
+    std::vector<std::pair<int, int>> waited;  // spans where the others waited for a member
+    for (auto& [proc, ws] : by_proc) {
+      if (ws.size() < 3) continue;
+      std::sort(ws.begin(), ws.end());
+      int reach = 1;
+      for (size_t i = 1; i < ws.size(); ++i) reach = std::max(reach, ws[i] - ws[i - 1]);
+      const int a = ws.front() - reach, b = ws.back() + reach;
+      std::vector<double> own, others;
+      for (const SampledRatio& r : recs)
+        if (r.w >= a && r.w <= b) (r.proc == proc ? own : others).push_back(r.ratio);
+      if (others.size() >= 3 && Median(own) < link_ratio && Median(others) >= link_ratio)
+        waited.push_back({a, b});
+    }
+    for (const SampledRatio& r : recs) {
+      bool wait = false;
+      for (auto [a, b] : waited) wait = wait || (r.w >= a && r.w <= b);
+      if (!wait) (*ratios)[{comm, r.w}].push_back(r.ratio);
+    }
+  }
+}
+
 // The point-to-point channels (an all-to-all as one; a pipeline pair by its wire time) and their
 // transfer-time ratios per window, added to `chans` and `ratios`.
 void AddP2pRatios(const CommData& d, double W, int nw, std::vector<Chan>* chans_out, ChannelRatios* ratios_out) {
@@ -238,12 +278,7 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
   }
   // Per (channel, window): transfer-time ratios.
   ChannelRatios ratios;
-  struct Sampled {
-    int w, proc;
-    double ratio;
-  };
-  // comm -> its instances that not every member recorded
-  std::map<int, std::vector<Sampled>> sampled;
+  std::map<int, std::vector<SampledRatio>> sampled;  // comm -> instances not every member recorded
   for (const Inst& x : d.insts) {
     const Comm& c = d.comms[x.comm];
     if (c.hosts.size() < 2) continue;
@@ -257,36 +292,7 @@ std::vector<Finding> DetectSlowLink(const CommData& d, const CommOptions& o) {
     else
       ratios[{x.comm, w}].push_back(x.tmin / base);
   }
-  // A complete instance's shortest time is its transfer (its last member waited for no one); an
-  // instance that only some members recorded (sampled dumps) has their wait in it as well. A slow
-  // link holds every member of a communicator, the last to arrive too, so where one member's
-  // records run at the usual speed while the others' are slow, they are waiting for it, and the
-  // communicator is not slow: over the span of that member's records, widened by its longest gap
-  // between two (its dumps' reach). (A 256-GPU job with 1 s 2.29 dumps named a data-parallel
-  // group's 8 hosts as a slow network: one member, late at every collective, recorded 4.3x shorter
-  // times than the other seven.)
-  for (auto& [comm, recs] : sampled) {
-    std::map<int, std::vector<int>> by_proc;  // member -> its records' windows
-    for (const Sampled& r : recs) by_proc[r.proc].push_back(r.w);
-    std::vector<std::pair<int, int>> waited;  // spans where the others waited for a member
-    for (auto& [proc, ws] : by_proc) {
-      if (ws.size() < 3) continue;
-      std::sort(ws.begin(), ws.end());
-      int reach = 1;
-      for (size_t i = 1; i < ws.size(); ++i) reach = std::max(reach, ws[i] - ws[i - 1]);
-      const int a = ws.front() - reach, b = ws.back() + reach;
-      std::vector<double> own, others;
-      for (const Sampled& r : recs)
-        if (r.w >= a && r.w <= b) (r.proc == proc ? own : others).push_back(r.ratio);
-      if (others.size() >= 3 && Median(own) < o.link_ratio && Median(others) >= o.link_ratio)
-        waited.push_back({a, b});
-    }
-    for (const Sampled& r : recs) {
-      bool wait = false;
-      for (auto [a, b] : waited) wait = wait || (r.w >= a && r.w <= b);
-      if (!wait) ratios[{comm, r.w}].push_back(r.ratio);
-    }
-  }
+  AddSampledRatios(sampled, o.link_ratio, &ratios);
   AddP2pRatios(d, W, nw, &chans, &ratios);
   // Per window: slow comms, per host counts.
   std::vector<std::vector<int>> slow_by_w(nw), data_by_w(nw);
