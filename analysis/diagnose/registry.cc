@@ -155,6 +155,12 @@ void AddStepImpact(Finding* cause, const Finding& symptom) {
 std::vector<Finding> Mismatch(const CommData& d, const CommOptions&) { return DetectMismatch(d); }
 std::vector<Finding> Progress(const CommData& d, const CommOptions&) { return DetectHangFromRecords(d); }
 
+// `rank` names one rank, late inside its host, and `host` names more ranks of that host.
+bool LateInsideASlowHost(const Finding& rank, const Finding& host) {
+  return rank.ranks.size() == 1 && rank.Number("late_within_its_host", 0) == 1 &&
+         host.ranks.size() > 1 && std::find(host.ranks.begin(), host.ranks.end(), rank.ranks[0]) != host.ranks.end();
+}
+
 }  // namespace
 
 const std::vector<DetectorInfo>& Detectors() {
@@ -242,14 +248,15 @@ const std::vector<MergeRule>& MergeRules() {
        "is slow hands its activations late",
        &BubbleOfTheSlowLinksStage, false, Kind::kPipelineBubble, &AddTheLinksEffect},
       // One compute straggler: one host (or hosts one covers, as a slow stage does), whichever
-      // other detector saw it. The records' own findings of one host at one time are two
-      // stragglers: a slow host and, apart from it, one of its ranks late inside it.
+      // detector saw it. But a rank late inside its host (where its host mates share whatever slows
+      // the host) beside a finding that names other ranks of the host too is a second straggler: a
+      // slow host and, apart from it, one of its ranks.
       {Kind::kSlowCompute,
-       "the same host (or a host set one covers), overlapping windows, another detector",
+       "the same host (or a host set one covers), overlapping windows, unless one is a rank late "
+       "inside a host the other names more ranks of",
        [](const Finding& a, const Finding& b) {
          return !a.hosts.empty() && !b.hosts.empty() && (Subset(b.hosts, a.hosts) || Subset(a.hosts, b.hosts)) &&
-                OverlapInTime(a, b) &&
-                !(a.detector == "comm.late_arrival" && b.detector == "comm.late_arrival");
+                OverlapInTime(a, b) && !LateInsideASlowHost(a, b) && !LateInsideASlowHost(b, a);
        }},
       // A step-level symptom is the impact of the causes that lasted as long as it did (after the
       // merges above, so each cause is counted once).

@@ -30,16 +30,20 @@ inline size_t Utf8SequenceLength(std::string_view s, size_t i) {
   return len;
 }
 
-inline void AppendEscapedJsonString(std::string_view s, std::string* out, bool html_safe = false) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out->push_back('"');
-  // Most strings (names of ops, algorithms, hosts) need no escape: one append, not one per byte.
-  const bool plain = std::all_of(s.begin(), s.end(), [&](char ch) {
+// Whether s goes into a JSON string as it is: ASCII, no control character, quote or backslash
+// (nor, html_safe, < > &). Most strings are (names of ops, algorithms, hosts).
+inline bool IsPlainJson(std::string_view s, bool html_safe = false) {
+  return std::all_of(s.begin(), s.end(), [&](char ch) {
     const auto c = static_cast<unsigned char>(ch);
     return c >= 0x20 && c < 0x80 && c != '"' && c != '\\' &&
            !(html_safe && (c == '<' || c == '>' || c == '&'));
   });
-  if (plain) {
+}
+
+inline void AppendEscapedJsonString(std::string_view s, std::string* out, bool html_safe = false) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out->push_back('"');
+  if (IsPlainJson(s, html_safe)) {  // one append, not one per byte
     out->append(s);
     out->push_back('"');
     return;
