@@ -120,6 +120,7 @@ void Scan(const Cells& cells, size_t tests, double W, const LateOptions& o, bool
       chance_sum += v[static_cast<size_t>(w)].chance;
       sampled += v[static_cast<size_t>(w)].sampled;
     }
+    e.sampled = sampled;
     // Consecutive complete instances are not independent trials (one transient makes several
     // late arrivals in a row): a handful of them is no evidence. Sampled records come one per
     // dump pass, an interval apart, and the test below alone decides on them.
@@ -132,10 +133,14 @@ void Scan(const Cells& cells, size_t tests, double W, const LateOptions& o, bool
     e.wait_share = e.wait_us / (static_cast<double>(e.w1 - e.w0 + 1) * W);
     e.log_p = LogBinomialTail(e.instances, e.last, chance);
     // The run was picked as the best of every run of windows: its tail is charged for that search
-    // (Bonferroni over the nw (nw + 1) / 2 runs) as well. Unpicked, one transient (a CPU hiccup,
+    // (Bonferroni over the runs) as well. Unpicked, one transient (a CPU hiccup,
     // a queue draining after a slow link) makes a handful of consecutive late arrivals that look
     // impossible as independent trials (7 of 8 in a healthy 128-GPU job from another generator).
-    const double runs = 0.5 * static_cast<double>(v.size()) * static_cast<double>(v.size() + 1);
+    // Runs that differ only in windows without trials test the same trials: only runs from one
+    // window with trials to another are distinct (a sampled log's member has records in few).
+    double with_trials = 0;
+    for (const Cell& x : v) with_trials += x.total > 0;
+    const double runs = 0.5 * with_trials * (with_trials + 1);
     if (e.z < o.min_z || e.log_p + std::log(runs) > log_alpha - (sampled_cells ? std::log(2.0) : 0)) continue;
     events->push_back(e);
   }
@@ -302,6 +307,46 @@ void CountSampledRecords(const CommData& d, const LateOptions& o, const std::map
   }
 }
 
+// Communicators whose sampled records show members waiting: in some window, the median of their
+// records stands out from the same collective's (op, size, communicator shape) records in every
+// communicator and window, as a late arrival's wait does in DetectSlowCompute. Which member had
+// which record plays no part, so where no member is late the choice leaves each record's place
+// among its neighbours chance, and the members of the communicators it picks are a smaller family
+// of tests than every membership's: a sampled log's few records (one a dump) can show a late rank
+// there. A straggler in a tensor-parallel group dumped every second is last in its 5 records of a
+// 6-second fault: against every membership of a 128-GPU job (about 400) and every run of windows
+// it could be picked from, no evidence (e^-14 against e^-16); against its group's 8 members, it is
+// (e^-12).
+template <typename WindowOf>
+std::vector<bool> WaitingComms(const CommData& d, const SampledRecords& sampled, WindowOf win,
+                               const LateOptions& o) {
+  std::vector<bool> waiting(d.comms.size(), false);
+  // (op, size, shape) -> per (communicator, window): the records' times.
+  std::map<std::tuple<int, int64_t, int, int>, std::map<std::pair<int, int>, std::vector<double>>>
+      by_key;
+  for (const auto& [key, recs] : sampled) {
+    const auto [c, op, bytes] = key;
+    const Comm& cm = d.comms[static_cast<size_t>(c)];
+    auto& cells = by_key[{op, bytes, cm.n_ranks, cm.nnodes}];
+    for (const SampledRecord& r : recs) cells[{c, win(r.ts)}].push_back(r.exec);
+  }
+  for (auto& [key, cells] : by_key) {
+    std::vector<std::pair<int, double>> medians;  // (communicator, its median in the window)
+    for (auto& [cw, v] : cells)
+      if (v.size() >= 2) medians.emplace_back(cw.first, Median(std::move(v)));
+    if (medians.size() < 2) continue;
+    std::vector<double> m, dev;
+    for (const auto& [c, x] : medians) m.push_back(x);
+    const double base = Median(m);
+    for (double x : m) dev.push_back(std::abs(x - base));
+    const double noise = Median(std::move(dev));
+    for (const auto& [c, x] : medians)
+      if (x - base > 4 * noise + 0.25 * base + o.min_wait_us)
+        waiting[static_cast<size_t>(c)] = true;
+  }
+  return waiting;
+}
+
 }  // namespace
 
 std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
@@ -362,6 +407,7 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
       sampled_recs[{x.comm, x.op, x.bytes}].push_back({x.ts, x.pmin, x.tmin});
     }
   }
+  const std::vector<bool> waiting = WaitingComms(d, sampled_recs, win, o);
   CountSampledRecords(d, o, represents, win, cell, &sampled_recs, cells);
   // Every member's cells count the complete instances of its communicator's windows.
   for (Cells& cs : cells) {
@@ -393,6 +439,17 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
   }
   Scan(cells[0], tests, W, o, false, &events);
   Scan(cells[1], tests, W, o, true, &events);
+  // Sampled records again, in the communicators whose records show members waiting (WaitingComms),
+  // against the members of those communicators only.
+  size_t waiting_tests = 0;
+  for (size_t c = 0; c < d.comms.size(); ++c)
+    if (waiting[c]) waiting_tests += d.comms[c].procs.size();
+  for (const Cells& cs : cells) {
+    Cells picked;
+    for (const auto& [key, v] : cs)
+      if (waiting[key & 0xFFFFFFFF]) picked.emplace(key, v);
+    if (!picked.empty()) Scan(picked, waiting_tests, W, o, true, &events);
+  }
   std::vector<LateEvent> host_events;
   Scan(host_cells, tests, W, o, false, &host_events);
   const double log_alpha = std::log(o.alpha / static_cast<double>(std::max<size_t>(1, tests)));
@@ -959,7 +1016,7 @@ std::vector<Finding> HostFindings(const CommData& d, const std::vector<const Lat
       f.kind = Kind::kSlowCompute;
       f.detector = "comm.late_arrival";
       f.hosts = {d.hosts[static_cast<size_t>(h)]};
-      int w0 = nw, w1 = 0, last = 0, inst = 0;
+      int w0 = nw, w1 = 0, last = 0, inst = 0, sampled = 0;
       double z = 0, share = 0, wait = 0;
       std::set<int> comms, victims, host_tests;
       for (const LateEvent* e : g) {
@@ -968,7 +1025,10 @@ std::vector<Finding> HostFindings(const CommData& d, const std::vector<const Lat
         w1 = std::max(w1, e->w1);
         last += e->last;
         // A host test's members were tested on the same instances.
-        if (e->host_test < 0 || host_tests.insert(e->host_test).second) inst += e->instances;
+        if (e->host_test < 0 || host_tests.insert(e->host_test).second) {
+          inst += e->instances;
+          sampled += e->sampled;
+        }
         z = std::max(z, e->z);
         share = std::max(share, e->wait_share);
         wait += e->wait_us;
@@ -1001,10 +1061,10 @@ std::vector<Finding> HostFindings(const CommData& d, const std::vector<const Lat
       const std::string who =
           f.ranks.size() == 1 ? "Rank " + std::to_string(f.ranks[0]) + " on " + f.hosts[0]
           : static_cast<int>(f.ranks.size()) == hn
-              ? "All " + std::to_string(f.ranks.size()) + " ranks of host " + f.hosts[0] + " (" + RankList(f.ranks) + ")"
-              : std::to_string(f.ranks.size()) + " of the " + std::to_string(hn) + " ranks of host " + f.hosts[0] +
-                    " (" + RankList(f.ranks) + ")";
-      // Communicators as users name them (comm_name), their ids only when unnamed.
+              ? "All " + std::to_string(f.ranks.size()) + " ranks of host " + f.hosts[0] + " (" +
+                    RankList(f.ranks) + ")"
+              : std::to_string(f.ranks.size()) + " of the " + std::to_string(hn) +
+                    " ranks of host " + f.hosts[0] + " (" + RankList(f.ranks) + ")";
       // Communicators as users name them (comm_name, else the id), with the global ranks of a
       // group so that a user can tell which one it is: "TENSOR_MODEL_PARALLEL_GROUP (ranks
       // 24-31)", or "DATA_PARALLEL_GROUP (8 groups)" for a host late in one group per rank.
@@ -1027,11 +1087,20 @@ std::vector<Finding> HostFindings(const CommData& d, const std::vector<const Lat
         where += (where.empty() ? "" : ", ") + label;
       }
       f.AddText("late_in", where);
-      f.summary = who + (f.ranks.size() > 1 ? " arrive" : " arrives") + " last at " + std::to_string(last) + " of " +
-                  std::to_string(inst) + " collectives (" + Fmt("%.0f", 100.0 * last / std::max(1, inst)) +
-                  "%; chance would be far lower) of " + where + ", and its peers spend " + Fmt("%.1f", 100 * share) +
-                  "% of their time waiting for it: a compute straggler; check the GPU's clocks, temperature "
-                  "and ECC errors" + std::string(f.ranks.size() > 1 ? " and the host's CPU load." : ".");
+      // A sampled record (a 2.29 dump's snapshot) is last when shorter than its peers' records
+      // nearest in time, not in an instance of its own: say which the count is of.
+      const std::string of = sampled == inst ? " sampled records"
+                             : sampled       ? " collectives and sampled records"
+                                             : " collectives";
+      f.summary = who + (f.ranks.size() > 1 ? " arrive" : " arrives") + " last at " +
+                  std::to_string(last) + " of " + std::to_string(inst) + of + " (" +
+                  Fmt("%.0f", 100.0 * last / std::max(1, inst)) +
+                  "%; chance would be far lower) of " + where + ", and its peers spend " +
+                  Fmt("%.1f", 100 * share) +
+                  "% of their time waiting for it: a compute straggler; check the GPU's clocks, "
+                  "temperature "
+                  "and ECC errors" +
+                  std::string(f.ranks.size() > 1 ? " and the host's CPU load." : ".");
       out.push_back(std::move(f));
     }
   }

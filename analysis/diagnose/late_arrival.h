@@ -39,6 +39,7 @@ struct LateEvent {
   int proc = -1, comm = -1;
   int w0 = 0, w1 = 0;
   int instances = 0, last = 0;
+  int sampled = 0;        // of the instances, sampled records (each against its neighbours')
   double wait_us = 0;     // its peers' wait summed over the instances it arrived last at
   double z = 0;           // binomial z-score of `last` against chance
   double log_p = 0;       // log of the exact binomial tail P(last or more | chance)
