@@ -81,28 +81,53 @@ struct SampledRatio {
 // A complete instance's shortest time is its transfer (its last member waited for no one); an
 // instance that only some members recorded (sampled dumps) has their wait in it as well. A slow
 // link holds every member of a communicator, the last to arrive too, so where one member's
-// records run at the usual speed while the others' are slow, they are waiting for it, and the
-// communicator is not slow: its records over the span of that member's records, widened by its
-// longest gap between two (its dumps' reach), are left out; the rest go into `ratios`. (A 256-GPU
-// job with 1 s 2.29 dumps named a data-parallel group's 8 hosts as a slow network: one member,
-// late at every collective, recorded 4.3x shorter times than the other seven.)
+// records run at the usual speed while the others' nearest in time are slow, they are waiting for
+// it, and the communicator is not slow then: over a run of 3 or more such records of one member,
+// widened by its longest gap between two (its dumps' reach), the records are left out; the rest go
+// into `ratios`. (A 256-GPU job with 1 s 2.29 dumps named a data-parallel group's 8 hosts as a
+// slow network: one member, late at every collective, recorded 4.3x shorter times than the other
+// seven.) Nearest in time, not over the member's whole span: a member whose dumps fell mostly
+// outside a NIC's window has a fast median beside the others' slow one, and hid the window.
 void AddSampledRatios(const std::map<int, std::vector<SampledRatio>>& sampled, double link_ratio,
                       ChannelRatios* ratios) {
   for (const auto& [comm, recs] : sampled) {
-    std::map<int, std::vector<int>> by_proc;  // member -> its records' windows
-    for (const SampledRatio& r : recs) by_proc[r.proc].push_back(r.w);
+    std::map<int, std::vector<const SampledRatio*>> by_proc;  // member -> its records
+    for (const SampledRatio& r : recs) by_proc[r.proc].push_back(&r);
+    auto by_window = [](const SampledRatio* a, const SampledRatio* b) { return a->w < b->w; };
     std::vector<std::pair<int, int>> waited;  // spans where the others waited for a member
-    for (auto& [proc, ws] : by_proc) {
-      if (ws.size() < 3) continue;
-      std::sort(ws.begin(), ws.end());
-      int reach = 1;
-      for (size_t i = 1; i < ws.size(); ++i) reach = std::max(reach, ws[i] - ws[i - 1]);
-      const int a = ws.front() - reach, b = ws.back() + reach;
-      std::vector<double> own, others;
+    for (auto& [proc, own] : by_proc) {
+      if (own.size() < 3) continue;
+      std::vector<const SampledRatio*> others;
       for (const SampledRatio& r : recs)
-        if (r.w >= a && r.w <= b) (r.proc == proc ? own : others).push_back(r.ratio);
-      if (others.size() >= 3 && Median(own) < link_ratio && Median(others) >= link_ratio)
-        waited.push_back({a, b});
+        if (r.proc != proc) others.push_back(&r);
+      const size_t k = std::max<size_t>(3, by_proc.size() - 1);  // a record of each other member
+      if (others.size() < k) continue;
+      std::sort(own.begin(), own.end(), by_window);
+      std::sort(others.begin(), others.end(), by_window);
+      std::vector<double> near;
+      auto waited_for = [&](const SampledRatio* r) {
+        if (r->ratio >= link_ratio) return false;
+        near.clear();
+        size_t hi = static_cast<size_t>(
+            std::lower_bound(others.begin(), others.end(), r, by_window) - others.begin());
+        size_t lo = hi;  // the next candidates are others[lo - 1] and others[hi]
+        while (near.size() < k) {
+          const bool take_lo =
+              hi == others.size() || (lo > 0 && r->w - others[lo - 1]->w <= others[hi]->w - r->w);
+          near.push_back((take_lo ? others[--lo] : others[hi++])->ratio);
+        }
+        return Median(near) >= link_ratio;
+      };
+      for (size_t i = 0; i < own.size();) {
+        size_t j = i;
+        while (j < own.size() && waited_for(own[j])) ++j;
+        if (j - i >= 3) {
+          int reach = 1;
+          for (size_t t = i + 1; t < j; ++t) reach = std::max(reach, own[t]->w - own[t - 1]->w);
+          waited.push_back({own[i]->w - reach, own[j - 1]->w + reach});
+        }
+        i = std::max(j, i + 1);
+      }
     }
     for (const SampledRatio& r : recs) {
       bool wait = false;

@@ -282,6 +282,29 @@ TEST(SlowLink, SampledRecordsOfMembersWaitingForALateOneAreNoSlowLink) {
   EXPECT_EQ(f[0].hosts, std::vector<std::string>({"h2"})) << FindingsToText(f);
 }
 
+// A member whose dumps fell mostly outside a NIC's window records mostly the usual times, beside
+// the others' slow ones in it: its records are compared with the others' nearest in time, not
+// over its whole span, so the window still shows.
+TEST(SlowLink, SampledRecordsOfAMemberDumpedMostlyOutsideANicWindowStillShowIt) {
+  CommData d = Job();
+  Fill(&d, 100, /*slow_host=*/2, 30, 70, -1, 0, 0);
+  for (Inst& x : d.insts) {
+    const Comm& c = d.comms[static_cast<size_t>(x.comm)];
+    if (c.hosts.size() < 2) continue;
+    const bool in_window = x.sn >= 30 && x.sn < 70;
+    // Member 0 records every other instance outside the window, the others the rest in turn.
+    const size_t m =
+        !in_window && x.sn % 2 == 0 ? 0 : 1 + static_cast<size_t>(x.sn) % (c.procs.size() - 1);
+    x.pmin = c.procs[m];
+    x.n = 1;
+  }
+  CommOptions o = Opts();
+  o.host_cover = 0.5;
+  std::vector<Finding> f = DetectSlowLink(d, o);
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"h2"})) << FindingsToText(f);
+}
+
 TEST(SlowCompute, SynchronisationTrapBlamesTheRankWithTheShortestTime) {
   CommData d = Job();
   Fill(&d, 100, -1, 0, 0, /*late_proc=*/5, 20, 80);

@@ -85,8 +85,9 @@ using Cells = std::unordered_map<uint64_t, std::vector<Cell>>;  // (proc, comm) 
 // `tests`: every member of every communicator (and every host of several members, below) could
 // have been last that often by luck: the tail must be small against their number (Bonferroni),
 // not just against one test. An event's `proc` is the key's first half: a host for host cells.
+// `distinct_runs`: charge the run search only for runs between windows with trials (below).
 void Scan(const Cells& cells, size_t tests, double W, const LateOptions& o, bool sampled_only,
-          std::vector<LateEvent>* events) {
+          bool distinct_runs, std::vector<LateEvent>* events) {
   const double log_alpha = std::log(o.alpha / static_cast<double>(std::max<size_t>(1, tests)));
   for (const auto& [key, v] : cells) {
     const int p = static_cast<int>(key >> 32), c = static_cast<int>(key & 0xFFFFFFFF);
@@ -136,11 +137,18 @@ void Scan(const Cells& cells, size_t tests, double W, const LateOptions& o, bool
     // (Bonferroni over the runs) as well. Unpicked, one transient (a CPU hiccup,
     // a queue draining after a slow link) makes a handful of consecutive late arrivals that look
     // impossible as independent trials (7 of 8 in a healthy 128-GPU job from another generator).
-    // Runs that differ only in windows without trials test the same trials: only runs from one
-    // window with trials to another are distinct (a sampled log's member has records in few).
-    double with_trials = 0;
-    for (const Cell& x : v) with_trials += x.total > 0;
-    const double runs = 0.5 * with_trials * (with_trials + 1);
+    // `distinct_runs`: runs that differ only in windows without trials test the same trials, so
+    // only runs between windows with trials count (a sampled log's member has records in few).
+    // Only communicators whose records wait are tested so (FindLateEvents): in every one, it let
+    // a healthy GPU's speed spread through where that costs its partner about 1% of its time,
+    // which the peer-time floor passes (a 32-GPU job's tensor-parallel pair on 200 ms dumps, 6 of
+    // 6 records 30 us shorter).
+    double windows = static_cast<double>(v.size());
+    if (distinct_runs) {
+      windows = 0;
+      for (const Cell& x : v) windows += x.total > 0;
+    }
+    const double runs = 0.5 * windows * (windows + 1);
     if (e.z < o.min_z || e.log_p + std::log(runs) > log_alpha - (sampled_cells ? std::log(2.0) : 0)) continue;
     events->push_back(e);
   }
@@ -257,9 +265,14 @@ using SampledRecords = std::map<std::tuple<int, int, int64_t>, std::vector<Sampl
 // few records a sampled dump leaves could never tell it from chance: at k = 16, a rank last in
 // each of five dumps passes the test (5 ln 17 = 14 against the about 10 of the memberships' and
 // 3 of the windows' correction); at 8 it takes seven.
+// `material`, where given: per key of `sampled`, how far short of its neighbours' median a record
+// must be (else o.min_wait_us).
 template <typename WindowOf, typename CellOf>
-void CountSampledRecords(const CommData& d, const LateOptions& o, const std::map<std::pair<int, int>, double>& represents,
-                         WindowOf win, CellOf cell, SampledRecords* sampled, Cells cells[2]) {
+void CountSampledRecords(
+    const CommData& d, const LateOptions& o,
+    const std::map<std::pair<int, int>, double>& represents, WindowOf win, CellOf cell,
+    SampledRecords* sampled, Cells cells[2],
+    const std::map<std::tuple<int, int, int64_t>, double>* material = nullptr) {
   constexpr size_t kMinNeighbours = 16;
   // The second trial's cells, only where there are sampled records, start from the complete
   // instances that the first's hold so far.
@@ -272,6 +285,7 @@ void CountSampledRecords(const CommData& d, const LateOptions& o, const std::map
   for (auto& [key, recs] : *sampled) {
     const int c = std::get<0>(key);
     const size_t k = std::max(d.comms[static_cast<size_t>(c)].procs.size(), kMinNeighbours + 1) - 1;
+    const double short_by = material ? material->at(key) : o.min_wait_us;
     std::sort(recs.begin(), recs.end(), [](const SampledRecord& x, const SampledRecord& y) { return x.ts < y.ts; });
     std::vector<double> near;
     for (size_t i = 0; i < recs.size(); ++i) {
@@ -297,7 +311,7 @@ void CountSampledRecords(const CommData& d, const LateOptions& o, const std::map
         ce.total++;
         ce.sampled++;
         ce.chance += static_cast<double>(ahead + 1) / static_cast<double>(near.size() + 1);
-        if (recs[i].exec < std::min(near[ahead], med - o.min_wait_us)) {
+        if (recs[i].exec < std::min(near[ahead], med - short_by)) {
           ce.last++;
           auto rp = represents.find({c, std::get<1>(key)});
           ce.wait += (med - recs[i].exec) * (rp == represents.end() ? 1.0 : rp->second);
@@ -307,44 +321,67 @@ void CountSampledRecords(const CommData& d, const LateOptions& o, const std::map
   }
 }
 
-// Communicators whose sampled records show members waiting: in some window, the median of their
-// records stands out from the same collective's (op, size, communicator shape) records in every
-// communicator and window, as a late arrival's wait does in DetectSlowCompute. Which member had
-// which record plays no part, so where no member is late the choice leaves each record's place
-// among its neighbours chance, and the members of the communicators it picks are a smaller family
-// of tests than every membership's: a sampled log's few records (one a dump) can show a late rank
-// there. A straggler in a tensor-parallel group dumped every second is last in its 5 records of a
-// 6-second fault: against every membership of a 128-GPU job (about 400) and every run of windows
-// it could be picked from, no evidence (e^-14 against e^-16); against its group's 8 members, it is
-// (e^-12).
+// What sampled records say of waiting, by the same collective (op, size, communicator shape) in
+// every communicator and window. Which member had which record plays no part in either, so where
+// no member is late each record's place among its neighbours stays chance.
+struct SampledWaiting {
+  // Per communicator: in some window, the median of its records stands out from the collective's
+  // in every communicator and window, as a late arrival's wait does in DetectSlowCompute: its
+  // members wait for someone. Its members are a smaller family of tests than every membership of
+  // the job: a sampled log's few records (one a dump) can show a late rank there. A straggler in
+  // a tensor-parallel group dumped every second is last in its 5 records of a 6-second fault:
+  // against every membership of a 128-GPU job (about 400) and every run of windows it could be
+  // picked from, no evidence (e^-14 against e^-18); against its group's 8 members and the runs
+  // between its records' windows, it is (e^-12).
+  std::vector<bool> comms;
+  // Per key of SampledRecords: how far short of its neighbours' median a record must be to say
+  // who its communicator waits for there: 3x the median deviation of the collective's records
+  // (the spread of healthy records, a healthy GPU's speed among them), as a complete instance's
+  // wait counts only beyond 3x its kernel key's arrival spread.
+  std::map<std::tuple<int, int, int64_t>, double> material;
+};
+
 template <typename WindowOf>
-std::vector<bool> WaitingComms(const CommData& d, const SampledRecords& sampled, WindowOf win,
-                               const LateOptions& o) {
-  std::vector<bool> waiting(d.comms.size(), false);
-  // (op, size, shape) -> per (communicator, window): the records' times.
-  std::map<std::tuple<int, int64_t, int, int>, std::map<std::pair<int, int>, std::vector<double>>>
-      by_key;
+SampledWaiting WaitingOfSampled(const CommData& d, const SampledRecords& sampled, WindowOf win,
+                                const LateOptions& o) {
+  SampledWaiting out;
+  out.comms.assign(d.comms.size(), false);
+  struct Collective {
+    std::map<std::pair<int, int>, std::vector<double>> cells;  // (communicator, window) -> times
+    std::vector<double> all;
+    std::vector<std::tuple<int, int, int64_t>> keys;  // its keys in `sampled`
+  };
+  std::map<std::tuple<int, int64_t, int, int>, Collective> by;  // (op, size, shape)
   for (const auto& [key, recs] : sampled) {
     const auto [c, op, bytes] = key;
     const Comm& cm = d.comms[static_cast<size_t>(c)];
-    auto& cells = by_key[{op, bytes, cm.n_ranks, cm.nnodes}];
-    for (const SampledRecord& r : recs) cells[{c, win(r.ts)}].push_back(r.exec);
+    Collective& col = by[{op, bytes, cm.n_ranks, cm.nnodes}];
+    col.keys.push_back(key);
+    for (const SampledRecord& r : recs) {
+      col.cells[{c, win(r.ts)}].push_back(r.exec);
+      col.all.push_back(r.exec);
+    }
   }
-  for (auto& [key, cells] : by_key) {
+  auto deviation = [](const std::vector<double>& v, double center) {
+    std::vector<double> dev;
+    for (double x : v) dev.push_back(std::abs(x - center));
+    return Median(std::move(dev));
+  };
+  for (auto& [shape, col] : by) {
+    const double spread = deviation(col.all, Median(col.all));
+    for (const auto& key : col.keys) out.material[key] = std::max(o.min_wait_us, 3 * spread);
     std::vector<std::pair<int, double>> medians;  // (communicator, its median in the window)
-    for (auto& [cw, v] : cells)
+    for (auto& [cw, v] : col.cells)
       if (v.size() >= 2) medians.emplace_back(cw.first, Median(std::move(v)));
     if (medians.size() < 2) continue;
-    std::vector<double> m, dev;
+    std::vector<double> m;
     for (const auto& [c, x] : medians) m.push_back(x);
-    const double base = Median(m);
-    for (double x : m) dev.push_back(std::abs(x - base));
-    const double noise = Median(std::move(dev));
+    const double base = Median(m), noise = deviation(m, base);
     for (const auto& [c, x] : medians)
       if (x - base > 4 * noise + 0.25 * base + o.min_wait_us)
-        waiting[static_cast<size_t>(c)] = true;
+        out.comms[static_cast<size_t>(c)] = true;
   }
-  return waiting;
+  return out;
 }
 
 }  // namespace
@@ -407,10 +444,20 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
       sampled_recs[{x.comm, x.op, x.bytes}].push_back({x.ts, x.pmin, x.tmin});
     }
   }
-  const std::vector<bool> waiting = WaitingComms(d, sampled_recs, win, o);
+  // The sampled records are counted twice: against every membership, and, where communicators'
+  // records wait, against their members only, as trials that must fall further short (below).
+  const SampledWaiting waiting = WaitingOfSampled(d, sampled_recs, win, o);
+  Cells waiting_cells[2];
+  SampledRecords waiting_recs;
+  for (const auto& [key, recs] : sampled_recs)
+    if (waiting.comms[static_cast<size_t>(std::get<0>(key))]) waiting_recs.emplace(key, recs);
+  for (const auto& [key, v] : cells[0])
+    if (waiting.comms[key & 0xFFFFFFFF]) waiting_cells[0].emplace(key, v);
   CountSampledRecords(d, o, represents, win, cell, &sampled_recs, cells);
+  CountSampledRecords(d, o, represents, win, cell, &waiting_recs, waiting_cells, &waiting.material);
   // Every member's cells count the complete instances of its communicator's windows.
-  for (Cells& cs : cells) {
+  for (Cells& cs : {std::ref(cells[0]), std::ref(cells[1]), std::ref(waiting_cells[0]),
+                    std::ref(waiting_cells[1])}) {
     for (auto& [key, v] : cs) {
       const int c = static_cast<int>(key & 0xFFFFFFFF);
       const double n = static_cast<double>(d.comms[static_cast<size_t>(c)].procs.size());
@@ -437,21 +484,16 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
       v[static_cast<size_t>(w)].chance += t * share;
     }
   }
-  Scan(cells[0], tests, W, o, false, &events);
-  Scan(cells[1], tests, W, o, true, &events);
-  // Sampled records again, in the communicators whose records show members waiting (WaitingComms),
-  // against the members of those communicators only.
+  Scan(cells[0], tests, W, o, false, false, &events);
+  Scan(cells[1], tests, W, o, true, false, &events);
+  // Sampled records again, in the communicators whose records show members waiting, against the
+  // members of those communicators only.
   size_t waiting_tests = 0;
   for (size_t c = 0; c < d.comms.size(); ++c)
-    if (waiting[c]) waiting_tests += d.comms[c].procs.size();
-  for (const Cells& cs : cells) {
-    Cells picked;
-    for (const auto& [key, v] : cs)
-      if (waiting[key & 0xFFFFFFFF]) picked.emplace(key, v);
-    if (!picked.empty()) Scan(picked, waiting_tests, W, o, true, &events);
-  }
+    if (waiting.comms[c]) waiting_tests += d.comms[c].procs.size();
+  for (const Cells& cs : waiting_cells) Scan(cs, waiting_tests, W, o, true, true, &events);
   std::vector<LateEvent> host_events;
-  Scan(host_cells, tests, W, o, false, &host_events);
+  Scan(host_cells, tests, W, o, false, false, &host_events);
   const double log_alpha = std::log(o.alpha / static_cast<double>(std::max<size_t>(1, tests)));
   AddLateHostsMembers(d, host_events, complete_lasts, host_members, log_alpha, &events);
   // One event per (proc, comm): the less likely by chance.
