@@ -184,6 +184,8 @@ RULES = [
      'waiting_cells, &waiting.material);', 'waiting_cells, waiting.material.empty() ? nullptr : nullptr);'),
     ('hang from records: a lag within a sampled series\' widest skip is no hang', D + 'comm_detect.cc',
      'if (done[{c, op}] < mx - skipped[{c, op}]) lag.push_back(c);', 'if (done[{c, op}] < mx + 0 * skipped[{c, op}]) lag.push_back(c);'),
+    ('hang from records: one op behind while another op of its communicator is level and later is no hang',
+     D + 'comm_detect.cc', '&& !moved_on(c, op)) lag.push_back(c);', '&& (true || !moved_on(c, op))) lag.push_back(c);'),
     ('slow link: sampled records of members that waited for one at the usual speed are left out', D + 'comm_detect.cc',
      'if (j - i >= 3) {', 'if (false && j - i >= 3) {'),
     ('slow link: ... where the others\' records nearest in time are slow', D + 'comm_detect.cc',

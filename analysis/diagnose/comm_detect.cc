@@ -795,6 +795,24 @@ std::vector<Finding> DetectHangFromRecords(const CommData& d) {
     const Comm& c = d.comms[k.first];
     classes[{c.name, c.n_ranks, k.second, sizes[k]}].push_back(k.first);
   }
+  // A communicator runs its collectives in order, so a hung one stops every op. One op's series
+  // behind its siblings' while another op of the same communicator is level with its siblings',
+  // and recorded later, is the dumps': 2.29 keeps one record per communicator per dump, and an op
+  // that was never the latest at a dump shows no progress (a pipeline pair's reduce-scatters
+  // stopped at 31 of 39 in a 1 s-dumped job whose all-gathers, dumped a second later, were at 39).
+  std::map<std::pair<int, int>, bool> level;  // (comm, op) -> level with its siblings
+  for (auto& [cls, comms] : classes) {
+    if (comms.size() < 2) continue;
+    const int op = std::get<2>(cls);
+    int64_t mx = 0;
+    for (int c : comms) mx = std::max(mx, done[{c, op}]);
+    for (int c : comms) level[{c, op}] = done[{c, op}] == mx;
+  }
+  auto moved_on = [&](int c, int op) {
+    for (const auto& [k, is_level] : level)
+      if (k.first == c && k.second != op && is_level && last_ts[k] > last_ts[{c, op}]) return true;
+    return false;
+  };
   std::set<int> behind;
   std::map<int, int64_t> deficit, stop_ts;
   for (auto& [cls, comms] : classes) {
@@ -806,7 +824,7 @@ std::vector<Finding> DetectHangFromRecords(const CommData& d) {
     size_t lagging = 0;
     for (int c : comms) {
       lagging += done[{c, op}] < mx;
-      if (done[{c, op}] < mx - skipped[{c, op}]) lag.push_back(c);
+      if (done[{c, op}] < mx - skipped[{c, op}] && !moved_on(c, op)) lag.push_back(c);
     }
     // A hang leaves a few communicators behind their siblings; ring-buffer drops would leave
     // many behind by varying amounts.

@@ -848,6 +848,37 @@ TEST(HangFromRecords, ALagWithinTheSamplingSkipIsNoHang) {
   EXPECT_EQ(f[0].comms, std::vector<std::string>({"0xp02"}));
 }
 
+// A communicator runs its collectives in order: one op's series behind its siblings' while
+// another op of the same communicator is level with theirs, and recorded later, is the dumps' (one
+// record per communicator per dump), not a hang. A 1 s-dumped job's pipeline pair was called hung
+// 8 reduce-scatters behind, its all-gathers level.
+TEST(HangFromRecords, AnOpBehindWhileAnotherOfItsCommunicatorIsLevelIsNoHang) {
+  auto job = [](bool all_gathers_stop_too) {
+    CommData d = Job();
+    for (auto& c : d.comms) c.name = c.id.substr(0, 3);
+    Fill(&d, 20, -1, 0, 0, -1, 0, 0);
+    std::vector<Inst> reduce_scatters;
+    for (const Inst& x : d.insts)
+      if (d.comms[x.comm].name == "0xp") {
+        Inst y = x;
+        y.op = 1;
+        y.ts += 50;
+        reduce_scatters.push_back(y);
+      }
+    d.insts.insert(d.insts.end(), reduce_scatters.begin(), reduce_scatters.end());
+    std::erase_if(d.insts, [&](const Inst& x) {
+      return d.comms[x.comm].id == "0xp02" && x.sn > 8 && (x.op == 1 || all_gathers_stop_too);
+    });
+    return d;
+  };
+  EXPECT_TRUE(DetectHangFromRecords(job(false)).empty())
+      << FindingsToText(DetectHangFromRecords(job(false)));
+  // Both ops stopped: a hang.
+  auto f = DetectHangFromRecords(job(true));
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].comms, std::vector<std::string>({"0xp02"}));
+}
+
 TEST(Mismatch, MinorityMessageSizeIsTheRootCause) {
   CommData d = Job();
   Fill(&d, 20, -1, 0, 0, -1, 0, 0);
