@@ -134,9 +134,9 @@ void Scan(const Cells& cells, size_t tests, double W, const LateOptions& o, bool
     e.wait_share = e.wait_us / (static_cast<double>(e.w1 - e.w0 + 1) * W);
     e.log_p = LogBinomialTail(e.instances, e.last, chance);
     // The run was picked as the best of every run of windows: its tail is charged for that search
-    // (Bonferroni over the runs) as well. Unpicked, one transient (a CPU hiccup,
-    // a queue draining after a slow link) makes a handful of consecutive late arrivals that look
-    // impossible as independent trials (7 of 8 in a healthy 128-GPU job from another generator).
+    // (Bonferroni over the runs) as well. Unpicked, one transient (a CPU hiccup, a queue draining
+    // after a slow link) makes a handful of consecutive late arrivals that look impossible as
+    // independent trials (7 of 8 in a healthy 128-GPU job from another generator).
     // `distinct_runs`: runs that differ only in windows without trials test the same trials, so
     // only runs between windows with trials count (a sampled log's member has records in few).
     // Only communicators whose records wait are tested so (FindLateEvents): in every one, it let
