@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <tuple>
@@ -809,8 +810,10 @@ std::vector<Finding> DetectHangFromRecords(const CommData& d) {
     for (int c : comms) level[{c, op}] = done[{c, op}] == mx;
   }
   auto moved_on = [&](int c, int op) {
-    for (const auto& [k, is_level] : level)
-      if (k.first == c && k.second != op && is_level && last_ts[k] > last_ts[{c, op}]) return true;
+    for (auto it = level.lower_bound({c, std::numeric_limits<int>::min()});
+         it != level.end() && it->first.first == c; ++it)
+      if (it->first.second != op && it->second && last_ts[it->first] > last_ts[{c, op}])
+        return true;
     return false;
   };
   std::set<int> behind;

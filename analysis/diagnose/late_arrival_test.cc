@@ -102,7 +102,22 @@ TEST(LateArrival, ConsistentButNegligibleLatenessIsNoFinding) {
   EXPECT_EQ(f[0].ranks, std::vector<int>({3}));
 }
 
-// Sampled records (the 2.29 Inspector's latest-snapshot dumps): each process of 16 pair
+// A sampled record (the 2.29 Inspector's latest-snapshot dumps): member `k` of communicator `c`
+// alone recorded instance `sn`.
+Inst SampledRecord(const CommData& d, int c, int k, int64_t sn, int64_t bytes, double exec,
+                   int64_t ts) {
+  Inst x;
+  x.comm = c;
+  x.sn = sn;
+  x.bytes = bytes;
+  x.n = 1;
+  x.pmin = d.comms[static_cast<size_t>(c)].procs[static_cast<size_t>(k)];
+  x.tmin = x.tmed = x.tmax = exec;
+  x.ts = ts;
+  return x;
+}
+
+// Sampled records: each process of 16 pair
 // communicators (tensor-parallel pairs) leaves one record per window, never of the same instance
 // as its partner's. In pair 0, process 1 arrives late at all of them: its records are the
 // shortest. The others are late in turn, by chance.
@@ -112,16 +127,10 @@ CommData SampledPairs(double late_exec_us) {
   for (int c = 0; c < 16; ++c)
     for (int w = 0; w < 10; ++w)
       for (int k = 0; k < 2; ++k) {
-        Inst x;
-        x.comm = c;
-        x.sn = w * 100 + k * 50;
-        x.bytes = 1 << 24;
-        x.n = 1;
-        x.pmin = d.comms[static_cast<size_t>(c)].procs[static_cast<size_t>(k)];
         const bool late_in_turn = (w + k + c) % 2 == 0;
-        x.tmin = x.tmed = x.tmax = c == 0 ? (k == 1 ? late_exec_us : 300) : (late_in_turn ? 60 : 300);
-        x.ts = w * W + k * (W / 2) + c * 100;
-        d.insts.push_back(x);
+        const double exec = c == 0 ? (k == 1 ? late_exec_us : 300) : (late_in_turn ? 60 : 300);
+        d.insts.push_back(
+            SampledRecord(d, c, k, w * 100 + k * 50, 1 << 24, exec, w * W + k * (W / 2) + c * 100));
       }
   d.t0 = 0;
   d.t1 = 10 * W - 1;
@@ -149,17 +158,11 @@ CommData SampledStraggler(int late_dumps, double late_exec = 700) {
   for (int c = 0; c < 50; ++c)
     for (int t = 0; t < 13; ++t)
       for (int k = 0; k < 8; ++k) {
-        Inst x;
-        x.comm = c;
-        x.sn = t * 100 + k * 10;
-        x.bytes = 1 << 27;
-        x.n = 1;
-        x.pmin = d.comms[static_cast<size_t>(c)].procs[static_cast<size_t>(k)];
         const double healthy = 750 + 50 * ((t * 7 + k * 3 + c) % 5);
         const bool late = c == 0 && t >= 5 && t < 5 + late_dumps;
-        x.tmin = x.tmed = x.tmax = late ? (k == 5 ? late_exec : 1750 + healthy) : healthy;
-        x.ts = t * 1000000 + k * 100 + c;
-        d.insts.push_back(x);
+        const double exec = late ? (k == 5 ? late_exec : 1750 + healthy) : healthy;
+        d.insts.push_back(
+            SampledRecord(d, c, k, t * 100 + k * 10, 1 << 27, exec, t * 1000000 + k * 100 + c));
       }
   d.t0 = 0;
   d.t1 = 13 * 1000000;
