@@ -8,7 +8,7 @@
 #include "cli/output.h"
 
 namespace collscope::cli {
-namespace {
+namespace agent_cmd {
 
 std::atomic<bool> g_stop{false};
 
@@ -156,5 +156,5 @@ void Register(CLI::App& app) {
 
 RegisterCommand reg(&Register);
 
-}  // namespace
+}  // namespace agent_cmd
 }  // namespace collscope::cli

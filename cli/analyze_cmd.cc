@@ -7,7 +7,7 @@
 #include "cli/output.h"
 
 namespace collscope::cli {
-namespace {
+namespace analyze_cmd {
 
 struct Options {
   std::string db = "collscope.duckdb";
@@ -66,5 +66,5 @@ void Register(CLI::App& app) {
 
 RegisterCommand reg(&Register);
 
-}  // namespace
+}  // namespace analyze_cmd
 }  // namespace collscope::cli

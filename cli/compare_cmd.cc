@@ -9,7 +9,7 @@
 #include "core/nccl_tests_reader.h"
 
 namespace collscope::cli {
-namespace {
+namespace compare_cmd {
 
 struct Options {
   std::string db = "collscope.duckdb";
@@ -79,5 +79,5 @@ void Register(CLI::App& app) {
 
 RegisterCommand reg(&Register);
 
-}  // namespace
+}  // namespace compare_cmd
 }  // namespace collscope::cli

@@ -7,7 +7,7 @@
 #include "cli/output.h"
 
 namespace collscope::cli {
-namespace {
+namespace diagnose_cmd {
 
 struct Options {
   std::vector<std::string> paths;
@@ -102,5 +102,5 @@ void Register(CLI::App& app) {
 
 RegisterCommand reg(&Register);
 
-}  // namespace
+}  // namespace diagnose_cmd
 }  // namespace collscope::cli

@@ -6,7 +6,7 @@
 #include "cli/output.h"
 
 namespace collscope::cli {
-namespace {
+namespace eval_cmd {
 
 struct Options {
   std::string suite = "small";
@@ -81,5 +81,5 @@ void Register(CLI::App& app) {
 
 RegisterCommand reg(&Register);
 
-}  // namespace
+}  // namespace eval_cmd
 }  // namespace collscope::cli

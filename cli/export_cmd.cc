@@ -12,7 +12,7 @@
 #include "core/store.h"
 
 namespace collscope::cli {
-namespace {
+namespace export_cmd {
 
 struct Options {
   std::string db = "collscope.duckdb";
@@ -112,5 +112,5 @@ void Register(CLI::App& app) {
 
 RegisterCommand reg(&Register);
 
-}  // namespace
+}  // namespace export_cmd
 }  // namespace collscope::cli

@@ -10,7 +10,7 @@
 #include "core/readers/ingest_inputs.h"
 
 namespace collscope::cli {
-namespace {
+namespace ingest_cmd {
 
 struct Options {
   std::vector<std::string> paths;
@@ -201,5 +201,5 @@ void Register(CLI::App& app) {
 
 RegisterCommand reg(&Register);
 
-}  // namespace
+}  // namespace ingest_cmd
 }  // namespace collscope::cli

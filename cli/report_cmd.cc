@@ -7,7 +7,7 @@
 #include "cli/output.h"
 
 namespace collscope::cli {
-namespace {
+namespace report_cmd {
 
 struct Options {
   std::string db = "collscope.duckdb";
@@ -52,5 +52,5 @@ void Register(CLI::App& app) {
 
 RegisterCommand reg(&Register);
 
-}  // namespace
+}  // namespace report_cmd
 }  // namespace collscope::cli

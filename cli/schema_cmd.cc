@@ -6,7 +6,7 @@
 #include "core/taxonomy.h"
 
 namespace collscope::cli {
-namespace {
+namespace schema_cmd {
 
 struct Options {
   bool json = false, sql = false;
@@ -49,5 +49,5 @@ void Register(CLI::App& app) {
 
 RegisterCommand reg(&Register);
 
-}  // namespace
+}  // namespace schema_cmd
 }  // namespace collscope::cli

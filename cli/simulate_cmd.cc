@@ -12,7 +12,7 @@
 #include "sim/sim.h"
 
 namespace collscope::cli {
-namespace {
+namespace simulate_cmd {
 
 struct SimulateOptions {
   sim::SimConfig config;
@@ -371,5 +371,5 @@ void Register(CLI::App& app) {
 
 RegisterCommand reg(&Register);
 
-}  // namespace
+}  // namespace simulate_cmd
 }  // namespace collscope::cli

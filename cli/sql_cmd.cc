@@ -7,7 +7,7 @@
 #include "core/store.h"
 
 namespace collscope::cli {
-namespace {
+namespace sql_cmd {
 
 struct Options {
   std::string db = "collscope.duckdb";
@@ -44,5 +44,5 @@ void Register(CLI::App& app) {
 
 RegisterCommand reg(&Register);
 
-}  // namespace
+}  // namespace sql_cmd
 }  // namespace collscope::cli

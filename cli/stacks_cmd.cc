@@ -7,7 +7,7 @@
 #include "cli/output.h"
 
 namespace collscope::cli {
-namespace {
+namespace stacks_cmd {
 
 std::atomic<bool> g_stop{false};
 
@@ -86,5 +86,5 @@ void Register(CLI::App& app) {
 
 RegisterCommand reg(&Register);
 
-}  // namespace
+}  // namespace stacks_cmd
 }  // namespace collscope::cli

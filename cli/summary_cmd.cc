@@ -10,7 +10,7 @@
 #include "core/readers/text.h"
 
 namespace collscope::cli {
-namespace {
+namespace summary_cmd {
 
 struct Options {
   std::string db = "collscope.duckdb";
@@ -249,5 +249,5 @@ void Register(CLI::App& app) {
 
 RegisterCommand reg(&Register);
 
-}  // namespace
+}  // namespace summary_cmd
 }  // namespace collscope::cli
