@@ -714,7 +714,16 @@ struct LateExplainer {
   // Over the windows [w0, w1] of e's run (all of it, or a block of it).
   Owed OwedIn(const LateEvent& e, int w0, int w1) const;
   std::vector<std::pair<int, int>> BlocksOf(int w0, int w1) const;
-  double ExplainedBlockwise(const LateEvent& e) const;
+  // What e's rank waited on others block by block of its run (each kind summed over the blocks),
+  // and how much of its lateness that explains: in each block, at most what it made others wait
+  // there. The reason states these sums, never the whole run's: its excess over the peers can be
+  // smaller than the blocks' (the peers waited as much, at other times), and a reason that says
+  // it waited 0 ms yet explains 132 ms reads as nonsense.
+  struct Weighed {
+    Owed owed;
+    double explained = 0;
+  };
+  Weighed ExplainedBlockwise(const LateEvent& e) const;
   // A host test's members share its late arrivals, so they are explained together: what they
   // waited on others against what they made their peers wait, summed over the members (a member
   // last at a few of them, that waited on nobody, is no root when the host's lateness is its other
@@ -839,9 +848,15 @@ std::vector<std::pair<int, int>> LateExplainer::BlocksOf(int w0, int w1) const {
   return out;
 }
 
-double LateExplainer::ExplainedBlockwise(const LateEvent& e) const {
-  double x = 0;
-  for (auto [a, b] : BlocksOf(e.w0, e.w1)) x += std::min(OwedIn(e, a, b).Sum(), e.WaitIn(a, b));
+LateExplainer::Weighed LateExplainer::ExplainedBlockwise(const LateEvent& e) const {
+  Weighed x;
+  for (auto [a, b] : BlocksOf(e.w0, e.w1)) {
+    const Owed w = OwedIn(e, a, b);
+    x.owed.others += w.others;
+    x.owed.p2p += w.p2p;
+    x.owed.xfer += w.xfer;
+    x.explained += std::min(w.Sum(), e.WaitIn(a, b));
+  }
   return x;
 }
 
@@ -884,16 +899,17 @@ std::vector<const LateEvent*> LateExplainer::Roots() const {
         continue;
       }
     }
-    // What it waited on over the whole run, each kind, for the reason (only where a root is
-    // weighed: each costs a pass over every event).
-    const Owed w = OwedIn(e, e.w0, e.w1);
-    if (const double explained = ExplainedBlockwise(e); explained >= o.explained_share * e.wait_us) {
-      Suppress(e, "propagated lateness: it waited " + Fmt("%.0f", w.Sum() / 1e3) + " ms on others (late members " +
-                      "of its other communicators " + Fmt("%.0f", w.others / 1e3) + " ms, pipeline peers " +
-                      Fmt("%.0f", w.p2p / 1e3) + " ms, slow transfers " + Fmt("%.0f", w.xfer / 1e3) +
-                      " ms, each beyond its peers'); weighed where it was late, that explains " +
-                      Fmt("%.0f", explained / 1e3) + " ms, at least half of the " + Fmt("%.0f", e.wait_us / 1e3) +
-                      " ms it made " + CommLabel(d, e.comm) + " wait");
+    if (const Weighed x = ExplainedBlockwise(e); x.explained >= o.explained_share * e.wait_us) {
+      const Owed& w = x.owed;
+      Suppress(
+          e, "propagated lateness: it waited " + Fmt("%.0f", w.Sum() / 1e3) +
+                 " ms on others (late members " + "of its other communicators " +
+                 Fmt("%.0f", w.others / 1e3) + " ms, pipeline peers " + Fmt("%.0f", w.p2p / 1e3) +
+                 " ms, slow transfers " + Fmt("%.0f", w.xfer / 1e3) +
+                 " ms, each beyond its peers' in the same stretch of its run); weighed where it "
+                 "was late, " +
+                 "that explains " + Fmt("%.0f", x.explained / 1e3) + " ms, at least half of the " +
+                 Fmt("%.0f", e.wait_us / 1e3) + " ms it made " + CommLabel(d, e.comm) + " wait");
       continue;
     }
     roots.push_back(&e);

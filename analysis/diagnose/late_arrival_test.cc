@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <string>
 #include <vector>
 
 #include "analysis/diagnose/late_arrival.h"
@@ -189,6 +191,72 @@ TEST(LateArrival, ASampledStragglerIsAnEventAmongTheMembersOfCommunicatorsWhoseR
   // deviation, 150 us), as a healthy GPU's speed spread makes them; it says nothing of whom they
   // wait for.
   EXPECT_TRUE(FindLateEvents(SampledStraggler(7, 2490), o).empty());
+}
+
+// Process 0 arrives last at half of its 8-member group's collectives for 10 windows of 200 ms:
+// by 1 ms in windows 0-3, by 100 us after. Each member also has a 2-member group of its own,
+// whose transfers are slow: process 0's at every collective of windows 0-3 (79 ms in all), the
+// others' at two a window in windows 4-9 (84 ms). Over the whole run process 0 was held by slow
+// transfers no more than its peers; where it was late (windows 0-3), far longer. So its lateness
+// is propagated, and the reason must say what it waited where it was weighed: one that says it
+// waited 0 ms and that this explains 16 ms reads as nonsense.
+TEST(LateArrival, APropagatedLatenessSaysWhatItWaitedWhereItWasWeighed) {
+  CommData d;
+  const int n = 8;
+  for (int p = 0; p < 2 * n; ++p) {
+    d.hosts.push_back("h" + std::to_string(p));
+    d.procs.push_back({p, p});
+  }
+  auto add_comm = [&](std::vector<int> procs) {
+    Comm c;
+    c.id = "0x" + std::to_string(d.comms.size() + 1);
+    c.n_ranks = c.nnodes = static_cast<int>(procs.size());
+    c.procs = c.hosts = std::move(procs);
+    d.comms.push_back(c);
+  };
+  add_comm({0, 1, 2, 3, 4, 5, 6, 7});
+  for (int p = 0; p < n; ++p) add_comm({p, n + p});
+  const int64_t W = 200000;
+  for (int w = 0; w < 10; ++w)
+    for (int i = 0; i < 8; ++i) {
+      Inst x;
+      x.sn = w * 8 + i;
+      x.bytes = 1 << 20;
+      x.n = n;
+      x.tmin = 100;
+      x.tmed = x.tmax = 100 + (i >= 4 ? 10 : w < 4 ? 1000 : 100);
+      x.pmin = i < 4 ? 0 : (i + w) % n;
+      x.ts = w * W + i * (W / 8);
+      d.insts.push_back(x);
+      for (int p = 0; p < n; ++p) {
+        Inst y;
+        y.comm = 1 + p;
+        y.sn = x.sn;
+        y.bytes = 1 << 16;
+        y.n = 2;
+        const bool slow = p == 0 ? w < 4 : w >= 4 && i < 2;
+        y.tmin = y.tmed = y.tmax = 100 + (p == 0 ? 2500 : 7000) * slow;
+        y.pmin = p;
+        y.ts = x.ts;
+        d.insts.push_back(y);
+      }
+    }
+  d.t0 = 0;
+  d.t1 = 10 * W - 1;
+  std::vector<Suppressed> suppressed;
+  LateOptions o;
+  o.suppressed = &suppressed;
+  EXPECT_TRUE(DetectLateArrivals(d, o).empty());
+  ASSERT_EQ(suppressed.size(), 1u);
+  EXPECT_EQ(suppressed[0].finding.ranks, std::vector<int>{0});
+  const std::string& why = suppressed[0].reason;
+  double waited = -1, explained = -1;
+  ASSERT_EQ(std::sscanf(why.c_str(), "propagated lateness: it waited %lf ms", &waited), 1) << why;
+  const size_t at = why.find("that explains ");
+  ASSERT_NE(at, std::string::npos) << why;
+  ASSERT_EQ(std::sscanf(why.c_str() + at, "that explains %lf ms", &explained), 1) << why;
+  EXPECT_GE(explained, 8) << why;
+  EXPECT_GE(waited, explained) << why;
 }
 
 // Two sibling expert groups of 4 (one host per process), each an all-to-all: every member sends to
