@@ -6,7 +6,12 @@ severities across each detector's limit), diagnosed from their Inspector logs al
 scored strictly by the CTest's own scorer (tests/extgen/score.py). Prints every job with a miss or
 a false finding, then the totals. Same seed, same jobs.
 
-usage: bench/extgen_sweep.py [--collscope build/collscope] [--seed N] [--jobs M] [--out DIR]
+With --baseline OTHER_COLLSCOPE, each job is also diagnosed by that binary (the same logs), and
+the jobs it scores differently are printed with both results, then its totals: a change is
+judged on the same jobs in the same session.
+
+usage: bench/extgen_sweep.py [--collscope build/collscope] [--baseline BIN] [--seed N] [--jobs M]
+                             [--out DIR]
 """
 import argparse, json, os, random, shutil, subprocess, sys
 
@@ -63,41 +68,67 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=20)
     ap.add_argument("--out", default="extgen-sweep")
+    ap.add_argument("--baseline", help="another collscope binary to score on the same jobs")
     a = ap.parse_args()
     r = random.Random(a.seed)
     os.makedirs(a.out, exist_ok=True)
     totals = {"jobs": 0, "faults": 0, "found": 0, "false": 0, "bad_jobs": 0}
+    base = {"found": 0, "false": 0, "changed_jobs": 0}
     for i in range(a.jobs):
         name, args, fault = draw_job(r, a.seed * 1000 + i)
         out = os.path.join(a.out, name)
         shutil.rmtree(out, ignore_errors=True)
         subprocess.run([sys.executable, os.path.join(EXTGEN, "gen.py"), "--fault", fault, "--out", out] + args,
                        check=True, stdout=subprocess.DEVNULL)
-        p = subprocess.run([a.collscope, "diagnose", os.path.join(out, "logs"), "--json"],
-                           capture_output=True, text=True)
         truth = json.load(open(os.path.join(out, "truth.json")))
-        if p.returncode not in (0, 1):
-            sys.exit(f"{name}: diagnose exited {p.returncode}: {p.stderr[-2000:]}")
-        false, missed = score(json.loads(p.stdout)["findings"], truth["faults"])
+        false, missed = diagnose_and_score(a.collscope, out, name, truth)
         totals["jobs"] += 1
         happened = len(took_effect(truth["faults"]))
         totals["faults"] += happened
         totals["found"] += happened - len(missed)
         totals["false"] += len(false)
-        if false or missed:
-            totals["bad_jobs"] += 1
+        changed = False
+        if a.baseline:
+            b_false, b_missed = diagnose_and_score(a.baseline, out, name, truth)
+            base["found"] += happened - len(b_missed)
+            base["false"] += len(b_false)
+            changed = summary(b_false, b_missed) != summary(false, missed)
+            base["changed_jobs"] += changed
+        if false or missed or changed:
+            totals["bad_jobs"] += bool(false or missed)
             print(f"{name} {' '.join(args)} --fault {fault}")
-            for f in false:
-                print(f"    false: {f['kind']} ranks {f.get('ranks', [])[:8]} hosts {f.get('hosts', [])}: "
-                      f"{f['summary'][:240]}")
-            for t in missed:
-                print(f"    missed: {t['kind']} {t['severity']} ranks {t['culprit_ranks'][:8]} "
-                      f"hosts {t['culprit_hosts']}")
+            print_score(false, missed, "    ")
+            if changed:
+                print("    baseline:")
+                print_score(b_false, b_missed, "      ")
         else:
             shutil.rmtree(out, ignore_errors=True)
     print(f"extgen sweep seed {a.seed}: {totals['jobs']} jobs, {totals['faults']} faults, found {totals['found']}, "
           f"{totals['false']} false findings; {totals['bad_jobs']} jobs with a miss or a false finding "
           f"(kept under {a.out})")
+    if a.baseline:
+        print(f"baseline {a.baseline}: found {base['found']}, {base['false']} false findings; "
+              f"{base['changed_jobs']} jobs scored differently")
+
+
+def diagnose_and_score(collscope, out, name, truth):
+    p = subprocess.run([collscope, "diagnose", os.path.join(out, "logs"), "--json"], capture_output=True, text=True)
+    if p.returncode not in (0, 1):
+        sys.exit(f"{name}: {collscope} diagnose exited {p.returncode}: {p.stderr[-2000:]}")
+    return score(json.loads(p.stdout)["findings"], truth["faults"])
+
+
+def summary(false, missed):
+    return ([(f["kind"], f.get("ranks"), f.get("hosts")) for f in false],
+            [(t["kind"], t["culprit_ranks"]) for t in missed])
+
+
+def print_score(false, missed, indent):
+    for f in false:
+        print(f"{indent}false: {f['kind']} ranks {f.get('ranks', [])[:8]} hosts {f.get('hosts', [])}: "
+              f"{f['summary'][:240]}")
+    for t in missed:
+        print(f"{indent}missed: {t['kind']} {t['severity']} ranks {t['culprit_ranks'][:8]} hosts {t['culprit_hosts']}")
 
 
 if __name__ == "__main__":
