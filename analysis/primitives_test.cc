@@ -372,6 +372,11 @@ TEST_F(PrimitivesTest, AggregatesGiveTheRawAnswers) {
   options[2].bin_s = 0.5;
   options[3].bin_s = 10, options[3].histogram_bins = 3, options[3].ecdf_points = 2;
   options[3].column = "hostname";
+#ifdef COLLSCOPE_SANITIZED
+  // Every parameter set runs in the release build. Under ASan, whose allocator slows DuckDB's
+  // planning 4x (40 s for this test), the default set and the most different one check the code.
+  options = {options[0], options[3]};
+#endif
   auto answers = [&] { return AllAnswers(*store_, options); };
   auto same = [](const std::vector<QueryResult>& a, const std::vector<QueryResult>& b) {
     ExpectSameAnswers(a, b);
@@ -441,6 +446,9 @@ TEST(PrimitivesExample, AggregatesGiveTheRawAnswers) {
   for (AnalysisOptions& o : options) o.prod_run = o.base_run = "job";
   options[1].bin_s = 1, options[1].min_bytes = 0;
   options[2].bin_s = 0.2, options[2].column = "hostname";
+#ifdef COLLSCOPE_SANITIZED
+  options = {options[0], options[2]};  // as in PrimitivesTest.AggregatesGiveTheRawAnswers
+#endif
   ASSERT_EQ(Checked((*store)->Query("SELECT * FROM agg_fresh_runs")).rows.size(), 1u);
   std::vector<QueryResult> with = AllAnswers(**store, options);
   ASSERT_TRUE(InstallAnalysisViews(**store, false, /*use_aggregates=*/false).ok());
