@@ -1,5 +1,7 @@
 // Subcommands register themselves here; each lives in its own *_cmd.cc and stays thin: it parses
-// arguments and calls a library function.
+// arguments and calls a library function. Each keeps its names in a namespace named after its
+// file, not an anonymous one: the binary compiles them as one unity translation unit
+// (cli/CMakeLists.txt).
 #pragma once
 
 #include <CLI/CLI.hpp>
