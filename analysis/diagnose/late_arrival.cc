@@ -901,15 +901,15 @@ std::vector<const LateEvent*> LateExplainer::Roots() const {
     }
     if (const Weighed x = ExplainedBlockwise(e); x.explained >= o.explained_share * e.wait_us) {
       const Owed& w = x.owed;
-      Suppress(
-          e, "propagated lateness: it waited " + Fmt("%.0f", w.Sum() / 1e3) +
-                 " ms on others (late members " + "of its other communicators " +
-                 Fmt("%.0f", w.others / 1e3) + " ms, pipeline peers " + Fmt("%.0f", w.p2p / 1e3) +
-                 " ms, slow transfers " + Fmt("%.0f", w.xfer / 1e3) +
-                 " ms, each beyond its peers' in the same stretch of its run); weighed where it "
-                 "was late, " +
-                 "that explains " + Fmt("%.0f", x.explained / 1e3) + " ms, at least half of the " +
-                 Fmt("%.0f", e.wait_us / 1e3) + " ms it made " + CommLabel(d, e.comm) + " wait");
+      Suppress(e, "propagated lateness: it waited " + Fmt("%.0f", w.Sum() / 1e3) +
+                      " ms on others (late members of its other communicators " +
+                      Fmt("%.0f", w.others / 1e3) + " ms, pipeline peers " +
+                      Fmt("%.0f", w.p2p / 1e3) + " ms, slow transfers " +
+                      Fmt("%.0f", w.xfer / 1e3) +
+                      " ms, each beyond its peers' in the same stretch of its run); " +
+                      "weighed where it was late, that explains " + Fmt("%.0f", x.explained / 1e3) +
+                      " ms, at least half of the " + Fmt("%.0f", e.wait_us / 1e3) + " ms it made " +
+                      CommLabel(d, e.comm) + " wait");
       continue;
     }
     roots.push_back(&e);
