@@ -4,6 +4,8 @@ runs the diagnosis tests (and, with --eval, the small suite's floors): every rul
 least one test fail when it is gone. Prints one line per rule with the tests that failed.
 
 usage: bench/rule_mutations.py [BUILD_DIR] [--eval] [--only SUBSTRING[|SUBSTRING...]]
+       bench/rule_mutations.py --check   (no build: every rule's text is in its file exactly once;
+                                          a CTest, so that a rewrite cannot leave a rule unchecked)
 
 Restores every file it touched, also when interrupted. Takes about a minute per rule on 2 cores
 (five with --eval)."""
@@ -198,8 +200,20 @@ def run(cmd, cwd):
     return subprocess.run(cmd, cwd=cwd, shell=True, capture_output=True, text=True)
 
 
+def check():
+    """Every rule's text occurs exactly once in its file (else the mutation run skips it)."""
+    stale = [f'{name}: {path} holds its text {open(os.path.join(ROOT, path)).read().count(text)} times'
+             for name, path, text, _ in RULES if open(os.path.join(ROOT, path)).read().count(text) != 1]
+    for line in stale:
+        print('STALE ' + line)
+    print(f'{len(RULES) - len(stale)} of {len(RULES)} rules name their code')
+    return 1 if stale else 0
+
+
 def main():
     args = [a for a in sys.argv[1:]]
+    if '--check' in args:
+        sys.exit(check())
     build = os.path.abspath(args[0]) if args and not args[0].startswith('--') else os.path.join(ROOT, 'build')
     with_eval = '--eval' in args
     only = args[args.index('--only') + 1] if '--only' in args else ''
