@@ -259,6 +259,105 @@ TEST(LateArrival, APropagatedLatenessSaysWhatItWaitedWhereItWasWeighed) {
   EXPECT_GE(waited, explained) << why;
 }
 
+// Process 0 is last at half of its 8-member group's instances in every window, its peers waiting
+// 1.5 ms a window for it. Each member's other communicator (a pair with a process of its own) runs
+// slow transfers every window, member p's 2 ms x p longer than usual, process 0's 9 ms: 1 ms above
+// its peers' median (8 ms), which spread 4 ms about it. That 1 ms is within their spread, what a
+// member's own expert group's load or link gives it, and explains none of its lateness.
+TEST(LateArrival, AWaitWithinItsPeersSpreadExplainsNoLateness) {
+  CommData d = Comms(1, 8);
+  for (int p = 0; p < 8; ++p) {
+    d.hosts.push_back("h" + std::to_string(8 + p));
+    d.procs.push_back({8 + p, 8 + p});
+    Comm pair;
+    pair.id = "0xa" + std::to_string(p);
+    pair.n_ranks = pair.nnodes = 2;
+    pair.procs = pair.hosts = {p, 8 + p};
+    d.comms.push_back(pair);
+  }
+  const int64_t W = 200000;
+  for (int w = 0; w < 10; ++w)
+    for (int i = 0; i < 8; ++i) {
+      Inst x;
+      x.sn = w * 8 + i;
+      x.bytes = 1 << 20;
+      x.n = 8;
+      x.tmin = 100;
+      x.tmed = x.tmax = 100 + (i < 4 ? 375 : 10);
+      x.pmin = i < 4 ? 0 : (i + w) % 8;
+      x.ts = w * W + i * (W / 8);
+      d.insts.push_back(x);
+      for (int p = 0; p < 8; ++p) {
+        Inst y = x;
+        y.comm = 1 + p;
+        y.bytes = 1 << 16;
+        y.n = 2;
+        y.tmin = y.tmed = y.tmax = i > 0 ? 100 : 120 + (p == 0 ? 9000 : 2000 * p);
+        y.pmin = p;
+        d.insts.push_back(y);
+      }
+    }
+  d.t0 = 0;
+  d.t1 = 10 * W - 1;
+  std::vector<Suppressed> suppressed;
+  LateOptions o;
+  o.suppressed = &suppressed;
+  const std::vector<Finding> found = DetectLateArrivals(d, o);
+  ASSERT_EQ(found.size(), 1u) << (suppressed.empty() ? "" : suppressed[0].reason);
+  EXPECT_EQ(found[0].ranks, std::vector<int>{0});
+}
+
+// 4 sibling tensor-parallel groups of 8 and 8 expert groups of 4 across them (expert group t:
+// member t of every tensor-parallel group), each an all-to-all (every member sends to every other).
+// As in Job, two instances a window make their members wait, for a member in turn; in window 4 all
+// 8 of tensor-parallel group 0's wait for member 3, and, where `routed`, every sibling's for its
+// member 3 too: expert group 3 is last together after its all-to-all, the tokens routed to it.
+CommData ExpertJob(bool routed) {
+  const int tp = 8, groups = 4;
+  CommData d = Comms(groups, tp);
+  for (int t = 0; t < tp; ++t) {
+    Comm ep;
+    ep.id = "0xe" + std::to_string(t);
+    ep.n_ranks = ep.nnodes = groups;
+    for (int k = 0; k < groups; ++k)
+      ep.procs.push_back(d.comms[static_cast<size_t>(k)].procs[static_cast<size_t>(t)]);
+    ep.hosts = ep.procs;
+    const int c = static_cast<int>(d.comms.size());
+    for (int p : ep.procs)
+      for (int q : ep.procs)
+        if (p != q) d.p2p.push_back({p, c, q, true, 1 << 20, 500, 0, 0, 0});
+    d.comms.push_back(ep);
+  }
+  const int64_t W = 200000;
+  for (int c = 0; c < groups; ++c)
+    for (int w = 0; w < 10; ++w)
+      for (int i = 0; i < 8; ++i) {
+        Inst x;
+        x.comm = c;
+        x.sn = w * 8 + i;
+        x.bytes = 1 << 20;
+        x.n = tp;
+        x.tmin = 100;
+        const bool late = w == 4 && (c == 0 || routed);
+        x.tmed = x.tmax = 100 + (i < 2 || late ? 300 : 10);
+        x.pmin =
+            d.comms[static_cast<size_t>(c)].procs[static_cast<size_t>(late ? 3 : (i + w + c) % tp)];
+        x.ts = w * W + i * (W / 8);
+        d.insts.push_back(x);
+      }
+  d.t0 = 0;
+  d.t1 = 10 * W - 1;
+  return d;
+}
+
+TEST(LateArrival, LatenessItsExpertGroupSharesIsNoMembersOwn) {
+  // A GPU last alone in its tensor-parallel group is late; the same lateness shared by every member
+  // of its expert group, each in its own tensor-parallel group, is the group's routed work.
+  const int member3 = 3;  // tensor-parallel group 0's member 3
+  EXPECT_EQ(EventsOf(ExpertJob(false), member3), 1);
+  EXPECT_EQ(EventsOf(ExpertJob(true), member3), 0);
+}
+
 // Two sibling expert groups of 4 (one host per process), each an all-to-all: every member sends to
 // and receives from every other, 10 calls, the sizes following the tokens routed (a transfer's
 // size is never its sibling's). In group 1, member 2's receives from member 0 wait 3 ms for it at calls
