@@ -78,27 +78,35 @@ std::vector<bool> SharedWithAllToAllGroup(const CommData& d,
     return Complete(d, x) && x.pmin >= 0 &&
            std::max(0.0, WaitOf(x)) >= material.at(KernelKey(d, x));
   };
-  // (op, sn, bytes, last member) -> communicators where that member was last at that collective.
-  std::map<std::tuple<int, int64_t, int64_t, int>, std::vector<int>> last_at;
+  // (op, sn, bytes, last member) -> (communicator, wait) where that member was last at that
+  // collective.
+  std::map<std::tuple<int, int64_t, int64_t, int>, std::vector<std::pair<int, double>>> last_at;
   for (const Inst& x : d.insts)
     if (is_material_last(x) && !groups_of[static_cast<size_t>(x.pmin)].empty())
-      last_at[{x.op, x.sn, x.bytes, x.pmin}].push_back(x.comm);
+      last_at[{x.op, x.sn, x.bytes, x.pmin}].push_back({x.comm, WaitOf(x)});
   for (size_t i = 0; i < d.insts.size(); ++i) {
     const Inst& x = d.insts[i];
     if (!is_material_last(x)) continue;
     const int size = d.comms[static_cast<size_t>(x.comm)].n_ranks;
     for (int g : groups_of[static_cast<size_t>(x.pmin)]) {
-      int mates = 0, late = 0;
+      int mates = 0;
+      std::vector<double> late;  // the waits of the mates late there
       for (int e : d.comms[static_cast<size_t>(g)].procs) {
         if (e == x.pmin) continue;
         ++mates;
         auto it = last_at.find({x.op, x.sn, x.bytes, e});
         if (it == last_at.end()) continue;
-        late += std::any_of(it->second.begin(), it->second.end(), [&](int c) {
-          return c != x.comm && d.comms[static_cast<size_t>(c)].n_ranks == size;
-        });
+        for (const auto& [c, wait] : it->second)
+          if (c != x.comm && d.comms[static_cast<size_t>(c)].n_ranks == size) {
+            late.push_back(wait);
+            break;
+          }
       }
-      if (mates > 0 && 2 * late >= mates) shared[i] = true;
+      // Lateness beyond what the group shares is its own (a rank that delays every launch is
+      // later than the mates it held at the all-to-all), and still counts.
+      if (mates > 0 && 2 * late.size() >= static_cast<size_t>(mates) &&
+          WaitOf(x) - Median(late) < material.at(KernelKey(d, x)))
+        shared[i] = true;
     }
   }
   return shared;

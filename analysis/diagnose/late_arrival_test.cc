@@ -310,9 +310,10 @@ TEST(LateArrival, AWaitWithinItsPeersSpreadExplainsNoLateness) {
 // 4 sibling tensor-parallel groups of 8 and 8 expert groups of 4 across them (expert group t:
 // member t of every tensor-parallel group), each an all-to-all (every member sends to every other).
 // As in Job, two instances a window make their members wait, for a member in turn; in window 4 all
-// 8 of tensor-parallel group 0's wait for member 3, and, where `routed`, every sibling's for its
-// member 3 too: expert group 3 is last together after its all-to-all, the tokens routed to it.
-CommData ExpertJob(bool routed) {
+// 8 of tensor-parallel group 0's wait for member 3 (`own_extra_us` longer), and, where `routed`,
+// every sibling's for its member 3 too: expert group 3 is last together after its all-to-all, the
+// tokens routed to it.
+CommData ExpertJob(bool routed, double own_extra_us = 0) {
   const int tp = 8, groups = 4;
   CommData d = Comms(groups, tp);
   for (int t = 0; t < tp; ++t) {
@@ -339,7 +340,7 @@ CommData ExpertJob(bool routed) {
         x.n = tp;
         x.tmin = 100;
         const bool late = w == 4 && (c == 0 || routed);
-        x.tmed = x.tmax = 100 + (i < 2 || late ? 300 : 10);
+        x.tmed = x.tmax = 100 + (i < 2 || late ? 300 : 10) + (late && c == 0 ? own_extra_us : 0);
         x.pmin =
             d.comms[static_cast<size_t>(c)].procs[static_cast<size_t>(late ? 3 : (i + w + c) % tp)];
         x.ts = w * W + i * (W / 8);
@@ -356,6 +357,9 @@ TEST(LateArrival, LatenessItsExpertGroupSharesIsNoMembersOwn) {
   const int member3 = 3;  // tensor-parallel group 0's member 3
   EXPECT_EQ(EventsOf(ExpertJob(false), member3), 1);
   EXPECT_EQ(EventsOf(ExpertJob(true), member3), 0);
+  // Late by 600 us more than the mates it shares its lateness with: that much is its own (a rank
+  // that delays every launch, and so the all-to-all its mates then wait at).
+  EXPECT_EQ(EventsOf(ExpertJob(true, 600), member3), 1);
 }
 
 // Two sibling expert groups of 4 (one host per process), each an all-to-all: every member sends to
