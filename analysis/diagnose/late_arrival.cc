@@ -13,10 +13,9 @@
 //   - in point-to-point sends and receives, longer than the same transfers of its sibling
 //     pipelines, or
 //   - in collectives of another communicator whose transfers took longer than usual (a slow
-//     link, not a slow rank),
-// the last two beyond its peers' spread, by at least half of what it made its own peers wait. Root
-// ranks of one host whose windows overlap make one finding (a slowed host), a root alone a rank
-// finding.
+//     link, not a slow rank), by more than they held its peers,
+// by at least half of what it made its own peers wait. Root ranks of one host whose windows
+// overlap make one finding (a slowed host), a root alone a rank finding.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -53,63 +52,6 @@ std::unordered_map<uint64_t, double> MaterialWaits(const CommData& d, const Late
   std::unordered_map<uint64_t, double> material;
   for (auto& [k, v] : acc) material[k] = std::max(o.min_wait_us, 3 * Median(std::move(v)));
   return material;
-}
-
-// Instances (indexes into d.insts) whose last member's lateness its all-to-all group shared: at
-// least half of the group's other members were last, by a material wait, at the same collective
-// (op, sequence number, size) of a sibling communicator (one of as many members). An all-to-all
-// completes as one operation, so it releases its members together: their late arrivals after it
-// are one lateness, of whoever the all-to-all waited for or of the work it routed to the group (an
-// expert group given the most tokens is last in every one of its members' tensor-parallel groups,
-// first after its forward's combine and again after its backward's, a random group each
-// micro-batch). Such an instance says nothing of who in its own communicator is late; a slow GPU
-// stays last where it arrives alone (after its attention, say), where its group is not.
-std::vector<bool> SharedWithAllToAllGroup(const CommData& d,
-                                          const std::unordered_map<uint64_t, double>& material) {
-  std::vector<bool> shared(d.insts.size(), false);
-  const std::vector<bool> all_to_all = AllToAllComms(d);
-  if (std::none_of(all_to_all.begin(), all_to_all.end(), [](bool b) { return b; })) return shared;
-  std::vector<std::vector<int>> groups_of(d.procs.size());
-  for (size_t c = 0; c < d.comms.size(); ++c)
-    if (all_to_all[c])
-      for (int p : d.comms[c].procs)
-        groups_of[static_cast<size_t>(p)].push_back(static_cast<int>(c));
-  auto is_material_last = [&](const Inst& x) {
-    return Complete(d, x) && x.pmin >= 0 &&
-           std::max(0.0, WaitOf(x)) >= material.at(KernelKey(d, x));
-  };
-  // (op, sn, bytes, last member) -> (communicator, wait) where that member was last at that
-  // collective.
-  std::map<std::tuple<int, int64_t, int64_t, int>, std::vector<std::pair<int, double>>> last_at;
-  for (const Inst& x : d.insts)
-    if (is_material_last(x) && !groups_of[static_cast<size_t>(x.pmin)].empty())
-      last_at[{x.op, x.sn, x.bytes, x.pmin}].push_back({x.comm, WaitOf(x)});
-  for (size_t i = 0; i < d.insts.size(); ++i) {
-    const Inst& x = d.insts[i];
-    if (!is_material_last(x)) continue;
-    const int size = d.comms[static_cast<size_t>(x.comm)].n_ranks;
-    for (int g : groups_of[static_cast<size_t>(x.pmin)]) {
-      int mates = 0;
-      std::vector<double> late;  // the waits of the mates late there
-      for (int e : d.comms[static_cast<size_t>(g)].procs) {
-        if (e == x.pmin) continue;
-        ++mates;
-        auto it = last_at.find({x.op, x.sn, x.bytes, e});
-        if (it == last_at.end()) continue;
-        for (const auto& [c, wait] : it->second)
-          if (c != x.comm && d.comms[static_cast<size_t>(c)].n_ranks == size) {
-            late.push_back(wait);
-            break;
-          }
-      }
-      // Lateness beyond what the group shares is its own (a rank that delays every launch is
-      // later than the mates it held at the all-to-all), and still counts.
-      if (mates > 0 && 2 * late.size() >= static_cast<size_t>(mates) &&
-          WaitOf(x) - Median(late) < material.at(KernelKey(d, x)))
-        shared[i] = true;
-    }
-  }
-  return shared;
 }
 
 // `chance`: the sum over the counted instances of each one's chance of showing the rank last;
@@ -482,13 +424,11 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
   // records of the same communicator, op and size nearest to it in time (below).
   SampledRecords sampled_recs;
   const std::map<std::pair<int, int>, double> represents = RecordsRepresented(d);  // (comm, op)
-  const std::vector<bool> shared = SharedWithAllToAllGroup(d, material);
-  for (size_t i = 0; i < d.insts.size(); ++i) {
-    const Inst& x = d.insts[i];
+  for (const Inst& x : d.insts) {
     const int w = win(x.ts);
     if (Complete(d, x)) {
       const double wait = std::max(0.0, WaitOf(x));
-      if (wait < material.at(KernelKey(d, x)) || shared[i]) continue;
+      if (wait < material.at(KernelKey(d, x))) continue;
       total[static_cast<size_t>(x.comm)][static_cast<size_t>(w)]++;
       Cell& c = cell(cells[0], x.pmin, x.comm, w);
       c.last++;
@@ -764,8 +704,7 @@ struct LateExplainer {
   // The roots that follow no other (below).
   std::vector<const LateEvent*> Leaders(std::vector<const LateEvent*> roots) const;
 
-  // What a late event's rank waited on others over its run, each kind beyond its peers' (the
-  // point-to-point and transfer kinds beyond their spread: BeyondPeers).
+  // What a late event's rank waited on others over its run, each kind beyond its peers'.
   struct Owed {
     double others = 0, p2p = 0, xfer = 0;
     double Sum() const { return others + p2p + xfer; }
@@ -856,18 +795,6 @@ void LateExplainer::Suppress(const LateEvent& e, std::string why) const {
   o.suppressed->push_back({std::move(f), std::move(why)});
 }
 
-// How much more `own` is than its peers' median, where it stands out from them: beyond 3x their
-// median deviation, as a wait counts only beyond 3x its kernel key's arrival spread. Waits within
-// the peers' spread are the spread's (the expert all-to-alls of a tensor-parallel group's members
-// each wait on their own expert group's routed load), and explain no lateness of the rank's own.
-double BeyondPeers(double own, std::vector<double> peers) {
-  if (peers.empty()) return std::max(0.0, own);
-  const double median = Median(peers);
-  for (double& x : peers) x = std::abs(x - median);
-  const double excess = own - median;
-  return excess > 3 * Median(std::move(peers)) ? excess : 0.0;
-}
-
 LateExplainer::Owed LateExplainer::OwedIn(const LateEvent& e, int w0, int w1) const {
   double waited = 0, held_times = 0;
   for (const LateEvent& f : ev) {
@@ -892,8 +819,8 @@ LateExplainer::Owed LateExplainer::OwedIn(const LateEvent& e, int w0, int w1) co
   std::vector<double> peers_p2p;
   for (int q : d.comms[static_cast<size_t>(e.comm)].procs)
     if (q != e.proc) peers_p2p.push_back(Sum(p2p_wait[static_cast<size_t>(q)], w0, w1 + p2p_lag));
-  const double p2p = BeyondPeers(Sum(p2p_wait[static_cast<size_t>(e.proc)], w0, w1 + p2p_lag),
-                                 std::move(peers_p2p));
+  const double p2p =
+      std::max(0.0, Sum(p2p_wait[static_cast<size_t>(e.proc)], w0, w1 + p2p_lag) - Median(peers_p2p));
   // A slow transfer in one communicator (or a slow pipeline wire) makes its members late in
   // the others, never in itself, and only by as much more as it held them than it held their
   // peers there (a slow link under every member of a tensor-parallel group makes none of them
@@ -910,7 +837,7 @@ LateExplainer::Owed LateExplainer::OwedIn(const LateEvent& e, int w0, int w1) co
   std::vector<double> peers_held;
   for (int q : d.comms[static_cast<size_t>(e.comm)].procs)
     if (q != e.proc) peers_held.push_back(held(q));
-  const double xfer = BeyondPeers(held(e.proc), std::move(peers_held));
+  const double xfer = std::max(0.0, held(e.proc) - Median(peers_held));
   return Owed{waited, p2p, xfer};
 }
 
@@ -974,15 +901,15 @@ std::vector<const LateEvent*> LateExplainer::Roots() const {
     }
     if (const Weighed x = ExplainedBlockwise(e); x.explained >= o.explained_share * e.wait_us) {
       const Owed& w = x.owed;
-      Suppress(e,
-               "propagated lateness: it waited " + Fmt("%.0f", w.Sum() / 1e3) +
-                   " ms on others (late members of its other communicators " +
-                   Fmt("%.0f", w.others / 1e3) + " ms, pipeline peers " + Fmt("%.0f", w.p2p / 1e3) +
-                   " ms, slow transfers " + Fmt("%.0f", w.xfer / 1e3) +
-                   " ms, the last two beyond its peers' spread in the same stretch of its run); " +
-                   "weighed where it was late, that explains " + Fmt("%.0f", x.explained / 1e3) +
-                   " ms, at least half of the " + Fmt("%.0f", e.wait_us / 1e3) + " ms it made " +
-                   CommLabel(d, e.comm) + " wait");
+      Suppress(e, "propagated lateness: it waited " + Fmt("%.0f", w.Sum() / 1e3) +
+                      " ms on others (late members of its other communicators " +
+                      Fmt("%.0f", w.others / 1e3) + " ms, pipeline peers " +
+                      Fmt("%.0f", w.p2p / 1e3) + " ms, slow transfers " +
+                      Fmt("%.0f", w.xfer / 1e3) +
+                      " ms, each beyond its peers' in the same stretch of its run); " +
+                      "weighed where it was late, that explains " + Fmt("%.0f", x.explained / 1e3) +
+                      " ms, at least half of the " + Fmt("%.0f", e.wait_us / 1e3) + " ms it made " +
+                      CommLabel(d, e.comm) + " wait");
       continue;
     }
     roots.push_back(&e);
