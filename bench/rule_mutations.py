@@ -202,8 +202,9 @@ def run(cmd, cwd):
 
 def check():
     """Every rule's text occurs exactly once in its file (else the mutation run skips it)."""
-    stale = [f'{name}: {path} holds its text {open(os.path.join(ROOT, path)).read().count(text)} times'
-             for name, path, text, _ in RULES if open(os.path.join(ROOT, path)).read().count(text) != 1]
+    files = {path: open(os.path.join(ROOT, path)).read() for _, path, _, _ in RULES}
+    counts = [(name, path, files[path].count(text)) for name, path, text, _ in RULES]
+    stale = [f'{name}: {path} holds its text {n} times' for name, path, n in counts if n != 1]
     for line in stale:
         print('STALE ' + line)
     print(f'{len(RULES) - len(stale)} of {len(RULES)} rules name their code')
