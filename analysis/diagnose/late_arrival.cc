@@ -20,8 +20,10 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -118,6 +120,8 @@ void Scan(const Cells& cells, size_t tests, double W, const LateOptions& o, bool
       e.wait_us += v[static_cast<size_t>(w)].wait;
       e.last_by_w.push_back(v[static_cast<size_t>(w)].last);
       e.wait_by_w.push_back(v[static_cast<size_t>(w)].wait);
+      e.instances_by_w.push_back(v[static_cast<size_t>(w)].total);
+      e.chance_by_w.push_back(v[static_cast<size_t>(w)].chance);
       chance_sum += v[static_cast<size_t>(w)].chance;
       sampled += v[static_cast<size_t>(w)].sampled;
     }
@@ -149,7 +153,9 @@ void Scan(const Cells& cells, size_t tests, double W, const LateOptions& o, bool
       for (const Cell& x : v) windows += x.total > 0;
     }
     const double runs = 0.5 * windows * (windows + 1);
-    if (e.z < o.min_z || e.log_p + std::log(runs) > log_alpha - (sampled_cells ? std::log(2.0) : 0)) continue;
+    e.log_runs = std::log(runs);
+    e.log_bar = log_alpha - (sampled_cells ? std::log(2.0) : 0);
+    if (e.z < o.min_z || e.log_p + e.log_runs > e.log_bar) continue;
     events->push_back(e);
   }
 }
@@ -227,6 +233,8 @@ void AddLateHostsMembers(const CommData& d, const std::vector<LateEvent>& host_e
       e.wait_us = lw.second;  // what it made its peers wait; what it costs is the host's (he)
       e.last_by_w = own_by_w[p].first;
       e.wait_by_w = own_by_w[p].second;
+      e.instances_by_w.clear();
+      e.chance_by_w.clear();
       e.host_test = static_cast<int>(&he - host_events.data());
       events.push_back(e);
     }
@@ -701,6 +709,17 @@ struct LateExplainer {
 
   // Roots: late events whose rank waited on nobody as much as it made others wait.
   std::vector<const LateEvent*> Roots() const;
+  // A wait explains lateness only where it happened: of a run that waits explain, the blocks
+  // they explain less than half of are the rank's own lateness, where late enough alone, tested
+  // as the run was (a host slowed for steps 10-30 waited on its pipeline partner, whose NIC was
+  // degraded for steps 7-23, and on nobody after: the suite job three_faults-128g-ep-s6). The
+  // most significant such part, kept in own_parts; nullptr when none is.
+  const LateEvent* OwnPart(const LateEvent& e, bool across_host) const;
+  mutable std::deque<LateEvent> own_parts;
+  // Per event: whether every rank of its host that a communicator tests alone (one member of the
+  // host among members of several hosts) is late in such a communicator over a window this event
+  // spans, more rarely by chance than alpha over the job's hosts.
+  std::vector<bool> LateAcrossItsHost() const;
   // The roots that follow no other (below).
   std::vector<const LateEvent*> Leaders(std::vector<const LateEvent*> roots) const;
 
@@ -884,12 +903,118 @@ std::pair<double, double> LateExplainer::HostOwed(const LateEvent& e) const {
   return sum;
 }
 
+std::vector<bool> LateExplainer::LateAcrossItsHost() const {
+  std::vector<bool> out(ev.size(), false);
+  // The communicators that test a host's ranks one at a time: spanning hosts, one member on it.
+  std::vector<std::vector<int>> tested_in(d.procs.size());  // proc -> such communicators
+  for (size_t c = 0; c < d.comms.size(); ++c) {
+    const Comm& cm = d.comms[c];
+    if (cm.hosts.size() < 2) continue;
+    std::map<int, int> on_host;
+    for (int p : cm.procs) ++on_host[d.procs[static_cast<size_t>(p)].host];
+    for (int p : cm.procs)
+      if (on_host[d.procs[static_cast<size_t>(p)].host] == 1)
+        tested_in[static_cast<size_t>(p)].push_back(static_cast<int>(c));
+  }
+  std::map<int, std::vector<int>> tested_procs;  // host -> its procs some such communicator tests
+  for (size_t p = 0; p < d.procs.size(); ++p)
+    if (!tested_in[p].empty()) tested_procs[d.procs[p].host].push_back(static_cast<int>(p));
+  // Per-GPU speed makes each communicator's slowest member one of its n at chance 1/n,
+  // independently of the other communicators: every tested rank of one host last at once is
+  // that unlikely, over every host of the job.
+  const double log_hosts_over_alpha =
+      std::log(static_cast<double>(std::max<size_t>(1, d.hosts.size())) / o.alpha);
+  for (const auto& [h, procs] : tested_procs) {
+    if (procs.size() < 2) continue;
+    std::map<int, std::vector<size_t>> events_of;  // proc -> its events in such communicators
+    for (size_t i = 0; i < ev.size(); ++i) {
+      const LateEvent& e = ev[i];
+      if (d.procs[static_cast<size_t>(e.proc)].host != h || e.host_test >= 0) continue;
+      const auto& cs = tested_in[static_cast<size_t>(e.proc)];
+      if (std::find(cs.begin(), cs.end(), e.comm) != cs.end()) events_of[e.proc].push_back(i);
+    }
+    if (events_of.size() < procs.size()) continue;
+    int w_lo = std::numeric_limits<int>::max(), w_hi = -1;
+    for (const auto& [p, is] : events_of)
+      for (size_t i : is) w_lo = std::min(w_lo, ev[i].w0), w_hi = std::max(w_hi, ev[i].w1);
+    for (int w = w_lo; w <= w_hi; ++w) {
+      double log_inv_chance = 0;
+      std::vector<size_t> covering;
+      for (const auto& [p, is] : events_of) {
+        double best = 0;
+        for (size_t i : is)
+          if (ev[i].w0 <= w && w <= ev[i].w1) {
+            best = std::max(best, std::log(static_cast<double>(
+                                      d.comms[static_cast<size_t>(ev[i].comm)].procs.size())));
+            covering.push_back(i);
+          }
+        if (best == 0) {
+          log_inv_chance = 0;
+          break;
+        }
+        log_inv_chance += best;
+      }
+      if (log_inv_chance > log_hosts_over_alpha)
+        for (size_t i : covering) out[i] = true;
+    }
+  }
+  return out;
+}
+
+const LateEvent* LateExplainer::OwnPart(const LateEvent& e, bool across_host) const {
+  if (e.instances_by_w.empty()) return nullptr;
+  const auto blocks = BlocksOf(e.w0, e.w1);
+  std::optional<LateEvent> best;
+  int a = -1;  // the first window of the current run of blocks no wait explains
+  for (size_t k = 0; k <= blocks.size(); ++k) {
+    const bool own =
+        k < blocks.size() && OwedIn(e, blocks[k].first, blocks[k].second).Sum() <
+                                 o.explained_share * e.WaitIn(blocks[k].first, blocks[k].second);
+    if (own && a < 0) a = blocks[k].first;
+    if (own || a < 0) continue;
+    const int b = blocks[k - 1].second;
+    LateEvent part = e;
+    part.w0 = a;
+    part.w1 = b;
+    const auto from = static_cast<size_t>(a - e.w0), to = static_cast<size_t>(b - e.w0 + 1);
+    part.last_by_w.assign(e.last_by_w.begin() + from, e.last_by_w.begin() + to);
+    part.wait_by_w.assign(e.wait_by_w.begin() + from, e.wait_by_w.begin() + to);
+    part.instances_by_w.assign(e.instances_by_w.begin() + from, e.instances_by_w.begin() + to);
+    part.chance_by_w.assign(e.chance_by_w.begin() + from, e.chance_by_w.begin() + to);
+    a = -1;
+    part.instances = part.last = 0;
+    part.wait_us = 0;
+    double chance_sum = 0;
+    for (size_t w = 0; w < part.last_by_w.size(); ++w) {
+      part.instances += part.instances_by_w[w];
+      part.last += part.last_by_w[w];
+      part.wait_us += part.wait_by_w[w];
+      chance_sum += part.chance_by_w[w];
+    }
+    if (part.instances < o.min_instances) continue;
+    const double chance = chance_sum / part.instances, n = part.instances;
+    part.z = (part.last - n * chance) / std::sqrt(n * chance * (1 - chance));
+    part.log_p = LogBinomialTail(part.instances, part.last, chance);
+    part.wait_share = part.wait_us / (static_cast<double>(part.w1 - part.w0 + 1) * W);
+    if (part.z < o.min_z || part.log_p + e.log_runs > e.log_bar) continue;
+    if (part.wait_share < o.min_wait_share && !across_host) continue;
+    if (ExplainedBlockwise(part).explained >= o.explained_share * part.wait_us) continue;
+    if (!best || part.log_p < best->log_p) best = std::move(part);
+  }
+  if (!best) return nullptr;
+  own_parts.push_back(std::move(*best));
+  return &own_parts.back();
+}
+
 std::vector<const LateEvent*> LateExplainer::Roots() const {
   std::vector<const LateEvent*> roots;
+  const std::vector<bool> across_host = LateAcrossItsHost();
   for (size_t i = 0; i < ev.size(); ++i) {
     const LateEvent& e = ev[i];
-    // Too cheap to act on, though consistent: it still explains others and leads them.
-    if (e.wait_share < o.min_wait_share) continue;
+    // Too cheap to act on, though consistent: it still explains others and leads them. Unless
+    // the whole host is late so: the floor stands for one healthy GPU's speed, which makes one
+    // rank last, not every rank of a host in a group of its own.
+    if (e.wait_share < o.min_wait_share && !across_host[i]) continue;
     if (e.host_test >= 0) {
       const auto [host_waited, host_wait] = HostOwed(e);
       if (host_waited >= o.explained_share * host_wait) {
@@ -901,6 +1026,8 @@ std::vector<const LateEvent*> LateExplainer::Roots() const {
     }
     if (const Weighed x = ExplainedBlockwise(e); x.explained >= o.explained_share * e.wait_us) {
       const Owed& w = x.owed;
+      const LateEvent* own = OwnPart(e, across_host[i]);
+      if (own) roots.push_back(own);
       Suppress(e, "propagated lateness: it waited " + Fmt("%.0f", w.Sum() / 1e3) +
                       " ms on others (late members of its other communicators " +
                       Fmt("%.0f", w.others / 1e3) + " ms, pipeline peers " +
@@ -909,7 +1036,12 @@ std::vector<const LateEvent*> LateExplainer::Roots() const {
                       " ms, each beyond its peers' in the same stretch of its run); " +
                       "weighed where it was late, that explains " + Fmt("%.0f", x.explained / 1e3) +
                       " ms, at least half of the " + Fmt("%.0f", e.wait_us / 1e3) + " ms it made " +
-                      CommLabel(d, e.comm) + " wait");
+                      CommLabel(d, e.comm) + " wait" +
+                      (own ? "; its lateness from " +
+                                 FormatTimeUs(d.t0 + static_cast<int64_t>(own->w0 * W)) + " to " +
+                                 FormatTimeUs(d.t0 + static_cast<int64_t>((own->w1 + 1) * W)) +
+                                 ", which no wait explains, stays its own"
+                           : ""));
       continue;
     }
     roots.push_back(&e);

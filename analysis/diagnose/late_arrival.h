@@ -51,6 +51,12 @@ struct LateEvent {
   // explains its lateness is weighed where the lateness happened.
   std::vector<int> last_by_w;
   std::vector<double> wait_by_w;
+  // ... and its instances and their summed chance of showing it last (a rank's own event only:
+  // a host test's member shares the host's), so that a part of the run can be tested as the
+  // run was: against log_bar, charged log_runs for the choice of run.
+  std::vector<int> instances_by_w;
+  std::vector<double> chance_by_w;
+  double log_bar = 0, log_runs = 0;
   // Its late arrivals and its peers' wait for it in windows [a, b] of its run.
   int LastIn(int a, int b) const;
   double WaitIn(int a, int b) const;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -102,6 +103,139 @@ TEST(LateArrival, ConsistentButNegligibleLatenessIsNoFinding) {
   auto f = DetectLateArrivals(Job(200, 3, 8, 300), o);
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].ranks, std::vector<int>({3}));
+}
+
+// `hosts` hosts of `gpus` processes; GPU g of hosts b*n .. b*n+n-1 make communicator (g, b) of n
+// members, one a host. 10 windows of 200 ms with 8 instances each; two of a window's instances,
+// and in windows 2-7 all of them, make the others wait `wait_us` for their last member: every
+// process of host 0 there, else the members in turn.
+CommData HostJob(int hosts, int gpus, int n, double wait_us) {
+  CommData d;
+  for (int h = 0; h < hosts; ++h) {
+    d.hosts.push_back("h" + std::to_string(h));
+    for (int g = 0; g < gpus; ++g) d.procs.push_back({h, h * gpus + g});
+  }
+  for (int b = 0; b < hosts / n; ++b)
+    for (int g = 0; g < gpus; ++g) {
+      Comm cm;
+      cm.id = "0x" + std::to_string(d.comms.size() + 1);
+      cm.n_ranks = cm.nnodes = n;
+      for (int k = 0; k < n; ++k) {
+        cm.procs.push_back((b * n + k) * gpus + g);
+        cm.hosts.push_back(b * n + k);
+      }
+      d.comms.push_back(cm);
+    }
+  const int64_t W = 200000;
+  for (size_t c = 0; c < d.comms.size(); ++c)
+    for (int w = 0; w < 10; ++w)
+      for (int i = 0; i < 8; ++i) {
+        Inst x;
+        x.comm = static_cast<int>(c);
+        x.sn = w * 8 + i;
+        x.bytes = 1 << 20;
+        x.n = n;
+        x.tmin = 100;
+        const bool late_host = w >= 2 && w <= 7 && c < static_cast<size_t>(gpus);
+        x.tmed = x.tmax = 100 + (i < 2 || late_host ? wait_us : 10);
+        x.pmin = d.comms[c]
+                     .procs[static_cast<size_t>(late_host ? 0 : (i + w + static_cast<int>(c)) % n)];
+        x.ts = w * W + i * (W / 8);
+        d.insts.push_back(x);
+      }
+  d.t0 = 0;
+  d.t1 = 10 * W - 1;
+  return d;
+}
+
+TEST(LateArrival, EveryRankOfAHostLateInAGroupOfItsOwnIsAFindingThoughCheap) {
+  // Each of host 0's 8 ranks last at every instance of its own 8-member group for 6 windows,
+  // costing those peers 0.3% of their time: under the floor for one rank, but one healthy GPU
+  // makes one rank last, not all 8 of a host (chance 8^-8).
+  LateOptions o;
+  auto f = DetectLateArrivals(HostJob(8, 8, 8, 75), o);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"h0"}));
+  EXPECT_EQ(f[0].ranks, std::vector<int>({0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_LT(f[0].Number("peer_wait_share"), 0.005);
+}
+
+TEST(LateArrival, BothRanksOfAHostLateInPairsIsWithinChance) {
+  // Each of host 0's 2 ranks last in its own pair: one host in four is so by the GPUs' speeds
+  // alone, so the floor holds for them.
+  LateOptions o;
+  EXPECT_TRUE(DetectLateArrivals(HostJob(8, 2, 2, 75), o).empty());
+}
+
+// Process 0 is last in communicator A for 10 windows of 8 instances: at all of them, making the
+// others wait 600 us, in the first 4, where it waited on process 8, last in communicator B; in the
+// 6 after them at `own_lasts` of each window's 8 (else the others in turn), making them wait
+// `own_wait_us`.
+CommData WaitedThenLate(int own_lasts, double own_wait_us) {
+  CommData d;
+  for (int p = 0; p < 16; ++p) {
+    d.hosts.push_back("h" + std::to_string(p));
+    d.procs.push_back({p, p});
+  }
+  Comm a, b;
+  a.id = "0xa";
+  b.id = "0xb";
+  for (int k = 0; k < 8; ++k) {
+    a.procs.push_back(k);
+    b.procs.push_back(k == 0 ? 0 : 7 + k);
+  }
+  for (Comm* c : {&a, &b}) {
+    c->n_ranks = c->nnodes = 8;
+    c->hosts = c->procs;
+    d.comms.push_back(*c);
+  }
+  const int64_t W = 200000;
+  for (int c = 0; c < 2; ++c)
+    for (int w = 0; w < 10; ++w)
+      for (int i = 0; i < 8; ++i) {
+        Inst x;
+        x.comm = c;
+        x.sn = w * 8 + i;
+        x.bytes = 1 << 20;
+        x.n = 8;
+        x.tmin = 100;
+        const bool waited = w < 4, own = c == 0 && !waited;
+        x.tmed = x.tmax = 100 + (waited ? 600 : own ? own_wait_us : 10);
+        x.pmin = d.comms[static_cast<size_t>(c)]
+                     .procs[static_cast<size_t>(waited                 ? (c == 0 ? 0 : 1)
+                                                : own && i < own_lasts ? 0
+                                                                       : 1 + (i + w) % 7)];
+        x.ts = w * W + i * (W / 8);
+        d.insts.push_back(x);
+      }
+  d.t0 = 0;
+  d.t1 = 10 * W - 1;
+  return d;
+}
+
+TEST(LateArrival, LatenessAfterTheWaitThatExplainedItEndedIsTheRanksOwn) {
+  // What process 0 waited explains more than half of what it made A wait, so its run is
+  // propagated lateness; the 6 windows after the wait, all of them late, are its own (the suite job
+  // whose slowed host had waited on its pipeline partner's degraded NIC, and on nobody after).
+  std::vector<Suppressed> dropped;
+  LateOptions o;
+  o.suppressed = &dropped;
+  std::set<std::vector<int>> culprits;
+  int64_t own_start = -1;
+  for (const Finding& f : DetectLateArrivals(WaitedThenLate(8, 300), o)) {
+    culprits.insert(f.ranks);
+    if (f.ranks == std::vector<int>({0})) own_start = f.start_us;
+  }
+  EXPECT_EQ(culprits, std::set<std::vector<int>>({{0}, {8}}));
+  EXPECT_EQ(own_start, 4 * 200000);
+  ASSERT_EQ(dropped.size(), 1u);
+  EXPECT_NE(dropped[0].reason.find("which no wait explains, stays its own"), std::string::npos)
+      << dropped[0].reason;
+  // Last at 2 of each window's 8 there (12 of 48 at chance 1/8): no evidence alone, however costly.
+  o.suppressed = nullptr;
+  auto f = DetectLateArrivals(WaitedThenLate(2, 1000), o);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].ranks, std::vector<int>({8}));
 }
 
 // A sampled record (the 2.29 Inspector's latest-snapshot dumps): member `k` of communicator `c`

@@ -423,6 +423,25 @@ TEST(PeerBaseline, HostSlowWhereTensorParallelFillsTheHostIsFound) {
   EXPECT_EQ(f[0].hosts, std::vector<std::string>({"node-006"})) << FindingsToText(f);
 }
 
+TEST(PeerBaseline, AHostLateInEachOfItsDataParallelGroupsIsFoundThoughEachCostsLittle) {
+  SKIP_UNDER_SANITIZERS();
+  testing::TempDir dir;
+  // The small suite's host_slowdown-128g-ep-s6 (TP 8 PP 4 EP 2, missed): node-007 1.2x slower for
+  // half the job. Its expert all-to-alls absorb most of its lateness, and each of its 8 ranks is
+  // last at every material all-reduce of its own data-parallel group, costing those peers 0.3%
+  // of their time, under the floor that one healthy GPU's speed sets. One healthy GPU makes one
+  // rank last, not all 8 of a host, each in a group of its own.
+  std::vector<Suppressed> dropped;
+  auto f = Diagnose(dir / "job", {16, 8, 8, 4, 1, 2},
+                    {"kind=host_slowdown,host=7,factor=1.195,start_step=10,end_step=29"}, "2.30",
+                    40, &dropped);
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f) << SuppressedToText(dropped);
+  EXPECT_EQ(f[0].kind, Kind::kSlowCompute);
+  EXPECT_EQ(f[0].hosts, std::vector<std::string>({"node-007"})) << FindingsToText(f);
+  EXPECT_EQ(f[0].ranks, std::vector<int>({56, 57, 58, 59, 60, 61, 62, 63})) << FindingsToText(f);
+  EXPECT_LT(f[0].Number("peer_wait_share"), 0.005) << FindingsToText(f);
+}
+
 TEST(PeerBaseline, SlowGpuAndADegradedNicOnAnotherHostAreBothNamed) {
   testing::TempDir dir;
   // Rank 2 (node-000) is slow while node-001's NIC runs at 20%; their data-parallel groups are
