@@ -91,6 +91,13 @@ const std::vector<Spec>& Specs() {
          return "rank_cells(min_bytes := " + std::to_string(o.min_bytes) + ")";
        },
        ""},
+      {{"kind_rank_cells", "spatial",
+        "normalised busbw per (communicator kind, process), against the kind's median process"},
+       Filter::kRunId,
+       [](const AnalysisOptions& o) {
+         return "kind_rank_cells(min_bytes := " + std::to_string(o.min_bytes) + ")";
+       },
+       ""},
       {{"process_stats", "spatial", "normalised busbw per process"}, Filter::kRunId,
        [](const AnalysisOptions& o) {
          return "process_stats(min_bytes := " + std::to_string(o.min_bytes) + ")";
@@ -219,6 +226,7 @@ COLLSCOPE_PRIMITIVE(BusbwByShape, "busbw_by_shape")
 COLLSCOPE_PRIMITIVE(CompareRuns, "compare_runs")
 COLLSCOPE_PRIMITIVE(Temporal, "temporal")
 COLLSCOPE_PRIMITIVE(RankCells, "rank_cells")
+COLLSCOPE_PRIMITIVE(KindRankCells, "kind_rank_cells")
 COLLSCOPE_PRIMITIVE(ProcessStats, "process_stats")
 COLLSCOPE_PRIMITIVE(RankBlocks, "rank_blocks")
 COLLSCOPE_PRIMITIVE(HostNormalized, "host_normalized")

@@ -61,6 +61,7 @@ Result<QueryResult> CompareRuns(Store& store, const AnalysisOptions& o);       /
 Result<QueryResult> Temporal(Store& store, const AnalysisOptions& o);          // temporal()
 // spatial
 Result<QueryResult> RankCells(Store& store, const AnalysisOptions& o);         // rank_cells()
+Result<QueryResult> KindRankCells(Store& store, const AnalysisOptions& o);     // kind_rank_cells()
 Result<QueryResult> ProcessStats(Store& store, const AnalysisOptions& o);      // process_stats()
 Result<QueryResult> RankBlocks(Store& store, const AnalysisOptions& o);        // rank_blocks()
 Result<QueryResult> HostNormalized(Store& store, const AnalysisOptions& o);    // host_normalized

@@ -273,6 +273,7 @@ TEST_F(PrimitivesTest, CxxFunctionsAgreeWithTheirSqlViews) {
       {"compare_runs", "SELECT * FROM compare_runs('prod', 'prod')"},
       {"temporal", "SELECT * FROM temporal()"},
       {"rank_cells", "SELECT * FROM rank_cells()"},
+      {"kind_rank_cells", "SELECT * FROM kind_rank_cells()"},
       {"process_stats", "SELECT * FROM process_stats()"},
       {"rank_blocks", "SELECT * FROM rank_blocks()"},
       {"host_normalized", "SELECT * FROM host_normalized"},

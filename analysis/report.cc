@@ -1176,6 +1176,7 @@ Result<std::string> RenderReport(Store& store, const ReportOptions& ro) {
                                                       "kernel_key IN (" + top_big + ")",
                                                       "kernel_key, bin")));
   COLLSCOPE_RETURN_IF_ERROR(add("rank_cells", Primitive(store, "rank_cells", o)));
+  COLLSCOPE_RETURN_IF_ERROR(add("kind_rank_cells", Primitive(store, "kind_rank_cells", o)));
   Result<std::string> host_sql = PrimitiveSql("host_table", o);
   if (!host_sql.ok()) return host_sql.status();
   Result<QueryResult> hosts = store.Query(*host_sql);

@@ -201,6 +201,44 @@
     markBands('chart-host-heatmap', BANDS.length);
     document.getElementById('chart-host-heatmap').setAttribute('data-culprits', hosts.filter(function (h) { return culprit[h]; }).join(' '));
   }
+  // A row per communicator kind, a column per process (host, pid order): every rank of a job of
+  // thousands in one view, each cell against the median process of its own kind, so that a kind's
+  // own speed stays neutral. The culprit hosts' processes are framed.
+  var kc = rows(D.kind_rank_cells);
+  if (!kc.length) empty('chart-kind-heatmap', 'No messages of at least ' + bytes(D.meta.min_bytes) + '.');
+  else {
+    var kinds = [], kindRow = {}, nproc = 0, kcells = [], procHost = {};
+    kc.forEach(function (r) {
+      if (kindRow[r.comm_kind] === undefined) { kindRow[r.comm_kind] = kinds.length; kinds.push(r.comm_kind); }
+      nproc = Math.max(nproc, r.ordinal + 1);
+      procHost[r.ordinal] = r.hostname;
+      kcells.push([r.ordinal, kindRow[r.comm_kind], Number(r.norm_busbw.toFixed(4)), r.hostname, r.records, r.pid]);
+    });
+    // Runs of consecutive processes on culprit hosts (ordinals follow host order), each framed.
+    var framed = [], run = null, framedProcs = 0;
+    for (var q = 0; q < nproc; q++) {
+      if (!culprit[procHost[q]]) { run = null; continue; }
+      framedProcs++;
+      if (run) run[1].xAxis = String(q);
+      else { run = [{xAxis: String(q)}, {xAxis: String(q)}]; framed.push(run); }
+    }
+    document.getElementById('kind-heatmap-note').textContent = nproc + ' processes in host order, ' + kinds.length +
+      (kinds.length === 1 ? ' communicator kind' : ' communicator kinds') + '; each cell is the process\u2019s busbw over the median process of its kind for the same message size' +
+      (framed.length ? '; the culprit hosts\u2019 processes are framed in red.' : '.');
+    chart('chart-kind-heatmap', {tooltip: {confine: true, formatter: function (p) { return esc(kinds[p.value[1]]) + '<br>process ' + p.value[0] + ' (pid ' + p.value[5] + ' on ' + esc(p.value[3]) + ')<br>normalised busbw ' + p.value[2] + '<br>' + p.value[4] + ' records'; }},
+      grid: {left: 230, right: 70, top: 10, bottom: 70},
+      xAxis: {type: 'category', name: 'process (host order)', nameLocation: 'middle', nameGap: 50, data: Array.from({length: nproc}, function (_, i) { return String(i); })},
+      yAxis: {type: 'category', data: kinds, axisLabel: {width: 210, overflow: 'truncate'}},
+      visualMap: {dimension: 2, min: 0.5, max: 1.1, calculable: true, orient: 'vertical', right: 5, top: 'middle', precision: 2, inRange: {color: ['#b2182b', '#ef8a62', '#fddbc7', '#f7f7f7', '#d1e5f0', '#67a9cf']}},
+      dataZoom: [{type: 'inside', xAxisIndex: 0}, {type: 'slider', xAxisIndex: 0, height: 18, bottom: 8}],
+      series: [{type: 'heatmap', data: kcells, progressive: 20000,
+        markArea: framed.length ? {silent: true, itemStyle: {color: 'rgba(0,0,0,0)', borderColor: '#d64545', borderWidth: 2}, data: framed} : undefined}]});
+    var kindNode = document.getElementById('chart-kind-heatmap');
+    kindNode.setAttribute('data-kinds', String(kinds.length));
+    kindNode.setAttribute('data-processes', String(nproc));
+    kindNode.setAttribute('data-culprit-processes', String(framedProcs));
+  }
+
   var rc = rows(D.rank_cells);
   if (!rc.length) empty('chart-rank-heatmap', 'No messages of at least ' + bytes(D.meta.min_bytes) + '.');
   else {

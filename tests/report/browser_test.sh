@@ -58,7 +58,7 @@ check() {
     grep -q "<section id=\"$id\"" "$dom" || fail "$name: section $id missing"
   done
   for id in chart-ops chart-classes chart-ecdf chart-temporal-bw chart-temporal-exec \
-            chart-host-heatmap chart-rank-heatmap chart-range-communicator chart-range-host \
+            chart-host-heatmap chart-kind-heatmap chart-rank-heatmap chart-range-communicator chart-range-host \
             chart-range-time_bin chart-range-sn_bin; do
     grep -Eq "id=\"$id\"[^>]*data-chart=\"ok\"" "$dom" || fail "$name: plot $id not drawn"
     grep -Eq "id=\"$id\"[^>]*>.*<canvas" "$dom" || fail "$name: plot $id has no canvas"
@@ -151,6 +151,11 @@ culprit_rows=$(attr nic chart-rank-heatmap data-culprit-rows) culprit_comms=$(at
   fail "nic: the rank heatmap shows $culprit_rows of the culprit's $culprit_comms communicators"
 grep -q 'id="rank-heatmap-note">40 of [0-9]* communicators, those with a member on a culprit host' "$out/nic.dom.html" ||
   fail "nic: the rank heatmap's note does not say what it leaves out"
+# Every one of its 64 ranks in one view, a row per communicator kind, the culprit host's 8 framed.
+[ "$(attr nic chart-kind-heatmap data-processes)" = 64 ] && [ "$(attr nic chart-kind-heatmap data-kinds)" -ge 2 ] ||
+  fail "nic: the kind heatmap shows $(attr nic chart-kind-heatmap data-processes) processes in $(attr nic chart-kind-heatmap data-kinds) kinds"
+[ "$(attr nic chart-kind-heatmap data-culprit-processes)" = 8 ] ||
+  fail "nic: the kind heatmap frames $(attr nic chart-kind-heatmap data-culprit-processes) processes, not the culprit host's 8"
 
 # The same fault where the data cannot tell the host from its data-parallel partners (no
 # point-to-point records): a slow_network symptom, whose hosts are suspects and never a culprit.
