@@ -427,10 +427,10 @@ TEST(PeerBaseline, AHostLateInEachOfItsDataParallelGroupsIsFoundThoughEachCostsL
   SKIP_UNDER_SANITIZERS();
   testing::TempDir dir;
   // The small suite's host_slowdown-128g-ep-s6 (TP 8 PP 4 EP 2, missed): node-007 1.2x slower for
-  // half the job. Its expert all-to-alls absorb most of its lateness, and each of its 8 ranks is
-  // last at every material all-reduce of its own data-parallel group, costing those peers 0.3%
-  // of their time, under the floor that one healthy GPU's speed sets. One healthy GPU makes one
-  // rank last, not all 8 of a host, each in a group of its own.
+  // half the job. Each of its 8 ranks is last at nearly every material all-reduce of its own
+  // data-parallel group, costing those peers 0.3% of their time, under the floor that one healthy
+  // GPU's speed sets. One healthy GPU makes one rank last, not all 8 of a host, each in a group
+  // of its own.
   std::vector<Suppressed> dropped;
   auto f = Diagnose(dir / "job", {16, 8, 8, 4, 1, 2},
                     {"kind=host_slowdown,host=7,factor=1.195,start_step=10,end_step=29"}, "2.30",
