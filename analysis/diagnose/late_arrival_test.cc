@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -13,10 +14,6 @@
 namespace collscope::diagnose {
 namespace {
 
-// `comms` communicators of 8 processes each (one host per process), 10 windows of 200 ms with 8
-// instances each. Most instances end within noise (10 us); two per window, and all 8 of window 4
-// of communicator 0, make the others wait `wait_us` for their last member: process `late` at
-// `late_count` of window 4's, and otherwise the members in turn.
 // `comms` communicators of `n` processes each, one host per process.
 CommData Comms(int comms, int n) {
   CommData d;
@@ -37,29 +34,45 @@ CommData Comms(int comms, int n) {
   return d;
 }
 
-CommData Job(int comms, int late, int late_count, double wait_us) {
-  const int n = 8;
-  CommData d = Comms(comms, n);
+// Instances of every communicator of `d` over 10 windows of 200 ms, 8 a window: instance i of
+// window w of communicator c makes the others wait wait_us(c, w, i) for its member last(c, w, i).
+void AddInstances(CommData* d, const std::function<double(int, int, int)>& wait_us,
+                  const std::function<int(int, int, int)>& last) {
   const int64_t W = 200000;
-  for (int c = 0; c < comms; ++c)
+  for (int c = 0; c < static_cast<int>(d->comms.size()); ++c) {
+    const std::vector<int>& members = d->comms[static_cast<size_t>(c)].procs;
     for (int w = 0; w < 10; ++w)
       for (int i = 0; i < 8; ++i) {
         Inst x;
         x.comm = c;
         x.sn = w * 8 + i;
         x.bytes = 1 << 20;
-        x.n = n;
+        x.n = static_cast<int>(members.size());
         x.tmin = 100;
-        const bool material = i < 2 || (c == 0 && w == 4);
-        x.tmed = x.tmax = 100 + (material ? wait_us : 10);
-        const int turn = (i + w + c) % n;
-        x.pmin = d.comms[static_cast<size_t>(c)].procs[static_cast<size_t>(
-            c == 0 && w == 4 && i < late_count ? late : (turn == late && c == 0 && w == 4 ? (turn + 1) % n : turn))];
+        x.tmed = x.tmax = 100 + wait_us(c, w, i);
+        x.pmin = members[static_cast<size_t>(last(c, w, i))];
         x.ts = w * W + i * (W / 8);
-        d.insts.push_back(x);
+        d->insts.push_back(x);
       }
-  d.t0 = 0;
-  d.t1 = 10 * W - 1;
+  }
+  d->t0 = 0;
+  d->t1 = 10 * W - 1;
+}
+
+// `comms` communicators of 8 processes each (one host per process). Most instances end within
+// noise (10 us); two per window, and all 8 of window 4 of communicator 0, make the others wait
+// `wait_us` for their last member: process `late` at `late_count` of window 4's, and otherwise
+// the members in turn.
+CommData Job(int comms, int late, int late_count, double wait_us) {
+  const int n = 8;
+  CommData d = Comms(comms, n);
+  AddInstances(
+      &d, [&](int c, int w, int i) { return i < 2 || (c == 0 && w == 4) ? wait_us : 10; },
+      [&](int c, int w, int i) {
+        const int turn = (i + w + c) % n;
+        if (c != 0 || w != 4) return turn;
+        return i < late_count ? late : turn == late ? (turn + 1) % n : turn;
+      });
   return d;
 }
 
@@ -126,25 +139,11 @@ CommData HostJob(int hosts, int gpus, int n, double wait_us) {
       }
       d.comms.push_back(cm);
     }
-  const int64_t W = 200000;
-  for (size_t c = 0; c < d.comms.size(); ++c)
-    for (int w = 0; w < 10; ++w)
-      for (int i = 0; i < 8; ++i) {
-        Inst x;
-        x.comm = static_cast<int>(c);
-        x.sn = w * 8 + i;
-        x.bytes = 1 << 20;
-        x.n = n;
-        x.tmin = 100;
-        const bool late_host = w >= 2 && w <= 7 && c < static_cast<size_t>(gpus);
-        x.tmed = x.tmax = 100 + (i < 2 || late_host ? wait_us : 10);
-        x.pmin = d.comms[c]
-                     .procs[static_cast<size_t>(late_host ? 0 : (i + w + static_cast<int>(c)) % n)];
-        x.ts = w * W + i * (W / 8);
-        d.insts.push_back(x);
-      }
-  d.t0 = 0;
-  d.t1 = 10 * W - 1;
+  // Host 0's processes are member 0 of communicators (g, 0), the first `gpus` of them.
+  auto late_host = [=](int c, int w) { return w >= 2 && w <= 7 && c < gpus; };
+  AddInstances(
+      &d, [&](int c, int w, int i) { return i < 2 || late_host(c, w) ? wait_us : 10; },
+      [&](int c, int w, int i) { return late_host(c, w) ? 0 : (i + w + c) % n; });
   return d;
 }
 
@@ -189,27 +188,13 @@ CommData WaitedThenLate(int own_lasts, double own_wait_us) {
     c->hosts = c->procs;
     d.comms.push_back(*c);
   }
-  const int64_t W = 200000;
-  for (int c = 0; c < 2; ++c)
-    for (int w = 0; w < 10; ++w)
-      for (int i = 0; i < 8; ++i) {
-        Inst x;
-        x.comm = c;
-        x.sn = w * 8 + i;
-        x.bytes = 1 << 20;
-        x.n = 8;
-        x.tmin = 100;
-        const bool waited = w < 4, own = c == 0 && !waited;
-        x.tmed = x.tmax = 100 + (waited ? 600 : own ? own_wait_us : 10);
-        x.pmin = d.comms[static_cast<size_t>(c)]
-                     .procs[static_cast<size_t>(waited                 ? (c == 0 ? 0 : 1)
-                                                : own && i < own_lasts ? 0
-                                                                       : 1 + (i + w) % 7)];
-        x.ts = w * W + i * (W / 8);
-        d.insts.push_back(x);
-      }
-  d.t0 = 0;
-  d.t1 = 10 * W - 1;
+  AddInstances(
+      &d, [&](int c, int w, int) { return w < 4    ? 600
+                                          : c == 0 ? own_wait_us
+                                                   : 10; },
+      [&](int c, int w, int i) {
+        return w < 4 ? (c == 0 ? 0 : 1) : c == 0 && i < own_lasts ? 0 : 1 + (i + w) % 7;
+      });
   return d;
 }
 
