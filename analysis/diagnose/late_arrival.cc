@@ -711,9 +711,10 @@ struct LateExplainer {
   std::vector<const LateEvent*> Roots() const;
   // A wait explains lateness only where it happened: of a run that waits explain, the blocks
   // they explain less than half of are the rank's own lateness, where late enough alone, tested
-  // as the run was (a host slowed for steps 10-30 waited on its pipeline partner, whose NIC was
-  // degraded for steps 7-23, and on nobody after: the suite job three_faults-128g-ep-s6). The
-  // most significant such part, kept in own_parts; nullptr when none is.
+  // as the run was (an independent generator's host slowed 1.21x for 12 steps, whose pipeline
+  // partner host held a straggler for the whole job: summed over its run its waits on that
+  // pipeline explained it, and it was found for the blocks of its slowdown, x5019). The most
+  // significant such part, kept in own_parts; nullptr when none is.
   const LateEvent* OwnPart(const LateEvent& e, bool across_host) const;
   mutable std::deque<LateEvent> own_parts;
   // Per event: whether every rank of its host that a communicator tests alone (one member of the

@@ -200,8 +200,9 @@ CommData WaitedThenLate(int own_lasts, double own_wait_us) {
 
 TEST(LateArrival, LatenessAfterTheWaitThatExplainedItEndedIsTheRanksOwn) {
   // What process 0 waited explains more than half of what it made A wait, so its run is
-  // propagated lateness; the 6 windows after the wait, all of them late, are its own (the suite job
-  // whose slowed host had waited on its pipeline partner's degraded NIC, and on nobody after).
+  // propagated lateness; the 6 windows after the wait, all of them late, are its own (an
+  // independent generator's host slowed for 12 steps of a job whose straggler on its pipeline
+  // partner host held it throughout, x5019).
   std::vector<Suppressed> dropped;
   LateOptions o;
   o.suppressed = &dropped;
