@@ -791,16 +791,17 @@ JOIN kernel_variation k ON k.run_id = c.run_id AND k.kernel_key = d.kernel_key
 JOIN processes p ON p.run_id = c.run_id AND p.process_id = c.process_id
 WHERE d.msg_size_bytes >= min_bytes AND c.bw_records > 0
 GROUP BY c.run_id, d.comm_id, c.rank ORDER BY c.run_id, d.comm_id, c.rank)sql");
+  // Each process's position in its run's (host, pid) order: the process axis of the spatial views.
+  v.push_back(R"sql(CREATE OR REPLACE {TEMP} VIEW process_ordinals AS
+SELECT run_id, process_id, hostname, pid,
+       row_number() OVER (PARTITION BY run_id ORDER BY hostname, pid) - 1 AS ordinal
+FROM processes)sql");
   // Every process in every communicator kind (comm_name, else "N-rank groups on K hosts"): its
   // busbw over the median process of that kind for the same kernel, so that healthy structure
   // (a kind's own speed) stays neutral and a job of thousands of ranks is one row per kind, not a
-  // row per communicator; ordinal = position in (host, pid) order, as process_stats numbers them.
+  // row per communicator; ordinal from process_ordinals.
   v.push_back(R"sql(CREATE OR REPLACE {TEMP} MACRO kind_rank_cells(min_bytes := 1048576) AS TABLE
-WITH o AS (
-  SELECT run_id, process_id, hostname, pid,
-         row_number() OVER (PARTITION BY run_id ORDER BY hostname, pid) - 1 AS ordinal
-  FROM processes),
-x AS (
+WITH x AS (
   SELECT c.run_id, c.process_id, d.kernel_key,
          CASE WHEN coalesce(d.comm_name, '') IN ('', 'unknown')
               THEN d.n_ranks || '-rank groups on ' || coalesce(d.nnodes::VARCHAR, '?') || ' hosts'
@@ -812,20 +813,16 @@ x AS (
 m AS (SELECT run_id, comm_kind, kernel_key, median(bw_sum / bw_records) AS peer_busbw_gbs FROM x GROUP BY ALL)
 SELECT x.run_id, x.comm_kind, o.ordinal, o.hostname, o.pid, x.process_id,
        sum(x.bw_records)::BIGINT AS records, sum(x.bw_sum / m.peer_busbw_gbs) / sum(x.bw_records) AS norm_busbw
-FROM x JOIN m USING (run_id, comm_kind, kernel_key) JOIN o USING (run_id, process_id)
+FROM x JOIN m USING (run_id, comm_kind, kernel_key) JOIN process_ordinals o USING (run_id, process_id)
 WHERE m.peer_busbw_gbs > 0
 GROUP BY ALL ORDER BY x.run_id, x.comm_kind, o.ordinal)sql");
   // Per process: records and normalised mean busbw; ordinal = position in (host, pid) order.
   v.push_back(R"sql(CREATE OR REPLACE {TEMP} MACRO process_stats(min_bytes := 1048576) AS TABLE
-WITH o AS (
-  SELECT run_id, process_id, hostname, pid,
-         row_number() OVER (PARTITION BY run_id ORDER BY hostname, pid) - 1 AS ordinal
-  FROM processes)
 SELECT c.run_id, c.process_id, o.ordinal, o.hostname, o.pid, sum(c.bw_records)::BIGINT AS records,
        sum(c.bw_sum / k.median_busbw_gbs) / sum(c.bw_records) AS norm_busbw
 FROM proc_ops c JOIN op_dims d USING (run_id, op_id)
 JOIN kernel_variation k ON k.run_id = c.run_id AND k.kernel_key = d.kernel_key
-JOIN o ON o.run_id = c.run_id AND o.process_id = c.process_id
+JOIN process_ordinals o ON o.run_id = c.run_id AND o.process_id = c.process_id
 WHERE d.msg_size_bytes >= min_bytes AND c.bw_records > 0
 GROUP BY ALL ORDER BY c.run_id, o.ordinal)sql");
   v.push_back(
