@@ -17,8 +17,8 @@ scripts/setup.sh build "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "-DCM
 CC=clang CXX=clang++ scripts/setup.sh build-asan -DCOLLSCOPE_SANITIZE=ON -DCOLLSCOPE_FUZZ=ON -DCOLLSCOPE_BENCH=OFF \
   -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -gline-tables-only" "-DCMAKE_C_FLAGS_DEBUG=-O1 -gline-tables-only"
 # A quarantine of 64 MB, not 256: freed memory waits there before reuse, and DuckDB frees so much
-# that at 256 MB every process mostly faults in and fills fresh pages (a small ingest: 3.5 s, 2.5 s
-# at 64 MB). A use after free is still caught within the last 64 MB freed.
+# that at 256 MB a process spends a third of its time faulting in and filling fresh pages (an ingest
+# of 8 records: 3.5 s, 2.5 s at 64 MB). A use after free is still caught within the last 64 MB freed.
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:quarantine_size_mb=64 ctest --output-on-failure -j"$jobs" --timeout 900)
 # Capture code runs on NCCL's and the training loop's threads: its tests also run under
 # ThreadSanitizer, and so do the agent's server and remote-write threads.
