@@ -2,8 +2,8 @@
 # Renders reports in headless Chromium and checks them: no JavaScript error, every section and plot
 # drawn, and every view naming the planted culprit (the first screen at 1400x900, a finding card,
 # the host table's first row, the heatmap's labels, finding bands on the time charts, no
-# overlapping text). Jobs: the bundled example (examples/job) and a simulated job with a degraded
-# NIC. Keeps the reports, their DOMs and screenshots (*.first_screen.png, *.page.png) in OUT_DIR. Exit 77 (CTest: skipped) when chromium or the example is absent.
+# overlapping text). Jobs: the bundled example (examples/job), simulated jobs of 32 and 64 GPUs
+# (a slow GPU, a degraded NIC) and of 256 GPUs (a degraded NIC, a slow GPU, a hang). Keeps the reports, their DOMs and screenshots (*.first_screen.png, *.page.png) in OUT_DIR. Exit 77 (CTest: skipped) when chromium or the example is absent.
 # Usage: browser_test.sh COLLSCOPE EXAMPLE_JOB_DIR OUT_DIR
 set -uo pipefail
 bin=$1 job=$2 out=$3
@@ -169,6 +169,21 @@ if grep -q 'data-kind="slow_network"' "$out/net.html"; then
   grep -q 'class="culprit-name"' "$out/net.html" && fail "net: a symptom's host is shown as a culprit"
   grep -q '<tr id="host-[^"]*" class="suspect">' "$out/net.html" || fail "net: suspects not marked in the host table"
 fi
+
+# The three 256-GPU jobs (32 hosts of 8; TP 8, PP 4, DP 8; Inspector logs with point-to-point
+# records, and the plugin's in-flight state files): a degraded NIC, a GPU slow from the first step,
+# and a hang. Each report's first screen and every view name the culprit's host.
+big=(--hosts 32 --gpus-per-host 8 --tp 8 --pp 4 --layers 4 --micro-batches 2 --hidden 8192 --seq-len 8192
+     --bucket-mparams 250 --steps 16 --dump-interval-us 200000 --kineto-max-ranks 0 --no-steps --seed 7)
+for job256 in "nic256 kind=nic_degrade,host=13,factor=0.25,start_step=4" \
+              "gpu256 kind=gpu_straggler,rank=150,factor=1.4,start_step=0" \
+              "hang256 kind=hang,rank=150,comm=dp,start_step=8"; do
+  name=${job256%% *}
+  "$bin" simulate -o "$tmp/$name" "${big[@]}" --fault "${job256#* }" >/dev/null || fail "simulate $name"
+  "$bin" ingest "$tmp/$name/nccl-inspector" --db "$tmp/$name.duckdb" --run "$name" -q || fail "ingest $name"
+  "$bin" report --db "$tmp/$name.duckdb" -o "$out/$name.html" 2>/dev/null || fail "report $name"
+  check "$name" "$out/$name.html" "$(truth_host "$tmp/$name/ground_truth.json")"
+done
 
 # Given findings, it says where they came from.
 "$bin" diagnose --db "$db" --run example --json >"$tmp/findings.json" 2>/dev/null
