@@ -86,6 +86,7 @@ int Run(Options o) {
                 "%zu kernels, %zu collectives, %zu stack slices%s; open it in https://ui.perfetto.dev\n",
                 rep->events, o.perfetto.c_str(), rep->findings, rep->ranks, rep->windows, rep->steps,
                 rep->kernels, rep->collectives, rep->stack_slices, rep->truncated ? " (truncated)" : "");
+    if (!rep->note.empty()) std::fprintf(stderr, "collscope export: note: %s\n", rep->note.c_str());
   }
   return 0;
 }

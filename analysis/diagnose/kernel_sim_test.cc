@@ -1,5 +1,6 @@
 // L3 and L4 end to end on small simulated jobs: a GPU straggler found from the Kineto traces
-// through the store, and exported with its collectives (verbose Inspector records).
+// through the store, and exported with its collectives (verbose Inspector records, or per dump
+// interval where records have no start times).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -100,6 +101,8 @@ TEST(Perfetto, SimulatedStragglerWithCollectives) {
   auto ev = Parse(json);
   EXPECT_GT(rep->kernels, 100u);
   EXPECT_GT(rep->collectives, 10u);
+  EXPECT_EQ(rep->interval_slices, 0u);  // every record placed by its own start time
+  EXPECT_EQ(rep->note, "");
   // Context step 4 and steps 5-7, for rank 3 and its peers.
   std::set<std::string> steps;
   std::map<int64_t, size_t> colls;
@@ -117,6 +120,69 @@ TEST(Perfetto, SimulatedStragglerWithCollectives) {
   EXPECT_TRUE(instant);
   EXPECT_GT(colls[3], 0u);  // the straggler's own collectives, placed by its global rank
   EXPECT_GE(colls.size(), 2u);
+}
+
+// Without NCCL_INSPECTOR_DUMP_VERBOSE=1 a record has no start time: the export shows each rank's
+// collectives per communicator and dump pass, one slice over the interval since its previous pass,
+// and says so in the trace.
+TEST(Perfetto, RecordsWithoutStartTimesAreSlicesPerDumpInterval) {
+  testing::TempDir dir;
+  sim::SimConfig c;
+  c.seed = 5;
+  c.cluster.hosts = 2;
+  c.cluster.gpus_per_host = 4;
+  c.parallel.tp = 2;
+  c.parallel.pp = 2;
+  c.workload.steps = 12;
+  c.workload.layers = 4;
+  c.inspector.dump_interval_us = 20000;
+  c.output.dir = dir / "job";
+  c.output.steps = false;
+  sim::SimStats stats;
+  ASSERT_EQ(sim::Simulate(c, &stats).message(), "");
+  auto store = Store::Open(":memory:");
+  ASSERT_TRUE(store.ok());
+  IngestOptions io;
+  io.run = "sim";
+  io.threads = 1;
+  ASSERT_TRUE(Ingest(**store, {dir / "job/nccl-inspector"}, io).ok());
+  auto span = (*store)->Query("SELECT min(dump_ts_us), max(dump_ts_us) FROM records");
+  ASSERT_TRUE(span.ok());
+  Finding f;
+  f.kind = Kind::kSlowCompute;
+  f.ranks = {3};
+  f.victims = {2};
+  f.start_us = std::stoll(*span->rows[0][0]);
+  f.end_us = std::stoll(*span->rows[0][1]);
+  std::string json;
+  auto rep = ExportPerfetto(**store, {f}, PerfettoOptions{}, &json);
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  EXPECT_EQ(rep->collectives, 0u);
+  EXPECT_GT(rep->interval_slices, 0u);
+  EXPECT_NE(rep->note.find("NCCL_INSPECTOR_DUMP_VERBOSE=1"), std::string::npos) << rep->note;
+  EXPECT_NE(json.find("\"note\": \"collectives without start times"), std::string::npos);
+  std::map<std::pair<int64_t, int64_t>, std::vector<std::pair<double, double>>> tracks;
+  size_t slices = 0;
+  for (const Ev& e : Parse(json)) {
+    if (e.cat != "nccl_dump_interval") continue;
+    ++slices;
+    // One dump pass to the next: about the dump interval, not the microsecond between two lines
+    // of one pass.
+    EXPECT_GT(e.dur, 0.5 * c.inspector.dump_interval_us) << e.name;
+    EXPECT_LT(e.dur, 1.5 * c.inspector.dump_interval_us) << e.name;
+    EXPECT_NE(e.name.find(" x "), std::string::npos) << e.name;
+    tracks[{e.pid, e.tid}].push_back({e.ts, e.ts + e.dur});
+  }
+  EXPECT_EQ(slices, rep->interval_slices);
+  std::set<int64_t> ranks;
+  for (auto& [track, spans] : tracks) {
+    ranks.insert(track.first);
+    std::sort(spans.begin(), spans.end());
+    for (size_t i = 1; i < spans.size(); ++i)
+      EXPECT_LE(spans[i - 1].second, spans[i].first) << "overlapping slices on rank " << track.first;
+  }
+  EXPECT_EQ(ranks, (std::set<int64_t>{2, 3}));  // the culprit and its victim
+  EXPECT_GE(tracks.size(), 4u);  // a track per communicator of each
 }
 
 }  // namespace

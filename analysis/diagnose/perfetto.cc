@@ -16,6 +16,8 @@ namespace {
 
 constexpr int kTidFindings = 1, kTidSteps = 2, kTidCollectives = 3, kTidStreamBase = 100;
 constexpr int kTidStacksBase = 10;  // lane i of a rank's main thread stacks: 10 + i
+// A rank's i-th communicator's collectives per dump interval: beyond any stream id's track.
+constexpr int kTidIntervalBase = 1 << 20;
 
 std::string Num(double v) {
   if (!std::isfinite(v)) return "0";
@@ -405,6 +407,59 @@ Status WriteStacks(duckdb_connection conn, const std::string& rid, const std::st
   return Status::Ok();
 }
 
+// Records without start times (Inspector without NCCL_INSPECTOR_DUMP_VERBOSE=1) cannot be placed one
+// by one: each is known only to have ended by the dump pass that wrote it (a pass: the rank's dumps
+// less than 1 ms apart, as LoadCommData and the coverage report take them). Per rank and
+// communicator, the collectives of a pass become one slice from the rank's previous pass to it, on
+// a track of that communicator's. A rank's first pass has no interval.
+Status WriteDumpIntervals(duckdb_connection conn, const std::string& rid, const std::string& proc_rank_sql,
+                          const std::string& in_ranks, const std::vector<std::pair<double, double>>& merged,
+                          const PerfettoOptions& o, Writer& w, PerfettoReport& rep) {
+  auto c = Fetch(conn,
+                 proc_rank_sql +
+                     ", d AS (SELECT DISTINCT process_id, dump_ts_us AS t FROM records WHERE run_id = " + rid + "), "
+                     "m AS (SELECT process_id, t, CASE WHEN coalesce(t - lag(t) OVER w > 1000, true) THEN 1 ELSE 0 END AS new "
+                     "FROM d WINDOW w AS (PARTITION BY process_id ORDER BY t)), "
+                     "p AS (SELECT process_id, t, sum(new) OVER (PARTITION BY process_id ORDER BY t) AS pass FROM m), "
+                     "ps AS (SELECT process_id, pass, min(t) AS t1 FROM p GROUP BY ALL), "
+                     "pi AS (SELECT *, lag(t1) OVER (PARTITION BY process_id ORDER BY pass) AS t0 FROM ps), "
+                     "iv AS (SELECT p.process_id, p.t AS dump_ts_us, pi.t0, pi.t1 FROM p JOIN pi USING (process_id, pass)), "
+                     "agg AS (SELECT CAST(pr.g AS BIGINT) AS g, v.comm, coalesce(v.comm_name, '') AS comm_name, "
+                     "CAST(iv.t0 AS DOUBLE) AS t0, CAST(iv.t1 AS DOUBLE) AS t1, count(*) AS n, "
+                     "CAST(sum(v.exec_time_us) AS DOUBLE) AS exec, string_agg(DISTINCT CAST(v.op AS VARCHAR), ', ' ORDER BY CAST(v.op AS VARCHAR)) AS ops "
+                     "FROM records_v v JOIN pr ON pr.process_id = v.process_id "
+                     "JOIN iv ON iv.process_id = v.process_id AND iv.dump_ts_us = v.dump_ts_us "
+                     "WHERE v.run_id = " + rid + " AND coalesce(v.start_ts_us, v.kernel_start_ts_us) IS NULL "
+                     "AND iv.t0 IS NOT NULL GROUP BY ALL) "
+                     "SELECT g, n, t0, t1, exec, comm, comm_name, ops FROM agg WHERE g IN (" + in_ranks + ") AND " +
+                     WindowSql(merged, "t0", "t1") + " ORDER BY g, comm, t0 LIMIT " + std::to_string(o.max_events + 1),
+                 "iidddsss");
+  if (!c.ok()) return c.status();
+  std::map<std::pair<int, std::string>, int> track;  // (rank, comm) -> tid
+  std::map<int, int> tracks_of;
+  for (size_t i = 0; i < c->rows; ++i) {
+    if (w.count() >= o.max_events) { rep.truncated = true; break; }
+    const int r = static_cast<int>(c->i[0][i]);
+    const std::string& comm = c->s[0][i];
+    auto [it, added] = track.try_emplace({r, comm}, kTidIntervalBase + tracks_of[r]);
+    if (added) {
+      ++tracks_of[r];
+      const std::string label = c->s[1][i].empty() ? comm : c->s[1][i] + " " + comm;
+      w.Event("M", "thread_name", "", r, it->second, 0, 0,
+              Args().Str("name", "NCCL " + label + ", per dump interval").Done());
+      // Beside the collectives they stand for.
+      w.Event("M", "thread_sort_index", "", r, it->second, 0, 0, Args().Val("sort_index", kTidCollectives).Done());
+    }
+    const double n = static_cast<double>(c->i[1][i]);
+    w.Event("X", std::to_string(c->i[1][i]) + " x " + c->s[2][i], "nccl_dump_interval", r, it->second,
+            c->d[0][i], c->d[1][i] - c->d[0][i],
+            Args().Str("comm", comm).Str("comm_name", c->s[1][i]).Val("records", n)
+                .Val("exec_time_us_sum", c->d[2][i]).Str("placed", "ended by the dump at the slice's end").Done());
+    ++rep.interval_slices;
+  }
+  return Status::Ok();
+}
+
 // Each finding: a global instant at its start, and slices on the findings track of its ranks.
 void WriteFindings(const std::vector<Finding>& findings, const std::set<int>& ranks,
                    const std::vector<std::pair<double, double>>& merged, const PerfettoOptions& o, Writer& w,
@@ -483,6 +538,12 @@ Result<PerfettoReport> ExportPerfetto(Store& store, const std::vector<Finding>& 
     COLLSCOPE_RETURN_IF_ERROR(WriteKinetoEvents(conn, rid, in_ranks, merged, o, w, rep));
   if (!ranks.empty() && !merged.empty() && !rep.truncated)
     COLLSCOPE_RETURN_IF_ERROR(WriteCollectives(conn, rid, in.proc_rank_sql, in_ranks, merged, o, w, rep));
+  if (!ranks.empty() && !merged.empty() && !rep.truncated)
+    COLLSCOPE_RETURN_IF_ERROR(WriteDumpIntervals(conn, rid, in.proc_rank_sql, in_ranks, merged, o, w, rep));
+  if (rep.interval_slices > 0)
+    rep.note = "collectives without start times (NCCL Inspector without NCCL_INSPECTOR_DUMP_VERBOSE=1) are " +
+               std::to_string(rep.interval_slices) +
+               " slices, one per rank, communicator and dump interval, not one per collective";
   if (!ranks.empty() && !merged.empty() && !rep.truncated && readers::HasStackTables(store))
     COLLSCOPE_RETURN_IF_ERROR(WriteStacks(conn, rid, in_ranks, merged, o, w, rep));
   WriteFindings(findings, ranks, merged, o, w, rep);
@@ -491,7 +552,8 @@ Result<PerfettoReport> ExportPerfetto(Store& store, const std::vector<Finding>& 
   out += Args().Str("generator", "collscope export --perfetto").Str("findings_schema", kFindingsSchema)
              .Val("findings", static_cast<double>(rep.findings)).Val("ranks", static_cast<double>(rep.ranks))
              .Val("windows", static_cast<double>(rep.windows))
-             .Val("stack_slices", static_cast<double>(rep.stack_slices)).Done();
+             .Val("stack_slices", static_cast<double>(rep.stack_slices))
+             .Val("dump_interval_slices", static_cast<double>(rep.interval_slices)).Str("note", rep.note).Done();
   out += ",\n\"traceEvents\": [";
   out += w.str();
   out += "\n]}\n";
