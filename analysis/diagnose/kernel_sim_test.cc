@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "analysis/diagnose/kernel_detect.h"
@@ -64,8 +65,8 @@ TEST(KernelDetector, SimulatedGpuStragglerThroughKineto) {
   EXPECT_EQ(std::count(slow[0].victims.begin(), slow[0].victims.end(), 5), 0);
 }
 
-TEST(Perfetto, SimulatedStragglerWithCollectives) {
-  testing::TempDir dir;
+// The exported jobs: 8 GPUs on 2 hosts, TP 2 PP 2, 12 steps, written under DIR/job.
+sim::SimConfig ExportedJob(const testing::TempDir& dir) {
   sim::SimConfig c;
   c.seed = 5;
   c.cluster.hosts = 2;
@@ -75,28 +76,43 @@ TEST(Perfetto, SimulatedStragglerWithCollectives) {
   c.parallel.pp = 2;
   c.workload.steps = 12;
   c.workload.layers = 4;
-  c.inspector.verbose = true;  // start/stop times per collective
   c.output.dir = dir / "job";
   c.output.steps = false;
-  c.faults.push_back({"gpu_straggler", {{"rank", "3"}, {"factor", "1.4"}, {"start_step", "5"},
-                                        {"end_step", "8"}}});
+  return c;
+}
+
+// Simulates the job and ingests INPUTS (its files) into a store in memory; null on a failure, which
+// it reports.
+std::unique_ptr<Store> SimulateAndIngest(const sim::SimConfig& c, const std::string& inputs) {
   sim::SimStats stats;
-  std::string err;
-  ASSERT_EQ(sim::Simulate(c, &stats).message(), "");
+  const Status simulated = sim::Simulate(c, &stats);
+  EXPECT_TRUE(simulated.ok()) << simulated.message();
   auto store = Store::Open(":memory:");
-  ASSERT_TRUE(store.ok());
+  EXPECT_TRUE(store.ok());
+  if (!simulated.ok() || !store.ok()) return nullptr;
   IngestOptions io;
   io.run = "sim";
   io.threads = 1;
-  auto ir = Ingest(**store, {dir / "job"}, io);
-  ASSERT_TRUE(ir.ok()) << ir.status().message();
-  ASSERT_TRUE(readers::IngestKineto(**store, {dir / "job"}, "sim").ok());
-  auto f = DiagnoseKineto(**store, "sim", false);
+  auto ingested = Ingest(**store, {inputs}, io);
+  EXPECT_TRUE(ingested.ok()) << ingested.status().message();
+  return ingested.ok() ? std::move(*store) : nullptr;
+}
+
+TEST(Perfetto, SimulatedStragglerWithCollectives) {
+  testing::TempDir dir;
+  sim::SimConfig c = ExportedJob(dir);
+  c.inspector.verbose = true;  // start/stop times per collective
+  c.faults.push_back({"gpu_straggler", {{"rank", "3"}, {"factor", "1.4"}, {"start_step", "5"},
+                                        {"end_step", "8"}}});
+  auto store = SimulateAndIngest(c, dir / "job");
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(readers::IngestKineto(*store, {dir / "job"}, "sim").ok());
+  auto f = DiagnoseKineto(*store, "sim", false);
   ASSERT_TRUE(f.ok()) << f.status().message();
   ASSERT_EQ(f->size(), 1u);
   ASSERT_EQ((*f)[0].ranks, (std::vector<int>{3}));
   std::string json;
-  auto rep = ExportPerfetto(**store, *f, PerfettoOptions{}, &json);
+  auto rep = ExportPerfetto(*store, *f, PerfettoOptions{}, &json);
   ASSERT_TRUE(rep.ok()) << rep.status().message();
   auto ev = Parse(json);
   EXPECT_GT(rep->kernels, 100u);
@@ -127,26 +143,11 @@ TEST(Perfetto, SimulatedStragglerWithCollectives) {
 // and says so in the trace.
 TEST(Perfetto, RecordsWithoutStartTimesAreSlicesPerDumpInterval) {
   testing::TempDir dir;
-  sim::SimConfig c;
-  c.seed = 5;
-  c.cluster.hosts = 2;
-  c.cluster.gpus_per_host = 4;
-  c.parallel.tp = 2;
-  c.parallel.pp = 2;
-  c.workload.steps = 12;
-  c.workload.layers = 4;
+  sim::SimConfig c = ExportedJob(dir);
   c.inspector.dump_interval_us = 20000;
-  c.output.dir = dir / "job";
-  c.output.steps = false;
-  sim::SimStats stats;
-  ASSERT_EQ(sim::Simulate(c, &stats).message(), "");
-  auto store = Store::Open(":memory:");
-  ASSERT_TRUE(store.ok());
-  IngestOptions io;
-  io.run = "sim";
-  io.threads = 1;
-  ASSERT_TRUE(Ingest(**store, {dir / "job/nccl-inspector"}, io).ok());
-  auto span = (*store)->Query("SELECT min(dump_ts_us), max(dump_ts_us) FROM records");
+  auto store = SimulateAndIngest(c, dir / "job/nccl-inspector");
+  ASSERT_TRUE(store);
+  auto span = store->Query("SELECT min(dump_ts_us), max(dump_ts_us) FROM records");
   ASSERT_TRUE(span.ok());
   Finding f;
   f.kind = Kind::kSlowCompute;
@@ -155,7 +156,7 @@ TEST(Perfetto, RecordsWithoutStartTimesAreSlicesPerDumpInterval) {
   f.start_us = std::stoll(*span->rows[0][0]);
   f.end_us = std::stoll(*span->rows[0][1]);
   std::string json;
-  auto rep = ExportPerfetto(**store, {f}, PerfettoOptions{}, &json);
+  auto rep = ExportPerfetto(*store, {f}, PerfettoOptions{}, &json);
   ASSERT_TRUE(rep.ok()) << rep.status().message();
   EXPECT_EQ(rep->collectives, 0u);
   EXPECT_GT(rep->interval_slices, 0u);
