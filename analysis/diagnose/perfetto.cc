@@ -543,7 +543,8 @@ Result<PerfettoReport> ExportPerfetto(Store& store, const std::vector<Finding>& 
   if (rep.interval_slices > 0)
     rep.note = "collectives without start times (NCCL Inspector without NCCL_INSPECTOR_DUMP_VERBOSE=1) are " +
                std::to_string(rep.interval_slices) +
-               " slices, one per rank, communicator and dump interval, not one per collective";
+               " slices, one per rank, communicator and dump interval, not one per collective (a rank's first "
+               "dump, which no earlier dump bounds, is left out)";
   if (!ranks.empty() && !merged.empty() && !rep.truncated && readers::HasStackTables(store))
     COLLSCOPE_RETURN_IF_ERROR(WriteStacks(conn, rid, in_ranks, merged, o, w, rep));
   WriteFindings(findings, ranks, merged, o, w, rep);
