@@ -496,11 +496,18 @@ void WriteFindings(const std::vector<Finding>& findings, const std::set<int>& ra
       if (a1 <= a0) continue;
       for (int r : f.ranks)
         if (ranks.count(r)) w.Event("X", kind + " (root cause)", "finding", r, kTidFindings, a0, a1 - a0, args);
+      // An arrow from the first root cause's slice to each victim's: who waits for whom.
+      const auto cause = std::find_if(f.ranks.begin(), f.ranks.end(), [&](int r) { return ranks.count(r) > 0; });
       size_t nv = 0;
       for (int r : f.victims) {
         if (nv++ >= o.max_peers) break;
-        if (ranks.count(r)) w.Event("X", "victim of " + kind, "finding", r, kTidFindings, a0, a1 - a0,
-                                    Args().Str("root_cause_ranks", RankList(f.ranks)).Str("summary", f.summary).Done());
+        if (!ranks.count(r)) continue;
+        w.Event("X", "victim of " + kind, "finding", r, kTidFindings, a0, a1 - a0,
+                Args().Str("root_cause_ranks", RankList(f.ranks)).Str("summary", f.summary).Done());
+        if (cause == f.ranks.end()) continue;
+        const std::string id = "\"id\": " + std::to_string(++rep.flows);
+        w.Event("s", kind, "finding", *cause, kTidFindings, a0, 0, "", id);
+        w.Event("f", kind, "finding", r, kTidFindings, a0, 0, "", id + ", \"bp\": \"e\"");
       }
     }
     ++rep.findings;

@@ -38,6 +38,7 @@ struct PerfettoReport {
   size_t steps = 0, kernels = 0, collectives = 0, findings = 0;
   size_t stack_slices = 0;           // slices on the "main thread stacks" tracks
   size_t stack_slices_left_out = 0;  // stacks that overlapped kMaxStackLanes others of their rank
+  size_t flows = 0;                  // arrows from a finding's root cause to its victims
   size_t interval_slices = 0;        // records without start times, one slice per dump interval
   std::string note;                  // what the trace shows otherwise than asked, for stderr too
   bool truncated = false;            // max_events reached

@@ -66,6 +66,8 @@ TEST(Perfetto, HandBuiltStoreAndFinding) {
   EXPECT_EQ(rep->kernels, 6u);
   std::set<std::string> step_names;
   size_t slow_kernels = 0, instants = 0, root = 0, victim = 0;
+  double root_start = -1;
+  std::map<int64_t, std::vector<Ev>> flows;  // by id
   for (const Ev& e : ev) {
     EXPECT_NE(e.pid, 1) << e.name;
     if (e.cat == "step") step_names.insert(e.name);
@@ -81,7 +83,8 @@ TEST(Perfetto, HandBuiltStoreAndFinding) {
       EXPECT_NE(e.args.find("\"summary\":\"Rank 2 is slow \\\"here\\\"\""), std::string::npos) << e.args;
       EXPECT_NE(e.args.find("\"evidence.worst_kernel\":\"gemm\""), std::string::npos) << e.args;
     }
-    if (e.name == "slow_compute (root cause)") { ++root; EXPECT_EQ(e.pid, 2); }
+    if (e.name == "slow_compute (root cause)") { ++root; EXPECT_EQ(e.pid, 2); root_start = e.ts; }
+    if (e.ph == "s" || e.ph == "f") flows[e.id].push_back(e);
     if (e.name == "victim of slow_compute") { ++victim; EXPECT_EQ(e.pid, 0); }
   }
   EXPECT_EQ(step_names, (std::set<std::string>{"ProfilerStep#4", "ProfilerStep#5", "ProfilerStep#6"}));
@@ -89,6 +92,19 @@ TEST(Perfetto, HandBuiltStoreAndFinding) {
   EXPECT_EQ(instants, 1u);
   EXPECT_EQ(root, 1u);
   EXPECT_EQ(victim, 1u);
+  // One arrow, from the root cause's findings slice to its victim's, where both begin.
+  ASSERT_EQ(flows.size(), 1u);
+  EXPECT_EQ(rep->flows, 1u);
+  const std::vector<Ev>& arrow = flows.begin()->second;
+  ASSERT_EQ(arrow.size(), 2u);
+  EXPECT_EQ(arrow[0].ph, "s");
+  EXPECT_EQ(arrow[0].pid, 2);
+  EXPECT_EQ(arrow[1].ph, "f");
+  EXPECT_EQ(arrow[1].pid, 0);
+  for (const Ev& e : arrow) {
+    EXPECT_EQ(e.tid, arrow[0].tid);  // the findings tracks
+    EXPECT_DOUBLE_EQ(e.ts, root_start);
+  }
   EXPECT_EQ(rep->stack_slices, 0u);  // no stacks in the store
 }
 
@@ -200,8 +216,10 @@ TEST(Perfetto, MainThreadStacksOnTheirRanks) {
   }
   // Bounded by max_events: the trace stops adding stacks there.
   const size_t stack_events = 10 + 2 * 5;  // slices, and two metadata events per lane
+  size_t finding_events = 0;  // its slices, instant and arrows, written whatever the bound
+  for (const Ev& e : Parse(json)) finding_events += e.cat == "finding";
   PerfettoOptions small = o;
-  small.max_events = rep->events - 4 /* the finding's */ - stack_events + 6;
+  small.max_events = rep->events - finding_events - stack_events + 6;
   auto cut = ExportPerfetto(**store, {f}, small, &json);
   ASSERT_TRUE(cut.ok()) << cut.status().message();
   EXPECT_TRUE(cut->truncated);

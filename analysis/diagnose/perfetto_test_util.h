@@ -12,7 +12,7 @@ namespace collscope::diagnose::perfetto_test {
 
 struct Ev {
   std::string ph, name, cat, s;
-  int64_t pid = -1, tid = -1;
+  int64_t pid = -1, tid = -1, id = -1;  // id: a flow event's
   double ts = 0, dur = 0;
   std::string args;  // minified
 };
@@ -39,6 +39,9 @@ inline std::vector<Ev> Parse(const std::string& json) {
     EXPECT_EQ(e["pid"].get_int64().get(x.pid), simdjson::SUCCESS);
     EXPECT_EQ(e["tid"].get_int64().get(x.tid), simdjson::SUCCESS);
     EXPECT_EQ(e["ts"].get_double().get(x.ts), simdjson::SUCCESS);
+    if (x.ph == "s" || x.ph == "f") {
+      EXPECT_EQ(e["id"].get_int64().get(x.id), simdjson::SUCCESS);
+    }
     if (x.ph == "X") {
       EXPECT_EQ(e["dur"].get_double().get(x.dur), simdjson::SUCCESS);
     }
