@@ -23,8 +23,9 @@ CC=clang CXX=clang++ scripts/setup.sh build-asan -DCOLLSCOPE_SANITIZE=ON -DCOLLS
   -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -gline-tables-only" "-DCMAKE_C_FLAGS_DEBUG=-O1 -gline-tables-only"
 took "the sanitizer build"
 # A quarantine of 64 MB, not 256: freed memory waits there before reuse, and DuckDB frees so much
-# that at 256 MB a process spends a third of its time faulting in and filling fresh pages (an ingest
-# of 8 records: 3.5 s, 2.5 s at 64 MB). A use after free is still caught within the last 64 MB freed.
+# that at 256 MB a process spends about a third of its time in the kernel (page faults) and memset
+# (perf; an ingest of 8 records: 3.5 s, 2.5 s at 64 MB). A use after free is still caught within the
+# last 64 MB freed.
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:quarantine_size_mb=64 ctest --output-on-failure -j"$jobs" --timeout 900)
 took "the sanitizer tests"
 # Capture code runs on NCCL's and the training loop's threads: its tests also run under
