@@ -519,29 +519,6 @@ Status Loader::LoadCommunicators() {
   return Status::Ok();
 }
 
-// When records carry only dump times, a record completed between its process's previous dump
-// pass and its own: the passes (runs of line times less than 1 ms apart) give every record the
-// start of the previous pass as the earliest time it can have completed. Computed once (a
-// temporary table, even on a read-only store) for the collective and point-to-point queries.
-Status CreatePassTable(Store& store, const std::string& run_filter) {
-  return store.Exec(
-      "CREATE OR REPLACE TEMP TABLE collscope_pass_of AS "
-      "WITH lines AS (SELECT DISTINCT process_id, dump_ts_us AS t FROM records WHERE run_id = " +
-      run_filter +
-      " AND dump_ts_us IS NOT NULL), "
-      "breaks AS (SELECT process_id, t, CASE WHEN lag(t) OVER w IS NULL OR t - lag(t) OVER w > "
-      "1000 "
-      "THEN 1 ELSE 0 END AS brk FROM lines WINDOW w AS (PARTITION BY process_id ORDER BY t)), "
-      "numbered AS (SELECT process_id, t, sum(brk) OVER (PARTITION BY process_id ORDER BY t) AS "
-      "pass "
-      "FROM breaks), "
-      "starts AS (SELECT process_id, pass, min(t) AS start FROM numbered GROUP BY ALL), "
-      "prevs AS (SELECT process_id, pass, lag(start) OVER (PARTITION BY process_id ORDER BY "
-      "pass) "
-      "AS prev FROM starts) "
-      "SELECT n.process_id, n.t, p.prev FROM numbered n JOIN prevs p USING (process_id, pass)");
-}
-
 // The window: a record is dumped after it completes, so records dumped before the window's start
 // (less a margin for members that started earlier than their peers) cannot belong to an instance
 // inside it; the instance test itself is on the members' start and completion times.
@@ -697,6 +674,30 @@ Status Loader::LoadProxySends(const WindowSql& w) {
 }
 
 }  // namespace
+
+// When records carry only dump times, a record completed between its process's previous dump
+// pass and its own: the passes (runs of line times less than 1 ms apart) give every record the
+// start of the previous pass as the earliest time it can have completed. Computed once (a
+// temporary table, even on a read-only store) for the collective and point-to-point queries.
+Status CreatePassTable(Store& store, const std::string& run_filter) {
+  return store.Exec(
+      "CREATE OR REPLACE TEMP TABLE collscope_pass_of AS "
+      "WITH lines AS (SELECT DISTINCT process_id, dump_ts_us AS t FROM records WHERE run_id = " +
+      run_filter +
+      " AND dump_ts_us IS NOT NULL), "
+      "breaks AS (SELECT process_id, t, CASE WHEN lag(t) OVER w IS NULL OR t - lag(t) OVER w > "
+      "1000 "
+      "THEN 1 ELSE 0 END AS brk FROM lines WINDOW w AS (PARTITION BY process_id ORDER BY t)), "
+      "numbered AS (SELECT process_id, t, sum(brk) OVER (PARTITION BY process_id ORDER BY t) AS "
+      "pass "
+      "FROM breaks), "
+      "starts AS (SELECT process_id, pass, min(t) AS start FROM numbered GROUP BY ALL), "
+      "prevs AS (SELECT process_id, pass, start, lag(start) OVER (PARTITION BY process_id ORDER BY "
+      "pass) "
+      "AS prev FROM starts) "
+      "SELECT n.process_id, n.t, p.prev, p.start FROM numbered n JOIN prevs p USING (process_id, pass)");
+}
+
 
 Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWindow& window) {
   duckdb_connection conn = store.connection();

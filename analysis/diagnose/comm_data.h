@@ -131,6 +131,11 @@ struct TimeWindow {
 std::string RecordStartSql(const std::string& r);
 std::string RecordEndSql(const std::string& r);
 
+// The temporary table collscope_pass_of(process_id, t, prev, start) of run `run_filter` (SQL for a
+// run id): each dump time t of a process, the start of its dump pass (its dumps less than 1 ms
+// apart) and of the pass before (NULL for the first), where records carry only dump times.
+Status CreatePassTable(Store& store, const std::string& run_filter);
+
 // Loads run `run` (empty: the only/first run) from the store, limited to `window`.
 Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWindow& window = {});
 

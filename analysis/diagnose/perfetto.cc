@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "analysis/diagnose/comm_data.h"
 #include "analysis/diagnose/duck.h"
 #include "capture/common/json_escape.h"
 #include "core/readers/kineto.h"
@@ -408,29 +409,23 @@ Status WriteStacks(duckdb_connection conn, const std::string& rid, const std::st
 }
 
 // Records without start times (Inspector without NCCL_INSPECTOR_DUMP_VERBOSE=1) cannot be placed one
-// by one: each is known only to have ended by the dump pass that wrote it (a pass: the rank's dumps
-// less than 1 ms apart, as LoadCommData and the coverage report take them). Per rank and
-// communicator, the collectives of a pass become one slice from the rank's previous pass to it, on
-// a track of that communicator's. A rank's first pass has no interval.
-Status WriteDumpIntervals(duckdb_connection conn, const std::string& rid, const std::string& proc_rank_sql,
+// by one: each is known only to have ended by the dump pass that wrote it (CreatePassTable's, as
+// LoadCommData takes them). Per rank and communicator, the collectives of a pass become one slice
+// from the start of the rank's previous pass to the start of this one, on a track of that
+// communicator's. A rank's first pass has no interval.
+Status WriteDumpIntervals(Store& store, duckdb_connection conn, const std::string& rid, const std::string& proc_rank_sql,
                           const std::string& in_ranks, const std::vector<std::pair<double, double>>& merged,
                           const PerfettoOptions& o, Writer& w, PerfettoReport& rep) {
+  COLLSCOPE_RETURN_IF_ERROR(CreatePassTable(store, rid));
   auto c = Fetch(conn,
                  proc_rank_sql +
-                     ", d AS (SELECT DISTINCT process_id, dump_ts_us AS t FROM records WHERE run_id = " + rid + "), "
-                     "m AS (SELECT process_id, t, CASE WHEN coalesce(t - lag(t) OVER w > 1000, true) THEN 1 ELSE 0 END AS new "
-                     "FROM d WINDOW w AS (PARTITION BY process_id ORDER BY t)), "
-                     "p AS (SELECT process_id, t, sum(new) OVER (PARTITION BY process_id ORDER BY t) AS pass FROM m), "
-                     "ps AS (SELECT process_id, pass, min(t) AS t1 FROM p GROUP BY ALL), "
-                     "pi AS (SELECT *, lag(t1) OVER (PARTITION BY process_id ORDER BY pass) AS t0 FROM ps), "
-                     "iv AS (SELECT p.process_id, p.t AS dump_ts_us, pi.t0, pi.t1 FROM p JOIN pi USING (process_id, pass)), "
-                     "agg AS (SELECT CAST(pr.g AS BIGINT) AS g, v.comm, coalesce(v.comm_name, '') AS comm_name, "
-                     "CAST(iv.t0 AS DOUBLE) AS t0, CAST(iv.t1 AS DOUBLE) AS t1, count(*) AS n, "
+                     ", agg AS (SELECT CAST(pr.g AS BIGINT) AS g, v.comm, coalesce(v.comm_name, '') AS comm_name, "
+                     "CAST(po.prev AS DOUBLE) AS t0, CAST(po.start AS DOUBLE) AS t1, count(*) AS n, "
                      "CAST(sum(v.exec_time_us) AS DOUBLE) AS exec, string_agg(DISTINCT CAST(v.op AS VARCHAR), ', ' ORDER BY CAST(v.op AS VARCHAR)) AS ops "
                      "FROM records_v v JOIN pr ON pr.process_id = v.process_id "
-                     "JOIN iv ON iv.process_id = v.process_id AND iv.dump_ts_us = v.dump_ts_us "
+                     "JOIN collscope_pass_of po ON po.process_id = v.process_id AND po.t = v.dump_ts_us "
                      "WHERE v.run_id = " + rid + " AND coalesce(v.start_ts_us, v.kernel_start_ts_us) IS NULL "
-                     "AND iv.t0 IS NOT NULL GROUP BY ALL) "
+                     "AND po.prev IS NOT NULL GROUP BY ALL) "
                      "SELECT g, n, t0, t1, exec, comm, comm_name, ops FROM agg WHERE g IN (" + in_ranks + ") AND " +
                      WindowSql(merged, "t0", "t1") + " ORDER BY g, comm, t0 LIMIT " + std::to_string(o.max_events + 1),
                  "iidddsss");
@@ -546,7 +541,7 @@ Result<PerfettoReport> ExportPerfetto(Store& store, const std::vector<Finding>& 
   if (!ranks.empty() && !merged.empty() && !rep.truncated)
     COLLSCOPE_RETURN_IF_ERROR(WriteCollectives(conn, rid, in.proc_rank_sql, in_ranks, merged, o, w, rep));
   if (!ranks.empty() && !merged.empty() && !rep.truncated)
-    COLLSCOPE_RETURN_IF_ERROR(WriteDumpIntervals(conn, rid, in.proc_rank_sql, in_ranks, merged, o, w, rep));
+    COLLSCOPE_RETURN_IF_ERROR(WriteDumpIntervals(store, conn, rid, in.proc_rank_sql, in_ranks, merged, o, w, rep));
   if (rep.interval_slices > 0)
     rep.note = "collectives without start times (NCCL Inspector without NCCL_INSPECTOR_DUMP_VERBOSE=1) are " +
                std::to_string(rep.interval_slices) +
