@@ -170,6 +170,10 @@ std::vector<Finding> DetectAll(const CommData& data, const DiagnoseOptions& o) {
     if (!det.run) continue;
     if (o.window.job_continues && det.needs_job_end) continue;
     auto f = det.run(data, comm);
+    // Detectors count time in windows, so a fault that lasts to the end of the records would end
+    // at its last window's end, after anything was observed: a finding ends at the data's end.
+    for (Finding& x : f)
+      if (data.t1 > data.t0 && x.end_us > data.t1) x.end_us = std::max(x.start_us, data.t1);
     out.insert(out.end(), f.begin(), f.end());
   }
   Consolidate(&out, o.suppressed);

@@ -49,7 +49,8 @@ const Model kCliJob{.layers = 8, .seq_len = 4096, .dump_interval_us = 1000000, .
 
 std::vector<Finding> Diagnose(const std::string& dir, Shape sh, std::vector<std::string> faults,
                               const std::string& flavor = "2.30", int steps = 40,
-                              std::vector<Suppressed>* suppressed = nullptr, Model m = Model{}) {
+                              std::vector<Suppressed>* suppressed = nullptr, Model m = Model{},
+                              InputSummary* read = nullptr) {
   sim::SimConfig c;
   c.seed = m.seed;
   c.cluster.hosts = sh.hosts;
@@ -102,9 +103,22 @@ std::vector<Finding> Diagnose(const std::string& dir, Shape sh, std::vector<std:
     if (e.path().extension() == ".log" && e.path().filename() != lost) logs.push_back(e.path().string());
   DiagnoseOptions o;
   o.suppressed = suppressed;
-  auto f = DiagnosePaths(logs, o);
+  auto f = DiagnosePaths(logs, o, nullptr, nullptr, read);
   EXPECT_TRUE(f.ok()) << f.status().message();
   return f.ok() ? *f : std::vector<Finding>{};
+}
+
+TEST(PeerBaseline, AFaultToTheEndOfTheRecordsEndsWithThem) {
+  testing::TempDir dir;
+  // Lateness is counted in windows (200 ms here): a straggler to the job's end was said to last
+  // until its last window's end, past the last record, and so did its slices in a trace.
+  InputSummary read;
+  auto f = Diagnose(dir / "job", {2, 8, 4, 2}, {"kind=gpu_straggler,rank=5,factor=1.5,start_step=10,end_step=40"},
+                    "2.30", 40, nullptr, Model{}, &read);
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].ranks, std::vector<int>({5})) << FindingsToText(f);
+  EXPECT_GT(read.t1, f[0].start_us);
+  EXPECT_LE(f[0].end_us, read.t1) << FindingsToText(f);
 }
 
 TEST(PeerBaseline, NicDegradedForTheWholeJobNamesItsHostAlone) {
