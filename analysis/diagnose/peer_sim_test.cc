@@ -113,8 +113,9 @@ TEST(PeerBaseline, AFaultToTheEndOfTheRecordsEndsWithThem) {
   // Lateness is counted in windows (200 ms here): a straggler to the job's end was said to last
   // until its last window's end, past the last record, and so did its slices in a trace.
   InputSummary read;
-  auto f = Diagnose(dir / "job", {2, 8, 4, 2}, {"kind=gpu_straggler,rank=5,factor=1.5,start_step=10,end_step=40"},
-                    "2.30", 40, nullptr, Model{}, &read);
+  auto f = Diagnose(dir / "job", {2, 8, 4, 2},
+                    {"kind=gpu_straggler,rank=5,factor=1.5,start_step=10,end_step=40"}, "2.30", 40,
+                    nullptr, Model{}, &read);
   ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
   EXPECT_EQ(f[0].ranks, std::vector<int>({5})) << FindingsToText(f);
   EXPECT_GT(read.t1, f[0].start_us);
