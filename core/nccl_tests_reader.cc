@@ -336,7 +336,8 @@ std::string Num(double v) {
 
 Status EnsureNcclTestsTables(Store& store) {
   // Stores made before the nccl-tests tables existed get them on first use.
-  return store.Exec(TableDdl("nccl_tests_files") + TableDdl("nccl_tests_results"));
+  return store.Exec(TableDdl("nccl_tests_files", !store.in_memory()) +
+                    TableDdl("nccl_tests_results", !store.in_memory()));
 }
 
 Result<int64_t> StoreNcclTestsLog(Store& store, const std::string& run_name,

@@ -169,7 +169,7 @@ Status Store::EnsureSchema() {
       if (row[0]) have.insert(*row[0]);
     std::string added;
     for (const TableSpec& t : Tables())
-      if (!have.contains(std::string(t.name))) added += TableDdl(t.name) + TaxonomyInsert(t.name);
+      if (!have.contains(std::string(t.name))) added += TableDdl(t.name, !in_memory()) + TaxonomyInsert(t.name);
     // Columns added to a table since (dump_stats' proxy counters): the taxonomy lists them at
     // the table's end, where ADD COLUMN puts them, so appenders see the same column order.
     auto columns = Query(
@@ -197,7 +197,7 @@ Status Store::EnsureSchema() {
     COLLSCOPE_RETURN_IF_ERROR(Exec(definitions));
     return SetMetaValue("store_views", fingerprint);
   }
-  std::string ddl = "BEGIN TRANSACTION;\n" + SchemaDdl();
+  std::string ddl = "BEGIN TRANSACTION;\n" + SchemaDdl(!in_memory());
   ddl += "CREATE TABLE collscope_meta (key VARCHAR PRIMARY KEY, value VARCHAR);\n";
   ddl += "INSERT INTO collscope_meta VALUES ('schema_version', '" + std::to_string(kSchemaVersion) +
          "');\n";

@@ -77,6 +77,9 @@ class Store {
   Result<std::string> DefaultRun();
 
   const std::string& path() const { return path_; }
+  // A store in memory is gone when its process ends: what only a later reader would use (the
+  // columns' comments) is left out of it.
+  bool in_memory() const { return path_ == ":memory:"; }
   duckdb_connection connection() const { return conn_; }
 
  private:

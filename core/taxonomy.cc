@@ -888,7 +888,7 @@ std::string Quote(std::string_view s) {
 }
 }  // namespace
 
-std::string TableDdl(std::string_view table) {
+std::string TableDdl(std::string_view table, bool with_comments) {
   const TableSpec* spec = nullptr;
   for (const TableSpec& t : kTables)
     if (t.name == table) spec = &t;
@@ -902,6 +902,7 @@ std::string TableDdl(std::string_view table) {
   }
   if (!spec->primary_key.empty()) ddl += ", PRIMARY KEY (" + std::string(spec->primary_key) + ")";
   ddl += ");\n";
+  if (!with_comments) return ddl;
   ddl += "COMMENT ON TABLE " + std::string(table) + " IS " + Quote(spec->description) + ";\n";
   for (const FieldSpec& f : kFields)
     if (f.table == table)
@@ -910,14 +911,14 @@ std::string TableDdl(std::string_view table) {
   return ddl;
 }
 
-std::string SchemaDdl() {
+std::string SchemaDdl(bool with_comments) {
   std::string ddl;
   for (const EnumSpec& e : kEnums) {
     ddl += "CREATE TYPE " + std::string(e.name) + " AS ENUM (";
     for (size_t i = 0; i < e.values.size(); ++i) ddl += (i ? ", " : "") + Quote(e.values[i]);
     ddl += ");\n";
   }
-  for (const TableSpec& t : kTables) ddl += TableDdl(t.name);
+  for (const TableSpec& t : kTables) ddl += TableDdl(t.name, with_comments);
   return ddl;
 }
 

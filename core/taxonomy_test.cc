@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/store.h"
+#include "tests/test_util.h"
 
 namespace collscope {
 namespace {
@@ -46,14 +47,23 @@ TEST(Taxonomy, RecordRolesMatchTheModel) {
 }
 
 TEST(Taxonomy, StoreSchemaCarriesRolesAsComments) {
-  auto store = Store::Open(":memory:");
+  testing::TempDir dir;
+  auto store = Store::Open(dir / "store.duckdb");
   ASSERT_TRUE(store.ok()) << store.status().message();
-  auto r = (*store)->Query(
-      "SELECT comment FROM duckdb_columns() WHERE table_name = 'records' AND "
-      "column_name = 'exec_time_us'");
+  const std::string comment =
+      "SELECT comment FROM duckdb_columns() WHERE table_name = 'records' AND column_name = 'exec_time_us'";
+  auto r = (*store)->Query(comment);
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r->rows.size(), 1u);
+  ASSERT_TRUE(r->rows[0][0].has_value());
   EXPECT_EQ(r->rows[0][0]->rfind("measurement: ", 0), 0u) << *r->rows[0][0];
+  // A store in memory, gone when its command ends, is made without them.
+  auto temporary = Store::Open(":memory:");
+  ASSERT_TRUE(temporary.ok()) << temporary.status().message();
+  auto none = (*temporary)->Query(comment);
+  ASSERT_TRUE(none.ok());
+  ASSERT_EQ(none->rows.size(), 1u);
+  EXPECT_FALSE(none->rows[0][0].has_value()) << *none->rows[0][0];
   // The taxonomy table lists exactly the fields of the code.
   auto n = (*store)->QueryInt("SELECT count(*) FROM taxonomy");
   ASSERT_TRUE(n.ok());

@@ -495,7 +495,7 @@ bool HasKinetoTables(Store& store) { return CountTables(store) == 3; }
 Status EnsureKinetoTables(Store& store) {
   if (HasKinetoTables(store)) return Status::Ok();
   std::string ddl;
-  for (const char* t : kKinetoTables) ddl += TableDdl(t);
+  for (const char* t : kKinetoTables) ddl += TableDdl(t, !store.in_memory());
   return store.Exec(ddl);
 }
 
