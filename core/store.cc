@@ -169,7 +169,8 @@ Status Store::EnsureSchema() {
       if (row[0]) have.insert(*row[0]);
     std::string added;
     for (const TableSpec& t : Tables())
-      if (!have.contains(std::string(t.name))) added += TableDdl(t.name, !in_memory()) + TaxonomyInsert(t.name);
+      if (!have.contains(std::string(t.name)))
+        added += TableDdl(t.name, !in_memory()) + TaxonomyInsert(t.name);
     // Columns added to a table since (dump_stats' proxy counters): the taxonomy lists them at
     // the table's end, where ADD COLUMN puts them, so appenders see the same column order.
     auto columns = Query(

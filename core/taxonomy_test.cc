@@ -51,7 +51,8 @@ TEST(Taxonomy, StoreSchemaCarriesRolesAsComments) {
   auto store = Store::Open(dir / "store.duckdb");
   ASSERT_TRUE(store.ok()) << store.status().message();
   const std::string comment =
-      "SELECT comment FROM duckdb_columns() WHERE table_name = 'records' AND column_name = 'exec_time_us'";
+      "SELECT comment FROM duckdb_columns() WHERE table_name = 'records' AND column_name = "
+      "'exec_time_us'";
   auto r = (*store)->Query(comment);
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r->rows.size(), 1u);
