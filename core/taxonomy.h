@@ -44,7 +44,7 @@ int ColumnIndex(std::string_view table, std::string_view column);
 
 // CREATE TYPE / CREATE TABLE / COMMENT ON statements for the whole store, in dependency order.
 // Without comments for a store in memory: nobody can read them before it is gone, and a comment
-// per column is most of the cost of making a store (DuckDB copies a table's entry for each).
+// per table and column took about two thirds of this DDL's time (80 of 120 ms, release build).
 std::string SchemaDdl(bool with_comments = true);
 // CREATE TABLE IF NOT EXISTS and COMMENT ON statements for one table ("" for no such table):
 // a store made by an older collscope gets the tables added since.
