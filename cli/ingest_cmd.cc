@@ -138,6 +138,8 @@ int Run(const Options& o) {
   IngestOptions opts;
   opts.run = o.run.empty() ? DefaultRunName(o.paths) : o.run;
   opts.threads = o.threads;
+  // Closing the store checkpoints it, after the aggregates below: one checkpoint, not two.
+  opts.checkpoint = false;
   bool tty = isatty(STDOUT_FILENO) && !o.quiet && !o.json;
   auto last = std::chrono::steady_clock::now();
   auto started = last;

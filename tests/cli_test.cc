@@ -47,6 +47,8 @@ TEST_F(CliTest, IngestSqlSummaryExportSchema) {
   EXPECT_NE(ing.text.find("8 records"), std::string::npos) << ing.text;
   EXPECT_NE(ing.text.find("1 rejected"), std::string::npos) << ing.text;
   EXPECT_NE(ing.text.find("node1-pid7.log:5: line: not"), std::string::npos) << ing.text;
+  // The store file holds everything once ingest exits (closing it checkpoints): no log beside it.
+  EXPECT_FALSE(std::filesystem::exists(db_ + ".wal"));
 
   Output again = Collscope("ingest " + dir_ / "job" + " --db " + db_ + " --json");
   EXPECT_EQ(again.code, 0) << again.text;
