@@ -698,7 +698,6 @@ Status CreatePassTable(Store& store, const std::string& run_filter) {
       "SELECT n.process_id, n.t, p.prev, p.start FROM numbered n JOIN prevs p USING (process_id, pass)");
 }
 
-
 Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWindow& window) {
   duckdb_connection conn = store.connection();
   std::string run_filter;
