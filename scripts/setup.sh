@@ -11,7 +11,7 @@ shift || true
 # Node.js, say), so those are installed only when their command is missing.
 packages=(build-essential pkg-config ca-certificates
           libsimdjson-dev libcli11-dev libzstd-dev zlib1g-dev
-          libgtest-dev libgmock-dev libbenchmark-dev chromium clang libclang-rt-14-dev
+          libgtest-dev libgmock-dev libbenchmark-dev chromium clang lld libclang-rt-14-dev
           libsnappy-dev libunwind-dev libdw-dev python3-dev file
           prometheus prometheus-alertmanager victoria-metrics)
 declare -A tools=([cmake]=cmake [git]=git [python3]=python3 [npm]="nodejs npm")

@@ -36,7 +36,7 @@ cmake --build build-tsan -j"$jobs" --target capture_nccl_plugin_test capture_ncc
   capture_annotate_test capture_annotate_lines_test capture_cupti_test capture_nccl_prom_test agent_net_test
 (cd build-tsan && ctest --output-on-failure -j"$jobs" --timeout 900 -R '^(capture_|agent_net_test)')
 took "the thread-sanitizer build and tests"
-# Every reader under libFuzzer for 15 s each, from the sanitizer build (bench/fuzz.sh alone
-# builds its own optimised targets and runs them for 10 minutes).
-COLLSCOPE_FUZZ_BUILD=build-asan bench/fuzz.sh 15
+# Every reader under libFuzzer for 30 s each, two at a time, from the sanitizer build (bench/fuzz.sh
+# alone builds its own optimised targets and runs them for 10 minutes).
+COLLSCOPE_FUZZ_BUILD=build-asan bench/fuzz.sh 30
 took "fuzzing"
