@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <set>
 
+#include "analysis/diagnose/diagnose.h"
 #include "analysis/diagnose/kernel_detect.h"
 #include "analysis/diagnose/perfetto.h"
 #include "analysis/diagnose/perfetto_test_util.h"
@@ -21,6 +23,7 @@ namespace {
 
 using perfetto_test::Ev;
 using perfetto_test::Parse;
+using perfetto_test::Problems;
 
 TEST(KernelDetector, SimulatedGpuStragglerThroughKineto) {
   testing::TempDir dir;
@@ -115,6 +118,7 @@ TEST(Perfetto, SimulatedStragglerWithCollectives) {
   auto rep = ExportPerfetto(*store, *f, PerfettoOptions{}, &json);
   ASSERT_TRUE(rep.ok()) << rep.status().message();
   auto ev = Parse(json);
+  EXPECT_EQ(Problems(ev), std::vector<std::string>{});
   EXPECT_GT(rep->kernels, 100u);
   EXPECT_GT(rep->collectives, 10u);
   EXPECT_EQ(rep->interval_slices, 0u);  // every record placed by its own start time
@@ -164,6 +168,7 @@ TEST(Perfetto, RecordsWithoutStartTimesAreSlicesPerDumpInterval) {
   EXPECT_NE(json.find("\"note\": \"collectives without start times"), std::string::npos);
   std::map<std::pair<int64_t, int64_t>, std::vector<std::pair<double, double>>> tracks;
   size_t slices = 0;
+  EXPECT_EQ(Problems(Parse(json)), std::vector<std::string>{});
   for (const Ev& e : Parse(json)) {
     if (e.cat != "nccl_dump_interval") continue;
     ++slices;
@@ -184,6 +189,79 @@ TEST(Perfetto, RecordsWithoutStartTimesAreSlicesPerDumpInterval) {
   }
   EXPECT_EQ(ranks, (std::set<int64_t>{2, 3}));  // the culprit and its victim
   EXPECT_GE(tracks.size(), 4u);  // a track per communicator of each
+}
+
+// The issue's 256-GPU jobs (TP 8, PP 4, EP 4 on 32 hosts of 8): a degraded NIC, a slow GPU and a
+// hang, each diagnosed from its Inspector logs and state files (tier B) in the store and exported
+// with its findings. Each trace passes the format's checks and shows the culprit: a root-cause
+// slice from the finding's start on the culprit rank's track, or on one of its host's ranks'.
+TEST(Perfetto, The256GpuJobsCulpritsAreInTheirTraces) {
+#ifdef COLLSCOPE_SANITIZED
+  GTEST_SKIP()
+      << "256 GPUs take minutes under the sanitizers; the small jobs above run the same export";
+#endif
+  struct Case {
+    const char* fault;
+    int rank;          // the culprit rank, or -1 for a host
+    const char* host;  // the culprit host
+  };
+  for (const Case& k :
+       {Case{"kind=nic_degrade,host=13,factor=0.25,start_step=5,end_step=20", -1, "node-013"},
+        Case{"kind=gpu_straggler,rank=150,factor=1.4,start_step=5,end_step=20", 150, "node-018"},
+        Case{"kind=hang,rank=77,comm=tp,start_step=12", 77, "node-009"}}) {
+    SCOPED_TRACE(k.fault);
+    testing::TempDir dir;
+    sim::SimConfig c;
+    c.seed = 5;
+    c.cluster.hosts = 32;
+    c.cluster.gpus_per_host = c.cluster.nics_per_host = 8;
+    c.parallel.tp = 8;
+    c.parallel.pp = 4;
+    c.parallel.ep = 4;
+    c.workload.steps = 24;
+    c.workload.layers = 4;
+    c.hang_timeout_s = 30;
+    c.output.dir = dir / "job";
+    c.output.steps = false;
+    c.output.kineto_max_ranks = 0;
+    sim::FaultSpec spec;
+    ASSERT_EQ(sim::ParseFaultSpec(k.fault, &spec).message(), "");
+    c.faults.push_back(spec);
+    auto store = SimulateAndIngest(c, dir / "job/nccl-inspector");
+    ASSERT_TRUE(store);
+    std::vector<std::string> state_files;  // tier B: the plugin's in-flight state, beside the logs
+    for (const auto& e : std::filesystem::directory_iterator(dir / "job/nccl-inspector"))
+      if (e.path().string().ends_with(".inflight.json")) state_files.push_back(e.path());
+    DiagnoseOptions o;
+    o.run = "sim";  // SimulateAndIngest's
+    auto f = DiagnosePaths(state_files, o, nullptr, store.get());
+    ASSERT_TRUE(f.ok()) << f.status().message();
+    const Finding* culprit = nullptr;
+    for (const Finding& x : *f)
+      if (k.rank >= 0 ? x.ranks == std::vector<int>{k.rank}
+                      : x.hosts == std::vector<std::string>{k.host})
+        culprit = &x;
+    ASSERT_NE(culprit, nullptr) << FindingsToText(*f);
+    std::string json;
+    auto rep = ExportPerfetto(*store, *f, PerfettoOptions{}, &json);
+    ASSERT_TRUE(rep.ok()) << rep.status().message();
+    auto ev = Parse(json);
+    EXPECT_EQ(Problems(ev), std::vector<std::string>{});
+    std::set<int64_t> culprit_pids;  // the culprit rank, or its host's ranks
+    for (const Ev& e : ev)
+      if (e.ph == "M" && e.name == "process_name" &&
+          (k.rank >= 0 ? e.pid == k.rank
+                       : e.args.find(std::string("(") + k.host + ")") != std::string::npos))
+        culprit_pids.insert(e.pid);
+    ASSERT_FALSE(culprit_pids.empty()) << "no track of the culprit";
+    bool root_slice = false;
+    for (const Ev& e : ev)
+      root_slice = root_slice ||
+                   (e.ph == "X" && culprit_pids.count(e.pid) && e.name.ends_with("(root cause)") &&
+                    std::abs(e.ts - static_cast<double>(culprit->start_us)) < 1);
+    EXPECT_TRUE(root_slice)
+        << "no root-cause slice on the culprit's tracks from the finding's start";
+  }
 }
 
 }  // namespace

@@ -5,6 +5,9 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "analysis/diagnose/comm_data.h"
 #include "analysis/diagnose/duck.h"
@@ -57,8 +60,59 @@ class Args {
   std::string s_;
 };
 
+// Every event of the trace. Complete slices go through Slice: on one track (a thread) Perfetto
+// shows slices as a call stack, so two that overlap without one holding the other cannot both be
+// shown (it drops one), and one inside another would read as called by it. Concurrent collectives
+// of one rank, or a rank's findings that overlap in time, are not that: a slice that would overlap
+// one already on its track goes to the track's next lane, a track of its own named after it
+// ("findings (2)"). Tracks are named through Track, so that their lanes can be.
 class Writer {
  public:
+  // Writes the track's name and sort index (metadata events).
+  void Track(int pid, int tid, const std::string& name, double sort_index) {
+    Event("M", "thread_name", "", pid, tid, 0, 0, Args().Str("name", name).Done());
+    Event("M", "thread_sort_index", "", pid, tid, 0, 0,
+          Args().Val("sort_index", sort_index).Done());
+    tracks_[{pid, tid}] = {name, sort_index};
+  }
+  // A complete slice on track (pid, tid) or its first lane free at ts; returns the lane's tid. A
+  // slice that starts at most kTouchUs before a lane's last one ends starts where it ends instead
+  // (times rounded by their writer: consecutive kernels of one stream overlap by a fraction of a
+  // microsecond in Kineto traces).
+  int Slice(std::string_view name, std::string_view cat, int pid, int tid, double ts, double dur,
+            const std::string& args) {
+    constexpr double kTouchUs = 1.0;
+    std::vector<double>& ends = lanes_[{pid, tid}];
+    dur = std::max(0.0, dur);
+    size_t lane = 0;
+    for (; lane < ends.size(); ++lane) {
+      if (ts >= ends[lane]) break;
+      if (ends[lane] - ts <= kTouchUs && ts + dur > ends[lane]) {
+        dur -= ends[lane] - ts;
+        ts = ends[lane];
+        break;
+      }
+    }
+    if (lane == ends.size()) ends.push_back(ts);
+    ends[lane] = std::max(ends[lane], ts + dur);
+    const int lane_tid = tid + static_cast<int>(lane) * kLaneStride;
+    Event("X", name, cat, pid, lane_tid, ts, dur, args);
+    return lane_tid;
+  }
+  // Names the lanes opened beyond their tracks; call once, after every slice.
+  void NameLanes() {
+    for (const auto& [track, ends] : lanes_) {
+      auto named = tracks_.find(track);
+      for (size_t lane = 1; lane < ends.size(); ++lane) {
+        const std::string n = " (" + std::to_string(lane + 1) + ")";
+        const int tid = track.second + static_cast<int>(lane) * kLaneStride;
+        if (named == tracks_.end())
+          Track(track.first, tid, "lane" + n, track.second);
+        else
+          Track(track.first, tid, named->second.first + n, named->second.second);
+      }
+    }
+  }
   void Event(std::string_view ph, std::string_view name, std::string_view cat, int pid, int tid,
              double ts, double dur, const std::string& args, std::string_view extra = {}) {
     s_ += n_++ ? ",\n" : "\n";
@@ -84,8 +138,11 @@ class Writer {
   std::string& str() { return s_; }
 
  private:
+  static constexpr int kLaneStride = 1 << 24;  // lane i of track t is t + i * kLaneStride
   std::string s_;
   size_t n_ = 0;
+  std::map<std::pair<int, int>, std::vector<double>> lanes_;  // (pid, tid) -> each lane's end
+  std::map<std::pair<int, int>, std::pair<std::string, double>> tracks_;  // -> name, sort index
 };
 
 struct StepSpan {
@@ -254,12 +311,9 @@ void WriteRankTracks(const std::set<int>& ranks, const std::map<int, std::string
     const std::string pname = "rank " + std::to_string(r) + (h != host_of.end() && !h->second.empty() ? " (" + h->second + ")" : "");
     w.Event("M", "process_name", "", r, 0, 0, 0, Args().Str("name", pname).Done());
     w.Event("M", "process_sort_index", "", r, 0, 0, 0, Args().Val("sort_index", r).Done());
-    w.Event("M", "thread_name", "", r, kTidFindings, 0, 0, Args().Str("name", "findings").Done());
-    w.Event("M", "thread_name", "", r, kTidSteps, 0, 0, Args().Str("name", "steps").Done());
-    w.Event("M", "thread_name", "", r, kTidCollectives, 0, 0,
-            Args().Str("name", "NCCL collectives (records)").Done());
-    for (int t : {kTidFindings, kTidSteps, kTidCollectives})
-      w.Event("M", "thread_sort_index", "", r, t, 0, 0, Args().Val("sort_index", t).Done());
+    w.Track(r, kTidFindings, "findings", kTidFindings);
+    w.Track(r, kTidSteps, "steps", kTidSteps);
+    w.Track(r, kTidCollectives, "NCCL collectives (records)", kTidCollectives);
   }
 }
 
@@ -275,10 +329,13 @@ Status WriteKinetoEvents(duckdb_connection conn, const std::string& rid, const s
                  "iidddd");
   if (!s.ok()) return s.status();
   for (size_t i = 0; i < s->rows; ++i) {
-    w.Event("X", "ProfilerStep#" + std::to_string(s->i[1][i]), "step",
-            static_cast<int>(s->i[0][i]), kTidSteps, s->d[0][i], s->d[1][i],
-            Args().Val("step", static_cast<double>(s->i[1][i])).Val("compute_us", s->d[2][i])
-                .Val("nccl_us", s->d[3][i]).Done());
+    w.Slice("ProfilerStep#" + std::to_string(s->i[1][i]), "step", static_cast<int>(s->i[0][i]),
+            kTidSteps, s->d[0][i], s->d[1][i],
+            Args()
+                .Val("step", static_cast<double>(s->i[1][i]))
+                .Val("compute_us", s->d[2][i])
+                .Val("nccl_us", s->d[3][i])
+                .Done());
     ++rep.steps;
   }
   auto k = Fetch(conn,
@@ -306,15 +363,13 @@ Status WriteKinetoEvents(duckdb_connection conn, const std::string& rid, const s
     if (k->i[3][i] >= 0) a.Val("in_nelems", static_cast<double>(k->i[3][i]));
     if (!k->s[3][i].empty()) a.Str("dtype", k->s[3][i]);
     if (!k->s[4][i].empty()) a.Str("pg_desc", k->s[4][i]);
-    w.Event("X", k->s[0][i], k->s[1][i], r, kTidStreamBase + static_cast<int>(std::max<int64_t>(0, st)),
+    w.Slice(k->s[0][i], k->s[1][i], r, kTidStreamBase + static_cast<int>(std::max<int64_t>(0, st)),
             k->d[0][i], k->d[1][i], a.Done());
     ++rep.kernels;
   }
   for (const auto& [r, st] : streams) {
     const int tid = kTidStreamBase + static_cast<int>(std::max<int64_t>(0, st));
-    w.Event("M", "thread_name", "", r, tid, 0, 0,
-            Args().Str("name", "GPU stream " + std::to_string(st) + " (" + stream_kind[{r, st}] + ")").Done());
-    w.Event("M", "thread_sort_index", "", r, tid, 0, 0, Args().Val("sort_index", tid).Done());
+    w.Track(r, tid, "GPU stream " + std::to_string(st) + " (" + stream_kind[{r, st}] + ")", tid);
   }
   return Status::Ok();
 }
@@ -341,11 +396,16 @@ Status WriteCollectives(duckdb_connection conn, const std::string& rid, const st
   if (!c.ok()) return c.status();
   for (size_t i = 0; i < c->rows; ++i) {
     if (w.count() >= o.max_events) { rep.truncated = true; break; }
-    w.Event("X", c->s[0][i], "nccl_record", static_cast<int>(c->i[0][i]), kTidCollectives,
-            c->d[0][i], c->d[1][i] - c->d[0][i],
-            Args().Str("comm", c->s[1][i]).Str("comm_name", c->s[2][i])
-                .Val("sn", static_cast<double>(c->i[1][i])).Val("msg_size_bytes", static_cast<double>(c->i[2][i]))
-                .Val("comm_rank", static_cast<double>(c->i[3][i])).Val("exec_time_us", c->d[2][i]).Done());
+    w.Slice(c->s[0][i], "nccl_record", static_cast<int>(c->i[0][i]), kTidCollectives, c->d[0][i],
+            c->d[1][i] - c->d[0][i],
+            Args()
+                .Str("comm", c->s[1][i])
+                .Str("comm_name", c->s[2][i])
+                .Val("sn", static_cast<double>(c->i[1][i]))
+                .Val("msg_size_bytes", static_cast<double>(c->i[2][i]))
+                .Val("comm_rank", static_cast<double>(c->i[3][i]))
+                .Val("exec_time_us", c->d[2][i])
+                .Done());
     ++rep.collectives;
   }
   return Status::Ok();
@@ -390,10 +450,9 @@ Status WriteStacks(duckdb_connection conn, const std::string& rid, const std::st
     const int tid = kTidStacksBase + static_cast<int>(lane);
     if (fresh) {
       lane_end.push_back(0);
-      w.Event("M", "thread_name", "", rank, tid, 0, 0,
-              Args().Str("name", "main thread stacks" + (lane ? " (" + std::to_string(lane + 1) + ")" : std::string()))
-                  .Done());
-      w.Event("M", "thread_sort_index", "", rank, tid, 0, 0, Args().Val("sort_index", tid).Done());
+      w.Track(rank, tid,
+              "main thread stacks" + (lane ? " (" + std::to_string(lane + 1) + ")" : std::string()),
+              tid);
     }
     lane_end[lane] = ts + dur;
     w.Event("X", s->s[0][i].empty() ? "(no position)" : s->s[0][i], "stacks", rank, tid, ts, dur,
@@ -440,16 +499,19 @@ Status WriteDumpIntervals(Store& store, duckdb_connection conn, const std::strin
     if (added) {
       ++tracks_of[r];
       const std::string label = c->s[1][i].empty() ? comm : c->s[1][i] + " " + comm;
-      w.Event("M", "thread_name", "", r, it->second, 0, 0,
-              Args().Str("name", "NCCL " + label + ", per dump interval").Done());
       // Beside the collectives they stand for.
-      w.Event("M", "thread_sort_index", "", r, it->second, 0, 0, Args().Val("sort_index", kTidCollectives).Done());
+      w.Track(r, it->second, "NCCL " + label + ", per dump interval", kTidCollectives);
     }
     const double n = static_cast<double>(c->i[1][i]);
-    w.Event("X", std::to_string(c->i[1][i]) + " x " + c->s[2][i], "nccl_dump_interval", r, it->second,
+    w.Slice(std::to_string(c->i[1][i]) + " x " + c->s[2][i], "nccl_dump_interval", r, it->second,
             c->d[0][i], c->d[1][i] - c->d[0][i],
-            Args().Str("comm", comm).Str("comm_name", c->s[1][i]).Val("records", n)
-                .Val("exec_time_us_sum", c->d[2][i]).Str("placed", "ended by the dump at the slice's end").Done());
+            Args()
+                .Str("comm", comm)
+                .Str("comm_name", c->s[1][i])
+                .Val("records", n)
+                .Val("exec_time_us_sum", c->d[2][i])
+                .Str("placed", "ended by the dump at the slice's end")
+                .Done());
     ++rep.interval_slices;
   }
   return Status::Ok();
@@ -460,6 +522,9 @@ void WriteFindings(const std::vector<Finding>& findings, const std::set<int>& ra
                    const std::vector<std::pair<double, double>>& merged, const PerfettoOptions& o, Writer& w,
                    PerfettoReport& rep) {
   for (const Finding& f : findings) {
+    std::vector<int> causes;  // the root causes with tracks
+    for (int r : f.ranks)
+      if (ranks.count(r)) causes.push_back(r);
     const std::string kind(KindName(f.kind));
     double fs = static_cast<double>(f.start_us), fe = std::max(fs, static_cast<double>(f.end_us));
     Args a;
@@ -489,20 +554,24 @@ void WriteFindings(const std::vector<Finding>& findings, const std::set<int>& ra
     for (const auto& [ws, we] : merged) {
       const double a0 = std::max(ws, fs), a1 = std::min(we, fe);
       if (a1 <= a0) continue;
-      for (int r : f.ranks)
-        if (ranks.count(r)) w.Event("X", kind + " (root cause)", "finding", r, kTidFindings, a0, a1 - a0, args);
+      int cause_tid = 0;
+      for (int r : causes) {
+        const int tid =
+            w.Slice(kind + " (root cause)", "finding", r, kTidFindings, a0, a1 - a0, args);
+        if (r == causes.front()) cause_tid = tid;
+      }
       // An arrow from the first root cause's slice to each victim's: who waits for whom.
-      const auto cause = std::find_if(f.ranks.begin(), f.ranks.end(), [&](int r) { return ranks.count(r) > 0; });
       size_t nv = 0;
       for (int r : f.victims) {
         if (nv++ >= o.max_peers) break;
         if (!ranks.count(r)) continue;
-        w.Event("X", "victim of " + kind, "finding", r, kTidFindings, a0, a1 - a0,
-                Args().Str("root_cause_ranks", RankList(f.ranks)).Str("summary", f.summary).Done());
-        if (cause == f.ranks.end()) continue;
+        const int tid = w.Slice(
+            "victim of " + kind, "finding", r, kTidFindings, a0, a1 - a0,
+            Args().Str("root_cause_ranks", RankList(f.ranks)).Str("summary", f.summary).Done());
+        if (causes.empty()) continue;
         const std::string id = "\"id\": " + std::to_string(++rep.flows);
-        w.Event("s", kind, "finding", *cause, kTidFindings, a0, 0, "", id);
-        w.Event("f", kind, "finding", r, kTidFindings, a0, 0, "", id + ", \"bp\": \"e\"");
+        w.Event("s", kind, "finding", causes.front(), cause_tid, a0, 0, "", id);
+        w.Event("f", kind, "finding", r, tid, a0, 0, "", id + ", \"bp\": \"e\"");
       }
     }
     ++rep.findings;
@@ -550,6 +619,7 @@ Result<PerfettoReport> ExportPerfetto(Store& store, const std::vector<Finding>& 
   if (!ranks.empty() && !merged.empty() && !rep.truncated && readers::HasStackTables(store))
     COLLSCOPE_RETURN_IF_ERROR(WriteStacks(conn, rid, in_ranks, merged, o, w, rep));
   WriteFindings(findings, ranks, merged, o, w, rep);
+  w.NameLanes();
   rep.events = w.count();
   std::string out = "{\"displayTimeUnit\": \"ms\",\n\"otherData\": ";
   out += Args().Str("generator", "collscope export --perfetto").Str("findings_schema", kFindingsSchema)

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "analysis/diagnose/perfetto_test_util.h"
@@ -19,10 +20,10 @@ namespace {
 
 using perfetto_test::Ev;
 using perfetto_test::Parse;
+using perfetto_test::Problems;
 
-TEST(Perfetto, HandBuiltStoreAndFinding) {
-  testing::TempDir dir;
-  // Three ranks, steps 0-9 of 1 ms, one kernel per step; rank 2 slow in steps 5-6.
+// Three ranks' Kineto traces, steps 0-9 of 1 ms, one kernel per step; rank 2 slow in steps 5-6.
+Result<std::unique_ptr<Store>> ThreeRankStore(const testing::TempDir& dir) {
   for (int r = 0; r < 3; ++r) {
     std::string ev;
     for (int s = 0; s < 10; ++s) {
@@ -40,8 +41,15 @@ TEST(Perfetto, HandBuiltStoreAndFinding) {
                            "], \"baseTimeNanoseconds\": 1700000000000000000}");
   }
   auto store = Store::Open(":memory:");
-  ASSERT_TRUE(store.ok());
-  ASSERT_TRUE(readers::IngestKineto(**store, {dir / "t"}, "run").ok());
+  if (!store.ok()) return store.status();
+  COLLSCOPE_RETURN_IF_ERROR(readers::IngestKineto(**store, {dir / "t"}, "run").status());
+  return store;
+}
+
+TEST(Perfetto, HandBuiltStoreAndFinding) {
+  testing::TempDir dir;
+  auto store = ThreeRankStore(dir);
+  ASSERT_TRUE(store.ok()) << store.status().message();
   Finding f;
   f.kind = Kind::kSlowCompute;
   f.confidence = 0.9;
@@ -58,6 +66,7 @@ TEST(Perfetto, HandBuiltStoreAndFinding) {
   auto rep = ExportPerfetto(**store, {f}, o, &json);
   ASSERT_TRUE(rep.ok()) << rep.status().message();
   auto ev = Parse(json);
+  EXPECT_EQ(Problems(ev), std::vector<std::string>{});
   EXPECT_EQ(rep->events, ev.size());
   EXPECT_EQ(rep->ranks, 2u);  // rank 2 and its victim 0; rank 1 is not implicated
   EXPECT_EQ(rep->windows, 1u);
@@ -106,6 +115,42 @@ TEST(Perfetto, HandBuiltStoreAndFinding) {
     EXPECT_DOUBLE_EQ(e.ts, root_start);
   }
   EXPECT_EQ(rep->stack_slices, 0u);  // no stacks in the store
+}
+
+// A rank that is one finding's root cause and, overlapping it, another's victim: on one track the
+// second slice would half-overlap the first, which Perfetto drops; it goes to a second findings
+// lane, and the arrow to it starts and ends in slices of their own lanes.
+TEST(Perfetto, OverlappingFindingsOfARankTakeLanes) {
+  testing::TempDir dir;
+  auto store = ThreeRankStore(dir);
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  Finding a, b;
+  a.kind = b.kind = Kind::kSlowCompute;
+  a.ranks = {2};
+  a.victims = {0};
+  a.start_us = 1700000000005010;
+  a.end_us = 1700000000006610;
+  b.ranks = {0};
+  b.victims = {2};
+  b.start_us = 1700000000006000;
+  b.end_us = 1700000000007500;
+  std::string json;
+  auto rep = ExportPerfetto(**store, {a, b}, PerfettoOptions{}, &json);
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  auto ev = Parse(json);
+  EXPECT_EQ(Problems(ev), std::vector<std::string>{});
+  EXPECT_EQ(rep->flows, 2u);
+  std::map<std::pair<int64_t, int64_t>, std::string> track_names;
+  std::map<int64_t, std::set<int64_t>> finding_tids;  // rank -> tids of its findings slices
+  for (const Ev& e : ev) {
+    if (e.ph == "M" && e.name == "thread_name") track_names[{e.pid, e.tid}] = e.args;
+    if (e.ph == "X" && e.cat == "finding") finding_tids[e.pid].insert(e.tid);
+  }
+  for (int64_t r : {0, 2}) {
+    ASSERT_EQ(finding_tids[r].size(), 2u) << "rank " << r;
+    EXPECT_NE(track_names[std::make_pair(r, *finding_tids[r].rbegin())].find("findings (2)"),
+              std::string::npos);
+  }
 }
 
 // Sampled call stacks (collscope stacks) on the ranks of the trace: a "main thread stacks" track
@@ -164,6 +209,7 @@ TEST(Perfetto, MainThreadStacksOnTheirRanks) {
   auto rep = ExportPerfetto(**store, {f}, o, &json);
   ASSERT_TRUE(rep.ok()) << rep.status().message();
   auto ev = Parse(json);
+  EXPECT_EQ(Problems(ev), std::vector<std::string>{});
   EXPECT_EQ(rep->events, ev.size());
   EXPECT_EQ(rep->ranks, 3u);
   EXPECT_EQ(rep->stack_slices, 2u + 4 + 4);
@@ -226,6 +272,7 @@ TEST(Perfetto, MainThreadStacksOnTheirRanks) {
   EXPECT_GT(cut->stack_slices, 0u);
   EXPECT_LT(cut->stack_slices, 10u);
   size_t not_findings = 0, slices = 0;
+  EXPECT_EQ(Problems(Parse(json)), std::vector<std::string>{});
   for (const Ev& e : Parse(json)) {
     not_findings += e.cat != "finding";
     slices += e.cat == "stacks";
