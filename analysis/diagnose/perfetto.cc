@@ -75,12 +75,12 @@ class Writer {
           Args().Val("sort_index", sort_index).Done());
     tracks_[{pid, tid}] = {name, sort_index};
   }
-  // A complete slice on track (pid, tid) or its first lane free at ts; returns the lane's tid. A
-  // slice that starts at most kTouchUs before a lane's last one ends starts where it ends instead
-  // (times rounded by their writer: consecutive kernels of one stream overlap by a fraction of a
-  // microsecond in Kineto traces).
+  // A complete slice on track (pid, tid) or its first lane free at ts; returns the lane's tid, and
+  // where given, the start it was written with (*placed). A slice that starts at most kTouchUs
+  // before a lane's last one ends starts where it ends instead (times rounded by their writer:
+  // consecutive kernels of one stream overlap by a fraction of a microsecond in Kineto traces).
   int Slice(std::string_view name, std::string_view cat, int pid, int tid, double ts, double dur,
-            const std::string& args) {
+            const std::string& args, double* placed = nullptr) {
     constexpr double kTouchUs = 1.0;
     std::vector<double>& ends = lanes_[{pid, tid}];
     dur = std::max(0.0, dur);
@@ -97,6 +97,7 @@ class Writer {
     ends[lane] = std::max(ends[lane], ts + dur);
     const int lane_tid = tid + static_cast<int>(lane) * kLaneStride;
     Event("X", name, cat, pid, lane_tid, ts, dur, args);
+    if (placed) *placed = ts;
     return lane_tid;
   }
   // Names the lanes opened beyond their tracks; call once, after every slice.
@@ -554,24 +555,34 @@ void WriteFindings(const std::vector<Finding>& findings, const std::set<int>& ra
     for (const auto& [ws, we] : merged) {
       const double a0 = std::max(ws, fs), a1 = std::min(we, fe);
       if (a1 <= a0) continue;
+      // Where each slice went (its lane, and its start if a lane's previous slice moved it), for
+      // the arrows, which must begin and end inside their slices.
       int cause_tid = 0;
+      double cause_ts = a0;
       for (int r : causes) {
+        double placed = a0;
         const int tid =
-            w.Slice(kind + " (root cause)", "finding", r, kTidFindings, a0, a1 - a0, args);
-        if (r == causes.front()) cause_tid = tid;
+            w.Slice(kind + " (root cause)", "finding", r, kTidFindings, a0, a1 - a0, args, &placed);
+        if (r == causes.front()) {
+          cause_tid = tid;
+          cause_ts = placed;
+        }
       }
       // An arrow from the first root cause's slice to each victim's: who waits for whom.
       size_t nv = 0;
       for (int r : f.victims) {
         if (nv++ >= o.max_peers) break;
         if (!ranks.count(r)) continue;
+        double placed = a0;
         const int tid = w.Slice(
             "victim of " + kind, "finding", r, kTidFindings, a0, a1 - a0,
-            Args().Str("root_cause_ranks", RankList(f.ranks)).Str("summary", f.summary).Done());
+            Args().Str("root_cause_ranks", RankList(f.ranks)).Str("summary", f.summary).Done(),
+            &placed);
         if (causes.empty()) continue;
         const std::string id = "\"id\": " + std::to_string(++rep.flows);
-        w.Event("s", kind, "finding", causes.front(), cause_tid, a0, 0, "", id);
-        w.Event("f", kind, "finding", r, tid, a0, 0, "", id + ", \"bp\": \"e\"");
+        w.Event("s", kind, "finding", causes.front(), cause_tid, cause_ts, 0, "", id);
+        w.Event("f", kind, "finding", r, tid, std::max(cause_ts, placed), 0, "",
+                id + ", \"bp\": \"e\"");
       }
     }
     ++rep.findings;

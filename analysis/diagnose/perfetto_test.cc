@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <tuple>
 
 #include "analysis/diagnose/perfetto_test_util.h"
 #include "core/ingest.h"
@@ -119,13 +120,13 @@ TEST(Perfetto, HandBuiltStoreAndFinding) {
 
 // A rank that is one finding's root cause and, overlapping it, another's victim: on one track the
 // second slice would half-overlap the first, which Perfetto drops; it goes to a second findings
-// lane, and the arrow to it starts and ends in slices of their own lanes.
+// lane, and the arrows start and end in slices of their own lanes.
 TEST(Perfetto, OverlappingFindingsOfARankTakeLanes) {
   testing::TempDir dir;
   auto store = ThreeRankStore(dir);
   ASSERT_TRUE(store.ok()) << store.status().message();
-  Finding a, b;
-  a.kind = b.kind = Kind::kSlowCompute;
+  Finding a, b, c;
+  a.kind = b.kind = c.kind = Kind::kSlowCompute;
   a.ranks = {2};
   a.victims = {0};
   a.start_us = 1700000000005010;
@@ -134,17 +135,35 @@ TEST(Perfetto, OverlappingFindingsOfARankTakeLanes) {
   b.victims = {2};
   b.start_us = 1700000000006000;
   b.end_us = 1700000000007500;
+  // A microsecond before the first ends (times rounded by their writer): its slices start where
+  // the first's end, on their lanes, and so does its arrow.
+  c.ranks = {2};
+  c.victims = {0};
+  c.start_us = a.end_us - 1;
+  c.end_us = 1700000000008000;
   std::string json;
-  auto rep = ExportPerfetto(**store, {a, b}, PerfettoOptions{}, &json);
+  auto rep = ExportPerfetto(**store, {a, b, c}, PerfettoOptions{}, &json);
   ASSERT_TRUE(rep.ok()) << rep.status().message();
   auto ev = Parse(json);
   EXPECT_EQ(Problems(ev), std::vector<std::string>{});
-  EXPECT_EQ(rep->flows, 2u);
+  EXPECT_EQ(rep->flows, 3u);
   std::map<std::pair<int64_t, int64_t>, std::string> track_names;
   std::map<int64_t, std::set<int64_t>> finding_tids;  // rank -> tids of its findings slices
+  std::set<std::tuple<int64_t, int64_t, double>> slice_starts;
   for (const Ev& e : ev) {
     if (e.ph == "M" && e.name == "thread_name") track_names[{e.pid, e.tid}] = e.args;
-    if (e.ph == "X" && e.cat == "finding") finding_tids[e.pid].insert(e.tid);
+    if (e.ph == "X" && e.cat == "finding") {
+      finding_tids[e.pid].insert(e.tid);
+      slice_starts.insert({e.pid, e.tid, e.ts});
+    }
+  }
+  // Each arrow's ends where its slices begin (inside an earlier slice of the lane, it would bind
+  // to that one).
+  for (const Ev& e : ev) {
+    if (e.ph == "s" || e.ph == "f") {
+      EXPECT_TRUE(slice_starts.count({e.pid, e.tid, e.ts}))
+          << e.ph << " of flow " << e.id << " at " << e.ts;
+    }
   }
   for (int64_t r : {0, 2}) {
     ASSERT_EQ(finding_tids[r].size(), 2u) << "rank " << r;
