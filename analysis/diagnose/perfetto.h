@@ -7,9 +7,12 @@
 // A rank whose process was sampled by `collscope stacks` (stack_samples, joined by global rank)
 // gets a "main thread stacks" track: one slice per stored stack of its main thread (tid = pid)
 // that overlaps the windows, named by its position, from its first to its last sample. Slices
-// of one track never overlap (Chrome's trace format forbids it on a thread): a stack that
-// overlaps the previous ones goes to the next free lane, "main thread stacks (2)", ... (at most
-// kMaxStackLanes; a stack that finds none free is left out and counted).
+// of one track never half-overlap (Perfetto shows a track as a call stack and drops such a slice):
+// a stack that overlaps the previous ones goes to the next free lane, "main thread stacks (2)",
+// ... (at most kMaxStackLanes; a stack that finds none free is left out and counted); any other
+// slice that would overlap one on its track (a rank's overlapping findings, its concurrent
+// collectives) goes to the track's next lane, "findings (2)", and one starting under 1 us before
+// its lane's last ends (rounded times) starts where that one ends.
 #pragma once
 
 #include <cstddef>
