@@ -8,6 +8,7 @@
 
 #include <simdjson.h>
 
+#include "analysis/diagnose/perfetto_test_util.h"
 #include "tests/kernel_summary_job.h"
 #include "tests/test_util.h"
 
@@ -421,6 +422,9 @@ TEST(Diagnose, DefaultRunIsTheOneWithMostRecordsAndIsPrinted) {
     EXPECT_NE(out.text.find("run: example (the store's run with the most records"), std::string::npos)
         << cmd << "\n" << out.text;
   }
+  // The example job's trace, as the command wrote it, passes the format's checks.
+  namespace pt = diagnose::perfetto_test;
+  EXPECT_EQ(pt::Problems(pt::Parse(testing::ReadFile(dir / "t.json"))), std::vector<std::string>{});
 }
 
 // The CUPTI library's kernel summaries: `ingest` stores them (found by content, and not taken for
