@@ -14,6 +14,7 @@
 #include "analysis/diagnose/perfetto.h"
 #include "analysis/diagnose/perfetto_test_util.h"
 #include "core/ingest.h"
+#include "core/readers/ingest_inputs.h"
 #include "core/readers/kineto.h"
 #include "sim/sim.h"
 #include "tests/test_util.h"
@@ -189,6 +190,52 @@ TEST(Perfetto, RecordsWithoutStartTimesAreSlicesPerDumpInterval) {
   }
   EXPECT_EQ(ranks, (std::set<int64_t>{2, 3}));  // the culprit and its victim
   EXPECT_GE(tracks.size(), 4u);  // a track per communicator of each
+}
+
+// With step/phase series (the annotation API's) and no Kineto trace, each rank's steps are on its
+// steps track, so that its collectives without start times, a slice per dump interval, are read
+// against its steps.
+TEST(Perfetto, StepSeriesStepsAreOnTheStepsTrack) {
+  testing::TempDir dir;
+  sim::SimConfig c = ExportedJob(dir);
+  c.output.steps = true;
+  c.inspector.dump_interval_us = 20000;
+  sim::SimStats stats;
+  ASSERT_EQ(sim::Simulate(c, &stats).message(), "");
+  auto store = Store::Open(":memory:");
+  ASSERT_TRUE(store.ok());
+  IngestOptions io;
+  io.run = "sim";
+  io.threads = 1;
+  auto ingested =
+      readers::IngestInputs(**store, {dir / "job/nccl-inspector", dir / "job/steps"}, io);
+  ASSERT_TRUE(ingested.ok()) << ingested.status().message();
+  auto span = (*store)->Query(
+      "SELECT CAST(min(start_us) AS BIGINT), CAST(max(start_us + dur_us) AS BIGINT) FROM steps "
+      "WHERE step IN (5, 6)");
+  ASSERT_TRUE(span.ok());
+  ASSERT_TRUE(span->rows.size() == 1 && span->rows[0][0] && span->rows[0][1])
+      << "no steps 5 and 6 stored";
+  Finding f;
+  f.kind = Kind::kSlowCompute;
+  f.ranks = {3};
+  f.victims = {2};
+  f.start_us = std::stoll(*span->rows[0][0]);
+  f.end_us = std::stoll(*span->rows[0][1]);
+  std::string json;
+  auto rep = ExportPerfetto(**store, {f}, PerfettoOptions{}, &json);
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  auto ev = Parse(json);
+  EXPECT_EQ(Problems(ev), std::vector<std::string>{});
+  EXPECT_GT(rep->interval_slices, 0u);
+  std::map<int64_t, std::set<std::string>> steps;  // rank -> its step slices
+  for (const Ev& e : ev)
+    if (e.cat == "step") steps[e.pid].insert(e.name);
+  // Steps 5 and 6, and step 4 before them, of the straggler and its victim.
+  const std::set<std::string> want = {"step 4", "step 5", "step 6"};
+  EXPECT_EQ(steps[3], want);
+  EXPECT_EQ(steps[2], want);
+  EXPECT_EQ(rep->steps, 6u);
 }
 
 // The 256-GPU jobs (TP 8, PP 4, EP 4 on 32 hosts of 8): a degraded NIC, a slow GPU and a

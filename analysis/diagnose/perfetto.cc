@@ -318,25 +318,37 @@ void WriteRankTracks(const std::set<int>& ranks, const std::map<int, std::string
   }
 }
 
-// Kineto's steps and GPU kernels of the ranks in the windows.
+// The ranks' steps in the windows (Kineto's ProfilerStep ranges; for a rank without them, the
+// steps of its step/phase series, which place its collectives without start times in their steps),
+// and their GPU kernels.
 Status WriteKinetoEvents(duckdb_connection conn, const std::string& rid, const std::string& in_ranks,
                          const std::vector<std::pair<double, double>>& merged, const PerfettoOptions& o, Writer& w,
                          PerfettoReport& rep) {
-  auto s = Fetch(conn,
-                 "SELECT CAST(rank AS BIGINT), CAST(step AS BIGINT), CAST(start_us AS DOUBLE), "
-                 "CAST(dur_us AS DOUBLE), CAST(compute_us AS DOUBLE), CAST(nccl_us AS DOUBLE) "
-                 "FROM steps WHERE run_id = " + rid + " AND source = 'kineto' AND rank IN (" + in_ranks + ") AND " +
-                     WindowSql(merged, "start_us", "start_us + dur_us") + " ORDER BY 1, 3",
-                 "iidddd");
+  auto s =
+      Fetch(conn,
+            "SELECT CAST(rank AS BIGINT), CAST(step AS BIGINT), CAST(start_us AS DOUBLE), "
+            "CAST(dur_us AS DOUBLE), CAST(compute_us AS DOUBLE), CAST(nccl_us AS DOUBLE), source "
+            "FROM steps WHERE run_id = " +
+                rid +
+                " AND (source = 'kineto' OR (source = 'annotation' AND rank NOT IN "
+                "(SELECT rank FROM steps WHERE run_id = " +
+                rid + " AND source = 'kineto'))) AND rank IN (" + in_ranks + ") AND " +
+                WindowSql(merged, "start_us", "start_us + dur_us") + " ORDER BY 1, 3",
+            "iidddds");
   if (!s.ok()) return s.status();
   for (size_t i = 0; i < s->rows; ++i) {
-    w.Slice("ProfilerStep#" + std::to_string(s->i[1][i]), "step", static_cast<int>(s->i[0][i]),
-            kTidSteps, s->d[0][i], s->d[1][i],
-            Args()
-                .Val("step", static_cast<double>(s->i[1][i]))
-                .Val("compute_us", s->d[2][i])
-                .Val("nccl_us", s->d[3][i])
-                .Done());
+    const bool kineto = s->s[0][i] == "kineto";
+    w.Slice((kineto ? "ProfilerStep#" : "step ") + std::to_string(s->i[1][i]), "step",
+            static_cast<int>(s->i[0][i]), kTidSteps, s->d[0][i], s->d[1][i],
+            kineto ? Args()
+                         .Val("step", static_cast<double>(s->i[1][i]))
+                         .Val("compute_us", s->d[2][i])
+                         .Val("nccl_us", s->d[3][i])
+                         .Done()
+                   : Args()
+                         .Val("step", static_cast<double>(s->i[1][i]))
+                         .Str("from", "step/phase series")
+                         .Done());
     ++rep.steps;
   }
   auto k = Fetch(conn,

@@ -1,7 +1,8 @@
 // L4: the anomalous steps of a diagnosis as a Chrome trace-event JSON file, which the Perfetto UI
 // (ui.perfetto.dev) and chrome://tracing open. One process per global rank (the implicated ranks
-// and their peers), with tracks for the training steps and GPU kernels (Kineto tables), NCCL
-// collectives (store records with start/stop times: verbose Inspector or collscope plugin), and
+// and their peers), with tracks for the training steps (Kineto's, else the rank's step/phase
+// series') and GPU kernels (Kineto tables), NCCL collectives (store records with start/stop
+// times: verbose Inspector or collscope plugin), and
 // the findings: a global instant event (a line across every track) at each finding's start, a
 // slice on the "findings" track of every root-cause rank ("root cause") and victim ("victim").
 // A rank whose process was sampled by `collscope stacks` (stack_samples, joined by global rank)
