@@ -102,6 +102,18 @@ std::unique_ptr<Store> SimulateAndIngest(const sim::SimConfig& c, const std::str
   return ingested.ok() ? std::move(*store) : nullptr;
 }
 
+// A slow_compute finding of rank 3, with rank 2 its victim, from the first row's two columns
+// (start and end, microseconds) of a query.
+Finding Rank3SlowOver(const QueryResult& span) {
+  Finding f;
+  f.kind = Kind::kSlowCompute;
+  f.ranks = {3};
+  f.victims = {2};
+  f.start_us = std::stoll(*span.rows[0][0]);
+  f.end_us = std::stoll(*span.rows[0][1]);
+  return f;
+}
+
 TEST(Perfetto, SimulatedStragglerWithCollectives) {
   testing::TempDir dir;
   sim::SimConfig c = ExportedJob(dir);
@@ -154,14 +166,8 @@ TEST(Perfetto, RecordsWithoutStartTimesAreSlicesPerDumpInterval) {
   ASSERT_TRUE(store);
   auto span = store->Query("SELECT min(dump_ts_us), max(dump_ts_us) FROM records");
   ASSERT_TRUE(span.ok());
-  Finding f;
-  f.kind = Kind::kSlowCompute;
-  f.ranks = {3};
-  f.victims = {2};
-  f.start_us = std::stoll(*span->rows[0][0]);
-  f.end_us = std::stoll(*span->rows[0][1]);
   std::string json;
-  auto rep = ExportPerfetto(*store, {f}, PerfettoOptions{}, &json);
+  auto rep = ExportPerfetto(*store, {Rank3SlowOver(*span)}, PerfettoOptions{}, &json);
   ASSERT_TRUE(rep.ok()) << rep.status().message();
   EXPECT_EQ(rep->collectives, 0u);
   EXPECT_GT(rep->interval_slices, 0u);
@@ -200,30 +206,20 @@ TEST(Perfetto, StepSeriesStepsAreOnTheStepsTrack) {
   sim::SimConfig c = ExportedJob(dir);
   c.output.steps = true;
   c.inspector.dump_interval_us = 20000;
-  sim::SimStats stats;
-  ASSERT_EQ(sim::Simulate(c, &stats).message(), "");
-  auto store = Store::Open(":memory:");
-  ASSERT_TRUE(store.ok());
+  auto store = SimulateAndIngest(c, dir / "job/nccl-inspector");
+  ASSERT_TRUE(store);
   IngestOptions io;
-  io.run = "sim";
-  io.threads = 1;
-  auto ingested =
-      readers::IngestInputs(**store, {dir / "job/nccl-inspector", dir / "job/steps"}, io);
-  ASSERT_TRUE(ingested.ok()) << ingested.status().message();
-  auto span = (*store)->Query(
+  io.run = "sim";  // SimulateAndIngest's
+  auto series = readers::IngestInputs(*store, {dir / "job/steps"}, io);
+  ASSERT_TRUE(series.ok()) << series.status().message();
+  auto span = store->Query(
       "SELECT CAST(min(start_us) AS BIGINT), CAST(max(start_us + dur_us) AS BIGINT) FROM steps "
       "WHERE step IN (5, 6)");
   ASSERT_TRUE(span.ok());
   ASSERT_TRUE(span->rows.size() == 1 && span->rows[0][0] && span->rows[0][1])
       << "no steps 5 and 6 stored";
-  Finding f;
-  f.kind = Kind::kSlowCompute;
-  f.ranks = {3};
-  f.victims = {2};
-  f.start_us = std::stoll(*span->rows[0][0]);
-  f.end_us = std::stoll(*span->rows[0][1]);
   std::string json;
-  auto rep = ExportPerfetto(**store, {f}, PerfettoOptions{}, &json);
+  auto rep = ExportPerfetto(*store, {Rank3SlowOver(*span)}, PerfettoOptions{}, &json);
   ASSERT_TRUE(rep.ok()) << rep.status().message();
   auto ev = Parse(json);
   EXPECT_EQ(Problems(ev), std::vector<std::string>{});
