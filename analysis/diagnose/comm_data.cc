@@ -278,6 +278,53 @@ Status MarkMembersLogging(duckdb_connection conn, const std::string& run_filter,
   return Status::Ok();
 }
 
+// Inst::late_host_members, for the communicators with a host of several members among members
+// of several hosts. A host whose slowest member was faster than every other host's fastest
+// arrived after all of them (ties are not).
+Status MarkLateHosts(duckdb_connection conn, const std::string& run_filter,
+                     const std::string& record_filter, const std::map<int64_t, int>& comm_index,
+                     CommData* d) {
+  std::string comm_ids;
+  for (const auto& [id, c] : comm_index) {
+    std::map<int, int> members;  // host -> members
+    for (int p : d->comms[static_cast<size_t>(c)].procs)
+      members[d->procs[static_cast<size_t>(p)].host]++;
+    bool several = false;
+    for (const auto& [h, m] : members) several = several || m > 1;
+    if (members.size() > 1 && several)
+      comm_ids += (comm_ids.empty() ? "" : ",") + std::to_string(id);
+  }
+  if (comm_ids.empty()) return Status::Ok();
+  auto r = Fetch(
+      conn,
+      "SELECT CAST(comm_id AS BIGINT), CAST(enum_code(op) AS BIGINT), CAST(sn AS BIGINT), "
+      "CAST(msg_size_bytes AS BIGINT), CAST(arg_min(m, hmin) AS BIGINT) FROM ("
+      "SELECT o.comm_id, o.op, r.sn, o.msg_size_bytes, p.hostname, min(r.exec_time_us) AS hmin, "
+      "max(r.exec_time_us) AS hmax, count(*) AS m "
+      "FROM records r JOIN operations o USING (run_id, op_id) "
+      "JOIN processes p ON p.run_id = r.run_id AND p.process_id = r.process_id "
+      "WHERE r.run_id = " +
+          run_filter + " AND o.kind = 'coll' AND o.comm_id IN (" + comm_ids + ")" + record_filter +
+          " GROUP BY ALL) GROUP BY comm_id, op, sn, msg_size_bytes "
+          "HAVING count(*) > 1 AND arg_min(m, hmin) > 1 AND arg_min(hmax, hmin) < "
+          "list_sort(list(hmin))[2]",
+      "iiiii");
+  if (!r.ok()) return r.status();
+  std::map<std::tuple<int, int, int64_t, int64_t>, int> late;  // (comm, op, sn, bytes) -> members
+  for (size_t i = 0; i < r->rows; ++i) {
+    auto ci = comm_index.find(r->i[0][i]);
+    if (ci == comm_index.end()) continue;
+    late[{ci->second, static_cast<int>(r->i[1][i]), r->i[2][i], r->i[3][i]}] =
+        static_cast<int>(r->i[4][i]);
+  }
+  if (late.empty()) return Status::Ok();
+  for (Inst& x : d->insts) {
+    auto it = late.find({x.comm, x.op, x.sn, x.bytes});
+    if (it != late.end()) x.late_host_members = it->second;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 void InferLayout(CommData* d) {
@@ -721,6 +768,8 @@ Result<CommData> LoadCommData(Store& store, const std::string& run, const TimeWi
   int64_t exact = 0;
   if (Status st = l.LoadInstances(w, &exact); !st.ok()) return st;
   if (Status st = MarkMembersLogging(conn, run_filter, l.comm_index, &l.d); !st.ok()) return st;
+  if (Status st = MarkLateHosts(conn, run_filter, w.records, l.comm_index, &l.d); !st.ok())
+    return st;
   if (Status st = l.LoadP2p(w); !st.ok()) return st;
   if (Status st = l.LoadProxySends(w); !st.ok()) return st;
   CommData& d = l.d;

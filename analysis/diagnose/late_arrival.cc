@@ -60,6 +60,12 @@ std::unordered_map<uint64_t, double> MaterialWaits(const CommData& d, const Late
 // `sampled`: how many of them are sampled records (below).
 struct Cell { int total = 0, last = 0, sampled = 0; double chance = 0, wait = 0; };
 
+// The number of ways to choose k of n.
+double Choose(int n, int k) {
+  return std::round(
+      std::exp(std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0)));
+}
+
 // log P(X >= k) for X ~ Binomial(n, p): the exact tail, since the normal approximation is far too
 // generous for a handful of instances at a small chance (6 of 8 at 1/8 reads z = 5.3, p = 8e-5).
 double LogBinomialTail(int n, int k, double p) {
@@ -164,6 +170,7 @@ void Scan(const Cells& cells, size_t tests, double W, const LateOptions& o, bool
 struct Late {
   int comm, w, proc;
   double wait;
+  bool host_late;  // all the last member's host's members arrived after every other member
 };
 
 // How many collectives one sampled record stands for: the median step of its sequence number
@@ -184,18 +191,21 @@ std::map<std::pair<int, int>, double> RecordsRepresented(const CommData& d) {
 }
 
 // The members of each late host (`host_events`) that share its late arrivals, as events of their
-// own (LateEvent::host_test), added to `events`.
+// own (LateEvent::host_test), added to `events`. The events from `late_host_tests` on are late as
+// a whole host (Late::host_late), and count only such late arrivals.
 void AddLateHostsMembers(const CommData& d, const std::vector<LateEvent>& host_events,
-                         const std::vector<Late>& complete_lasts, const std::vector<std::map<int, int>>& host_members,
-                         double log_alpha, std::vector<LateEvent>* events_out) {
+                         size_t late_host_tests, const std::vector<Late>& complete_lasts,
+                         const std::vector<std::map<int, int>>& host_members, double log_alpha,
+                         std::vector<LateEvent>* events_out) {
   std::vector<LateEvent>& events = *events_out;
   for (const LateEvent& he : host_events) {
     const int h = he.proc, c = he.comm;
+    const bool host_late = static_cast<size_t>(&he - host_events.data()) >= late_host_tests;
     std::map<int, int> host_lasts;        // host -> last arrivals over the run
     std::map<int, std::pair<int, double>> own;  // the host's members -> (last arrivals, wait)
     std::map<int, std::pair<std::vector<int>, std::vector<double>>> own_by_w;  // ... per window of the run
     for (const Late& l : complete_lasts) {
-      if (l.comm != c || l.w < he.w0 || l.w > he.w1) continue;
+      if (l.comm != c || l.w < he.w0 || l.w > he.w1 || (host_late && !l.host_late)) continue;
       const int lh = d.procs[static_cast<size_t>(l.proc)].host;
       host_lasts[lh]++;
       if (lh == h) {
@@ -216,7 +226,7 @@ void AddLateHostsMembers(const CommData& d, const std::vector<LateEvent>& host_e
     // chance as its own test must be (a first-stage host last at 28 of the 40 collectives its
     // stage ended last is chance 0.008 against its partner host).
     const auto& hm = host_members[static_cast<size_t>(c)];
-    bool alone = true;
+    bool alone = true;  // (a host late as a whole is late alone)
     for (const auto& [h2, n2] : host_lasts) {
       if (h2 == h) continue;
       const double p = static_cast<double>(hm.at(h)) / (hm.at(h) + hm.at(h2));
@@ -224,9 +234,10 @@ void AddLateHostsMembers(const CommData& d, const std::vector<LateEvent>& host_e
     }
     if (!alone) continue;
     // The host's late members: those last at least half as often as their equal share of it
-    // (a lone straggler among its host's members is the host's event alone).
+    // (a lone straggler among its host's members is the host's event alone); of a host late as a
+    // whole, every member is late, and which of them arrived last is chance.
     for (const auto& [p, lw] : own) {
-      if (2.0 * hm.at(h) * lw.first < he.last) continue;
+      if (!host_late && 2.0 * hm.at(h) * lw.first < he.last) continue;
       LateEvent e = he;
       e.proc = p;
       e.last = lw.first;
@@ -236,6 +247,7 @@ void AddLateHostsMembers(const CommData& d, const std::vector<LateEvent>& host_e
       e.instances_by_w.clear();
       e.chance_by_w.clear();
       e.host_test = static_cast<int>(&he - host_events.data());
+      e.host_as_whole = host_late;
       events.push_back(e);
     }
   }
@@ -427,6 +439,11 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
     return hm.size() > 1 && it != hm.end() && it->second > 1;
   };
   Cells host_cells;
+  // ... and, as a second test of each such host, "every member of this host arrived after every
+  // other member" (chance 1 / C(n, m)): a host slowed as a whole is late so at every collective,
+  // each of its members the last only by chance among them (a data-parallel group of two members
+  // on each of two hosts, whose slowed host was last at 19 of 22 instances, 1 in 2 by chance).
+  Cells late_host_cells;
   std::vector<Late> complete_lasts;
   // Sampled records (a member alone, or some of them): each record against the other members'
   // records of the same communicator, op and size nearest to it in time (below).
@@ -441,12 +458,17 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
       Cell& c = cell(cells[0], x.pmin, x.comm, w);
       c.last++;
       c.wait += wait;
-      complete_lasts.push_back({x.comm, w, x.pmin, wait});
+      complete_lasts.push_back({x.comm, w, x.pmin, wait, x.late_host_members > 1});
       const int h = d.procs[static_cast<size_t>(x.pmin)].host;
       if (host_tested(x.comm, h)) {
         Cell& hc = cell(host_cells, h, x.comm, w);
         hc.last++;
         hc.wait += wait;
+        if (x.late_host_members > 1) {
+          Cell& lc = cell(late_host_cells, h, x.comm, w);
+          lc.last++;
+          lc.wait += wait;
+        }
       }
     } else if (x.pmin >= 0 && x.members_logging) {
       sampled_recs[{x.comm, x.op, x.bytes}].push_back({x.ts, x.pmin, x.tmin});
@@ -480,7 +502,7 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
   size_t tests = 0;
   for (size_t c = 0; c < d.comms.size(); ++c) {
     tests += d.comms[c].procs.size();
-    for (const auto& [h, m] : host_members[c]) tests += host_tested(static_cast<int>(c), h);
+    for (const auto& [h, m] : host_members[c]) tests += 2 * host_tested(static_cast<int>(c), h);
   }
   for (auto& [key, v] : host_cells) {
     const int h = static_cast<int>(key >> 32), c = static_cast<int>(key & 0xFFFFFFFF);
@@ -490,6 +512,16 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
       const int t = total[static_cast<size_t>(c)][static_cast<size_t>(w)];
       v[static_cast<size_t>(w)].total += t;
       v[static_cast<size_t>(w)].chance += t * share;
+    }
+  }
+  for (auto& [key, v] : late_host_cells) {
+    const int h = static_cast<int>(key >> 32), c = static_cast<int>(key & 0xFFFFFFFF);
+    const double chance = 1 / Choose(static_cast<int>(d.comms[static_cast<size_t>(c)].procs.size()),
+                                     host_members[static_cast<size_t>(c)][h]);
+    for (int w = 0; w < nw; ++w) {
+      const int t = total[static_cast<size_t>(c)][static_cast<size_t>(w)];
+      v[static_cast<size_t>(w)].total += t;
+      v[static_cast<size_t>(w)].chance += t * chance;
     }
   }
   Scan(cells[0], tests, W, o, false, false, &events);
@@ -502,8 +534,11 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
   for (const Cells& cs : waiting_cells) Scan(cs, waiting_tests, W, o, true, true, &events);
   std::vector<LateEvent> host_events;
   Scan(host_cells, tests, W, o, false, false, &host_events);
+  const size_t late_host_tests = host_events.size();
+  Scan(late_host_cells, tests, W, o, false, false, &host_events);
   const double log_alpha = std::log(o.alpha / static_cast<double>(std::max<size_t>(1, tests)));
-  AddLateHostsMembers(d, host_events, complete_lasts, host_members, log_alpha, &events);
+  AddLateHostsMembers(d, host_events, late_host_tests, complete_lasts, host_members, log_alpha,
+                      &events);
   // One event per (proc, comm): the less likely by chance.
   std::sort(events.begin(), events.end(), [](const LateEvent& x, const LateEvent& y) {
     return std::tie(x.proc, x.comm, x.log_p) < std::tie(y.proc, y.comm, y.log_p);
@@ -1140,6 +1175,12 @@ std::vector<const LateEvent*> LateExplainer::Leaders(std::vector<const LateEvent
       const bool root = lasts.count(y->proc) > 0;
       const int strength = root ? lasts[y->proc] : explained_lasts[y->proc];
       if (y->proc == r->proc || (root && strength < lasts[r->proc]) || y->w1 < r->w0 || y->w0 > r->w1) continue;
+      // A rank of a host late as a whole is late with its host's other ranks, not because of
+      // them (the ranks of a slowed host, late by 95 ms at their data-parallel collectives,
+      // waited 1 ms a step in their tensor-parallel groups for their slowest GPU).
+      if (r->host_as_whole &&
+          d.procs[static_cast<size_t>(y->proc)].host == d.procs[static_cast<size_t>(r->proc)].host)
+        continue;
       const auto& members = d.comms[static_cast<size_t>(y->comm)].procs;
       const Comm* pipe = nullptr;
       // Waiting in a shared communicator for a rank that others explain follows it too, where
@@ -1178,6 +1219,17 @@ std::vector<const LateEvent*> LateExplainer::Leaders(std::vector<const LateEvent
 std::vector<Finding> HostFindings(const CommData& d, const std::vector<const LateEvent*>& roots, double W) {
   std::vector<Finding> out;
   const int nw = static_cast<int>((d.t1 - d.t0) / W) + 1;
+  // Runs of a host apart by less than its records' placement in time (an instance without start
+  // times sits at its earliest member's dump, up to a dump interval after it ran) are one episode
+  // (a host slowed for 10 steps of a job dumped every 2 s was late in two runs a window apart).
+  int lag = 0;
+  {
+    std::vector<double> lags;
+    for (const Inst& x : d.insts)
+      if (x.earliest_ts > 0 && x.earliest_ts < x.ts)
+        lags.push_back(static_cast<double>(x.ts - x.earliest_ts));
+    if (!lags.empty()) lag = static_cast<int>(std::ceil(Median(lags) / W));
+  }
   std::map<int, std::set<int>> late_procs;  // host -> its late ranks
   for (const LateEvent* e : roots)
     late_procs[d.procs[static_cast<size_t>(e->proc)].host].insert(e->proc);
@@ -1198,7 +1250,7 @@ std::vector<Finding> HostFindings(const CommData& d, const std::vector<const Lat
     std::vector<std::vector<const LateEvent*>> groups;
     int end = -1;
     for (const LateEvent* e : v) {
-      if (groups.empty() || e->w0 > end + 1) groups.emplace_back();
+      if (groups.empty() || e->w0 > end + 1 + lag) groups.emplace_back();
       groups.back().push_back(e);
       end = std::max(end, e->w1);
     }

@@ -47,6 +47,8 @@ struct LateEvent {
   // A member of a host found late as a whole (its members share the late arrivals): the index of
   // that host's test, shared by its members' events; -1 for a rank's own.
   int host_test = -1;
+  // That host test's members all arrived after every other member (not just its last one).
+  bool host_as_whole = false;
   // Per window of the run (w0..w1): its late arrivals and its peers' wait for it, so that what
   // explains its lateness is weighed where the lateness happened.
   std::vector<int> last_by_w;
