@@ -44,7 +44,7 @@ RULES = [
     ('late arrival: a host whose members all arrived after every other member is tested as late as a whole (chance 1/C(n,m))',
      D + 'late_arrival.cc', 'Scan(late_host_cells, tests, W, o, false, false, &host_events);', '(void)late_host_cells;'),
     ('late arrival: a rank of a host late as a whole follows none of its host\'s ranks', D + 'late_arrival.cc',
-     'if (r->host_as_whole && d.procs', 'if (false && r->host_as_whole && d.procs'),
+     'if (r->host_as_whole &&', 'if (false && r->host_as_whole &&'),
     ('late arrival: a host\'s late runs apart by less than its records\' placement in time are one finding',
      D + 'late_arrival.cc', 'e->w0 > end + 1 + lag', 'e->w0 > end + 1'),
     ('late arrival: a host test\'s instances are counted once in its finding', D + 'late_arrival.cc',
