@@ -94,6 +94,8 @@ RULES = [
      'const double xfer = std::max(0.0,', 'const double xfer = 0 * std::max(0.0,'),
     ('late arrival: one finding per host and overlapping windows', D + 'late_arrival.cc',
      'if (groups.empty() || e->w0 > end + 1 + lag) groups.emplace_back();', 'groups.emplace_back();'),
+    ('slow link: an all-to-all is as slow as its slowest host\'s transfers', D + 'comm_detect.cc',
+     'level = std::max(level, q25(e));', 'level = level < 0 ? q25(e) : std::min(level, q25(e));'),
     ('slow link: an all-to-all is one channel', D + 'comm_data.cc',
      'out[c] = m >= 3 && pairs[c]', 'out[c] = false && m >= 3 && pairs[c]'),
     ('slow link: a pipeline pair is timed by its wire time, the shorter of Send and Recv', D + 'comm_detect.cc',

@@ -147,8 +147,10 @@ void AddP2pRatios(const CommData& d, double W, int nw, std::vector<Chan>* chans_
   // 25th percentile, against the job's.
   const std::vector<bool> all_to_all = AllToAllComms(d);
   std::map<std::tuple<int, int, int>, int> pair_chan;
-  std::map<int, std::vector<std::pair<int, double>>> samples;  // chan -> (window, time)
-  auto sample = [&](int comm, int a, int b, int64_t ts, double t) {
+  // chan -> (window, host, time); host -1 for the channel's, and an all-to-all's records also
+  // under each of their hosts (the sender's and the receiver's NIC).
+  std::map<int, std::vector<std::tuple<int, int, double>>> samples;
+  auto sample = [&](int comm, int a, int b, int64_t ts, double t, int host = -1) {
     auto [it, added] = pair_chan.try_emplace({comm, a, b}, static_cast<int>(chans.size()));
     if (added) {
       const Comm& c = d.comms[static_cast<size_t>(comm)];
@@ -156,19 +158,25 @@ void AddP2pRatios(const CommData& d, double W, int nw, std::vector<Chan>* chans_
       SortUnique(&hs);
       chans.push_back({comm, hs, a < 0 ? c.procs : std::vector<int>{a, b}});
     }
-    samples[it->second].push_back({std::min(nw - 1, static_cast<int>(std::max<int64_t>(0, ts - d.t0) / W)), t});
+    samples[it->second].push_back(
+        {std::min(nw - 1, static_cast<int>(std::max<int64_t>(0, ts - d.t0) / W)), host, t});
   };
-  // An all-to-all's records, each of which waits for the group.
-  for (const P2p& x : d.p2p)
-    if (x.peer >= 0 && x.bytes >= (1 << 20) && all_to_all[static_cast<size_t>(x.comm)] &&
-        d.comms[static_cast<size_t>(x.comm)].hosts.size() >= 2)
-      sample(x.comm, -1, -1, x.ts, x.exec);
   // A pair's transfers by their wire time, the shorter of Send and Recv: a pipeline held
   // upstream (a degraded NIC's expert group stalls its stage) stretches both sides' records
   // of its healthy pairs, never the later side's.
-  for (const P2pTransfer& t : CrossHostP2pTransfers(d))
-    if (t.bytes >= (1 << 20) && !all_to_all[static_cast<size_t>(t.comm)])
+  // An all-to-all's transfers, the same way. Where each waits for the group, each is as slow as
+  // the group; where each is timed on its own, those of a slow host are: the group is as slow as
+  // its slowest host's transfers (below), whose sender's or receiver's NIC each crosses.
+  for (const P2pTransfer& t : CrossHostP2pTransfers(d)) {
+    if (t.bytes < (1 << 20)) continue;
+    if (!all_to_all[static_cast<size_t>(t.comm)]) {
       sample(t.comm, std::min(t.from, t.to), std::max(t.from, t.to), t.ts, t.Wire());
+      continue;
+    }
+    sample(t.comm, -1, -1, t.ts, t.Wire());
+    sample(t.comm, -1, -1, t.ts, t.Wire(), d.procs[static_cast<size_t>(t.from)].host);
+    sample(t.comm, -1, -1, t.ts, t.Wire(), d.procs[static_cast<size_t>(t.to)].host);
+  }
   auto q25 = [](std::vector<double> v) {
     std::nth_element(v.begin(), v.begin() + v.size() / 4, v.end());
     return v[v.size() / 4];
@@ -180,11 +188,21 @@ void AddP2pRatios(const CommData& d, double W, int nw, std::vector<Chan>* chans_
   std::map<int, double> own;
   std::map<std::pair<std::string, int>, std::vector<double>> sibling_levels;
   for (auto& [ch, v] : samples) {
-    std::map<int, std::vector<double>> per_w;
-    for (auto [w, e] : v) per_w[w].push_back(e);
+    std::map<int, std::map<int, std::vector<double>>> per_w;  // window -> host -> times
+    for (auto [w, h, e] : v) per_w[w][h].push_back(e);
     std::vector<double> levels;
-    for (auto& [w, e] : per_w)
-      if (e.size() >= 4) { lw[ch][w] = q25(e); levels.push_back(lw[ch][w]); }
+    for (auto& [w, hosts] : per_w) {
+      // The slowest host's, of the hosts with 4 transfers; else the group's.
+      double level = -1;
+      for (auto& [h, e] : hosts)
+        if (h >= 0 && e.size() >= 4) level = std::max(level, q25(e));
+      if (auto all = hosts.find(-1); level < 0 && all != hosts.end() && all->second.size() >= 4)
+        level = q25(all->second);
+      if (level >= 0) {
+        lw[ch][w] = level;
+        levels.push_back(level);
+      }
+    }
     if (levels.size() < 4) { lw.erase(ch); continue; }
     own[ch] = q25(levels);
     const Comm& c = d.comms[static_cast<size_t>(chans[static_cast<size_t>(ch)].comm)];
