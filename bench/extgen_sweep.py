@@ -11,7 +11,7 @@ the jobs it scores differently are printed with both results, then its totals: a
 judged on the same jobs in the same session.
 
 usage: bench/extgen_sweep.py [--collscope build/collscope] [--baseline BIN] [--seed N] [--jobs M]
-                             [--out DIR]
+                             [--out DIR] [--only NAME_PART]
 """
 import argparse, json, os, random, shutil, subprocess, sys
 
@@ -69,6 +69,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=20)
     ap.add_argument("--out", default="extgen-sweep")
     ap.add_argument("--baseline", help="another collscope binary to score on the same jobs")
+    ap.add_argument("--only", help="run only the drawn jobs whose name contains this (the same draws)")
     a = ap.parse_args()
     r = random.Random(a.seed)
     os.makedirs(a.out, exist_ok=True)
@@ -76,6 +77,8 @@ def main():
     base = {"found": 0, "false": 0, "changed_jobs": 0}
     for i in range(a.jobs):
         name, args, fault = draw_job(r, a.seed * 1000 + i)
+        if a.only and a.only not in name:
+            continue
         out = os.path.join(a.out, name)
         shutil.rmtree(out, ignore_errors=True)
         subprocess.run([sys.executable, os.path.join(EXTGEN, "gen.py"), "--fault", fault, "--out", out] + args,
