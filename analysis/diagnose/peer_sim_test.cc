@@ -431,8 +431,8 @@ TEST(PeerBaseline, AHostLateAsAWholeInGroupsOfTwoHostsIsFound) {
   // An independent generator's 32-GPU job (TP 4 PP 2 on 8-GPU hosts, 2 s dumps, x15009): a host
   // slowed 1.42x for 10 of 40 steps drew nothing. Each data-parallel group holds two ranks of each
   // of two hosts; the slowed host's two were the last two at nearly every instance, but which of
-  // them was last is chance, and the host was last at most of them only as often as 1 in 2 is
-  // rare over a few dump intervals. Both last together is 1 in 6 by chance.
+  // them was last is chance, and "the last member is on this host" (1 in 2 by chance) fell short
+  // of the bar over a few dump intervals. Both last together is 1 in 6 by chance.
   std::vector<Suppressed> dropped;
   auto f = Diagnose(dir / "job", {4, 8, 4, 2},
                     {"kind=host_slowdown,host=3,factor=1.42,start_step=17,end_step=27"}, "2.30", 40,
@@ -441,6 +441,7 @@ TEST(PeerBaseline, AHostLateAsAWholeInGroupsOfTwoHostsIsFound) {
   EXPECT_EQ(f[0].kind, Kind::kSlowCompute);
   EXPECT_EQ(f[0].hosts, std::vector<std::string>({"node-003"})) << FindingsToText(f);
 }
+
 TEST(PeerBaseline, HostSlowWhereTensorParallelFillsTheHostIsFound) {
   SKIP_UNDER_SANITIZERS();
   testing::TempDir dir;
