@@ -57,7 +57,7 @@ RULES = [
      D + 'late_arrival.cc', 'if (q == rr || std::find(held.begin(), held.end(), *q) == held.end()) continue;',
      'if (q == rr || (*q != y.proc && !held.empty())) continue;'),
     ('late arrival: pipeline waits are summed one dump interval past the late run (dump-timed records)',
-     D + 'late_arrival.cc', 'if (!lags.empty()) m.p2p_lag = static_cast<int>', 'if (!lags.empty()) m.p2p_lag = 0 * static_cast<int>'),
+     D + 'late_arrival.cc', 'm.p2p_lag = PlacementLag(d.p2p, W);', 'm.p2p_lag = 0 * PlacementLag(d.p2p, W);'),
     ('late arrival: an all-to-all\'s transfers compare with their siblings\' whatever their sizes', D + 'late_arrival.cc',
      'all_to_all[ci] ? -1 : x.bytes', 'all_to_all[ci] ? x.bytes : x.bytes'),
     ('late arrival: an all-to-all has no sides (its waits make no pipeline follower)', D + 'late_arrival.cc',

@@ -278,7 +278,7 @@ Status MarkMembersLogging(duckdb_connection conn, const std::string& run_filter,
   return Status::Ok();
 }
 
-// Inst::late_host_members, for the communicators with a host of several members among members
+// Inst::host_late, for the communicators with a host of several members among members
 // of several hosts. A host whose slowest member was faster than every other host's fastest
 // arrived after all of them (ties are not).
 Status MarkLateHosts(duckdb_connection conn, const std::string& run_filter,
@@ -298,7 +298,7 @@ Status MarkLateHosts(duckdb_connection conn, const std::string& run_filter,
   auto r = Fetch(
       conn,
       "SELECT CAST(comm_id AS BIGINT), CAST(enum_code(op) AS BIGINT), CAST(sn AS BIGINT), "
-      "CAST(msg_size_bytes AS BIGINT), CAST(arg_min(m, hmin) AS BIGINT) FROM ("
+      "CAST(msg_size_bytes AS BIGINT) FROM ("
       "SELECT o.comm_id, o.op, r.sn, o.msg_size_bytes, p.hostname, min(r.exec_time_us) AS hmin, "
       "max(r.exec_time_us) AS hmax, count(*) AS m "
       "FROM records r JOIN operations o USING (run_id, op_id) "
@@ -308,20 +308,16 @@ Status MarkLateHosts(duckdb_connection conn, const std::string& run_filter,
           " GROUP BY ALL) GROUP BY comm_id, op, sn, msg_size_bytes "
           "HAVING count(*) > 1 AND arg_min(m, hmin) > 1 AND arg_min(hmax, hmin) < "
           "list_sort(list(hmin))[2]",
-      "iiiii");
+      "iiii");
   if (!r.ok()) return r.status();
-  std::map<std::tuple<int, int, int64_t, int64_t>, int> late;  // (comm, op, sn, bytes) -> members
+  std::set<std::tuple<int, int, int64_t, int64_t>> late;  // (comm, op, sn, bytes)
   for (size_t i = 0; i < r->rows; ++i) {
     auto ci = comm_index.find(r->i[0][i]);
-    if (ci == comm_index.end()) continue;
-    late[{ci->second, static_cast<int>(r->i[1][i]), r->i[2][i], r->i[3][i]}] =
-        static_cast<int>(r->i[4][i]);
+    if (ci != comm_index.end())
+      late.insert({ci->second, static_cast<int>(r->i[1][i]), r->i[2][i], r->i[3][i]});
   }
   if (late.empty()) return Status::Ok();
-  for (Inst& x : d->insts) {
-    auto it = late.find({x.comm, x.op, x.sn, x.bytes});
-    if (it != late.end()) x.late_host_members = it->second;
-  }
+  for (Inst& x : d->insts) x.host_late = late.count({x.comm, x.op, x.sn, x.bytes}) > 0;
   return Status::Ok();
 }
 

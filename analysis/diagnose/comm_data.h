@@ -51,11 +51,11 @@ struct Inst {
   // known only then: a member that is never recorded biases the count towards the members it
   // synchronises with, which then seem last whenever it was (a data-parallel partner, say).
   bool members_logging = true;
-  // The members of the last member's host, where every one of them arrived after every member on
-  // the other hosts (their times are the shortest); 0 otherwise, and in communicators that hold
-  // no host with two members among members of several hosts. A slowed host with several members
-  // in a group is late as a whole, which chance does rarely (1 in C(n, m)).
-  int late_host_members = 0;
+  // Every member on the last member's host, two or more, arrived after every member on the other
+  // hosts (their times are the shortest). Set only in communicators that hold a host with two
+  // members among members of several hosts: a slowed host with several members in a group is late
+  // as a whole, which chance does rarely (1 in C(n, m)).
+  bool host_late = false;
 };
 
 // One point-to-point record (pipeline Send/Recv; PyTorch all_to_all as grouped send/recv). The

@@ -458,13 +458,13 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
       Cell& c = cell(cells[0], x.pmin, x.comm, w);
       c.last++;
       c.wait += wait;
-      complete_lasts.push_back({x.comm, w, x.pmin, wait, x.late_host_members > 1});
+      complete_lasts.push_back({x.comm, w, x.pmin, wait, x.host_late});
       const int h = d.procs[static_cast<size_t>(x.pmin)].host;
       if (host_tested(x.comm, h)) {
         Cell& hc = cell(host_cells, h, x.comm, w);
         hc.last++;
         hc.wait += wait;
-        if (x.late_host_members > 1) {
+        if (x.host_late) {
           Cell& lc = cell(late_host_cells, h, x.comm, w);
           lc.last++;
           lc.wait += wait;
@@ -663,6 +663,17 @@ struct WaitsOnOthers {
   int p2p_lag = 0;  // windows a dump-timed point-to-point record lags its wait
 };
 
+// How many windows of W a record without its start time sits after it completed: the median lag
+// of its placement (its dump) after the earliest it can have completed; 0 with start times.
+template <typename Record>
+int PlacementLag(const std::vector<Record>& records, double W) {
+  std::vector<double> lags;
+  for (const Record& x : records)
+    if (x.earliest_ts > 0 && x.earliest_ts < x.ts)
+      lags.push_back(static_cast<double>(x.ts - x.earliest_ts));
+  return lags.empty() ? 0 : static_cast<int>(std::ceil(Median(std::move(lags)) / W));
+}
+
 WaitsOnOthers MeasureWaitsOnOthers(const CommData& d, double W) {
   const int nw = static_cast<int>((d.t1 - d.t0) / W) + 1;
   auto win = [&](int64_t ts) { return std::clamp(static_cast<int>((ts - d.t0) / W), 0, nw - 1); };
@@ -725,12 +736,7 @@ WaitsOnOthers MeasureWaitsOnOthers(const CommData& d, double W) {
   // earlier, a different lag for each process (each dumps in its own phase), while a collective
   // instance is placed by its earliest member's dump. So what a late run waited on its pipeline
   // peers is summed over the run and the windows of one dump interval after it.
-  {
-    std::vector<double> lags;
-    for (const P2p& x : d.p2p)
-      if (x.earliest_ts > 0 && x.earliest_ts < x.ts) lags.push_back(static_cast<double>(x.ts - x.earliest_ts));
-    if (!lags.empty()) m.p2p_lag = static_cast<int>(std::ceil(Median(lags) / W));
-  }
+  m.p2p_lag = PlacementLag(d.p2p, W);
 
   return m;
 }
@@ -1222,14 +1228,7 @@ std::vector<Finding> HostFindings(const CommData& d, const std::vector<const Lat
   // Runs of a host apart by less than its records' placement in time (an instance without start
   // times sits at its earliest member's dump, up to a dump interval after it ran) are one episode
   // (a host slowed for 10 steps of a job dumped every 2 s was late in two runs a window apart).
-  int lag = 0;
-  {
-    std::vector<double> lags;
-    for (const Inst& x : d.insts)
-      if (x.earliest_ts > 0 && x.earliest_ts < x.ts)
-        lags.push_back(static_cast<double>(x.ts - x.earliest_ts));
-    if (!lags.empty()) lag = static_cast<int>(std::ceil(Median(lags) / W));
-  }
+  const int lag = PlacementLag(d.insts, W);
   std::map<int, std::set<int>> late_procs;  // host -> its late ranks
   for (const LateEvent* e : roots)
     late_procs[d.procs[static_cast<size_t>(e->proc)].host].insert(e->proc);

@@ -338,17 +338,14 @@ Status WriteKinetoEvents(duckdb_connection conn, const std::string& rid, const s
   if (!s.ok()) return s.status();
   for (size_t i = 0; i < s->rows; ++i) {
     const bool kineto = s->s[0][i] == "kineto";
+    Args args;
+    args.Val("step", static_cast<double>(s->i[1][i]));
+    if (kineto)
+      args.Val("compute_us", s->d[2][i]).Val("nccl_us", s->d[3][i]);
+    else
+      args.Str("from", "step/phase series");
     w.Slice((kineto ? "ProfilerStep#" : "step ") + std::to_string(s->i[1][i]), "step",
-            static_cast<int>(s->i[0][i]), kTidSteps, s->d[0][i], s->d[1][i],
-            kineto ? Args()
-                         .Val("step", static_cast<double>(s->i[1][i]))
-                         .Val("compute_us", s->d[2][i])
-                         .Val("nccl_us", s->d[3][i])
-                         .Done()
-                   : Args()
-                         .Val("step", static_cast<double>(s->i[1][i]))
-                         .Str("from", "step/phase series")
-                         .Done());
+            static_cast<int>(s->i[0][i]), kTidSteps, s->d[0][i], s->d[1][i], args.Done());
     ++rep.steps;
   }
   auto k = Fetch(conn,
