@@ -120,6 +120,8 @@ RULES = [
      'if (!flaps && ambiguous) {', 'if (false) {'),
     ('pipeline bubble: stages downstream of a bubble follow it', D + 'bubble_detect.cc',
      'if (!upstream) { kept.push_back(f); continue; }', 'kept.push_back(f);\n    continue;'),
+    ('pipeline bubble: a stage whose own activations arrived as much later passes the delay on', D + 'bubble_detect.cc',
+     'if (upstream >= 0.5 * e) {', 'if (false && upstream >= 0.5 * e) {'),
     ('late arrival: what explains lateness is weighed block by block of the run', D + 'late_arrival.cc',
      'const int n = std::max(1, (w1 - w0 + 1) / block);', 'const int n = 1 + 0 * std::max(1, (w1 - w0 + 1) / block);'),
     ('pipeline bubble: a window\'s idle share is its mean wait times the job\'s receive rate', D + 'bubble_detect.cc',

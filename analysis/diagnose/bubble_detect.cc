@@ -79,23 +79,46 @@ std::vector<Finding> DetectPipelineBubble(const CommData& d, const CommOptions& 
     if (x.send) { a.send += x.exec; a.ns++; } else { a.recv += x.exec; a.nr++; l.receives++; }
   }
   const double span_us = static_cast<double>(d.t1 - d.t0);
-  auto idle_share = [&](const Link& l, const Acc& a) {
-    return std::max(0.0, a.recv / a.nr - a.send / a.ns) * l.receives / span_us;
+  // The receiver's wait less the sender's, as a share of the job's time: negative where the
+  // sender waited the longer.
+  auto wait_share = [&](const Link& l, const Acc& a) {
+    return (a.recv / a.nr - a.send / a.ns) * l.receives / span_us;
   };
+  auto idle_share = [&](const Link& l, const Acc& a) { return std::max(0.0, wait_share(l, a)); };
   // Per link and window: the receiver's idle share in excess of the link's usual one.
   std::map<int, std::vector<const Link*>> by_stage;
   // Usual idle share of a link: its 25th percentile over windows (a bubble makes steps longer,
   // so it can fill most windows of a job; the better quarter still shows the usual level).
-  std::map<const Link*, double> base;
+  std::map<const Link*, double> base, wait_base;
   for (auto& [k, l] : links) {
     by_stage[l.stage].push_back(&l);
-    std::vector<double> idles;
+    std::vector<double> idles, waits;
     for (const Acc& b : l.w)
-      if (b.nr && b.ns) idles.push_back(idle_share(l, b));
-    if (idles.empty()) { base[&l] = 0; continue; }
+      if (b.nr && b.ns) idles.push_back(idle_share(l, b)), waits.push_back(wait_share(l, b));
+    if (idles.empty()) {
+      base[&l] = wait_base[&l] = 0;
+      continue;
+    }
     std::nth_element(idles.begin(), idles.begin() + idles.size() / 4, idles.end());
     base[&l] = idles[idles.size() / 4];
+    std::nth_element(waits.begin(), waits.begin() + waits.size() / 4, waits.end());
+    wait_base[&l] = waits[waits.size() / 4];
   }
+  // How much longer than usual a stage's receivers waited for their activations over windows
+  // w0..w1 (the median over its incoming links of their mean excess wait): 0 for the first stage.
+  auto waited_for_upstream = [&](int stage, int w0, int w1) {
+    auto it = by_stage.find(stage - 1);
+    if (it == by_stage.end()) return 0.0;
+    std::vector<double> per_link;
+    for (const Link* l : it->second) {
+      double sum = 0;
+      int n = 0;
+      for (int w = w0; w <= w1; ++w)
+        if (l->w[w].nr && l->w[w].ns) sum += wait_share(*l, l->w[w]) - wait_base[l], ++n;
+      if (n) per_link.push_back(sum / n);
+    }
+    return per_link.empty() ? 0.0 : Median(per_link);
+  };
   for (auto& [stage, ls] : by_stage) {
     std::vector<int> flagged_w;
     std::vector<double> excess_w(nw, 0);
@@ -127,6 +150,7 @@ std::vector<Finding> DetectPipelineBubble(const CommData& d, const CommOptions& 
       for (int w : flagged_w)
         if (w >= w0 && w <= w1) exs.push_back(excess_w[w]);
       if (exs.size() < 2) continue;
+      const double e = Median(exs);
       Finding f;
       f.kind = Kind::kPipelineBubble;
       f.detector = "comm.pipeline_bubble";
@@ -144,7 +168,6 @@ std::vector<Finding> DetectPipelineBubble(const CommData& d, const CommOptions& 
       SortUnique(&f.comms);
       f.start_us = d.t0 + static_cast<int64_t>(w0 * W);
       f.end_us = d.t0 + static_cast<int64_t>((w1 + 1) * W);
-      const double e = Median(exs);
       f.confidence = std::min(1.0, 0.5 + 0.05 * static_cast<double>(exs.size())) * std::min(1.0, 0.5 + e);
       f.Add("stage", stage);
       f.Add("extra_idle_share", e);
@@ -158,6 +181,20 @@ std::vector<Finding> DetectPipelineBubble(const CommData& d, const CommOptions& 
                   FormatTimeUs(f.start_us) +
                   " (a pipeline bubble); check that stage's work between micro-batches (host-side "
                   "code, data loading) and its layer balance.";
+      // A stage whose own activations arrived as much later than usual passes a delay on: the
+      // pipeline upstream of it is slow (a degraded NIC two stages up, whose stage idled its
+      // successor too little to be named), not its work between micro-batches. A bubble of its
+      // own makes its predecessor wait instead, which shortens its receives.
+      const double upstream = waited_for_upstream(stage, w0, w1);
+      if (upstream >= 0.5 * e) {
+        if (o.suppressed) {
+          std::snprintf(b, sizeof b, "%.0f%%", 100 * upstream);
+          o.suppressed->push_back(
+              {f, std::string("its own activations arrived late as well: its receivers waited ") +
+                      b + " of the time more over the same windows, and it passed the delay on"});
+        }
+        continue;
+      }
       out.push_back(std::move(f));
     }
   }
