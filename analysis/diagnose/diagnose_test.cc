@@ -1359,6 +1359,61 @@ TEST(PipelineBubble, LateActivationsFromOneStage) {
   EXPECT_TRUE(DetectPipelineBubble(Pipeline(8, 14, 500), Opts()).empty()) << "2% idle is noise";
 }
 
+// Three pipeline stages (processes 0,1 -> 2,3 -> 4,5 over two pipeline communicators), 10 steps
+// a window. Stage 0's senders wait 2 ms for each handover, so its receivers never idle; over
+// windows w0..w1 the middle stage's receivers wait `upstream_us` longer and the last stage's
+// `downstream_us` longer.
+CommData ThreeStages(int w0, int w1, double upstream_us, double downstream_us) {
+  CommData d;
+  d.hosts = {"h0", "h1", "h2"};
+  for (int r = 0; r < 6; ++r) d.procs.push_back({r / 2, r});
+  for (int i = 0; i < 2; ++i) {
+    Comm c;
+    c.id = "0xpp" + std::to_string(i);
+    c.procs = {i, 2 + i, 4 + i};
+    c.n_ranks = 3;
+    c.nnodes = 3;
+    c.hosts = {0, 1, 2};
+    d.comms.push_back(c);
+  }
+  const int64_t t0 = 1000000000;
+  for (int s = 0; s < 200; ++s) {
+    const int64_t ts = t0 + s * 100000;
+    const bool slow = s / 10 >= w0 && s / 10 < w1;
+    for (int i = 0; i < 2; ++i)
+      for (int mb = 0; mb < 4; ++mb) {
+        const int64_t at = ts + mb * 1000;
+        d.p2p.push_back({i, i, 2 + i, true, 1 << 24, 2400.0 + mb, at});
+        d.p2p.push_back({2 + i, i, i, false, 1 << 24, 400.0 + mb + (slow ? upstream_us : 0), at});
+        d.p2p.push_back({2 + i, i, 4 + i, true, 1 << 24, 400.0 + mb, at + 500});
+        d.p2p.push_back(
+            {4 + i, i, 2 + i, false, 1 << 24, 400.0 + mb + (slow ? downstream_us : 0), at + 500});
+      }
+  }
+  d.t0 = t0;
+  d.t1 = t0 + 200 * 100000;
+  return d;
+}
+
+TEST(PipelineBubble, AStageWhoseOwnActivationsArriveLateAsMuchIsNoBubble) {
+  // 4 x 2 ms a step of 100 ms: the last stage idles 8% more. The middle stage's own receivers
+  // waiting 4 x 1.5 ms more (6%, under the bar, and no idle since stage 0's senders wait longer)
+  // mean the delay came from upstream; without that, the middle stage is the bubble.
+  std::vector<Suppressed> why;
+  CommOptions o = Opts();
+  o.suppressed = &why;
+  EXPECT_TRUE(DetectPipelineBubble(ThreeStages(8, 14, 1500, 2000), o).empty())
+      << FindingsToText(DetectPipelineBubble(ThreeStages(8, 14, 1500, 2000), Opts()));
+  ASSERT_EQ(why.size(), 1u);
+  EXPECT_EQ(why[0].finding.ranks, std::vector<int>({2, 3}));
+  EXPECT_NE(why[0].reason.find("its own activations arrived late as well"), std::string::npos)
+      << why[0].reason;
+  auto f = DetectPipelineBubble(ThreeStages(8, 14, 0, 2000), Opts());
+  ASSERT_EQ(f.size(), 1u) << FindingsToText(f);
+  EXPECT_EQ(f[0].ranks, std::vector<int>({2, 3}));
+  EXPECT_EQ(f[0].victims, std::vector<int>({4, 5}));
+}
+
 TEST(PipelineBubble, StageOfEveryRankFromThePipelineCommunicators) {
   // Processes 0,1 are stage 0 and 2,3 stage 1 of their pipeline communicators; the
   // tensor-parallel communicators carry no Send/Recv and place nobody.
