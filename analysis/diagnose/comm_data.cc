@@ -116,8 +116,9 @@ std::vector<P2pTransfer> CrossHostP2pTransfers(const CommData& d) {
     (x.send ? sends : recvs)[{x.comm, from, to, x.bytes}].push_back(&x);
     cross_sends += x.send;
   }
-  // At most one transfer a Send: reserved, since a 256-GPU expert-parallel job has millions, and
-  // growing the vector by doubling spent more time than pairing them.
+  // At most one transfer a Send: reserved, since a 256-GPU expert-parallel job has hundreds of
+  // thousands, and growing the vector by doubling took most of this function's time (perf, on the
+  // small suite's 256-GPU mismatch job).
   std::vector<P2pTransfer> out;
   out.reserve(cross_sends);
   auto by_sn = [](const P2p* a, const P2p* b) {
