@@ -118,8 +118,6 @@ RULES = [
      't.ratio < o.link_ratio && t.bytes >= (1 << 20) && std::includes(', 't.ratio < 1e9 * o.link_ratio && std::includes('),
     ('link flap: one or two outages are named only where one host is singled out', D + 'link_flap.cc',
      'if (!flaps && ambiguous) {', 'if (false) {'),
-    ('pipeline bubble: stages downstream of a bubble follow it', D + 'bubble_detect.cc',
-     'if (!upstream) { kept.push_back(f); continue; }', 'kept.push_back(f);\n    continue;'),
     ('pipeline bubble: a stage whose own activations arrived as much later passes the delay on', D + 'bubble_detect.cc',
      'if (upstream >= 0.5 * e) {', 'if (false && upstream >= 0.5 * e) {'),
     ('late arrival: what explains lateness is weighed block by block of the run', D + 'late_arrival.cc',

@@ -182,9 +182,10 @@ std::vector<Finding> DetectPipelineBubble(const CommData& d, const CommOptions& 
                   " (a pipeline bubble); check that stage's work between micro-batches (host-side "
                   "code, data loading) and its layer balance.";
       // A stage whose own activations arrived as much later than usual passes a delay on: the
-      // pipeline upstream of it is slow (a degraded NIC two stages up, whose stage idled its
-      // successor too little to be named), not its work between micro-batches. A bubble of its
-      // own makes its predecessor wait instead, which shortens its receives.
+      // pipeline upstream of it is slow (a bubble before it, or a degraded NIC two stages up
+      // whose stage idled its successor too little to be flagged), not its work between
+      // micro-batches. A bubble of its own makes its predecessor wait instead, which shortens
+      // its receives.
       const double upstream = waited_for_upstream(stage, w0, w1);
       if (upstream >= 0.5 * e) {
         if (o.suppressed) {
@@ -198,24 +199,7 @@ std::vector<Finding> DetectPipelineBubble(const CommData& d, const CommOptions& 
       out.push_back(std::move(f));
     }
   }
-  // A stage that received its activations late passes them on late: the next stage idles as if
-  // it too were slow. Over overlapping windows the earliest stage of the chain is the bubble, and
-  // the stages after it (pipeline adjacency: its victims are their senders) follow it.
-  std::vector<Finding> kept;
-  for (const Finding& f : out) {
-    const Finding* upstream = nullptr;
-    for (const Finding& g : out) {
-      if (&g == &f || g.start_us > f.end_us || f.start_us > g.end_us) continue;
-      bool feeds = false;
-      for (int r : f.ranks) feeds |= std::binary_search(g.victims.begin(), g.victims.end(), r);
-      if (feeds) upstream = &g;
-    }
-    if (!upstream) { kept.push_back(f); continue; }
-    if (o.suppressed)
-      o.suppressed->push_back({f, "follows the bubble upstream: its ranks receive their activations late from ranks " +
-                                      RankList(upstream->ranks) + " over the same windows, and pass the delay on"});
-  }
-  return kept;
+  return out;
 }
 
 }  // namespace collscope::diagnose
