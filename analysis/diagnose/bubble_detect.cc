@@ -87,23 +87,23 @@ std::vector<Finding> DetectPipelineBubble(const CommData& d, const CommOptions& 
   auto idle_share = [&](const Link& l, const Acc& a) { return std::max(0.0, wait_share(l, a)); };
   // Per link and window: the receiver's idle share in excess of the link's usual one.
   std::map<int, std::vector<const Link*>> by_stage;
-  // Usual idle share of a link: its 25th percentile over windows (a bubble makes steps longer,
-  // so it can fill most windows of a job; the better quarter still shows the usual level).
-  std::map<const Link*, double> base, wait_base;
+  // Usual wait of a link: its 25th percentile over windows (a bubble makes steps longer, so it
+  // can fill most windows of a job; the better quarter still shows the usual level). Its usual idle
+  // share is that, clipped at 0 (clipping keeps the order, so the quantile is the same).
+  std::map<const Link*, double> wait_base;
   for (auto& [k, l] : links) {
     by_stage[l.stage].push_back(&l);
-    std::vector<double> idles, waits;
+    std::vector<double> waits;
     for (const Acc& b : l.w)
-      if (b.nr && b.ns) idles.push_back(idle_share(l, b)), waits.push_back(wait_share(l, b));
-    if (idles.empty()) {
-      base[&l] = wait_base[&l] = 0;
+      if (b.nr && b.ns) waits.push_back(wait_share(l, b));
+    if (waits.empty()) {
+      wait_base[&l] = 0;
       continue;
     }
-    std::nth_element(idles.begin(), idles.begin() + idles.size() / 4, idles.end());
-    base[&l] = idles[idles.size() / 4];
     std::nth_element(waits.begin(), waits.begin() + waits.size() / 4, waits.end());
     wait_base[&l] = waits[waits.size() / 4];
   }
+  auto base = [&](const Link* l) { return std::max(0.0, wait_base[l]); };
   // How much longer than usual a stage's receivers waited for their activations over windows
   // w0..w1 (the median over its incoming links of their mean excess wait): 0 for the first stage.
   auto waited_for_upstream = [&](int stage, int w0, int w1) {
@@ -130,8 +130,8 @@ std::vector<Finding> DetectPipelineBubble(const CommData& d, const CommOptions& 
         if (a.nr == 0 || a.ns == 0) continue;
         ++with_data;
         const double idle = idle_share(*l, a);
-        exs.push_back(idle - base[l]);
-        if (idle - base[l] >= o.bubble_idle_share) ++high;
+        exs.push_back(idle - base(l));
+        if (idle - base(l) >= o.bubble_idle_share) ++high;
       }
       if (with_data == 0) continue;
       if (high >= o.bubble_links * static_cast<double>(ls.size()) && high >= o.bubble_links * with_data) {
