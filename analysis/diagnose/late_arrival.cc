@@ -795,14 +795,18 @@ struct LateExplainer {
   std::pair<double, double> HostOwed(const LateEvent& e) const;
   // What a process waited on one side of its pipelines, beyond its sibling pipelines.
   double SideWait(int proc, bool upstream, int w0, int w1) const;
-  // Following a rank others explain, the wait counts only beyond what the follower's peers where
-  // it is late waited on the same side, as in (b): a straggler's tensor-parallel partners share
-  // its next stage, and wait as long on it when that stage is held by a fault of its own (a
-  // degraded NIC in its data-parallel group); a straggler stays one.
+  // Following a rank, the wait counts only beyond what the follower's peers where it is late
+  // waited on the same side, as in (b): a straggler's tensor-parallel partners share its next
+  // stage, and wait as long on it when that stage is held by a fault of its own (a degraded NIC in
+  // its data-parallel group, a late rank in its tensor-parallel group); a straggler stays one.
+  // Except where the pipeline peer is a root leader itself: its own late sends reach the follower
+  // alone of its peers, and may go unrecorded (a late rank's next-stage partner was last in its
+  // tensor-parallel group where its recorded pipeline waits were no longer than its mates').
   // Per side (downstream, upstream): the median of what r's peers where it is late waited there.
   std::array<double, 2> PeersSideWaits(const LateEvent& r) const;
-  // peers: what to count the wait beyond (zeros for a root leader).
-  const Comm* PipelineFollows(const LateEvent& r, const LateEvent& y, const std::array<double, 2>& peers) const;
+  // y_root: y is a root, so a pipeline peer that is y itself counts without `peers`.
+  const Comm* PipelineFollows(const LateEvent& r, const LateEvent& y, bool y_root,
+                              const std::array<double, 2>& peers) const;
   // Whether r is late about as much where y (in y's communicator) is not late as where it is: at
   // least half as much in all, and at least half as densely. A wait delays only where it happens,
   // however it is passed on, so such lateness is r's own (the ranks of a host slowed 1.44x for a
@@ -1110,8 +1114,8 @@ std::array<double, 2> LateExplainer::PeersSideWaits(const LateEvent& r) const {
   return out;
 }
 
-const Comm* LateExplainer::PipelineFollows(const LateEvent& r, const LateEvent& y,
-                                             const std::array<double, 2>& peers) const {
+const Comm* LateExplainer::PipelineFollows(const LateEvent& r, const LateEvent& y, bool y_root,
+                                           const std::array<double, 2>& peers) const {
   const auto& held = d.comms[static_cast<size_t>(y.comm)].procs;
   for (int c : comms_of[static_cast<size_t>(r.proc)]) {
     const auto& ps = d.comms[static_cast<size_t>(c)].procs;
@@ -1120,7 +1124,8 @@ const Comm* LateExplainer::PipelineFollows(const LateEvent& r, const LateEvent& 
       if (q == rr || std::find(held.begin(), held.end(), *q) == held.end()) continue;
       auto it = toward.find({r.proc, c, q < rr});
       if (it != toward.end() &&
-          Sum(it->second, r.w0, r.w1 + p2p_lag) - peers[q < rr] >= o.explained_share * r.wait_us)
+          Sum(it->second, r.w0, r.w1 + p2p_lag) - (y_root && *q == y.proc ? 0.0 : peers[q < rr]) >=
+              o.explained_share * r.wait_us)
         return &d.comms[static_cast<size_t>(c)];
     }
   }
@@ -1175,7 +1180,7 @@ std::vector<const LateEvent*> LateExplainer::Leaders(std::vector<const LateEvent
     const LateEvent* leader = nullptr;
     const Comm* leader_pipe = nullptr;  // where the leader is followed through its pipeline
     int leader_strength = 0;
-    const std::array<double, 2> no_peers{}, peers = PeersSideWaits(*r);
+    const std::array<double, 2> peers = PeersSideWaits(*r);
     for (const LateEvent& yv : ev) {
       const LateEvent* y = &yv;
       const bool root = lasts.count(y->proc) > 0;
@@ -1196,7 +1201,7 @@ std::vector<const LateEvent*> LateExplainer::Leaders(std::vector<const LateEvent
           std::find(members.begin(), members.end(), r->proc) != members.end() &&
           !LateWithout(*r, late_in.at({y->proc, y->comm}));
       if (!waits_there || (!root && strength < lasts[r->proc])) {
-        pipe = PipelineFollows(*r, *y, root ? no_peers : peers);
+        pipe = PipelineFollows(*r, *y, root, peers);
         if (!pipe) continue;
       }
       if (!leader || strength > leader_strength) {
