@@ -881,6 +881,22 @@ TEST(PeerBaseline, AStragglersNextStageWaitsForItOnTheirPipeline) {
   EXPECT_EQ(f[0].ranks, std::vector<int>({10})) << FindingsToText(f);
 }
 
+TEST(PeerBaseline, AStragglerOnTheNextStageOfAnotherIsNoFollowerOfIt) {
+  testing::TempDir dir;
+  // Rank 1 (stage 0) and rank 16 (stage 1, in the tensor-parallel group of rank 1's pipeline
+  // partner, rank 17) are both slowed for the whole job. Rank 1 waits on its pipeline for rank 17,
+  // which rank 16 holds, but so do rank 1's tensor-parallel mates for theirs: that wait does not
+  // make rank 1 last among them, and it was taken for rank 16's follower.
+  auto f = Diagnose(dir / "job", {4, 8, 8, 2},
+                    {"kind=gpu_straggler,rank=1,factor=1.3,start_step=0,end_step=40",
+                     "kind=gpu_straggler,rank=16,factor=1.8,start_step=0,end_step=40"},
+                    "2.30", 40, nullptr, Model{.seed = 5});
+  std::set<std::vector<int>> named;
+  for (const Finding& x : f) named.insert(x.ranks);
+  EXPECT_EQ(named, (std::set<std::vector<int>>{{1}, {16}})) << FindingsToText(f);
+  EXPECT_EQ(f.size(), 2u) << FindingsToText(f);
+}
+
 TEST(PeerBaseline, AFirstStageHostIsNoLateHostOfTheWorldCommunicator) {
   testing::TempDir dir;
   // The exploration job link_flap-32g-pp4-s2016: every step ends with the pipeline's first stage
