@@ -20,6 +20,8 @@ RULES = [
     ('late arrival: exact binomial tail against every membership (Bonferroni)', D + 'late_arrival.cc',
      'e.log_bar = log_alpha - (sampled_cells', 'e.log_bar = log_alpha * 0 + 1e9 - (sampled_cells'),
     ('late arrival: z-score bar', D + 'late_arrival.cc', 'e.z < o.min_z ||', 'false ||'),
+    ('late arrival: each operation of a communicator is tested on its own too', D + 'late_arrival.cc',
+     '  for (const auto& [op, cs] : op_cells) Scan(', '  if (false) for (const auto& [op, cs] : op_cells) Scan('),
     ('late arrival: peer-time floor', D + 'late_arrival.cc', 'if (e.wait_share < o.min_wait_share && !across_host[i]) continue;', ''),
     ('late arrival: ... waived where every rank of a host is late, each in a group of its own', D + 'late_arrival.cc',
      'o.min_wait_share && !across_host[i]', 'o.min_wait_share'),

@@ -445,6 +445,14 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
   // on each of two hosts, whose slowed host was last at 19 of 22 instances, 1 in 2 by chance).
   Cells late_host_cells;
   std::vector<Late> complete_lasts;
+  // ... and per operation of the communicator: each of its operations ends a different part of
+  // the program, and a rank late before one of them can be masked at another by a later rank
+  // (a host slowed 1.36x for a whole job, last by 343 us at 452 of its data-parallel groups'
+  // all-gathers, was second at their reduce-scatters behind a straggler's pipeline partner, which
+  // waited 39 ms there).
+  std::map<int, Cells> op_cells;                             // op -> (proc, comm) -> per window
+  std::map<std::pair<int, int>, std::vector<int>> op_total;  // (comm, op) -> per window
+  std::vector<std::set<int>> ops_of(d.comms.size());
   // Sampled records (a member alone, or some of them): each record against the other members'
   // records of the same communicator, op and size nearest to it in time (below).
   SampledRecords sampled_recs;
@@ -459,6 +467,13 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
       c.last++;
       c.wait += wait;
       complete_lasts.push_back({x.comm, w, x.pmin, wait, x.host_late});
+      Cell& oc = cell(op_cells[x.op], x.pmin, x.comm, w);
+      oc.last++;
+      oc.wait += wait;
+      auto& ot = op_total[{x.comm, x.op}];
+      if (ot.empty()) ot.assign(static_cast<size_t>(nw), 0);
+      ot[static_cast<size_t>(w)]++;
+      ops_of[static_cast<size_t>(x.comm)].insert(x.op);
       const int h = d.procs[static_cast<size_t>(x.pmin)].host;
       if (host_tested(x.comm, h)) {
         Cell& hc = cell(host_cells, h, x.comm, w);
@@ -503,6 +518,24 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
   for (size_t c = 0; c < d.comms.size(); ++c) {
     tests += d.comms[c].procs.size();
     for (const auto& [h, m] : host_members[c]) tests += 2 * host_tested(static_cast<int>(c), h);
+    // A communicator of one operation is tested once: per operation is the same test.
+    if (ops_of[c].size() > 1) tests += d.comms[c].procs.size() * ops_of[c].size();
+  }
+  for (auto& [op, cs] : op_cells) {
+    for (auto it = cs.begin(); it != cs.end();) {
+      const int c = static_cast<int>(it->first & 0xFFFFFFFF);
+      if (ops_of[static_cast<size_t>(c)].size() < 2) {
+        it = cs.erase(it);
+        continue;
+      }
+      const double n = static_cast<double>(d.comms[static_cast<size_t>(c)].procs.size());
+      const std::vector<int>& t = op_total.at({c, op});
+      for (int w = 0; w < nw; ++w) {
+        it->second[static_cast<size_t>(w)].total += t[static_cast<size_t>(w)];
+        it->second[static_cast<size_t>(w)].chance += t[static_cast<size_t>(w)] / n;
+      }
+      ++it;
+    }
   }
   for (auto& [key, v] : host_cells) {
     const int h = static_cast<int>(key >> 32), c = static_cast<int>(key & 0xFFFFFFFF);
@@ -525,6 +558,7 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
     }
   }
   Scan(cells[0], tests, W, o, false, false, &events);
+  for (const auto& [op, cs] : op_cells) Scan(cs, tests, W, o, false, false, &events);
   Scan(cells[1], tests, W, o, true, false, &events);
   // Sampled records again, in the communicators whose records show members waiting, against the
   // members of those communicators only.

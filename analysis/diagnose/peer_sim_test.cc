@@ -897,6 +897,24 @@ TEST(PeerBaseline, AStragglerOnTheNextStageOfAnotherIsNoFollowerOfIt) {
   EXPECT_EQ(f.size(), 2u) << FindingsToText(f);
 }
 
+TEST(PeerBaseline, AHostMaskedAtOneOperationOfItsGroupsIsFoundAtAnother) {
+  testing::TempDir dir;
+  // Node-001 (stage 0) is slowed 1.36x and rank 33 (stage 1) 1.47x, both for the whole job. Rank
+  // 33's backward reaches node-000 through their pipeline, so node-000 ends the step last, at the
+  // data-parallel reduce-scatters, and node-001 second; node-001 is last only at the all-gathers
+  // that start the step. Counted over both operations, it was last no more often than chance.
+  auto f = Diagnose(dir / "job", {8, 8, 8, 2},
+                    {"kind=host_slowdown,host=1,factor=1.36,start_step=0,end_step=40",
+                     "kind=gpu_straggler,rank=33,factor=1.47,start_step=0,end_step=40"},
+                    "2.30", 40, nullptr,
+                    Model{.layers = 8, .seq_len = 4096, .dump_interval_us = 1000000, .seed = 7});
+  std::set<std::vector<std::string>> hosts;
+  for (const Finding& x : f) hosts.insert(x.hosts);
+  EXPECT_EQ(hosts, (std::set<std::vector<std::string>>{{"node-001"}, {"node-004"}}))
+      << FindingsToText(f);
+  EXPECT_EQ(f.size(), 2u) << FindingsToText(f);
+}
+
 TEST(PeerBaseline, AFirstStageHostIsNoLateHostOfTheWorldCommunicator) {
   testing::TempDir dir;
   // The exploration job link_flap-32g-pp4-s2016: every step ends with the pipeline's first stage
