@@ -606,13 +606,17 @@ Status Loader::LoadInstances(const WindowSql& w, int64_t* exact_out) {
       "hash(r.rank, r.sn) % 4294967296) AS BIGINT), "
       "CAST(min(coalesce(r.start_ts_us, r.kernel_start_ts_us, r.dump_ts_us)) AS BIGINT), "
       "CAST(count(r.start_ts_us) + count(r.kernel_start_ts_us) AS BIGINT), "
-      "CAST(max(coalesce(r.start_ts_us, r.kernel_start_ts_us, po.prev, 0)) AS BIGINT) "
+      "CAST(max(coalesce(r.start_ts_us, r.kernel_start_ts_us, po.prev, 0)) AS BIGINT), "
+      // The member last but one, by the same order.
+      "CAST(coalesce((arg_min(r.process_id, CAST(r.exec_time_us AS HUGEINT) * 4294967296 + "
+      "hash(r.rank, r.sn) % 4294967296, 2))[2], -1) AS BIGINT), "
+      "CAST(coalesce((min(r.exec_time_us, 2))[2], 0) AS DOUBLE) "
       "FROM records r JOIN operations o USING (run_id, op_id) "
       "LEFT JOIN collscope_pass_of po ON po.process_id = r.process_id AND po.t = r.dump_ts_us "
       "WHERE r.run_id = " +
           run_filter + " AND o.kind = 'coll'" + w.records +
           " GROUP BY o.comm_id, o.op, r.sn, o.msg_size_bytes" + w.instances + " ORDER BY 10",
-      "iiiiidddiiii");
+      "iiiiidddiiiiid");
   if (!ir.ok()) return ir.status();
   d.insts.reserve(ir->rows);
   d.t0 = INT64_MAX;
@@ -631,6 +635,9 @@ Status Loader::LoadInstances(const WindowSql& w, int64_t* exact_out) {
     x.tmed = ir->d[1][i];
     x.tmax = ir->d[2][i];
     x.pmin = pi == proc_index.end() ? -1 : pi->second;
+    auto p2 = proc_index.find(ir->i[9][i]);
+    x.p2 = p2 == proc_index.end() ? -1 : p2->second;
+    x.t2 = ir->d[3][i];
     x.ts = ir->i[6][i];
     x.earliest_ts = std::min(x.ts, ir->i[8][i]);
     exact += ir->i[7][i];

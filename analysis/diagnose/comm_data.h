@@ -42,6 +42,11 @@ struct Inst {
   int n = 0;           // ranks that recorded it
   double tmin = 0, tmed = 0, tmax = 0;  // exec time over ranks, microseconds
   int pmin = -1;       // process with the shortest time (arrived last)
+  // The process with the second shortest time and that time (-1: fewer than two members): who
+  // arrived last but one, the last of the others where the last member is late for reasons of
+  // its own (FindLateEvents).
+  int p2 = -1;
+  double t2 = 0;
   int64_t ts = 0;      // earliest start (or dump) timestamp over ranks, wall-clock us
   // The earliest it can have completed: ts when start times are known, else the latest over its
   // ranks of the start of the dump pass before the one that wrote it (0: unknown).

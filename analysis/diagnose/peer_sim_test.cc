@@ -915,6 +915,23 @@ TEST(PeerBaseline, AHostMaskedAtOneOperationOfItsGroupsIsFoundAtAnother) {
   EXPECT_EQ(f.size(), 2u) << FindingsToText(f);
 }
 
+TEST(PeerBaseline, AHostAlwaysBehindAStragglerOfItsStageIsFoundToo) {
+  testing::TempDir dir;
+  // Node-005 (stage 1) is slowed 1.1x and rank 33 (node-004, stage 1) 1.5x, both for the whole
+  // job. Rank 33, or a tensor-parallel mate waiting for it, is last in every data-parallel group
+  // of the stage, so node-005 never is: it is last but one.
+  auto f = Diagnose(dir / "job", {8, 8, 8, 2},
+                    {"kind=host_slowdown,host=5,factor=1.1,start_step=0,end_step=40",
+                     "kind=gpu_straggler,rank=33,factor=1.5,start_step=0,end_step=40"},
+                    "2.30", 40, nullptr,
+                    Model{.layers = 8, .seq_len = 4096, .dump_interval_us = 1000000, .seed = 7});
+  std::set<std::vector<std::string>> hosts;
+  for (const Finding& x : f) hosts.insert(x.hosts);
+  EXPECT_EQ(hosts, (std::set<std::vector<std::string>>{{"node-004"}, {"node-005"}}))
+      << FindingsToText(f);
+  EXPECT_EQ(f.size(), 2u) << FindingsToText(f);
+}
+
 TEST(PeerBaseline, AFirstStageHostIsNoLateHostOfTheWorldCommunicator) {
   testing::TempDir dir;
   // The exploration job link_flap-32g-pp4-s2016: every step ends with the pipeline's first stage
