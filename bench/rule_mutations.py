@@ -22,7 +22,7 @@ RULES = [
     ('late arrival: z-score bar', D + 'late_arrival.cc', 'e.z < o.min_z ||', 'false ||'),
     ('late arrival: each operation of a communicator is tested on its own too', D + 'late_arrival.cc',
      '  for (const auto& [op, cs] : op_cells) Scan(', '  if (false) for (const auto& [op, cs] : op_cells) Scan('),
-    ('late arrival: the member last but one is tested where the last is late on its own', D + 'late_arrival.cc',
+    ('late arrival: the member last but one is tested where the last member has a late run there', D + 'late_arrival.cc',
      '  events.insert(events.end(), hidden.begin(), hidden.end());',
      '  if (false) events.insert(events.end(), hidden.begin(), hidden.end());'),
     ('late arrival: peer-time floor', D + 'late_arrival.cc', 'if (e.wait_share < o.min_wait_share && !across_host[i]) continue;', ''),

@@ -447,9 +447,9 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
   std::vector<Late> complete_lasts;
   // ... and per operation of the communicator: each of its operations ends a different part of
   // the program, and a rank late before one of them can be masked at another by a later rank
-  // (a host slowed 1.36x for a whole job, last by 343 us at 452 of its data-parallel groups'
-  // all-gathers, was second at their reduce-scatters behind a straggler's pipeline partner, which
-  // waited 39 ms there).
+  // (a host slowed 1.36x for a whole job was last at every material all-gather of its
+  // data-parallel groups, 30 in each, but at their reduce-scatters a straggler's pipeline partner
+  // host was last more often, and over both it was last no more often than chance).
   std::map<int, Cells> op_cells;                             // op -> (proc, comm) -> per window
   std::map<std::pair<int, int>, std::vector<int>> op_total;  // (comm, op) -> per window
   std::vector<std::set<int>> ops_of(d.comms.size());

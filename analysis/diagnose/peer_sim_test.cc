@@ -897,39 +897,40 @@ TEST(PeerBaseline, AStragglerOnTheNextStageOfAnotherIsNoFollowerOfIt) {
   EXPECT_EQ(f.size(), 2u) << FindingsToText(f);
 }
 
+// A slowed host and a straggler of a 64-GPU job (TP 8, PP 2; `collscope simulate`'s own model
+// sizes), both for the whole job, are named, each once and alone.
+void ExpectASlowHostBesideAStraggler(const std::string& dir, const std::string& host_fault,
+                                     const std::string& straggler,
+                                     const std::set<std::vector<std::string>>& hosts) {
+  auto f = Diagnose(dir, {8, 8, 8, 2}, {host_fault, straggler}, "2.30", 40, nullptr,
+                    Model{.layers = 8, .seq_len = 4096, .dump_interval_us = 1000000, .seed = 7});
+  std::set<std::vector<std::string>> named;
+  for (const Finding& x : f) named.insert(x.hosts);
+  EXPECT_EQ(named, hosts) << FindingsToText(f);
+  EXPECT_EQ(f.size(), 2u) << FindingsToText(f);
+}
+
 TEST(PeerBaseline, AHostMaskedAtOneOperationOfItsGroupsIsFoundAtAnother) {
   testing::TempDir dir;
-  // Node-001 (stage 0) is slowed 1.36x and rank 33 (stage 1) 1.47x, both for the whole job. Rank
-  // 33's backward reaches node-000 through their pipeline, so node-000 ends the step last, at the
-  // data-parallel reduce-scatters, and node-001 second; node-001 is last only at the all-gathers
-  // that start the step. Counted over both operations, it was last no more often than chance.
-  auto f = Diagnose(dir / "job", {8, 8, 8, 2},
-                    {"kind=host_slowdown,host=1,factor=1.36,start_step=0,end_step=40",
-                     "kind=gpu_straggler,rank=33,factor=1.47,start_step=0,end_step=40"},
-                    "2.30", 40, nullptr,
-                    Model{.layers = 8, .seq_len = 4096, .dump_interval_us = 1000000, .seed = 7});
-  std::set<std::vector<std::string>> hosts;
-  for (const Finding& x : f) hosts.insert(x.hosts);
-  EXPECT_EQ(hosts, (std::set<std::vector<std::string>>{{"node-001"}, {"node-004"}}))
-      << FindingsToText(f);
-  EXPECT_EQ(f.size(), 2u) << FindingsToText(f);
+  // Node-001 (stage 0) is slowed 1.36x and rank 33 (stage 1) 1.47x. Rank 33's backward reaches
+  // node-000 through their pipeline, so node-000 is last, by about 11 ms, at the data-parallel
+  // reduce-scatters that end the step; node-001 is last by a material wait only at the all-gathers
+  // that start it. Counted over both operations, it was last no more often than chance.
+  ExpectASlowHostBesideAStraggler(dir / "job",
+                                  "kind=host_slowdown,host=1,factor=1.36,start_step=0,end_step=40",
+                                  "kind=gpu_straggler,rank=33,factor=1.47,start_step=0,end_step=40",
+                                  {{"node-001"}, {"node-004"}});
 }
 
 TEST(PeerBaseline, AHostAlwaysBehindAStragglerOfItsStageIsFoundToo) {
   testing::TempDir dir;
-  // Node-005 (stage 1) is slowed 1.1x and rank 33 (node-004, stage 1) 1.5x, both for the whole
-  // job. Rank 33, or a tensor-parallel mate waiting for it, is last in every data-parallel group
-  // of the stage, so node-005 never is: it is last but one.
-  auto f = Diagnose(dir / "job", {8, 8, 8, 2},
-                    {"kind=host_slowdown,host=5,factor=1.1,start_step=0,end_step=40",
-                     "kind=gpu_straggler,rank=33,factor=1.5,start_step=0,end_step=40"},
-                    "2.30", 40, nullptr,
-                    Model{.layers = 8, .seq_len = 4096, .dump_interval_us = 1000000, .seed = 7});
-  std::set<std::vector<std::string>> hosts;
-  for (const Finding& x : f) hosts.insert(x.hosts);
-  EXPECT_EQ(hosts, (std::set<std::vector<std::string>>{{"node-004"}, {"node-005"}}))
-      << FindingsToText(f);
-  EXPECT_EQ(f.size(), 2u) << FindingsToText(f);
+  // Node-005 (stage 1) is slowed 1.1x and rank 33 (node-004, stage 1) 1.5x. Rank 33, or a
+  // tensor-parallel mate waiting for it, is last by a material wait in every data-parallel group
+  // of the stage (at the reduce-scatters), so node-005 never is: it is last but one.
+  ExpectASlowHostBesideAStraggler(dir / "job",
+                                  "kind=host_slowdown,host=5,factor=1.1,start_step=0,end_step=40",
+                                  "kind=gpu_straggler,rank=33,factor=1.5,start_step=0,end_step=40",
+                                  {{"node-004"}, {"node-005"}});
 }
 
 TEST(PeerBaseline, AFirstStageHostIsNoLateHostOfTheWorldCommunicator) {
