@@ -84,6 +84,36 @@ double LogBinomialTail(int n, int k, double p) {
 }
 using Cells = std::unordered_map<uint64_t, std::vector<Cell>>;  // (proc, comm) -> per window
 
+// Per window, a communicator's trials and the sum of their chances of showing a given member last.
+struct Trials {
+  std::vector<int> total;
+  std::vector<double> chance;
+  void Add(int w, int nw, double p) {
+    if (total.empty())
+      total.assign(static_cast<size_t>(nw), 0), chance.assign(static_cast<size_t>(nw), 0);
+    total[static_cast<size_t>(w)]++;
+    chance[static_cast<size_t>(w)] += p;
+  }
+};
+
+// Every member's cells count its communicator's trials (`of`: the comm's, or null for none, whose
+// cells are dropped).
+template <typename TrialsOf>
+void CountTrials(Cells* cells, TrialsOf of) {
+  for (auto it = cells->begin(); it != cells->end();) {
+    const Trials* t = of(static_cast<int>(it->first & 0xFFFFFFFF));
+    if (!t || t->total.empty()) {
+      it = cells->erase(it);
+      continue;
+    }
+    for (size_t w = 0; w < it->second.size(); ++w) {
+      it->second[w].total += t->total[w];
+      it->second[w].chance += t->chance[w];
+    }
+    ++it;
+  }
+}
+
 // The best-scoring run of windows where `cells` shows the rank last clearly more often than
 // chance (maximum-sum segment of last - theta * total), tested against chance, for every member
 // of every communicator and every run of windows it could have been picked from. Instances may
@@ -450,9 +480,8 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
   // (a host slowed 1.36x for a whole job was last at every material all-gather of its
   // data-parallel groups, 30 in each, but at their reduce-scatters a straggler's pipeline partner
   // host was last more often, and over both it was last no more often than chance).
-  std::map<int, Cells> op_cells;                             // op -> (proc, comm) -> per window
-  std::map<std::pair<int, int>, std::vector<int>> op_total;  // (comm, op) -> per window
-  std::vector<std::set<int>> ops_of(d.comms.size());
+  std::map<int, Cells> op_cells;                    // op -> (proc, comm) -> per window
+  std::map<std::pair<int, int>, Trials> op_trials;  // (comm, op)
   // Sampled records (a member alone, or some of them): each record against the other members'
   // records of the same communicator, op and size nearest to it in time (below).
   SampledRecords sampled_recs;
@@ -470,10 +499,8 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
       Cell& oc = cell(op_cells[x.op], x.pmin, x.comm, w);
       oc.last++;
       oc.wait += wait;
-      auto& ot = op_total[{x.comm, x.op}];
-      if (ot.empty()) ot.assign(static_cast<size_t>(nw), 0);
-      ot[static_cast<size_t>(w)]++;
-      ops_of[static_cast<size_t>(x.comm)].insert(x.op);
+      op_trials[{x.comm, x.op}].Add(
+          w, nw, 1.0 / static_cast<double>(d.comms[static_cast<size_t>(x.comm)].procs.size()));
       const int h = d.procs[static_cast<size_t>(x.pmin)].host;
       if (host_tested(x.comm, h)) {
         Cell& hc = cell(host_cells, h, x.comm, w);
@@ -514,29 +541,19 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
       }
     }
   }
+  // A communicator of one operation is tested once: per operation is the same test.
+  std::vector<int> ops(d.comms.size(), 0);
+  for (const auto& [key, t] : op_trials) ops[static_cast<size_t>(key.first)]++;
   size_t tests = 0;
   for (size_t c = 0; c < d.comms.size(); ++c) {
     tests += d.comms[c].procs.size();
     for (const auto& [h, m] : host_members[c]) tests += 2 * host_tested(static_cast<int>(c), h);
-    // A communicator of one operation is tested once: per operation is the same test.
-    if (ops_of[c].size() > 1) tests += d.comms[c].procs.size() * ops_of[c].size();
+    if (ops[c] > 1) tests += d.comms[c].procs.size() * static_cast<size_t>(ops[c]);
   }
-  for (auto& [op, cs] : op_cells) {
-    for (auto it = cs.begin(); it != cs.end();) {
-      const int c = static_cast<int>(it->first & 0xFFFFFFFF);
-      if (ops_of[static_cast<size_t>(c)].size() < 2) {
-        it = cs.erase(it);
-        continue;
-      }
-      const double n = static_cast<double>(d.comms[static_cast<size_t>(c)].procs.size());
-      const std::vector<int>& t = op_total.at({c, op});
-      for (int w = 0; w < nw; ++w) {
-        it->second[static_cast<size_t>(w)].total += t[static_cast<size_t>(w)];
-        it->second[static_cast<size_t>(w)].chance += t[static_cast<size_t>(w)] / n;
-      }
-      ++it;
-    }
-  }
+  for (auto& [op, cs] : op_cells)
+    CountTrials(&cs, [&, op = op](int c) {
+      return ops[static_cast<size_t>(c)] > 1 ? &op_trials.at({c, op}) : nullptr;
+    });
   for (auto& [key, v] : host_cells) {
     const int h = static_cast<int>(key >> 32), c = static_cast<int>(key & 0xFFFFFFFF);
     const double share = static_cast<double>(host_members[static_cast<size_t>(c)][h]) /
@@ -598,31 +615,20 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
     return false;
   };
   Cells behind;
-  std::vector<std::vector<int>> behind_total(d.comms.size());
-  std::vector<std::vector<double>> behind_chance(d.comms.size());
+  std::vector<Trials> behind_trials(d.comms.size());
   for (const Inst& x : d.insts) {
     if (!Complete(d, x) || x.n < 3 || x.p2 < 0) continue;
     const int w = win(x.ts);
     if (!late_at(x.pmin, x.comm, w)) continue;
-    auto& t = behind_total[static_cast<size_t>(x.comm)];
-    auto& ch = behind_chance[static_cast<size_t>(x.comm)];
-    if (t.empty()) t.assign(static_cast<size_t>(nw), 0), ch.assign(static_cast<size_t>(nw), 0);
     const double wait = x.tmed - x.t2, bar = material.at(KernelKey(d, x));
     if (wait < bar) continue;
-    t[static_cast<size_t>(w)]++;
-    ch[static_cast<size_t>(w)] += 1.0 / (x.n - 1);
+    behind_trials[static_cast<size_t>(x.comm)].Add(w, nw, 1.0 / (x.n - 1));
     if (runs.count({x.p2, x.comm})) continue;
     Cell& c = cell(behind, x.p2, x.comm, w);
     c.last++;
     c.wait += wait;
   }
-  for (auto& [key, v] : behind) {
-    const size_t c = key & 0xFFFFFFFF;
-    for (int w = 0; w < nw; ++w) {
-      v[static_cast<size_t>(w)].total += behind_total[c][static_cast<size_t>(w)];
-      v[static_cast<size_t>(w)].chance += behind_chance[c][static_cast<size_t>(w)];
-    }
-  }
+  CountTrials(&behind, [&](int c) { return &behind_trials[static_cast<size_t>(c)]; });
   std::vector<LateEvent> hidden;
   Scan(behind, tests, W, o, false, false, &hidden);
   events.insert(events.end(), hidden.begin(), hidden.end());
