@@ -1,8 +1,8 @@
 // Summary of a store: its runs and, per run, the hot kernels (the few kernel keys that carry the
 // time and the bytes) and what the records cover (core/coverage.h: what Inspector dropped, what no
 // member recorded, communicators missing members, ranks that recorded less than their peers, and
-// windows without dumps), and its NCCL Inspector Prometheus files. Backed by the run_overview,
-// hot_kernels, prom_overview and prom_exec_by_kind views.
+// windows without dumps), and its NCCL Inspector metric files (Prometheus, OTLP). Backed by the
+// run_overview, hot_kernels, prom_overview and prom_exec_by_kind views.
 #pragma once
 
 #include <string>
@@ -22,7 +22,7 @@ struct HotKernel {
   double bytes_share = 0, time_share = 0, cumulative_time_share = 0;
 };
 
-// One communicator kind of the run's NCCL Inspector Prometheus files (prom_exec_by_kind).
+// One communicator kind of the run's NCCL Inspector metric files (prom_exec_by_kind).
 struct PromKind {
   std::string comm, op, message_size;  // comm: 2.30's comm_name, 2.29's communicator id
   int n_nodes = 0, nranks = 0;
@@ -31,7 +31,7 @@ struct PromKind {
   std::string max_node, max_gpu;     // the GPU with the largest mean
 };
 
-// What the run's Prometheus files hold (prom_overview); files == 0 when it has none.
+// What the run's Inspector metric files hold (prom_overview); files == 0 when it has none.
 struct PromSummary {
   uint64_t files = 0, samples = 0, lines_unused = 0, nodes = 0, gpus = 0;
   std::string layouts;              // "2.29", "2.30", ...

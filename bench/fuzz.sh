@@ -73,6 +73,8 @@ for f in "$seeds"/ras[0-9]*; do [ -e "$f" ] && seed ras "$f"; done
 # NCCL Inspector Prometheus textfiles: the test samples (tests/prom_samples.h), one file each.
 awk -v d="$seeds" '/R"\(/ { f = 1; n++; sub(/.*R"\(/, ""); out = d "/prom" n } f && /^\)";/ { f = 0; close(out); next } f { print > out }' tests/prom_samples.h
 for f in "$seeds"/prom[0-9]*; do [ -e "$f" ] && seed prom "$f"; done
+printf '%s\n' '{"resourceMetrics":[{"resource":{"attributes":[{"key":"slurm.job.id","value":{"stringValue":"9"}}]},"scopeMetrics":[{"scope":{"name":"nccl-inspector"},"metrics":[{"name":"nccl_collective_exec_time_microseconds","unit":"us","gauge":{"dataPoints":[{"attributes":[{"key":"version","value":{"stringValue":"v5.2"}},{"key":"node","value":{"stringValue":"n1"}},{"key":"gpu","value":{"stringValue":"GPU0"}},{"key":"comm_id","value":{"stringValue":"0x1f"}},{"key":"coll_sn","value":{"stringValue":"7"}},{"key":"coll_msg_size_bytes","value":{"stringValue":"4096"}},{"key":"collective","value":{"stringValue":"AllReduce"}}],"timeUnixNano":"1800000000000000000","asDouble":12.5}]}}]}]}]}' > "$seeds/tmp"
+seed prom "$seeds/tmp"
 if [ -d "$fixtures" ]; then
   for f in "$fixtures"/flight-recorder/*/_dump_*; do [ -e "$f" ] && seed pickle "$f"; done
   for f in "$fixtures"/nccl-tests/*/*.log "$fixtures"/nccl-tests/*.log; do [ -e "$f" ] && seed nccl_tests "$f"; done

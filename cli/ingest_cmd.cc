@@ -119,10 +119,14 @@ void PrintText(const std::string& db, const std::string& run, const Reports& all
                 stk.files_seen, stk.files_read, stk.stacks, stk.lines_rejected, more.c_str());
   }
   if (prom.files_seen)
-    std::printf("NCCL Inspector Prometheus files: %lu (%lu samples), %lu lines not understood%s\n", prom.files_seen,
-                prom.samples, prom.lines_unused,
-                prom.incomplete_tails ? (", " + std::to_string(prom.incomplete_tails) +
-                                         " unfinished last lines (caught mid-write; read when whole)").c_str() : "");
+    std::printf(
+        "NCCL Inspector metric files (Prometheus, OTLP): %lu (%lu samples), %lu lines or points "
+        "not understood%s\n",
+        prom.files_seen, prom.samples, prom.lines_unused,
+        prom.incomplete_tails ? (", " + std::to_string(prom.incomplete_tails) +
+                                 " unfinished last lines (caught mid-write; read when whole)")
+                                    .c_str()
+                              : "");
   for (const std::string& s : steps.first_rejections) std::printf("  rejected %s\n", s.c_str());
   for (const std::string& s : kern.first_rejections) std::printf("  rejected %s\n", s.c_str());
   for (const std::string& s : stk.first_rejections) std::printf("  rejected %s\n", s.c_str());

@@ -125,11 +125,13 @@ std::string CoverageJson(const RunCoverage& c) {
   return o + "]}";
 }
 
-// The run's NCCL Inspector Prometheus files, and why diagnose compares no rank from them.
+// The run's NCCL Inspector metric files (Prometheus textfiles, OTLP JSON), and why diagnose
+// compares no rank from them.
 void PrintProm(const PromSummary& p) {
   if (p.files == 0) return;
-  std::printf("  NCCL Inspector Prometheus files: %lu (%lu samples, layout %s) from %lu nodes, %lu GPUs", p.files,
-              p.samples, p.layouts.c_str(), p.nodes, p.gpus);
+  std::printf(
+      "  NCCL Inspector metric files: %lu (%lu samples, layout %s) from %lu nodes, %lu GPUs",
+      p.files, p.samples, p.layouts.c_str(), p.nodes, p.gpus);
   if (p.t0_us > 0)
     std::printf(", %s .. %s", diagnose::FormatTimeUs(p.t0_us).c_str(), diagnose::FormatTimeUs(p.t1_us).c_str());
   std::printf("\n");
@@ -236,10 +238,11 @@ int Run(const Options& o) {
 void Register(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
-      "summary", "Summarise a store: records, runs, hosts, communicators, the hot kernels "
-                 "ranked by share of time (with shares of bytes), and what the records cover: what "
-                 "Inspector dropped, communicators missing ranks, ranks that recorded less than their "
-                 "peers, and windows without dumps; and its NCCL Inspector Prometheus files.");
+      "summary",
+      "Summarise a store: records, runs, hosts, communicators, the hot kernels "
+      "ranked by share of time (with shares of bytes), and what the records cover: what "
+      "Inspector dropped, communicators missing ranks, ranks that recorded less than their "
+      "peers, and windows without dumps; and its NCCL Inspector metric files (Prometheus, OTLP).");
   cmd->add_option("--db", o->db, "Store file")->capture_default_str();
   cmd->add_option("--run", o->run, "Only this run");
   cmd->add_option("--top", o->top, "Hot kernels (and coverage entries of each kind) to list per run")->capture_default_str();

@@ -198,6 +198,19 @@ bool IsPromTextfile(const std::string& path) {
   return head.find('\0') == std::string::npos && LooksLikePromTextfile(head);
 }
 
+bool LooksLikeOtlpMetrics(std::string_view head) {
+  head = head.substr(0, size_t{4} << 10);
+  if (head.starts_with("\xEF\xBB\xBF")) head.remove_prefix(3);
+  const size_t open = head.find_first_not_of(" \t\r\n");
+  return open != std::string_view::npos && head[open] == '{' &&
+         head.find("\"resourceMetrics\"") != std::string_view::npos;
+}
+
+bool IsOtlpMetricsFile(const std::string& path) {
+  Result<std::string> head = ReadPrefix(path, size_t{4} << 10);
+  return head.ok() && LooksLikeOtlpMetrics(*head);
+}
+
 bool IsRasReportFile(const std::string& path) {
   // Every file of a folder comes through here: a small first read tells nearly all apart.
   bool whole = true;

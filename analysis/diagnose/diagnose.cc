@@ -491,8 +491,10 @@ Result<std::vector<Finding>> DiagnoseStore(Store& store, const DiagnoseOptions& 
                             "(SELECT run_id FROM runs WHERE name = " + SqlString(run) + ")");
     if (!prom.ok()) return prom.status();
     if (*prom->rows[0][0] != "0")
-      read->unusable.push_back("the store's " + *prom->rows[0][0] + " NCCL Inspector Prometheus files (" +
-                               *prom->rows[0][1] + " samples): " + readers::kPromNotComparable + ", so no detector reads them (collscope summary shows them)");
+      read->unusable.push_back("the store's " + *prom->rows[0][0] +
+                               " NCCL Inspector metric files (" + *prom->rows[0][1] +
+                               " samples): " + readers::kPromNotComparable +
+                               ", so no detector reads them (collscope summary shows them)");
   }
   Consolidate(&out, o.suppressed);
   COLLSCOPE_RETURN_IF_ERROR(AddRecordEvidence(store, run, data, &out));
@@ -518,7 +520,8 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
     else if (lines == CollscopeLinesFormat::kKernelSummaries) kernel_files.push_back(f);
     else if (lines == CollscopeLinesFormat::kStacks) stack_files.push_back(f);
     else if (IsRasReportFile(f)) hang_files.push_back(f);  // found by content, whatever its name
-    else if (IsPromTextfile(f)) prom_files.push_back(f);
+    else if (IsPromTextfile(f) || IsOtlpMetricsFile(f))
+      prom_files.push_back(f);
     else if (IsInspectorLogName(name)) logs.push_back(f);
     else if (readers::IsHangEvidenceFile(f)) hang_files.push_back(f);
     else if (!readers::IsKinetoTraceName(f) && read)
@@ -528,8 +531,11 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
   if (read && !prom_files.empty())
     read->unusable.push_back(
         prom_files[0] +
-        (prom_files.size() > 1 ? " and " + std::to_string(prom_files.size() - 1) + " more" : std::string()) +
-        ": NCCL Inspector Prometheus files: " + readers::kPromNotComparable + ", so no detector reads them (collscope ingest stores them, collscope summary shows them)");
+        (prom_files.size() > 1 ? " and " + std::to_string(prom_files.size() - 1) + " more"
+                               : std::string()) +
+        ": NCCL Inspector metric files (Prometheus textfiles, OTLP JSON): " +
+        readers::kPromNotComparable +
+        ", so no detector reads them (collscope ingest stores them, collscope summary shows them)");
   if (records && !logs.empty())
     return Status::InvalidArgument(logs[0] + ": Inspector logs among the paths and a store: ingest them into the store first");
   // Every input goes into a temporary store first, so that `diagnose PATHS` and `diagnose --db`

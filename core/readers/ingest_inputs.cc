@@ -37,7 +37,7 @@ std::vector<std::string> InputsReport::NotStored() const {
   for (const std::string& s : prom.unused) out.push_back("not understood: " + s);
   if (prom.lines_unused > prom.unused.size())
     out.push_back("not understood: " + std::to_string(prom.lines_unused - prom.unused.size()) +
-                  " more lines of NCCL Inspector Prometheus files");
+                  " more lines or points of NCCL Inspector metric files");
   return out;
 }
 

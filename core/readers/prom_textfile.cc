@@ -15,9 +15,10 @@
 
 #include "capture/common/json_escape.h"
 #include "core/input_files.h"
+#include "core/line_reader.h"
+#include "core/readers/otlp_metrics.h"
 #include "core/readers/rows.h"
 #include "core/readers/text.h"
-#include "core/line_reader.h"
 
 namespace collscope::readers {
 
@@ -156,13 +157,109 @@ bool ParseMessageSize(string_view s, uint64_t* lo, uint64_t* hi) {
   return true;
 }
 
-using Labels = std::vector<std::pair<std::string, std::string>>;
+using Labels = PromLabels;
 
 const std::string* Label(const Labels& labels, string_view name) {
   for (const auto& [k, v] : labels)
     if (k == name) return &v;
   return nullptr;
 }
+
+}  // namespace
+
+std::string PromFileLayout(const std::vector<PromSample>& samples) {
+  std::string layout;
+  for (const PromSample& x : samples) {
+    if (layout.empty())
+      layout = x.layout;
+    else if (x.layout != layout)
+      return "mixed";
+  }
+  return layout;
+}
+
+std::string FillPromColumns(const PromLabels& labels, PromSample* x) {
+  if (const std::string* g = Label(labels, x->layout == "2.29" ? "gpu_device_id" : "gpu"))
+    x->gpu = *g;
+  else if (const std::string* g2 = Label(labels, "gpu"))
+    x->gpu = *g2;
+  auto text = [&](const char* key, std::optional<std::string>* out) {
+    if (const std::string* v = Label(labels, key)) *out = *v;
+  };
+  text("comm_name", &x->comm_name);
+  text("comm_id", &x->comm_id);
+  text("collective", &x->op);
+  if (!x->op) text("p2p_operation", &x->op);
+  text("message_size", &x->message_size);
+  text("algo_proto", &x->algo_proto);
+  text("slurm_job_id", &x->slurm_job_id);
+  std::string bad;
+  auto rank_label = [&](const char* key, std::optional<int32_t>* out) {
+    const std::string* v = Label(labels, key);
+    if (!v) return;
+    uint64_t r = 0;
+    if (ParseCount(*v, static_cast<uint64_t>(kMaxPromRanks), &r))
+      *out = static_cast<int32_t>(r);
+    else
+      bad += std::string(bad.empty() ? "" : "; ") + key + " \"" + Clip(*v, 80) +
+             "\" is no count up to 2^24";
+  };
+  rank_label("rank", &x->rank);
+  rank_label("n_nodes", &x->n_nodes);
+  rank_label("nranks", &x->nranks);
+  if (!x->nranks && !Label(labels, "nranks"))
+    rank_label("n_ranks", &x->nranks);             // the 2.29 README's name
+  for (const char* key : {"coll_sn", "p2p_sn"}) {  // p2p_sn: OTLP's per-operation points
+    const std::string* v = Label(labels, key);
+    if (!v || x->coll_sn) continue;
+    uint64_t sn = 0;
+    if (ParseCount(*v, uint64_t{1} << 62, &sn))
+      x->coll_sn = sn;
+    else
+      bad += std::string(bad.empty() ? "" : "; ") + key + " \"" + Clip(*v, 80) +
+             "\" is no count below 2^62";
+  }
+  bool in_bytes = false;  // OTLP's per-operation points give the size in bytes
+  for (const char* key : {"coll_msg_size_bytes", "p2p_msg_size_bytes"}) {
+    const std::string* v = Label(labels, key);
+    if (!v || x->message_size) continue;
+    in_bytes = true;
+    x->message_size = *v;
+    uint64_t n = 0;
+    if (ParseCount(*v, kMaxPromSizeBytes, &n))
+      x->size_lo_bytes = x->size_hi_bytes = n;
+    else
+      bad += std::string(bad.empty() ? "" : "; ") + key + " \"" + Clip(*v, 80) +
+             "\" is no byte count up to 1 PiB";
+  }
+  if (x->message_size && !in_bytes) {
+    uint64_t lo = 0, hi = 0;
+    if (ParseMessageSize(*x->message_size, &lo, &hi))
+      x->size_lo_bytes = lo, x->size_hi_bytes = hi;
+    else
+      bad += std::string(bad.empty() ? "" : "; ") + "message_size \"" + Clip(*x->message_size, 80) +
+             "\" is no size (\"2.00GB\", \"4-5GB\") up to 1 PiB";
+  }
+  if (const std::string* v = Label(labels, "timestamp")) {
+    int64_t us = 0;
+    if (ParseIsoUtc(*v, &us))
+      x->ts_us = us;
+    else
+      bad += std::string(bad.empty() ? "" : "; ") + "timestamp \"" + Clip(*v, 80) +
+             "\" is no ISO-8601 UTC time";
+  }
+  x->labels = "{";
+  for (const auto& [k, v] : labels) {
+    if (x->labels.size() > 1) x->labels += ',';
+    capture::AppendEscapedJsonString(k, &x->labels);
+    x->labels += ':';
+    capture::AppendEscapedJsonString(v, &x->labels);
+  }
+  x->labels += '}';
+  return bad;
+}
+
+namespace {
 
 class Parser {
  public:
@@ -222,56 +319,8 @@ class Parser {
     } else {
       return Bad(x.metric + ": neither a 2.30 sample (version, node labels) nor a 2.29 one (hostname label)");
     }
-    if (const std::string* g = Label(labels, x.layout == "2.30" ? "gpu" : "gpu_device_id")) x.gpu = *g;
-    else if (const std::string* g2 = Label(labels, "gpu")) x.gpu = *g2;
-    auto text = [&](const char* key, std::optional<std::string>* out) {
-      if (const std::string* v = Label(labels, key)) *out = *v;
-    };
-    text("comm_name", &x.comm_name);
-    text("comm_id", &x.comm_id);
-    text("collective", &x.op);
-    if (!x.op) text("p2p_operation", &x.op);
-    text("message_size", &x.message_size);
-    text("algo_proto", &x.algo_proto);
-    text("slurm_job_id", &x.slurm_job_id);
-    // Values read from labels: a bad one is NULL, and the line is counted once, naming it.
-    std::string bad;
-    auto rank_label = [&](const char* key, std::optional<int32_t>* out) {
-      const std::string* v = Label(labels, key);
-      if (!v) return;
-      uint64_t r = 0;
-      if (ParseCount(*v, static_cast<uint64_t>(kMaxPromRanks), &r)) *out = static_cast<int32_t>(r);
-      else bad += std::string(bad.empty() ? "" : "; ") + key + " \"" + Clip(*v, 80) + "\" is no count up to 2^24";
-    };
-    rank_label("rank", &x.rank);
-    rank_label("n_nodes", &x.n_nodes);
-    rank_label("nranks", &x.nranks);
-    if (!x.nranks && !Label(labels, "nranks")) rank_label("n_ranks", &x.nranks);  // the 2.29 README's name
-    if (const std::string* v = Label(labels, "coll_sn")) {
-      uint64_t sn = 0;
-      if (ParseCount(*v, uint64_t{1} << 62, &sn)) x.coll_sn = sn;
-      else bad += std::string(bad.empty() ? "" : "; ") + "coll_sn \"" + Clip(*v, 80) + "\" is no count below 2^62";
-    }
-    if (x.message_size) {
-      uint64_t lo = 0, hi = 0;
-      if (ParseMessageSize(*x.message_size, &lo, &hi)) x.size_lo_bytes = lo, x.size_hi_bytes = hi;
-      else bad += std::string(bad.empty() ? "" : "; ") + "message_size \"" + Clip(*x.message_size, 80) +
-                  "\" is no size (\"2.00GB\", \"4-5GB\") up to 1 PiB";
-    }
-    if (const std::string* v = Label(labels, "timestamp")) {
-      int64_t us = 0;
-      if (ParseIsoUtc(*v, &us)) x.ts_us = us;
-      else bad += std::string(bad.empty() ? "" : "; ") + "timestamp \"" + Clip(*v, 80) + "\" is no ISO-8601 UTC time";
-    }
+    std::string bad = FillPromColumns(labels, &x);
     if (!x.ts_us) x.ts_us = exposition_ts;
-    x.labels = "{";
-    for (const auto& [k, v] : labels) {
-      if (x.labels.size() > 1) x.labels += ',';
-      capture::AppendEscapedJsonString(k, &x.labels);
-      x.labels += ':';
-      capture::AppendEscapedJsonString(v, &x.labels);
-    }
-    x.labels += '}';
     if (!bad.empty()) Bad(x.metric + ": " + bad + " (stored as NULL)");
     f_->samples.push_back(std::move(x));
   }
@@ -283,11 +332,7 @@ class Parser {
         " MiB a line may have");
   }
 
-  void Finish() {
-    bool v229 = false, v230 = false;
-    for (const PromSample& x : f_->samples) (x.layout == "2.29" ? v229 : v230) = true;
-    f_->layout = v229 && v230 ? "mixed" : v229 ? "2.29" : v230 ? "2.30" : "";
-  }
+  void Finish() { f_->layout = PromFileLayout(f_->samples); }
 
  private:
   void Bad(const std::string& why) {
@@ -474,13 +519,14 @@ Status StoreProm(Store& store, int32_t run_id, const std::vector<PromFile>& file
 Result<PromIngestReport> IngestPromFiles(Store& store, const std::vector<std::string>& paths,
                                          const std::string& run) {
   PromIngestReport rep;
-  auto found = FindInputFiles(paths, [](const std::string& p, bool) { return IsPromTextfile(p); });
+  auto found = FindInputFiles(
+      paths, [](const std::string& p, bool) { return IsOtlpMetricsFile(p) || IsPromTextfile(p); });
   if (!found.ok()) return found.status();
   rep.skipped = found->skipped;
   std::vector<PromFile> files;
   for (const std::string& path : found->files) {
     ++rep.files_seen;
-    auto f = ReadPromTextfile(path);
+    auto f = IsOtlpMetricsFile(path) ? ReadOtlpMetrics(path) : ReadPromTextfile(path);
     if (!f.ok()) {
       rep.failed.push_back(f.status().message());
       continue;

@@ -37,6 +37,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -55,7 +56,7 @@ inline constexpr int64_t kMaxPromRanks = int64_t{1} << 24;
 struct PromSample {
   uint64_t line = 0;
   std::string metric;
-  std::string layout;  // "2.29" or "2.30"
+  std::string layout;  // "2.29", "2.30", or "otlp <version>" (otlp_metrics.h)
   std::string node;    // node (2.30) or hostname (2.29)
   std::string gpu;     // gpu (2.30) or gpu_device_id (2.29), "GPU<n>"; "" when absent
   std::optional<std::string> comm_name, comm_id, op, message_size, algo_proto, slurm_job_id;
@@ -66,9 +67,23 @@ struct PromSample {
   std::string labels;  // every label as written (unescaped), as a JSON object
 };
 
+// A sample's labels as written (unescaped), in their order.
+using PromLabels = std::vector<std::pair<std::string, std::string>>;
+
+// Fills a sample's columns (all but metric, layout, node, line and value, which the caller sets)
+// from its labels, and its `labels` JSON. A label whose value cannot be read leaves its column
+// NULL; the reasons come back joined with "; " ("" when none), for the caller to count the
+// sample once. Shared with the OTLP reader (otlp_metrics.h), whose per-operation points name
+// the sequence number p2p_sn for point-to-point and the size in bytes (coll_msg_size_bytes,
+// p2p_msg_size_bytes).
+std::string FillPromColumns(const PromLabels& labels, PromSample* x);
+
+// The samples' layout if they share one, "mixed" if not, "" with none.
+std::string PromFileLayout(const std::vector<PromSample>& samples);
+
 struct PromFile {
   std::string path;
-  std::string layout;  // "2.29", "2.30", "mixed", or "" with no samples
+  std::string layout;  // "2.29", "2.30", "mixed", "otlp v5.1", "otlp v5.2", or "" with no samples
   uint64_t lines = 0;  // complete lines read
   uint64_t unused = 0;  // lines (or label values) not understood
   uint64_t incomplete_tail_bytes = 0;  // an unfinished last line, not read
@@ -92,15 +107,18 @@ struct PromIngestReport {
   std::vector<std::string> skipped;  // "path: why", from the input walk
 };
 
-// Finds the Prometheus files under `paths` (core/input_files.h walk), reads each whole and
-// stores it in the run: a file read again replaces the rows it stored before (Inspector rewrites
-// its files in place).
+// Finds the Prometheus files and OTLP JSON exports (otlp_metrics.h) under `paths`
+// (core/input_files.h walk), reads each whole and stores it in the run: a file read again
+// replaces the rows it stored before (Inspector rewrites its textfiles in place; a collector
+// appends).
 Result<PromIngestReport> IngestPromFiles(Store& store, const std::vector<std::string>& paths,
                                          const std::string& run);
 
 // Why no detector compares ranks from these files (`collscope diagnose` and `summary` say it).
 inline constexpr const char* kPromNotComparable =
-    "a window's mean per communicator kind (2.30) or one latest operation per dump (2.29), with no "
-    "membership or sequence numbers to compare the members of one operation";
+    "a window's mean per communicator kind (2.30, OTLP v5.1) or one latest operation per dump "
+    "(2.29), with no membership or sequence numbers to compare the members of one operation; "
+    "OTLP v5.2's per-operation points name a node and GPU but no rank, and no detector reads them "
+    "yet";
 
 }  // namespace collscope::readers

@@ -1,7 +1,8 @@
-// NCCL Inspector Prometheus textfiles: the in-memory parser, and the file reader (LineReader's
-// blocks, an unfinished last line) on the same bytes.
+// NCCL Inspector metric files: the Prometheus textfile's in-memory parser and file reader
+// (LineReader's blocks, an unfinished last line) on the same bytes, and the OTLP JSON reader.
 #include <string_view>
 
+#include "core/readers/otlp_metrics.h"
 #include "core/readers/prom_textfile.h"
 #include "tests/fuzz/fuzz_util.h"
 
@@ -14,6 +15,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (a.ok() != b.ok()) __builtin_trap();
   if (a.ok() && (a->samples.size() != b->samples.size() || a->unused != b->unused ||
                  a->incomplete_tail_bytes != b->incomplete_tail_bytes || a->lines != b->lines))
+    __builtin_trap();
+  (void)collscope::LooksLikeOtlpMetrics(content);
+  auto otlp = collscope::readers::ParseOtlpMetrics(content, "m.json");
+  if (otlp.ok() && otlp->unused_named.size() > collscope::readers::kMaxPromUnusedNamed)
     __builtin_trap();
   return 0;
 }
