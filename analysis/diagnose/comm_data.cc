@@ -105,7 +105,9 @@ void AlignByPosition(std::vector<const P2p*>* sends, std::vector<const P2p*>* re
 
 }  // namespace
 
-std::vector<P2pTransfer> CrossHostP2pTransfers(const CommData& d) {
+namespace {
+
+std::vector<P2pTransfer> PairCrossHostTransfers(const CommData& d) {
   std::map<std::tuple<int, int, int, int64_t>, std::vector<const P2p*>> sends,
       recvs;  // (comm, from, to, bytes)
   size_t cross_sends = 0;
@@ -173,6 +175,16 @@ std::vector<P2pTransfer> CrossHostP2pTransfers(const CommData& d) {
     }
   }
   return out;
+}
+
+}  // namespace
+
+const std::vector<P2pTransfer>& CrossHostP2pTransfers(const CommData& d) {
+  auto& memo = d.cross_host_transfers;
+  if (!memo || memo->p2p != d.p2p.data() || memo->n != d.p2p.size())
+    memo = std::make_shared<const CommData::TransfersMemo>(
+        CommData::TransfersMemo{d.p2p.data(), d.p2p.size(), PairCrossHostTransfers(d)});
+  return memo->transfers;
 }
 
 std::vector<bool> AllToAllComms(const CommData& d) {

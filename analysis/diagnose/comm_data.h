@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -118,6 +119,15 @@ struct CommData {
   // tensor-parallel groups are aligned runs of consecutive ranks that tile the world; pipelines
   // carry point-to-point traffic at stride world / pp.
   int tp = 0, pp = 0;
+  // CrossHostP2pTransfers's result, kept for the detectors that read it after the first (three
+  // do; pairing a 256-GPU job's transfers took a tenth of its diagnosis each time), and for the
+  // p2p records it was made of, told by their address and count: a copy or a reload makes anew.
+  struct TransfersMemo {
+    const P2p* p2p = nullptr;
+    size_t n = 0;
+    std::vector<P2pTransfer> transfers;
+  };
+  mutable std::shared_ptr<const TransfersMemo> cross_host_transfers;
 };
 
 // A span of job time (wall-clock microseconds) that a diagnosis reads: what a live agent
@@ -193,7 +203,8 @@ std::vector<Finding> DetectLinkFlaps(const CommData& d, const CommOptions& o);
 // hang from completion records: a communicator stopped behind its siblings.
 std::vector<Finding> DetectHangFromRecords(const CommData& d);
 
-std::vector<P2pTransfer> CrossHostP2pTransfers(const CommData& d);
+// Every cross-host Send paired with its Recv (P2pTransfer), made once per CommData.
+const std::vector<P2pTransfer>& CrossHostP2pTransfers(const CommData& d);
 // Per communicator, whether its point-to-point records are an all-to-all (of 3 or more members,
 // every one sends to every other: PyTorch's all_to_all as one group of sends and receives). It
 // completes as one operation, so each of its pairs waits for the slowest link of the whole group:

@@ -804,7 +804,7 @@ WaitsOnOthers MeasureWaitsOnOthers(const CommData& d, double W) {
   std::vector<std::vector<double>>& slow_wire = m.slow_wire;
   slow_wire.resize(d.procs.size());
   {
-    const std::vector<P2pTransfer> pairs = CrossHostP2pTransfers(d);
+    const std::vector<P2pTransfer>& pairs = CrossHostP2pTransfers(d);
     const std::vector<double> usual = UsualWireOfSiblings(d, pairs);
     for (size_t k = 0; k < pairs.size(); ++k) {
       const P2pTransfer& t = pairs[k];

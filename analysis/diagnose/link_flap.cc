@@ -72,7 +72,7 @@ std::vector<Transfer> CrossHostTransfers(const CommData& d) {
     out.push_back({x.ts, c.hosts, c.procs, x.tmin / b, x.tmin - b, x.bytes, x.earliest_ts,
                    (static_cast<uint64_t>(x.comm) << 8) | static_cast<uint64_t>(x.op), x.sn});
   }
-  const std::vector<P2pTransfer> pairs = CrossHostP2pTransfers(d);
+  const std::vector<P2pTransfer>& pairs = CrossHostP2pTransfers(d);
   const std::vector<double> usual = UsualWireOfSiblings(d, pairs);
   const std::vector<bool> all_to_all = AllToAllComms(d);
   // An all-to-all completes as one operation: each of its pairs waits for the slowest link and
