@@ -125,6 +125,21 @@ TEST(P2pPairs, AMissingSideDropsItsPartnerInsteadOfShiftingEveryPair) {
   EXPECT_EQ(u[0].recv, 101);
 }
 
+// Paired once per CommData (three detectors read the pairs), and anew for other records: a copy
+// whose records differ, or records read again, never gets the pairs of the records before.
+TEST(P2pPairs, ArePairedOnceAndAnewForOtherRecords) {
+  CommData d = PairData({0, 1, 2}, {0, 1, 2});
+  const std::vector<P2pTransfer>& first = CrossHostP2pTransfers(d);
+  EXPECT_EQ(&CrossHostP2pTransfers(d), &first);  // not paired again
+  ASSERT_EQ(first.size(), 3u);
+  CommData more = d;
+  more.p2p.push_back({0, 0, 1, true, 1 << 20, 103.0, 3, 3, 0});
+  more.p2p.push_back({1, 0, 0, false, 1 << 20, 103.0, 3, 3, 0});
+  EXPECT_EQ(CrossHostP2pTransfers(more).size(), 4u);
+  d.p2p.resize(2);  // two Sends left, no Recv
+  EXPECT_EQ(CrossHostP2pTransfers(d).size(), 0u);
+}
+
 TEST(P2pPairs, NumbersThatAgreeWhereTheyOverlapPairEvenWhenTheEdgesCutTheSidesApart) {
   // A window's edges fall on each process's own dump times: the Sends lost their first 30
   // transfers, the Recvs their last 30. Of the 70 on each side only 40 can pair, and all 40 do.
