@@ -693,6 +693,7 @@ void Agent::SampleStacksAlways() {
     so.rate_hz = o_.stacks_rate_hz;
     so.duration_s = o_.stacks_session_s;
     so.window_us = static_cast<int64_t>(o_.stacks_window_s * 1e6);
+    so.steps_dir = o_.stacks_steps_dir;
     so.out_dir = o_.db + ".stacks";
     so.file_tag = std::to_string(WallMicros() / 1000000);
     so.sampler.native = false;  // nothing is stopped: native stacks are for a new hang's burst

@@ -84,8 +84,10 @@ struct AgentOptions {
   // Always on: the same processes' Python stacks sampled at this rate without stopping them
   // (collscope stacks --no-native) in sessions of stacks_session_s that list the processes anew,
   // folded per stacks_window_s; the files (under <db>.stacks/) are ingested like any watched
-  // input. 0: off.
+  // input. 0: off. With stacks_steps_dir (where the annotation API writes the processes' step
+  // files), windows end at step ends instead and name their steps (agent/stacks/step_windows.h).
   double stacks_rate_hz = 0;
+  std::string stacks_steps_dir;
   double stacks_window_s = 10;
   double stacks_session_s = 600;
 };

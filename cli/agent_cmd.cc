@@ -149,6 +149,10 @@ void Register(CLI::App& app) {
                   "Always on: sample the --stacks-job processes' Python stacks at this rate (Hz), "
                   "stopping nothing, and store them (0: off)")
       ->capture_default_str()->check(CLI::Range(0.0, 100.0));
+  cmd->add_option(
+      "--stacks-steps-dir", o->agent.stacks_steps_dir,
+      "Always on: where the annotation API writes the processes' step files; their stack "
+      "windows then end at step ends and name their steps");
   cmd->add_option("--ticks", o->agent.max_ticks, "Stop after this many ticks (0: until SIGTERM)")
       ->capture_default_str();
   cmd->callback([o] { SetExitCode(Run(*o)); });

@@ -71,9 +71,15 @@ void Register(CLI::App& app) {
                   "Seconds to sample; 0 samples until the processes exit or SIGINT/SIGTERM")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--window", o->window_s, "Seconds per folded window in the stack files")
+  cmd->add_option("--window", o->window_s,
+                  "Seconds per folded window in the stack files (with --steps-dir, the least a "
+                  "window spans)")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 86400.0));
+  cmd->add_option(
+      "--steps-dir", o->session.steps_dir,
+      "Where the annotation API writes the processes' step files "
+      "(<host>-pid<pid>.steps.jsonl): windows then end at step ends and name their steps");
   cmd->add_option("--out", o->session.out_dir,
                   "Write one stack file per process here (<host>-pid<pid>.stacks.jsonl), for "
                   "collscope ingest");

@@ -108,6 +108,33 @@ std::vector<FoldedStack> StackFolder::Add(const std::string& host, int64_t pid, 
     closed = Flush();
     open_window_ = window;
   }
+  const int64_t start = std::max(window, open_window_);
+  Count(host, pid, rank, tid, thread, unix_us, frames, start, start + window_us_);
+  return closed;
+}
+
+void StackFolder::AddToOpen(const std::string& host, int64_t pid, int64_t rank, int64_t tid,
+                            const std::string& thread, int64_t unix_us,
+                            const std::vector<std::string>& frames) {
+  Count(host, pid, rank, tid, thread, unix_us, frames, 0, 0);
+}
+
+std::vector<FoldedStack> StackFolder::CloseWindow(int64_t start_us, int64_t end_us,
+                                                  int64_t step_first, int64_t step_last) {
+  std::vector<FoldedStack> out = Flush();
+  for (FoldedStack& s : out) {
+    s.window_start_us = start_us;
+    s.window_end_us = end_us;
+    s.step_first = step_first;
+    s.step_last = step_last;
+  }
+  return out;
+}
+
+void StackFolder::Count(const std::string& host, int64_t pid, int64_t rank, int64_t tid,
+                        const std::string& thread, int64_t unix_us,
+                        const std::vector<std::string>& frames, int64_t window_start_us,
+                        int64_t window_end_us) {
   std::string joined;
   for (const std::string& f : frames) {
     if (!joined.empty()) joined += ';';
@@ -118,7 +145,7 @@ std::vector<FoldedStack> StackFolder::Add(const std::string& host, int64_t pid, 
   if (it == open_.end()) {
     if (open_.size() >= max_stacks_) {
       ++dropped_;
-      return closed;
+      return;
     }
     FoldedStack s;
     s.host = host;
@@ -126,8 +153,8 @@ std::vector<FoldedStack> StackFolder::Add(const std::string& host, int64_t pid, 
     s.rank = rank;
     s.tid = tid;
     s.thread = thread;
-    s.window_start_us = std::max(window, open_window_);
-    s.window_end_us = s.window_start_us + window_us_;
+    s.window_start_us = window_start_us;
+    s.window_end_us = window_end_us;
     s.first_us = unix_us;
     s.frames = joined;
     StackPosition pos = PositionOf(frames);
@@ -137,7 +164,6 @@ std::vector<FoldedStack> StackFolder::Add(const std::string& host, int64_t pid, 
   }
   it->second.count++;
   it->second.last_us = std::max(it->second.last_us, unix_us);
-  return closed;
 }
 
 std::vector<FoldedStack> StackFolder::Flush() {

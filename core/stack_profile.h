@@ -23,6 +23,8 @@ struct FoldedStack {
   std::string thread;
   int64_t window_start_us = 0, window_end_us = 0;  // [start, end) of the window, Unix time
   int64_t first_us = 0, last_us = 0;               // the first and last sample with this stack
+  // A step window's training steps (the first and last that ended in it); -1 for a time window.
+  int64_t step_first = -1, step_last = -1;
   int64_t count = 0;
   std::string frames;    // root first, ';' separated
   std::string position;  // where the thread was (StackPosition of frames)
@@ -38,8 +40,9 @@ struct StackPosition {
 // Python frames are written "function (file.py:line)"; native frames by symbol or "module+0xaddr".
 StackPosition PositionOf(const std::vector<std::string>& frames_root_first);
 
-// Folds samples of threads into per-window counts. Windows are aligned to multiples of
-// window_us of Unix time, so the files of several processes line up.
+// Folds samples of threads into per-window counts. Time windows are aligned to multiples of
+// window_us of Unix time, so the files of several processes line up; step windows
+// (agent/stacks/step_windows.h) are closed by their caller at a training step's end.
 class StackFolder {
  public:
   explicit StackFolder(int64_t window_us, size_t max_stacks_per_window = 4096)
@@ -49,10 +52,21 @@ class StackFolder {
   std::vector<FoldedStack> Add(const std::string& host, int64_t pid, int64_t rank, int64_t tid,
                                const std::string& thread, int64_t unix_us,
                                const std::vector<std::string>& frames);
+  // Step windows: the sample joins the open window whatever its time, until CloseWindow.
+  void AddToOpen(const std::string& host, int64_t pid, int64_t rank, int64_t tid,
+                 const std::string& thread, int64_t unix_us,
+                 const std::vector<std::string>& frames);
+  // Closes the open window as [start_us, end_us) of the steps step_first..step_last (-1: none).
+  std::vector<FoldedStack> CloseWindow(int64_t start_us, int64_t end_us, int64_t step_first,
+                                       int64_t step_last);
   std::vector<FoldedStack> Flush();             // whatever is open
   int64_t dropped() const { return dropped_; }  // samples of stacks past the per-window bound
 
  private:
+  void Count(const std::string& host, int64_t pid, int64_t rank, int64_t tid,
+             const std::string& thread, int64_t unix_us, const std::vector<std::string>& frames,
+             int64_t window_start_us, int64_t window_end_us);
+
   int64_t window_us_;
   size_t max_stacks_;
   int64_t open_window_ = -1;

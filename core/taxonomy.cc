@@ -831,8 +831,8 @@ constexpr FieldSpec kFields[] = {
     {"stack_samples", "tid", "BIGINT", R::kIdentifier, "stacks.tid", "Thread id (the main thread's is the pid)."},
     {"stack_samples", "thread", "VARCHAR", R::kIdentifier, "stacks.thread", "Thread name."},
     {"stack_samples", "window_start_us", "BIGINT", R::kCounter, "stacks.window_start_us",
-     "Window start, microseconds since the epoch (windows are aligned to multiples of their length, so "
-     "processes line up)."},
+     "Window start, microseconds since the epoch (time windows are aligned to multiples of their length, so "
+     "processes line up; a step window starts where the one before it ended)."},
     {"stack_samples", "window_end_us", "BIGINT", R::kCounter, "stacks.window_end_us",
      "Window end (exclusive), microseconds since the epoch."},
     {"stack_samples", "first_us", "BIGINT", R::kCounter, "stacks.first_us",
@@ -847,6 +847,10 @@ constexpr FieldSpec kFields[] = {
      "line), else the innermost named native frame (collscope::PositionOf)."},
     {"stack_samples", "position_label", "VARCHAR", R::kMeasurement, "derived",
      "The position for people: the Python frame with its line, and the innermost named native frame below it."},
+    {"stack_samples", "step_first", "BIGINT", R::kWorkload, "stacks.step_first",
+     "A step window's first training step (the first to end in it; `collscope stacks --steps-dir`), NULL for a time window."},
+    {"stack_samples", "step_last", "BIGINT", R::kWorkload, "stacks.step_last",
+     "A step window's last training step (its end is the window's end), NULL for a time window."},
 };
 
 }  // namespace

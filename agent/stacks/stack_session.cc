@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 
+#include "agent/stacks/step_windows.h"
 #include "capture/common/json_escape.h"
 
 namespace collscope::stacks {
@@ -44,6 +45,10 @@ std::string StacksLine(const FoldedStack& s) {
   Field("thread", s.thread, &line);
   Field("window_start_us", s.window_start_us, &line);
   Field("window_end_us", s.window_end_us, &line);
+  if (s.step_first >= 0) {
+    Field("step_first", s.step_first, &line);
+    Field("step_last", s.step_last, &line);
+  }
   Field("first_us", s.first_us, &line);
   Field("last_us", s.last_us, &line);
   Field("count", s.count, &line);
@@ -56,6 +61,7 @@ struct Target {
   std::unique_ptr<Sampler> sampler;
   ProcessSession session;
   std::unique_ptr<StackFolder> folder;
+  std::unique_ptr<StepWindows> steps;  // with steps_dir
   FILE* file = nullptr;
   bool done = false;
 };
@@ -71,7 +77,11 @@ void Emit(Target& t, std::vector<FoldedStack> windows, std::vector<FoldedStack>*
 void Finish(Target& t, std::vector<FoldedStack>* all) {
   if (t.done) return;
   t.done = true;
-  Emit(t, t.folder->Flush(), all);
+  Emit(t, t.steps ? t.steps->Finish() : t.folder->Flush(), all);
+  if (t.steps) {
+    t.session.steps_file = t.steps->path();
+    t.session.steps_read = t.steps->found() ? t.steps->steps_read() : -1;
+  }
   t.session.dropped = t.folder->dropped();
   if (!t.file) return;
   std::string line = "{\"type\":\"end\"";
@@ -111,6 +121,10 @@ Result<StackSessionResult> SampleProcesses(const StackSessionOptions& options) {
     t.sampler = std::move(*sampler);
     t.session.facts = t.sampler->facts();
     t.folder = std::make_unique<StackFolder>(options.window_us);
+    if (!options.steps_dir.empty())
+      t.steps = std::make_unique<StepWindows>(options.steps_dir, t.session.facts.host,
+                                              t.session.facts.pid, t.session.facts.rank,
+                                              options.window_us, t.folder.get());
     if (!options.out_dir.empty()) {
       const ProcessFacts& f = t.session.facts;
       t.session.file = options.out_dir + "/" + f.host + "-pid" + std::to_string(f.pid) +
@@ -183,9 +197,13 @@ Result<StackSessionResult> SampleProcesses(const StackSessionOptions& options) {
         }
         if (th.truncated) frames.insert(frames.begin(), "[truncated]");
         if (frames.empty()) frames.push_back("[no frames read]");  // counted, never dropped
-        Emit(t, t.folder->Add(f.host, f.pid, f.rank, th.tid, th.name, sample->unix_us, frames),
+        Emit(t,
+             t.steps
+                 ? t.steps->Add(th.tid, th.name, sample->unix_us, frames)
+                 : t.folder->Add(f.host, f.pid, f.rank, th.tid, th.name, sample->unix_us, frames),
              &result.stacks);
       }
+      if (t.steps) Emit(t, t.steps->Poll(), &result.stacks);
     }
     bool stop = options.stop && options.stop->load();
     if (!any || stop || next + interval_us >= end) break;
@@ -225,6 +243,14 @@ void PrintStackSession(const StackSessionResult& r, size_t top, FILE* out) {
                  f.python_unread.empty() ? ("read (CPython " + f.python_version + ")").c_str()
                                          : ("not read: " + f.python_unread).c_str());
     if (!p.file.empty()) std::fprintf(out, "  written to %s\n", p.file.c_str());
+    if (!p.steps_file.empty()) {
+      if (p.steps_read >= 0)
+        std::fprintf(out, "  windows by training step: %lld steps read from %s\n",
+                     static_cast<long long>(p.steps_read), p.steps_file.c_str());
+      else
+        std::fprintf(out, "  windows by time: no step file %s (the annotation API writes it)\n",
+                     p.steps_file.c_str());
+    }
     // Per thread, stacks merged over the windows, most frequent first.
     std::map<std::pair<int64_t, std::string>, int64_t> merged;
     std::map<int64_t, std::pair<std::string, int64_t>> threads;
@@ -270,6 +296,10 @@ std::string StackSessionJson(const StackSessionResult& r) {
     Field("max_stopped_us", p.max_stopped_us, &out);
     out += std::string(",\"exited\":") + (p.exited ? "true" : "false");
     Field("file", p.file, &out);
+    if (!p.steps_file.empty()) {
+      Field("steps_file", p.steps_file, &out);
+      Field("steps_read", p.steps_read, &out);
+    }
     out += "}";
   }
   out += "],\"not_sampled\":[";
@@ -286,6 +316,11 @@ std::string StackSessionJson(const StackSessionResult& r) {
     Field("tid", s.tid, &out);
     Field("thread", s.thread, &out);
     Field("window_start_us", s.window_start_us, &out);
+    Field("window_end_us", s.window_end_us, &out);
+    if (s.step_first >= 0) {
+      Field("step_first", s.step_first, &out);
+      Field("step_last", s.step_last, &out);
+    }
     Field("count", s.count, &out);
     Field("position", s.position_label, &out);
     Field("frames", s.frames, &out);

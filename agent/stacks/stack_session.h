@@ -8,11 +8,14 @@
 //   {"collscope_stacks":1,"type":"process","host":..,"pid":..,"rank":..,"exe":..,"command":..,
 //    "python":"3.11.2"|null,"python_unread":..,"interval_us":..,"native":true}
 //   {"type":"stacks","tid":..,"thread":..,"window_start_us":..,"window_end_us":..,
+//    ["step_first":..,"step_last":..,]
 //    "first_us":..,"last_us":..,"count":..,"frames":"root;...;leaf"}
 //   {"type":"end","samples":..,"failed":..,"dropped":..,"mean_sample_us":..,"mean_stopped_us":..,
 //    "max_stopped_us":..,
 //    "exited":bool}
 // Windows are written when they close, so a file read mid-session holds every closed window.
+// With steps_dir, a process's windows end at its training steps' ends (step_windows.h), read
+// from the step file the annotation API writes for it, and name their steps.
 #pragma once
 
 #include <sys/types.h>
@@ -32,7 +35,8 @@ struct StackSessionOptions {
   std::vector<pid_t> pids;
   double rate_hz = 10;
   double duration_s = 2;  // 0: until every process exits or `stop` is set
-  int64_t window_us = 10'000'000;
+  int64_t window_us = 10'000'000;  // with steps_dir: the least a window spans
+  std::string steps_dir;           // "" cuts windows by time only
   std::string out_dir;   // "" writes no files
   std::string file_tag;  // files are <host>-pid<pid>[-<tag>].stacks.jsonl
   SamplerOptions sampler;
@@ -46,6 +50,8 @@ struct ProcessSession {
   bool exited = false;
   std::string last_error;
   std::string file;  // the stack file written, if any
+  std::string steps_file;   // with steps_dir: the step file looked for
+  int64_t steps_read = -1;  // its steps read; -1 when it was never found
 };
 
 struct StackSessionResult {

@@ -9,10 +9,12 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -313,14 +315,87 @@ TEST(StackSession, WritesOneStackFileAProcessWithEverySample) {
   fs::remove_all(dir);
 }
 
+// The annotation API's step file, written while the process is sampled: its stack windows end
+// where its steps end and name them, in the result and in its stack file.
+TEST(StackSession, WindowsEndAtTheStepsTheProcessWrites) {
+  REQUIRE_PYTHON();
+  Target target("worker", 3);
+  ASSERT_GT(target.pid(), 0);
+  fs::path dir = fs::temp_directory_path() / ("collscope-stepwin-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "steps");
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  const fs::path steps =
+      dir / "steps" / (std::string(host) + "-pid" + std::to_string(target.pid()) + ".steps.jsonl");
+  std::ofstream(steps) << "{\"collscope_steps_version\":1,\"type\":\"process\",\"hostname\":\""
+                       << host << "\",\"pid\":" << target.pid()
+                       << ",\"rank\":3,\"world_size\":8}\n";
+  auto wall_us = [] {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  std::atomic<bool> done{false};
+  std::set<int64_t> ends;
+  std::thread writer([&] {
+    int64_t start = wall_us();
+    for (int step = 0; !done; ++step) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      const int64_t end = wall_us();
+      std::ofstream(steps, std::ios::app)
+          << "{\"type\":\"step\",\"rank\":-1,\"step\":" << step << ",\"start_us\":" << start
+          << ",\"wall_us\":" << end - start << ",\"phases\":[]}\n";
+      ends.insert(end);
+      start = end;
+    }
+  });
+  StackSessionOptions options;
+  options.pids = {target.pid()};
+  options.duration_s = 1.6;
+  options.rate_hz = 20;
+  options.window_us = 1;  // a window a step
+  options.out_dir = (dir / "out").string();
+  options.steps_dir = (dir / "steps").string();
+  auto result = SampleProcesses(options);
+  done = true;
+  writer.join();
+  ASSERT_TRUE(result.ok()) << result.status().message();
+  ASSERT_EQ(result->processes.size(), 1u);
+  EXPECT_GE(result->processes[0].steps_read, 4);
+  std::map<int64_t, std::pair<int64_t, int64_t>> windows;  // step -> window
+  int64_t in_steps = 0, samples = 0;
+  for (const FoldedStack& s : result->stacks) {
+    samples += s.count;
+    if (s.step_first < 0) continue;
+    in_steps += s.count;
+    EXPECT_EQ(s.step_first, s.step_last);
+    EXPECT_TRUE(ends.count(s.window_end_us)) << s.window_end_us;
+    EXPECT_LE(s.window_start_us, s.first_us);
+    EXPECT_LT(s.last_us, s.window_end_us);
+    windows[s.step_first] = {s.window_start_us, s.window_end_us};
+  }
+  EXPECT_GE(windows.size(), 3u);
+  for (auto it = windows.begin(); std::next(it) != windows.end(); ++it)
+    if (std::next(it)->first == it->first + 1) {
+      EXPECT_EQ(std::next(it)->second.first, it->second.second);  // windows tile time
+    }
+  EXPECT_EQ(samples, result->processes[0].samples * 2);  // two threads a sample, none lost
+  EXPECT_GT(in_steps, samples / 2);
+  std::ifstream in(result->processes[0].file);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find(",\"step_first\":"), std::string::npos);
+  fs::remove_all(dir);
+}
+
 TEST(StacksCli, PrintsTheMergedStacksOfALiveProcess) {
   REQUIRE_PYTHON();
   const char* bin = std::getenv("COLLSCOPE_BIN");
   if (!bin) GTEST_SKIP() << "COLLSCOPE_BIN not set (run through ctest)";
   Target target("stuck");
   ASSERT_GT(target.pid(), 0);
-  std::string cmd =
-      std::string(bin) + " stacks --pid " + std::to_string(target.pid()) + " --duration 0.5 2>&1";
+  std::string cmd = std::string(bin) + " stacks --pid " + std::to_string(target.pid()) +
+                    " --duration 0.5 --steps-dir /nonexistent 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
   std::string out;
@@ -334,6 +409,8 @@ TEST(StacksCli, PrintsTheMergedStacksOfALiveProcess) {
       << out;
   EXPECT_NE(out.find("Py_RunMain"), std::string::npos) << out;
   EXPECT_NE(out.find("has been in `stuck_here (stack_target.py:"), std::string::npos) << out;
+  // Without the process's step file, windows are by time, and it says which file it looked for.
+  EXPECT_NE(out.find("windows by time: no step file /nonexistent/"), std::string::npos) << out;
 
   std::string none = std::string(bin) + " stacks --pid 999999999 --duration 0.2 >/dev/null 2>&1";
   EXPECT_EQ(WEXITSTATUS(std::system(none.c_str())), 2);

@@ -130,6 +130,15 @@ struct Reader {
       *why = "\"first_us\" is after \"last_us\"";
       return false;
     }
+    if (!o["step_first"].error() || !o["step_last"].error()) {  // a step window
+      if (!Int(o, "step_first", 0, &s.step_first, why) ||
+          !Int(o, "step_last", 0, &s.step_last, why))
+        return false;
+      if (s.step_first > s.step_last) {
+        *why = "\"step_first\" is after \"step_last\"";
+        return false;
+      }
+    }
     if (o["frames"].get_string().get(frames) != simdjson::SUCCESS) {
       *why = "no string \"frames\"";
       return false;
@@ -322,6 +331,13 @@ Status AppendRows(Store& store, int32_t run_id, int32_t file_id, const StackFile
     rows.SetString(13, rn, s.frames);
     rows.SetString(14, rn, s.position);
     rows.SetString(15, rn, s.position_label);
+    for (size_t c : {size_t{16}, size_t{17}}) {
+      const int64_t step = c == 16 ? s.step_first : s.step_last;
+      if (step < 0)
+        rows.SetNull(c, rn);
+      else
+        rows.Column<int64_t>(c)[rn] = step;
+    }
     if (++rn == rows.capacity()) {
       COLLSCOPE_RETURN_IF_ERROR(rows.Append(rn));
       rn = 0;
@@ -405,7 +421,8 @@ Result<std::vector<FoldedStack>> ReadStoredStacks(Store& store, const std::strin
   std::string sql =
       "SELECT s.host, s.pid, coalesce(s.rank, -1), s.tid, s.thread, s.window_start_us, "
       "s.window_end_us, s.first_us, "
-      "s.last_us, s.count, s.frames, s.position, s.position_label FROM stack_samples s";
+      "s.last_us, s.count, s.frames, s.position, s.position_label, coalesce(s.step_first, -1), "
+      "coalesce(s.step_last, -1) FROM stack_samples s";
   if (!run.empty()) sql += " JOIN runs r USING (run_id) WHERE r.name = " + SqlString(run);
   sql += " ORDER BY s.run_id, s.file_id, s.line";
   auto q = store.Query(sql);
@@ -428,6 +445,8 @@ Result<std::vector<FoldedStack>> ReadStoredStacks(Store& store, const std::strin
     s.frames = text(10);
     s.position = text(11);
     s.position_label = text(12);
+    s.step_first = num(13);
+    s.step_last = num(14);
     out.push_back(std::move(s));
   }
   return out;

@@ -3,8 +3,9 @@
 // <host>-pid<pid>.stacks.jsonl by default:
 //   {"collscope_stacks":1,"type":"process","host":H,"pid":P,"rank":R (-1: none),"exe":S,
 //    "command":S,"python":"3.11.2"|null,"python_unread":S,"interval_us":N,"native":B}
-//   {"type":"stacks","tid":T,"thread":S,"window_start_us":U,"window_end_us":U,"first_us":U,
-//    "last_us":U,"count":N,"frames":"root;...;leaf"}
+//   {"type":"stacks","tid":T,"thread":S,"window_start_us":U,"window_end_us":U,
+//    ["step_first":N,"step_last":N,] "first_us":U,"last_us":U,"count":N,"frames":"root;...;leaf"}
+//   (step_first and step_last: a step window's training steps, `collscope stacks --steps-dir`)
 //   {"type":"end","samples":N,"failed":N,"dropped":N,"mean_sample_us":N,"mean_stopped_us":N,
 //    "max_stopped_us":N,"exited":B}
 // Times are microseconds since the Unix epoch.
@@ -17,9 +18,9 @@
 //   over 1 GiB (uncompressed).
 // - Every other line is stored or rejected with its file, line number and reason: bad JSON, a
 //   missing or negative field, a count <= 0, first_us after last_us, a window that does not end
-//   after it starts, empty frames or frames over 64 KiB, a second process or end line. A line
-//   of an unknown type is counted (a later writer may add types), not rejected. An empty line
-//   is no line of data and is passed by.
+//   after it starts, one step bound without the other or step_first after step_last, empty frames
+//   or frames over 64 KiB, a second process or end line. A line of an unknown type is counted (a
+//   later writer may add types), not rejected. An empty line is no line of data and is passed by.
 // - A NUL character in a string (JSON \u0000) is stored as the four characters \x00.
 // - The writer writes a window when it closes and the end line last, so a file read while the
 //   session runs holds every closed window and no end line (complete is false). A last line

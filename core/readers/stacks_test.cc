@@ -162,7 +162,8 @@ TEST_F(StackFileTest, EndToEndThroughIngestInputs) {
             std::vector<std::string>{"true"});
   const std::string w = std::to_string(kW);
   EXPECT_EQ(
-      Rows("SELECT * EXCLUDE (frames) FROM stack_samples ORDER BY file_id, line"),
+      Rows("SELECT * EXCLUDE (frames, step_first, step_last) FROM stack_samples ORDER BY file_id, "
+           "line"),
       (std::vector<std::string>{
           "1|0|2|node3|4711|12|4711|python3|" + w + "|" + std::to_string(kW + 10000000) + "|" +
               std::to_string(kW + 100000) + "|" + std::to_string(kW + 9900000) +
@@ -388,6 +389,42 @@ TEST_F(StackFileTest, ReadStoredStacksByRun) {
   auto quoted = ReadStoredStacks(*store_, "x' OR '1'='1");
   ASSERT_TRUE(quoted.ok());
   EXPECT_TRUE(quoted->empty());
+}
+
+// Step windows (`collscope stacks --steps-dir`) keep their steps in the store and back; a line
+// with one bound of the two, or its steps the wrong way round, is rejected with its reason.
+TEST_F(StackFileTest, StepWindowsKeepTheirSteps) {
+  auto with_steps = [](const std::string& line, const std::string& steps) {
+    return line.substr(0, line.find(",\"first_us\"")) + steps +
+           line.substr(line.find(",\"first_us\""));
+  };
+  const std::string time_window = Stacks(1, "m", kW, kW + 10, kW, kW, 1, "main;a");
+  Write("node3-pid1.stacks.jsonl",
+        Process("node3", 1) + time_window +
+            with_steps(Stacks(1, "m", kW + 10, kW + 25, kW + 12, kW + 20, 2, "main;b"),
+                       ",\"step_first\":7,\"step_last\":9") +
+            with_steps(Stacks(1, "m", kW + 25, kW + 30, kW + 26, kW + 26, 1, "main;c"),
+                       ",\"step_first\":10") +
+            with_steps(Stacks(1, "m", kW + 30, kW + 40, kW + 31, kW + 31, 1, "main;d"),
+                       ",\"step_first\":12,\"step_last\":11") +
+            kEnd);
+  auto in = IngestAll({dir_.string()});
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  EXPECT_EQ(in->stacks.lines_rejected, 2u);
+  ASSERT_EQ(in->stacks.first_rejections.size(), 2u);
+  EXPECT_NE(in->stacks.first_rejections[0].find(":4: no \"step_last\""), std::string::npos)
+      << in->stacks.first_rejections[0];
+  EXPECT_NE(in->stacks.first_rejections[1].find(":5: \"step_first\" is after \"step_last\""),
+            std::string::npos)
+      << in->stacks.first_rejections[1];
+  EXPECT_EQ(Rows("SELECT frames, step_first, step_last FROM stack_samples ORDER BY line"),
+            (std::vector<std::string>{"main;a|NULL|NULL", "main;b|7|9"}));
+  auto back = ReadStoredStacks(*store_, "job");
+  ASSERT_TRUE(back.ok());
+  ASSERT_EQ(back->size(), 2u);
+  EXPECT_EQ((*back)[0].step_first, -1);
+  EXPECT_EQ((*back)[1].step_first, 7);
+  EXPECT_EQ((*back)[1].step_last, 9);
 }
 
 // A NUL in a string (JSON \u0000) or a raw NUL byte in a line must neither cut the SQL that
