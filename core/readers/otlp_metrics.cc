@@ -219,37 +219,56 @@ Result<PromFile> ParseOtlpMetrics(string_view content, const std::string& path) 
     f.layout = PromFileLayout(f.samples);
     return f;
   }
-  // A collector's file exporter writes a document per line. Anything else does not parse as a
-  // whole and opens with no document on a line of its own: one document that does not parse.
-  uint64_t n = 0;
-  size_t b = 0;
-  bool lines_mode = false;
-  while (b < content.size()) {
-    const size_t e = std::min(content.find('\n', b), content.size());
-    const string_view line = content.substr(b, e - b);
-    const bool last_unended = e == content.size();
-    ++n;
-    b = e + 1;
-    if (Blank(line)) continue;
+  // A collector's file exporter writes a document per line. A file that does not parse whole and
+  // has no line that parses alone is one document that does not parse (a body cut short).
+  auto for_each_line = [&](auto&& fn) {
+    uint64_t n = 0;
+    for (size_t b = 0; b < content.size();) {
+      const size_t e = std::min(content.find('\n', b), content.size());
+      const string_view line = content.substr(b, e - b);
+      ++n;
+      b = e + 1;
+      if (!Blank(line) && !fn(line, n, e == content.size())) return;
+    }
+  };
+  auto parse = [&](string_view line) {
+    return line.size() > kMaxLineBytes ? simdjson::CAPACITY
+                                       : parser.parse(line.data(), line.size()).get(doc);
+  };
+  bool any_line = false;
+  int lines_with_text = 0;
+  for_each_line([&](string_view line, uint64_t, bool) {
+    ++lines_with_text;
+    return !(any_line = parse(line) == simdjson::SUCCESS);
+  });
+  if (!any_line && lines_with_text == 1 && tail) {  // the first request, still being written
+    f.incomplete_tail_bytes = content.size() - (content.find_last_of('\n') + 1);
+    f.lines = static_cast<uint64_t>(std::count(content.begin(), content.end(), '\n'));
+    return f;
+  }
+  if (!any_line) {
+    r.SetLine(1);
+    r.Bad(std::string("not a JSON document: ") +
+          simdjson::error_message(parser.parse(content.data(), content.size()).error()));
+    f.layout = PromFileLayout(f.samples);
+    return f;
+  }
+  for_each_line([&](string_view line, uint64_t n, bool last_unended) {
     r.SetLine(n);
-    const auto err = line.size() > kMaxLineBytes ? simdjson::CAPACITY
-                                                 : parser.parse(line.data(), line.size()).get(doc);
+    const auto err = parse(line);
     if (err == simdjson::SUCCESS) {
-      lines_mode = true;
       r.Document(doc, n);
     } else if (last_unended) {
       f.incomplete_tail_bytes = line.size();
       tail = false;  // not read
-    } else if (!lines_mode) {
-      r.Bad(std::string("not a JSON document: ") + simdjson::error_message(err));
-      break;
     } else if (err == simdjson::CAPACITY) {
       r.Bad("a line of " + std::to_string(line.size()) + " bytes, over the " +
             std::to_string(kMaxLineBytes >> 20) + " MiB a line may have");
     } else {
       r.Bad(std::string("a line that is no JSON document: ") + simdjson::error_message(err));
     }
-  }
+    return true;
+  });
   f.lines += tail;
   f.layout = PromFileLayout(f.samples);
   return f;

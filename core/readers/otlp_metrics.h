@@ -22,6 +22,9 @@
 //   does not parse or has no resourceMetrics. An attribute or time that parses but cannot be read
 //   leaves its column NULL, keeps the point and is counted the same way. `line` is the line where
 //   the point's document starts.
+// - A file that parses whole is one document (a saved body); otherwise a document per line, where
+//   any line parses alone (a damaged line is named, the others read); otherwise it is one
+//   document that does not parse.
 // - A last line with no newline that does not parse is a write caught half done: not read, not
 //   an error, counted in `incomplete_tail_bytes`.
 // - A file over kMaxPromBytes is refused before it is read, with its path and why.

@@ -178,6 +178,22 @@ TEST(Otlp, ABodyThatDoesNotParseIsOneDocumentNotUnderstood) {
   EXPECT_EQ(FirstUnused(*no_metrics), "x.json:1: a JSON document with no resourceMetrics array");
 }
 
+// A collector's file whose first request was damaged is still read line by line; its first
+// request caught half written is a tail, not a document that does not parse.
+TEST(Otlp, ADamagedFirstLineLeavesTheOthersRead) {
+  auto f = ParseOtlpMetrics("{\"resourceMetrics\": [tru\n" + VerboseLine(1, 10), "c.jsonl");
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->samples.size(), 2u);
+  EXPECT_EQ(f->unused, 1u);
+  EXPECT_EQ(FirstUnused(*f).substr(0, 42), "c.jsonl:1: a line that is no JSON document");
+  const std::string line = VerboseLine(1, 10);
+  auto half = ParseOtlpMetrics(line.substr(0, 100), "c.jsonl");
+  ASSERT_TRUE(half.ok());
+  EXPECT_EQ(half->unused, 0u) << FirstUnused(*half);
+  EXPECT_EQ(half->incomplete_tail_bytes, 100u);
+  EXPECT_EQ(half->lines, 0u);
+}
+
 TEST(Otlp, HostileInput) {
   std::string many =
       R"({"resourceMetrics":[{"scopeMetrics":[{"metrics":[{"name":"nccl_x","gauge":{"dataPoints":[{"attributes":[)";
