@@ -38,8 +38,9 @@ std::vector<FoldedStack> StepWindows::Poll() {
 }
 
 void StepWindows::ReadNewLines() {
-  std::ifstream in(path_, std::ios::binary);
+  std::ifstream in(path_, std::ios::binary | std::ios::ate);
   if (!in) return;
+  if (static_cast<uint64_t>(in.tellg()) < offset_) offset_ = 0, partial_.clear();  // written anew
   in.seekg(static_cast<std::streamoff>(offset_));
   std::string chunk((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   offset_ += chunk.size();
@@ -58,9 +59,11 @@ void StepWindows::ReadNewLines() {
         line["wall_us"].get_double().get(wall_us) != simdjson::SUCCESS || !(wall_us >= 0))
       continue;
     steps_.push_back({step, start_us, start_us + static_cast<int64_t>(wall_us)});
+    longest_step_us_ = std::max(longest_step_us_, static_cast<int64_t>(wall_us));
     ++steps_read_;
   }
   partial_.erase(0, b);
+  if (partial_.size() > kMaxPartialBytes) partial_.clear();  // no step line is this long
 }
 
 void StepWindows::FoldUntil(int64_t end_us) {
@@ -95,7 +98,7 @@ std::vector<FoldedStack> StepWindows::Drain(int64_t now_us) {
     if (s.end_us - window_start_us_ >= min_window_us_) close(s.end_us, first_step_, last_step_);
   }
   // A process that ends no step holds no samples: the steps it ended, then the rest, stepless.
-  if (!pending_.empty() && now_us - pending_.front().unix_us > kStalledUs) {
+  if (!pending_.empty() && now_us - pending_.front().unix_us > StalledUs()) {
     if (first_step_ >= 0) close(last_end_us_, first_step_, last_step_);
     if (window_start_us_ < 0) window_start_us_ = pending_.front().unix_us;
     const int64_t end_us = pending_.back().unix_us + 1;
@@ -103,6 +106,11 @@ std::vector<FoldedStack> StepWindows::Drain(int64_t now_us) {
     close(end_us, -1, -1);
   }
   return out;
+}
+
+int64_t StepWindows::StalledUs() const {
+  // A step's line comes after the step: a long step must not be taken for a stall.
+  return std::max(kStalledUs, 2 * longest_step_us_ + kFlushUs);
 }
 
 std::vector<FoldedStack> StepWindows::Finish() {

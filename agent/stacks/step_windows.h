@@ -13,9 +13,10 @@
 //   steps (an evaluation, a checkpoint) counts in the next window.
 // - Until the file is found (it is looked for at every poll) samples fold into time windows as
 //   without steps (StackFolder::Add), and those still open are closed when it is found.
-// - A process that writes no step for kStalledUs (hung, or between phases) does not hold its
-//   samples: those older than that are closed as a window with no steps (step_first -1), so a
-//   hang's stacks reach the store as they would without steps.
+// - A process that writes no step for kStalledUs, or twice its longest step and the annotation
+//   API's flush interval if longer (hung, or between phases), does not hold its samples: those
+//   older than that are closed as a window with no steps (step_first -1), so a hang's stacks
+//   reach the store as they would without steps. So at most that span of samples is held.
 // - A line that is not a step of this file's format is skipped; only complete lines are read.
 #pragma once
 
@@ -31,6 +32,8 @@ namespace collscope::stacks {
 class StepWindows {
  public:
   static constexpr int64_t kStalledUs = 10'000'000;
+  static constexpr int64_t kFlushUs = 1'000'000;  // COLLSCOPE_STEPS_INTERVAL_MS's default
+  static constexpr size_t kMaxPartialBytes = size_t{1} << 20;
 
   StepWindows(const std::string& steps_dir, const std::string& host, int64_t pid, int64_t rank,
               int64_t min_window_us, StackFolder* folder);
@@ -59,6 +62,7 @@ class StepWindows {
   void ReadNewLines();
   void FoldUntil(int64_t end_us);
   std::vector<FoldedStack> Drain(int64_t now_us);
+  int64_t StalledUs() const;
 
   std::string path_, host_;
   int64_t pid_, rank_, min_window_us_;
@@ -68,7 +72,7 @@ class StepWindows {
   std::string partial_;     // a line not yet ended
   std::deque<Step> steps_;  // read, not yet drained
   std::deque<Pending> pending_;
-  int64_t steps_read_ = 0;
+  int64_t steps_read_ = 0, longest_step_us_ = 0;
   int64_t window_start_us_ = -1, first_step_ = -1, last_step_ = -1, last_end_us_ = -1;
 };
 

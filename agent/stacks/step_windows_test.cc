@@ -109,6 +109,29 @@ TEST(StepWindows, AProcessThatEndsNoStepDoesNotHoldItsSamples) {
             (std::vector<std::string>{"2000-10003002 steps -1--1: main;stuck x3"}));
 }
 
+// A step of 30 s is no stall: its samples wait for its end, held up to twice the longest step.
+TEST(StepWindows, ALongStepIsNoStall) {
+  Fixture f;
+  Append(f.path, kProcessLine);
+  StepWindows w(f.dir.str(), "h", 42, 3, 1, &f.folder);
+  w.Poll();
+  const int64_t step = 30'000'000;
+  f.Sample(w, 1000, "a");
+  Append(f.path, StepLine(1, T, step));
+  EXPECT_EQ(Describe(w.Poll()), (std::vector<std::string>{"0-30000000 steps 1-1: main;a x1"}));
+  for (int64_t at = step + 1000; at < 2 * step; at += 5'000'000)
+    EXPECT_TRUE(f.Sample(w, at, "b").empty());
+  Append(f.path, StepLine(2, T + step, step));
+  EXPECT_EQ(Describe(w.Poll()),
+            (std::vector<std::string>{"30000000-60000000 steps 2-2: main;b x6"}));
+  // Hung after it: released after twice the longest step and the flush interval.
+  EXPECT_TRUE(f.Sample(w, 2 * step + 1000, "stuck").empty());
+  EXPECT_TRUE(f.Sample(w, 2 * step + 1000 + 2 * step + StepWindows::kFlushUs, "stuck").empty());
+  EXPECT_EQ(
+      Describe(f.Sample(w, 2 * step + 1001 + 2 * step + StepWindows::kFlushUs, "stuck")).size(),
+      1u);
+}
+
 TEST(StepWindows, WithoutItsStepFileAProcessIsFoldedByTime) {
   Fixture f;
   StepWindows w(f.dir.str(), "h", 42, 3, 1, &f.folder);
