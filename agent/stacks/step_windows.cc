@@ -56,8 +56,9 @@ void StepWindows::ReadNewLines() {
     if (line["type"].get_string().get(type) != simdjson::SUCCESS || type != "step" ||
         line["step"].get_int64().get(step) != simdjson::SUCCESS ||
         line["start_us"].get_int64().get(start_us) != simdjson::SUCCESS ||
-        line["wall_us"].get_double().get(wall_us) != simdjson::SUCCESS || !(wall_us >= 0))
-      continue;
+        line["wall_us"].get_double().get(wall_us) != simdjson::SUCCESS || start_us < 0 ||
+        start_us >= kMaxTimeUs || !(wall_us >= 0 && wall_us < kMaxDurationUs))
+      continue;  // the step file reader's bounds (core/readers/step_file.h)
     steps_.push_back({step, start_us, start_us + static_cast<int64_t>(wall_us)});
     longest_step_us_ = std::max(longest_step_us_, static_cast<int64_t>(wall_us));
     ++steps_read_;

@@ -34,6 +34,8 @@ class StepWindows {
   static constexpr int64_t kStalledUs = 10'000'000;
   static constexpr int64_t kFlushUs = 1'000'000;  // COLLSCOPE_STEPS_INTERVAL_MS's default
   static constexpr size_t kMaxPartialBytes = size_t{1} << 20;
+  static constexpr int64_t kMaxTimeUs = int64_t{1} << 53;
+  static constexpr double kMaxDurationUs = 1099511627776.0;  // 2^40
 
   StepWindows(const std::string& steps_dir, const std::string& host, int64_t pid, int64_t rank,
               int64_t min_window_us, StackFolder* folder);

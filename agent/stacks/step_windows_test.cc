@@ -60,6 +60,11 @@ TEST(StepWindows, EndAtStepEndsAndNameTheirSteps) {
   Append(f.path, StepLine(10, T + 1000, 1000) + StepLine(11, T + 2000, 1000));
   EXPECT_EQ(Describe(w.Poll()), (std::vector<std::string>{"1000-2000 steps 10-10: main;a x1",
                                                           "2000-3000 steps 11-11: main;b x1"}));
+  // Lines that are no step of the format, or out of its bounds, are passed by.
+  Append(f.path,
+         "not json\n{\"type\":\"gpu\",\"rank\":3,\"step\":11,\"phase\":\"f\",\"gpu_us\":5}\n" +
+             StepLine(99, T + 3000, int64_t{1} << 41) + StepLine(98, -5, 10));
+  EXPECT_TRUE(w.Poll().empty());
   // Half a line is no step yet.
   const std::string twelve = StepLine(12, T + 3000, 1000);
   Append(f.path, twelve.substr(0, 20));
