@@ -674,6 +674,17 @@ void Agent::SampleStacksOnNewFinding(Store& store, std::vector<diagnose::Finding
 #endif
 }
 
+// Where the processes' step files are: the one given, else the first watched folder, where the
+// annotation API writes them beside Inspector's dumps when both use the same dump folder.
+std::string Agent::StacksStepsDir() const {
+  if (!o_.stacks_steps_dir.empty()) return o_.stacks_steps_dir;
+  for (const std::string& w : o_.watch) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(w, ec)) return w;
+  }
+  return "";
+}
+
 void Agent::SampleStacksAlways() {
 #ifdef COLLSCOPE_HAVE_STACKS
   // Sessions end to list the job's processes anew (ranks restart, workers come and go); each
@@ -693,7 +704,7 @@ void Agent::SampleStacksAlways() {
     so.rate_hz = o_.stacks_rate_hz;
     so.duration_s = o_.stacks_session_s;
     so.window_us = static_cast<int64_t>(o_.stacks_window_s * 1e6);
-    so.steps_dir = o_.stacks_steps_dir;
+    so.steps_dir = StacksStepsDir();
     so.out_dir = o_.db + ".stacks";
     so.file_tag = std::to_string(WallMicros() / 1000000);
     so.sampler.native = false;  // nothing is stopped: native stacks are for a new hang's burst

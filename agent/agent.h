@@ -84,8 +84,9 @@ struct AgentOptions {
   // Always on: the same processes' Python stacks sampled at this rate without stopping them
   // (collscope stacks --no-native) in sessions of stacks_session_s that list the processes anew,
   // folded per stacks_window_s; the files (under <db>.stacks/) are ingested like any watched
-  // input. 0: off. With stacks_steps_dir (where the annotation API writes the processes' step
-  // files), windows end at step ends instead and name their steps (agent/stacks/step_windows.h).
+  // input. 0: off. Windows end at step ends instead and name their steps
+  // (agent/stacks/step_windows.h) where the processes' step files are found: in stacks_steps_dir,
+  // else in the first watched folder.
   double stacks_rate_hz = 0;
   std::string stacks_steps_dir;
   double stacks_window_s = 10;
@@ -164,6 +165,7 @@ class Agent {
   std::thread stacks_thread_;      // the always-on stack sampler (stacks_rate_hz)
   std::atomic<bool> stacks_stop_{false};
   void SampleStacksAlways();
+  std::string StacksStepsDir() const;
   std::vector<std::unique_ptr<RemoteWriter>> remotes_;
 
   // State kept between ticks.

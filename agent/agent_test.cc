@@ -4,6 +4,7 @@
 
 #include <sys/wait.h>
 #include <unistd.h>
+#include <atomic>
 #include <filesystem>
 
 #include <fstream>
@@ -729,6 +730,31 @@ TEST(Agent, AlwaysOnStacksAreSampledAndStored) {
   o.stacks_job = job;
   o.stacks_rate_hz = 20;
   o.stacks_window_s = 0.5;
+  // Rank 1 writes its step file (the annotation API's) into the watched folder as it trains:
+  // its stacks are folded per step window; rank 0, without one, per time window.
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  const std::string steps =
+      dir / ("job/" + std::string(host) + "-pid" + std::to_string(rank1.pid()) + ".steps.jsonl");
+  std::ofstream(steps) << "{\"collscope_steps_version\":1,\"type\":\"process\",\"hostname\":\""
+                       << host << "\",\"pid\":" << rank1.pid() << ",\"rank\":1,\"world_size\":2}\n";
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    auto now_us = [] {
+      return std::chrono::duration_cast<std::chrono::microseconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+          .count();
+    };
+    int64_t start = now_us();
+    for (int step = 0; !done; ++step) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      const int64_t end = now_us();
+      std::ofstream(steps, std::ios::app)
+          << "{\"type\":\"step\",\"rank\":1,\"step\":" << step << ",\"start_us\":" << start
+          << ",\"wall_us\":" << end - start << ",\"phases\":[]}\n";
+      start = end;
+    }
+  });
   {
     auto a = Agent::Create(o);
     ASSERT_TRUE(a.ok()) << a.status().message();
@@ -737,6 +763,8 @@ TEST(Agent, AlwaysOnStacksAreSampledAndStored) {
     TickReport r = (*a)->Tick();
     EXPECT_TRUE(r.error.empty()) << r.error;
   }
+  done = true;
+  writer.join();
   auto store = Store::Open(o.db);
   ASSERT_TRUE(store.ok()) << store.status().message();
   auto rows = (*store)->Query(
@@ -746,6 +774,13 @@ TEST(Agent, AlwaysOnStacksAreSampledAndStored) {
   EXPECT_EQ(*rows->rows[0][1], "wait_for_peers (stack_target.py)");
   EXPECT_EQ(*rows->rows[1][1], "compile_graph (stack_target.py)");
   EXPECT_GE(std::stoll(*rows->rows[1][2]), 10);
+  auto by_step = (*store)->Query(
+      "SELECT rank, count(*) FILTER (step_first IS NOT NULL), count(*) FILTER (step_first IS NULL) "
+      "FROM stack_samples GROUP BY ALL ORDER BY rank");
+  ASSERT_TRUE(by_step.ok()) << by_step.status().message();
+  ASSERT_EQ(by_step->rows.size(), 2u);
+  EXPECT_EQ(*by_step->rows[0][1], "0");  // rank 0: no step file
+  EXPECT_GT(std::stoll(*by_step->rows[1][1]), 0);
   auto native = (*store)->QueryInt("SELECT count(*) FROM stack_files WHERE native");
   ASSERT_TRUE(native.ok());
   EXPECT_EQ(*native, 0) << "always-on sampling stops nothing";
