@@ -151,8 +151,8 @@ void Register(CLI::App& app) {
       ->capture_default_str()->check(CLI::Range(0.0, 100.0));
   cmd->add_option(
       "--stacks-steps-dir", o->agent.stacks_steps_dir,
-      "Always on: where the annotation API writes the processes' step files; their stack "
-      "windows then end at step ends and name their steps");
+      "Always on: where the annotation API writes the processes' step files (default: the first "
+      "watched folder); their stack windows then end at step ends and name their steps");
   cmd->add_option("--ticks", o->agent.max_ticks, "Stop after this many ticks (0: until SIGTERM)")
       ->capture_default_str();
   cmd->callback([o] { SetExitCode(Run(*o)); });
