@@ -495,6 +495,36 @@ TEST(Consolidate, ASlowNetworksLateHostIsItsLinkUnlessLateInsideItself) {
   for (const Finding& f : straggler) EXPECT_NE(f.kind, Kind::kSlowLink) << FindingsToText(straggler);
 }
 
+// Two findings of one host's ranks in overlapping windows are one straggler (a host's ranks,
+// found one by one), unless one of them is late inside its host: whatever slows a host slows its
+// ranks alike, so that one is a straggler of its own, beside the other (x44022: a rank late at
+// every op and a straggler for 7 steps on its host were merged into one finding naming both).
+TEST(Consolidate, TwoRanksOfAHostAreTwoStragglersWhenOneIsLateInsideIt) {
+  auto late = [](int rank, double within_host, int64_t start) {
+    Finding f;
+    f.kind = Kind::kSlowCompute;
+    f.detector = "comm.late_arrival";
+    f.hosts = {"h2"};
+    f.ranks = {rank};
+    f.comms = {"0xd" + std::to_string(rank)};
+    f.start_us = start;
+    f.end_us = start + 3000;
+    f.confidence = 0.9;
+    f.Add("late_within_its_host", within_host);
+    return f;
+  };
+  std::vector<Finding> host = {late(9, 0, 1000), late(10, 0, 2000)};
+  Consolidate(&host);
+  ASSERT_EQ(host.size(), 1u) << FindingsToText(host);
+  EXPECT_EQ(host[0].ranks, std::vector<int>({9, 10}));
+  std::vector<Finding> two = {late(9, 0, 1000), late(10, 1, 2000)};
+  Consolidate(&two);
+  ASSERT_EQ(two.size(), 2u) << FindingsToText(two);
+  std::vector<Finding> same = {late(9, 0, 1000), late(9, 1, 2000)};  // one rank, seen twice
+  Consolidate(&same);
+  EXPECT_EQ(same.size(), 1u) << FindingsToText(same);
+}
+
 // A slow network whose every slow communicator spans a named link's host, while the link is slow,
 // is that link: it adds no suspect. One with a slow communicator the link's host is not in is
 // another fault, and stays.
