@@ -732,29 +732,7 @@ TEST(Agent, AlwaysOnStacksAreSampledAndStored) {
   o.stacks_window_s = 0.5;
   // Rank 1 writes its step file (the annotation API's) into the watched folder as it trains:
   // its stacks are folded per step window; rank 0, without one, per time window.
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
-  const std::string steps =
-      dir / ("job/" + std::string(host) + "-pid" + std::to_string(rank1.pid()) + ".steps.jsonl");
-  std::ofstream(steps) << "{\"collscope_steps_version\":1,\"type\":\"process\",\"hostname\":\""
-                       << host << "\",\"pid\":" << rank1.pid() << ",\"rank\":1,\"world_size\":2}\n";
-  std::atomic<bool> done{false};
-  std::thread writer([&] {
-    auto now_us = [] {
-      return std::chrono::duration_cast<std::chrono::microseconds>(
-                 std::chrono::system_clock::now().time_since_epoch())
-          .count();
-    };
-    int64_t start = now_us();
-    for (int step = 0; !done; ++step) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      const int64_t end = now_us();
-      std::ofstream(steps, std::ios::app)
-          << "{\"type\":\"step\",\"rank\":1,\"step\":" << step << ",\"start_us\":" << start
-          << ",\"wall_us\":" << end - start << ",\"phases\":[]}\n";
-      start = end;
-    }
-  });
+  stacks::stack_target::StepFileWriter steps(dir / "job", rank1.pid(), 1, 200);
   {
     auto a = Agent::Create(o);
     ASSERT_TRUE(a.ok()) << a.status().message();
@@ -763,8 +741,7 @@ TEST(Agent, AlwaysOnStacksAreSampledAndStored) {
     TickReport r = (*a)->Tick();
     EXPECT_TRUE(r.error.empty()) << r.error;
   }
-  done = true;
-  writer.join();
+  steps.Stop();
   auto store = Store::Open(o.db);
   ASSERT_TRUE(store.ok()) << store.status().message();
   auto rows = (*store)->Query(

@@ -9,10 +9,13 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -78,6 +81,55 @@ class Target {
 
  private:
   pid_t pid_ = -1;
+};
+
+// The annotation API's step file of process `pid`, <dir>/<host>-pid<pid>.steps.jsonl, written as
+// it would be while the process trains: its process line, then a step line every `step_ms`, each
+// step starting where the one before ended, until this goes out of scope.
+class StepFileWriter {
+ public:
+  StepFileWriter(const std::string& dir, pid_t pid, int rank, int step_ms) {
+    char host[256] = {};
+    gethostname(host, sizeof(host) - 1);
+    path_ = dir + "/" + host + "-pid" + std::to_string(pid) + ".steps.jsonl";
+    std::ofstream(path_) << "{\"collscope_steps_version\":1,\"type\":\"process\",\"hostname\":\""
+                         << host << "\",\"pid\":" << pid << ",\"rank\":" << rank
+                         << ",\"world_size\":8}\n";
+    thread_ = std::thread([this, step_ms] {
+      int64_t start = WallUs();
+      for (int step = 0; !done_; ++step) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));
+        const int64_t end = WallUs();
+        std::ofstream(path_, std::ios::app)
+            << "{\"type\":\"step\",\"rank\":-1,\"step\":" << step << ",\"start_us\":" << start
+            << ",\"wall_us\":" << end - start << ",\"phases\":[]}\n";
+        std::lock_guard<std::mutex> lock(mu_);
+        ends_.insert(end);
+        start = end;
+      }
+    });
+  }
+  ~StepFileWriter() { Stop(); }
+  void Stop() {
+    done_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  std::set<int64_t> ends() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return ends_;
+  }
+
+ private:
+  static int64_t WallUs() {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+  std::string path_;
+  std::atomic<bool> done_{false};
+  std::mutex mu_;
+  std::set<int64_t> ends_;
+  std::thread thread_;
 };
 
 // Whether this process may trace its own child at all: "" if so, else why not (a sandbox whose

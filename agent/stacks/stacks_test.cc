@@ -324,32 +324,7 @@ TEST(StackSession, WindowsEndAtTheStepsTheProcessWrites) {
   fs::path dir = fs::temp_directory_path() / ("collscope-stepwin-" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir / "steps");
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
-  const fs::path steps =
-      dir / "steps" / (std::string(host) + "-pid" + std::to_string(target.pid()) + ".steps.jsonl");
-  std::ofstream(steps) << "{\"collscope_steps_version\":1,\"type\":\"process\",\"hostname\":\""
-                       << host << "\",\"pid\":" << target.pid()
-                       << ",\"rank\":3,\"world_size\":8}\n";
-  auto wall_us = [] {
-    return std::chrono::duration_cast<std::chrono::microseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-  };
-  std::atomic<bool> done{false};
-  std::set<int64_t> ends;
-  std::thread writer([&] {
-    int64_t start = wall_us();
-    for (int step = 0; !done; ++step) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(250));
-      const int64_t end = wall_us();
-      std::ofstream(steps, std::ios::app)
-          << "{\"type\":\"step\",\"rank\":-1,\"step\":" << step << ",\"start_us\":" << start
-          << ",\"wall_us\":" << end - start << ",\"phases\":[]}\n";
-      ends.insert(end);
-      start = end;
-    }
-  });
+  stack_target::StepFileWriter steps((dir / "steps").string(), target.pid(), 3, 250);
   StackSessionOptions options;
   options.pids = {target.pid()};
   options.duration_s = 1.6;
@@ -358,8 +333,8 @@ TEST(StackSession, WindowsEndAtTheStepsTheProcessWrites) {
   options.out_dir = (dir / "out").string();
   options.steps_dir = (dir / "steps").string();
   auto result = SampleProcesses(options);
-  done = true;
-  writer.join();
+  steps.Stop();
+  const std::set<int64_t> ends = steps.ends();
   ASSERT_TRUE(result.ok()) << result.status().message();
   ASSERT_EQ(result->processes.size(), 1u);
   EXPECT_GE(result->processes[0].steps_read, 4);
