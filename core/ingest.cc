@@ -786,7 +786,7 @@ Result<InputFiles> DiscoverInputs(const std::vector<std::string>& paths) {
     auto other_format = [&] {
       return IsStepSeriesFile(path) || IsIterationLog(path) ||
              CollscopeLinesFormatOf(path) != CollscopeLinesFormat::kNone || IsRasReportFile(path) ||
-             IsPromTextfile(path) || IsOtlpMetricsFile(path);
+             MetricsFileFormatOf(path) != MetricsFileFormat::kNone;
     };
     if (named) return !(name.ends_with(".json") || name.ends_with(".json.gz")) && !other_format();
     return IsInspectorLogName(name) && !other_format();

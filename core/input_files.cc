@@ -187,17 +187,6 @@ bool LooksLikePromTextfile(std::string_view head) {
   return false;
 }
 
-bool IsPromTextfile(const std::string& path) {
-  if (path.ends_with(".prom")) return true;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::string head(65536, '\0');
-  in.read(head.data(), static_cast<std::streamsize>(head.size()));
-  head.resize(static_cast<size_t>(in.gcount()));
-  // A text file: the probe reads no further than the first line that is no comment.
-  return head.find('\0') == std::string::npos && LooksLikePromTextfile(head);
-}
-
 bool LooksLikeOtlpMetrics(std::string_view head) {
   head = head.substr(0, size_t{4} << 10);
   if (head.starts_with("\xEF\xBB\xBF")) head.remove_prefix(3);
@@ -206,9 +195,23 @@ bool LooksLikeOtlpMetrics(std::string_view head) {
          head.find("\"resourceMetrics\"") != std::string_view::npos;
 }
 
+MetricsFileFormat MetricsFileFormatOf(const std::string& path) {
+  // One read tells both formats apart: every file of a folder comes through here.
+  Result<std::string> head = ReadPrefix(path, 65536);
+  if (head.ok() && LooksLikeOtlpMetrics(*head)) return MetricsFileFormat::kOtlp;
+  if (path.ends_with(".prom")) return MetricsFileFormat::kPromText;
+  // A text file: the probe reads no further than the first line that is no comment.
+  if (head.ok() && head->find('\0') == std::string::npos && LooksLikePromTextfile(*head))
+    return MetricsFileFormat::kPromText;
+  return MetricsFileFormat::kNone;
+}
+
+bool IsPromTextfile(const std::string& path) {
+  return MetricsFileFormatOf(path) == MetricsFileFormat::kPromText;
+}
+
 bool IsOtlpMetricsFile(const std::string& path) {
-  Result<std::string> head = ReadPrefix(path, size_t{4} << 10);
-  return head.ok() && LooksLikeOtlpMetrics(*head);
+  return MetricsFileFormatOf(path) == MetricsFileFormat::kOtlp;
 }
 
 bool IsRasReportFile(const std::string& path) {

@@ -74,16 +74,19 @@ bool IsRasReportFile(const std::string& path);
 // (core/readers/prom_textfile.h): its first line that is no comment or blank is an `nccl_`
 // metric name followed by `{`.
 bool LooksLikePromTextfile(std::string_view head);
-// True for a plain file named *.prom, or whose first 64 KiB look like one. No Inspector log.
+// True for a plain file named *.prom, or whose first 64 KiB look like one, unless it is an OTLP
+// export (below). No Inspector log.
 bool IsPromTextfile(const std::string& path);
 
 // True when `head` (a file's first bytes) opens an OTLP JSON metrics export
 // (core/readers/otlp_metrics.h): a JSON object, after blanks and a byte-order mark, whose first
 // 4 KiB hold a "resourceMetrics" key.
 bool LooksLikeOtlpMetrics(std::string_view head);
-// The same for a plain file, reading its first 4 KiB. Found by content, whatever the name; no
-// Inspector log.
+// The same for a plain file. Found by content, whatever the name; no Inspector log.
 bool IsOtlpMetricsFile(const std::string& path);
+// Both questions with one read of the file's first 64 KiB, for callers that ask every file.
+enum class MetricsFileFormat { kNone, kPromText, kOtlp };
+MetricsFileFormat MetricsFileFormatOf(const std::string& path);
 
 // A file's path as stored (a DuckDB VARCHAR must be UTF-8): valid UTF-8 as it is, a backslash
 // doubled, every byte of an invalid sequence as \xHH. Distinct paths stay distinct.

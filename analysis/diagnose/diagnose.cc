@@ -520,7 +520,7 @@ Result<std::vector<Finding>> DiagnosePaths(const std::vector<std::string>& paths
     else if (lines == CollscopeLinesFormat::kKernelSummaries) kernel_files.push_back(f);
     else if (lines == CollscopeLinesFormat::kStacks) stack_files.push_back(f);
     else if (IsRasReportFile(f)) hang_files.push_back(f);  // found by content, whatever its name
-    else if (IsPromTextfile(f) || IsOtlpMetricsFile(f))
+    else if (MetricsFileFormatOf(f) != MetricsFileFormat::kNone)
       prom_files.push_back(f);
     else if (IsInspectorLogName(name)) logs.push_back(f);
     else if (readers::IsHangEvidenceFile(f)) hang_files.push_back(f);

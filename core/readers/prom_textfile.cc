@@ -519,14 +519,16 @@ Status StoreProm(Store& store, int32_t run_id, const std::vector<PromFile>& file
 Result<PromIngestReport> IngestPromFiles(Store& store, const std::vector<std::string>& paths,
                                          const std::string& run) {
   PromIngestReport rep;
-  auto found = FindInputFiles(
-      paths, [](const std::string& p, bool) { return IsOtlpMetricsFile(p) || IsPromTextfile(p); });
+  auto found = FindInputFiles(paths, [](const std::string& p, bool) {
+    return MetricsFileFormatOf(p) != MetricsFileFormat::kNone;
+  });
   if (!found.ok()) return found.status();
   rep.skipped = found->skipped;
   std::vector<PromFile> files;
   for (const std::string& path : found->files) {
     ++rep.files_seen;
-    auto f = IsOtlpMetricsFile(path) ? ReadOtlpMetrics(path) : ReadPromTextfile(path);
+    auto f = MetricsFileFormatOf(path) == MetricsFileFormat::kOtlp ? ReadOtlpMetrics(path)
+                                                                   : ReadPromTextfile(path);
     if (!f.ok()) {
       rep.failed.push_back(f.status().message());
       continue;
