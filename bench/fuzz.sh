@@ -73,6 +73,20 @@ for f in "$seeds"/ras[0-9]*; do [ -e "$f" ] && seed ras "$f"; done
 # NCCL Inspector Prometheus textfiles: the test samples (tests/prom_samples.h), one file each.
 awk -v d="$seeds" '/R"\(/ { f = 1; n++; sub(/.*R"\(/, ""); out = d "/prom" n } f && /^\)";/ { f = 0; close(out); next } f { print > out }' tests/prom_samples.h
 for f in "$seeds"/prom[0-9]*; do [ -e "$f" ] && seed prom "$f"; done
+# Inspector's OTLP JSON export (the same target reads it): a saved aggregated (v5.1) request body,
+# and verbose (v5.2) requests a line each, as a collector's file exporter writes them.
+attr() { printf '{"key":"%s","value":{"stringValue":"%s"}}' "$1" "$2"; }
+otlp_doc() {  # VERSION METRIC EXTRA_ATTRS VALUE
+  printf '{"resourceMetrics":[{"resource":{"attributes":[%s]},"scopeMetrics":[{"scope":{"name":"nccl-inspector"},"metrics":[{"name":"%s","unit":"us","gauge":{"dataPoints":[{"attributes":[%s,%s,%s,%s%s],"timeUnixNano":"1800000000123456789","asDouble":%s}]}}]}]}]}\n' \
+    "$(attr slurm.job.id 812)" "$2" "$(attr version "$1")" "$(attr node n7)" "$(attr gpu GPU3)" "$(attr comm_name dp)" "$3" "$4"
+}
+otlp_doc v5.1 nccl_bus_bandwidth_gbs ",$(attr collective AllReduce),$(attr message_size 16-17MB),$(attr nranks 16)" 171.2 > "$seeds/otlp1"
+{
+  otlp_doc v5.2 nccl_collective_exec_time_microseconds ",$(attr comm_id 0xd152c00f111816),$(attr coll_sn 41),$(attr coll_msg_size_bytes 16777216),$(attr collective AllReduce)" 812
+  otlp_doc v5.2 nccl_p2p_exec_time_microseconds ",$(attr p2p_sn 77),$(attr p2p_operation Recv),$(attr p2p_msg_size_bytes 4096)" 12
+} > "$seeds/otlp2"
+seed prom "$seeds/otlp1"
+seed prom "$seeds/otlp2"
 printf '%s\n' '{"resourceMetrics":[{"resource":{"attributes":[{"key":"slurm.job.id","value":{"stringValue":"9"}}]},"scopeMetrics":[{"scope":{"name":"nccl-inspector"},"metrics":[{"name":"nccl_collective_exec_time_microseconds","unit":"us","gauge":{"dataPoints":[{"attributes":[{"key":"version","value":{"stringValue":"v5.2"}},{"key":"node","value":{"stringValue":"n1"}},{"key":"gpu","value":{"stringValue":"GPU0"}},{"key":"comm_id","value":{"stringValue":"0x1f"}},{"key":"coll_sn","value":{"stringValue":"7"}},{"key":"coll_msg_size_bytes","value":{"stringValue":"4096"}},{"key":"collective","value":{"stringValue":"AllReduce"}}],"timeUnixNano":"1800000000000000000","asDouble":12.5}]}}]}]}]}' > "$seeds/tmp"
 seed prom "$seeds/tmp"
 if [ -d "$fixtures" ]; then

@@ -583,6 +583,7 @@ Result<EvalReport> RunEval(const std::vector<Scenario>& suite, const EvalOptions
       cfg.faults.push_back(spec);
     }
     cfg.inspector.proxy = o.inspector_proxy;  // the 2.29 flavour writes none
+    sr.flavor = cfg.inspector.flavor;
     double t = Now();
     sim::SimStats stats;
     COLLSCOPE_RETURN_IF_ERROR(sim::Simulate(cfg, &stats).WithPrefix(sc.name + ": simulate: "));
@@ -812,8 +813,9 @@ std::string EvalReport::ToJson() const {
   o << "}, \"scenarios\": [";
   for (size_t i = 0; i < scenarios.size(); ++i) {
     const auto& s = scenarios[i];
-    o << (i ? ", " : "") << "{\"name\": \"" << s.name << "\", \"world\": " << s.world << ", \"steps\": " << s.steps
-      << ", \"faults\": " << s.faults << ", \"fault_labels\": [";
+    o << (i ? ", " : "") << "{\"name\": \"" << s.name << "\", \"flavor\": \"" << s.flavor
+      << "\", \"world\": " << s.world << ", \"steps\": " << s.steps << ", \"faults\": " << s.faults
+      << ", \"fault_labels\": [";
     for (size_t j = 0; j < s.fault_labels.size(); ++j)
       o << (j ? ", " : "") << "{\"kind\": \"" << s.fault_labels[j].fault_kind << "\", \"severity\": "
         << (std::isnan(s.fault_labels[j].severity) ? std::string("null") : Num(s.fault_labels[j].severity, 4)) << "}";

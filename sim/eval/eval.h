@@ -100,6 +100,7 @@ struct FaultLabel {
 
 struct ScenarioResult {
   std::string name;
+  std::string flavor;  // the Inspector's, as the job's logs were written ("2.29", "2.30")
   int steps = 0, world = 0;
   bool healthy = false;
   int faults = 0;

@@ -227,6 +227,9 @@ TEST(Eval, SuiteFileScenariosAreScored) {
   auto r = RunEval(*suite, o);
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_EQ(r->scenarios.size(), 1u);
+  // Each job says which Inspector flavour wrote its logs (the simulator's default).
+  EXPECT_NE(r->ToJson().find("{\"name\": \"tiny-nic\", \"flavor\": \"2.30\""), std::string::npos)
+      << r->ToJson();
   const KindScore& link = r->tiers.at("A").kinds.at("slow_link");
   EXPECT_EQ(link.faults, 1);
   EXPECT_EQ(link.found_faults, 1) << r->ToText();
