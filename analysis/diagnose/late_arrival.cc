@@ -635,7 +635,8 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
   return events;
 }
 
-std::vector<std::vector<double>> SiblingP2pWaits(const CommData& d, double W, PipelineSideWaits* sides) {
+std::vector<std::vector<double>> SiblingP2pWaits(const CommData& d, double W,
+                                                 PipelineSideWaits* sides, CommWaits* by_comm) {
   const int nw = static_cast<int>((d.t1 - d.t0) / W) + 1;
   auto win = [&](int64_t ts) { return std::clamp(static_cast<int>((ts - d.t0) / W), 0, nw - 1); };
   std::vector<std::vector<double>> out(d.procs.size());
@@ -726,6 +727,11 @@ std::vector<std::vector<double>> SiblingP2pWaits(const CommData& d, double W, Pi
       const double extra = (a.sum / a.n - base) * a.n;
       if (extra <= 0) continue;
       v[static_cast<size_t>(a.w)] += extra;
+      if (by_comm) {
+        auto& c = (*by_comm)[Key(static_cast<size_t>(a.proc), static_cast<size_t>(a.comm))];
+        if (c.empty()) c.assign(static_cast<size_t>(nw), 0);
+        c[static_cast<size_t>(a.w)] += extra;
+      }
       // An all-to-all has no sides: each member waits on every other.
       if (!sides || all_to_all[static_cast<size_t>(a.comm)]) continue;
       auto& side = (*sides)[{a.proc, a.comm, upstream}];
@@ -743,7 +749,11 @@ namespace {
 struct WaitsOnOthers {
   std::vector<std::vector<int>> comms_of;  // process -> its communicators
   PipelineSideWaits toward;                // which side of its pipelines it waited on
-  std::vector<std::vector<double>> p2p_wait;
+  // Per (proc, comm), and each communicator's kind of transfer (its name, size, and whether it
+  // is an all-to-all): what a rank waited on each kind is weighed against what its peers waited
+  // on the same kind.
+  CommWaits p2p_by_comm;
+  std::vector<int> p2p_kind;
   std::unordered_map<uint64_t, std::vector<double>> slow_transfer;  // (proc, comm) -> per window
   std::vector<std::vector<double>> slow_wire;
   int p2p_lag = 0;  // windows a dump-timed point-to-point record lags its wait
@@ -772,7 +782,16 @@ WaitsOnOthers MeasureWaitsOnOthers(const CommData& d, double W) {
   // What each process waited on others, per window: (a) point-to-point transfers beyond the same
   // transfers of its sibling pipelines, and (b) transfers of its collectives beyond their
   // kernel key's usual time.
-  m.p2p_wait = SiblingP2pWaits(d, W, &m.toward);
+  SiblingP2pWaits(d, W, &m.toward, &m.p2p_by_comm);
+  {
+    const std::vector<bool> all_to_all = AllToAllComms(d);
+    std::map<std::tuple<std::string, int, bool>, int> kinds;
+    for (size_t c = 0; c < d.comms.size(); ++c)
+      m.p2p_kind.push_back(kinds
+                               .try_emplace({d.comms[c].name, d.comms[c].n_ranks, all_to_all[c]},
+                                            static_cast<int>(kinds.size()))
+                               .first->second);
+  }
   // (proc, comm) -> per window: what slow transfers of that communicator held the process.
   std::unordered_map<uint64_t, std::vector<double>>& slow_transfer = m.slow_transfer;
   {
@@ -907,7 +926,8 @@ struct LateExplainer {
   const WaitsOnOthers waits;
   const std::vector<std::vector<int>>& comms_of = waits.comms_of;
   const PipelineSideWaits& toward = waits.toward;
-  const std::vector<std::vector<double>>& p2p_wait = waits.p2p_wait;
+  const CommWaits& p2p_by_comm = waits.p2p_by_comm;
+  const std::vector<int>& p2p_kind = waits.p2p_kind;
   const std::unordered_map<uint64_t, std::vector<double>>& slow_transfer = waits.slow_transfer;
   const std::vector<std::vector<double>>& slow_wire = waits.slow_wire;
   const int p2p_lag = waits.p2p_lag;
@@ -966,12 +986,36 @@ LateExplainer::Owed LateExplainer::OwedIn(const LateEvent& e, int w0, int w1) co
   waited = std::min(waited, e.WaitIn(w0, w1) * held_times / std::max(1, e.LastIn(w0, w1)));
   // Waiting on pipeline peers, too, explains lateness only by as much more as its peers in
   // this communicator waited (a slow wire under a whole tensor-parallel group delays none of
-  // its members against the others).
-  std::vector<double> peers_p2p;
-  for (int q : d.comms[static_cast<size_t>(e.comm)].procs)
-    if (q != e.proc) peers_p2p.push_back(Sum(p2p_wait[static_cast<size_t>(q)], w0, w1 + p2p_lag));
-  const double p2p =
-      std::max(0.0, Sum(p2p_wait[static_cast<size_t>(e.proc)], w0, w1 + p2p_lag) - Median(peers_p2p));
+  // its members against the others), kind by kind: each member waits on its own pipeline and
+  // its own expert all-to-all, and less waiting on one does not make up for more on another (an
+  // expert group's all-to-all 10% slower for a second made its four members late in their
+  // tensor-parallel groups, and one of them, whose pipeline receives happened to wait less than
+  // its partners', was named a straggler).
+  auto by_kind = [&](int proc) {
+    std::map<int, double> out;
+    for (int c : comms_of[static_cast<size_t>(proc)]) {
+      auto it = p2p_by_comm.find(Key(static_cast<size_t>(proc), static_cast<size_t>(c)));
+      if (it != p2p_by_comm.end())
+        out[p2p_kind[static_cast<size_t>(c)]] += Sum(it->second, w0, w1 + p2p_lag);
+    }
+    return out;
+  };
+  const std::map<int, double> own_p2p = by_kind(e.proc);
+  double p2p = 0;
+  if (!own_p2p.empty()) {
+    std::vector<std::map<int, double>> peers_p2p;
+    for (int q : d.comms[static_cast<size_t>(e.comm)].procs)
+      if (q != e.proc) peers_p2p.push_back(by_kind(q));
+    std::vector<double> theirs;
+    for (const auto& [kind, mine] : own_p2p) {
+      theirs.clear();
+      for (const auto& m : peers_p2p) {
+        auto it = m.find(kind);
+        theirs.push_back(it == m.end() ? 0 : it->second);
+      }
+      p2p += std::max(0.0, mine - Median(theirs));
+    }
+  }
   // A slow transfer in one communicator (or a slow pipeline wire) makes its members late in
   // the others, never in itself, and only by as much more as it held them than it held their
   // peers there (a slow link under every member of a tensor-parallel group makes none of them

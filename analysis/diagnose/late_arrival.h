@@ -4,6 +4,7 @@
 
 #include <map>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "analysis/diagnose/comm_data.h"
@@ -71,9 +72,12 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o);
 // what it waited on its pipeline (or expert) peers beyond the usual.
 // `sides`, when given, gets the same per (process, its communicator, whether the peer's position
 // in it is below its own): which side of its pipeline it waited on.
+// `by_comm`, when given, gets the same per (process << 32 | its communicator).
 using PipelineSideWaits = std::map<std::tuple<int, int, bool>, std::vector<double>>;
+using CommWaits = std::unordered_map<uint64_t, std::vector<double>>;
 std::vector<std::vector<double>> SiblingP2pWaits(const CommData& d, double window_us,
-                                                 PipelineSideWaits* sides = nullptr);
+                                                 PipelineSideWaits* sides = nullptr,
+                                                 CommWaits* by_comm = nullptr);
 std::vector<Finding> DetectLateArrivals(const CommData& d, const LateOptions& o);
 
 }  // namespace collscope::diagnose

@@ -379,6 +379,95 @@ TEST(LateArrival, APropagatedLatenessSaysWhatItWaitedWhereItWasWeighed) {
   EXPECT_GE(waited, explained) << why;
 }
 
+// A tensor-parallel group of 4 on one host, each member with its own pipeline (a partner on
+// another host) and its own expert all-to-all of 3 (sibling groups: same size and positions).
+// Member 0 arrives last at every collective of its group in windows 2-7, making the others wait
+// 500 us each time. With `slow_expert_group`, a member of its expert group posts late at every
+// all-to-all, and member 0 waits 400 us on it each time, twice a call (what its siblings' same
+// transfers do not). Its pipeline receives take 100 us, its partners' 2.1 ms. Less waiting on its
+// pipeline does not make up for more on its expert group: what it waited on each kind is weighed
+// against its peers' same kind.
+CommData TensorGroupWithPipelinesAndExpertGroups(bool slow_expert_group) {
+  CommData d;
+  auto add_proc = [&](int host) {
+    while (static_cast<int>(d.hosts.size()) <= host)
+      d.hosts.push_back("h" + std::to_string(d.hosts.size()));
+    d.procs.push_back({host, static_cast<int>(d.procs.size())});
+    return static_cast<int>(d.procs.size()) - 1;
+  };
+  auto add_comm = [&](std::vector<int> procs) {
+    Comm c;
+    c.id = "0x" + std::to_string(d.comms.size() + 1);
+    c.n_ranks = static_cast<int>(procs.size());
+    for (int p : procs) c.hosts.push_back(d.procs[static_cast<size_t>(p)].host);
+    SortUnique(&c.hosts);
+    c.nnodes = static_cast<int>(c.hosts.size());
+    c.procs = std::move(procs);
+    d.comms.push_back(c);
+    return static_cast<int>(d.comms.size()) - 1;
+  };
+  std::vector<int> tp;
+  for (int i = 0; i < 4; ++i) tp.push_back(add_proc(0));
+  const int tp_comm = add_comm(tp);
+  const int64_t W = 200000;
+  for (int i = 0; i < 4; ++i) {
+    const int partner = add_proc(1);
+    const int pipe = add_comm({tp[static_cast<size_t>(i)], partner});
+    const int expert =
+        add_comm({tp[static_cast<size_t>(i)], add_proc(2 + 2 * i), add_proc(3 + 2 * i)});
+    const std::vector<int>& members = d.comms[static_cast<size_t>(expert)].procs;
+    for (int call = 0; call < 40; ++call) {
+      const int64_t ts = call * (W / 4);
+      d.p2p.push_back({tp[static_cast<size_t>(i)], pipe, partner, false, 1 << 20,
+                       i == 0 ? 100.0 : 2100.0, ts, call, 0});
+      d.p2p.push_back({partner, pipe, tp[static_cast<size_t>(i)], true, 1 << 20, 100, ts, call, 0});
+      // Its second member posts late: the others wait 400 us on it, the wire is as fast as ever.
+      for (int me : members)
+        for (int peer : members)
+          if (peer != me)
+            for (bool send : {true, false}) {
+              const bool held = i == 0 && slow_expert_group && peer == members[1];
+              d.p2p.push_back(
+                  {me, expert, peer, send, 1 << 18, held ? 600.0 : 200.0, ts, 2 * call + !send, 0});
+            }
+    }
+  }
+  for (int w = 0; w < 10; ++w)
+    for (int i = 0; i < 8; ++i) {
+      Inst x;
+      x.comm = tp_comm;
+      x.sn = w * 8 + i;
+      x.bytes = 1 << 20;
+      x.n = 4;
+      x.tmin = 100;
+      x.tmed = x.tmax = 600;
+      x.pmin = tp[static_cast<size_t>(w >= 2 && w <= 7 ? 0 : (i + w) % 4)];
+      x.ts = w * W + i * (W / 8);
+      d.insts.push_back(x);
+    }
+  d.t0 = 0;
+  d.t1 = 10 * W - 1;
+  return d;
+}
+
+TEST(LateArrival, WaitingOnEachKindOfTransferIsWeighedAgainstItsPeersSameKind) {
+  LateOptions o;
+  // Its expert group's all-to-all held it: propagated, though its pipeline waited less than its
+  // partners' (in sum it waited no more than they did).
+  std::vector<Suppressed> suppressed;
+  o.suppressed = &suppressed;
+  EXPECT_TRUE(DetectLateArrivals(TensorGroupWithPipelinesAndExpertGroups(true), o).empty());
+  ASSERT_EQ(suppressed.size(), 1u);
+  EXPECT_EQ(suppressed[0].finding.ranks, std::vector<int>{0});
+  EXPECT_NE(suppressed[0].reason.find("propagated lateness"), std::string::npos)
+      << suppressed[0].reason;
+  // The same lateness with its expert group as fast as the others' is its own.
+  o.suppressed = nullptr;
+  const auto f = DetectLateArrivals(TensorGroupWithPipelinesAndExpertGroups(false), o);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].ranks, std::vector<int>{0});
+}
+
 // Two sibling expert groups of 4 (one host per process), each an all-to-all: every member sends to
 // and receives from every other, 10 calls, the sizes following the tokens routed (a transfer's
 // size is never its sibling's). In group 1, member 2's receives from member 0 wait 3 ms for it at calls
