@@ -408,7 +408,10 @@ CommData TensorGroupWithPipelinesAndExpertGroups(bool slow_expert_group) {
   };
   std::vector<int> tp;
   for (int i = 0; i < 4; ++i) tp.push_back(add_proc(0));
-  const int tp_comm = add_comm(tp);
+  add_comm(tp);
+  AddInstances(
+      &d, [](int, int, int) { return 500.0; },
+      [](int, int w, int i) { return w >= 2 && w <= 7 ? 0 : (i + w) % 4; });
   const int64_t W = 200000;
   for (int i = 0; i < 4; ++i) {
     const int partner = add_proc(1);
@@ -432,21 +435,6 @@ CommData TensorGroupWithPipelinesAndExpertGroups(bool slow_expert_group) {
             }
     }
   }
-  for (int w = 0; w < 10; ++w)
-    for (int i = 0; i < 8; ++i) {
-      Inst x;
-      x.comm = tp_comm;
-      x.sn = w * 8 + i;
-      x.bytes = 1 << 20;
-      x.n = 4;
-      x.tmin = 100;
-      x.tmed = x.tmax = 600;
-      x.pmin = tp[static_cast<size_t>(w >= 2 && w <= 7 ? 0 : (i + w) % 4)];
-      x.ts = w * W + i * (W / 8);
-      d.insts.push_back(x);
-    }
-  d.t0 = 0;
-  d.t1 = 10 * W - 1;
   return d;
 }
 
