@@ -9,9 +9,9 @@ the ratio of the medians. Also printed: the sampler's own time per sample (from 
 it held the target's threads per sample, and its CPU share of a core.
 
 With --steps-ms N the target also writes the annotation API's step file, a step every N ms, and
-each round samples it twice more, writing stack files (--out, 1 s windows): once with windows by
-time and once with --steps-dir (windows end at its steps, read as the file grows), so that what
-step windows cost is a ratio against the same sampler without them, in the same session.
+as many rounds again sample it twice each, writing stack files (--out, 1 s windows): once with
+windows by time and once with --steps-dir (windows end at its steps, read as the file grows), so
+that what step windows cost is a ratio against the same sampler without them, in the same session.
 
 Usage: bench/stacks_cost.py [--bin build/collscope] [--rate 10] [--seconds 5] [--rounds 5]
        [--threads 16] [--python /usr/bin/python3.11] [--python-only] [--steps-ms 100]
