@@ -37,10 +37,11 @@ struct Reports {
   const readers::KernelSummaryIngestReport& kern;
   const readers::StackIngestReport& stk;
   const readers::PromIngestReport& prom;
+  const readers::RecordSummaryIngestReport& sums;
 };
 
 void PrintJson(const std::string& run, const Reports& all) {
-  const auto& [rep, kin, steps, hang, kern, stk, prom] = all;
+  const auto& [rep, kin, steps, hang, kern, stk, prom, sums] = all;
   std::printf(
       "{\"run\": %s, \"run_id\": %d, \"ingest_id\": %d, \"files_seen\": %lu, \"files_read\": "
       "%lu, \"files_unchanged\": %lu, \"files_rewritten\": %lu, \"bytes_read\": %lu, "
@@ -49,29 +50,39 @@ void PrintJson(const std::string& run, const Reports& all) {
       "\"proxy_ops_stored\": %lu, \"proxy_steps_stored\": %lu, "
       "\"records_without_timing_source\": %lu, \"seconds\": %.3f, "
       "\"kineto_traces_seen\": %lu, \"kineto_traces_read\": %lu, \"kineto_steps\": %lu, "
-      "\"kineto_kernels\": %lu, \"step_files_seen\": %lu, \"step_files_read\": %lu, \"steps\": %lu, "
+      "\"kineto_kernels\": %lu, \"step_files_seen\": %lu, \"step_files_read\": %lu, \"steps\": "
+      "%lu, "
       "\"step_phases\": %lu, \"step_lines_rejected\": %lu, \"step_events_dropped\": %lu, "
-      "\"flight_recorder_dumps_seen\": %lu, \"flight_recorder_dumps_read\": %lu, \"state_files_seen\": %lu, "
-      "\"state_files_read\": %lu, \"ras_reports_seen\": %lu, \"ras_reports_read\": %lu, \"ras_lines_unused\": %lu, \"kernel_summary_files_seen\": %lu, \"kernel_summary_files_read\": %lu, "
-      "\"kernel_summaries\": %lu, \"kernel_summary_lines_rejected\": %lu, \"kernel_summary_lines_unknown\": %lu, "
-      "\"stack_files_seen\": %lu, \"stack_files_read\": %lu, \"stack_files_incomplete\": %lu, \"stacks\": %lu, "
+      "\"flight_recorder_dumps_seen\": %lu, \"flight_recorder_dumps_read\": %lu, "
+      "\"state_files_seen\": %lu, "
+      "\"state_files_read\": %lu, \"ras_reports_seen\": %lu, \"ras_reports_read\": %lu, "
+      "\"ras_lines_unused\": %lu, \"kernel_summary_files_seen\": %lu, "
+      "\"kernel_summary_files_read\": %lu, "
+      "\"kernel_summaries\": %lu, \"kernel_summary_lines_rejected\": %lu, "
+      "\"kernel_summary_lines_unknown\": %lu, "
+      "\"stack_files_seen\": %lu, \"stack_files_read\": %lu, \"stack_files_incomplete\": %lu, "
+      "\"stacks\": %lu, "
       "\"stack_lines_rejected\": %lu, \"stack_lines_unknown\": %lu, "
-      "\"prom_files_seen\": %lu, \"prom_files_read\": %lu, \"prom_samples\": %lu, \"prom_lines_unused\": %lu, "
-      "\"prom_incomplete_tails\": %lu}\n",
+      "\"prom_files_seen\": %lu, \"prom_files_read\": %lu, \"prom_samples\": %lu, "
+      "\"prom_lines_unused\": %lu, "
+      "\"prom_incomplete_tails\": %lu, \"summary_files_seen\": %lu, \"summary_files_read\": %lu, "
+      "\"summary_files_failed\": %zu, \"summary_records_stored\": %lu, \"summary_batches\": %lu}\n",
       JsonQuoted(run).c_str(), rep.run_id, rep.ingest_id, rep.files_seen, rep.files_read,
-      rep.files_unchanged, rep.files_rewritten, rep.bytes_read, rep.lines_read,
-      rep.records_stored, rep.dump_stats_stored, rep.lines_rejected, rep.incomplete_tail_bytes,
-      rep.records_missing, rep.proxy_ops_stored, rep.proxy_steps_stored, rep.records_without_timing_source, rep.seconds, kin.files_seen, kin.files_read, kin.steps, kin.kernels,
-      steps.files_seen, steps.files_read, steps.steps, steps.phases, steps.lines_rejected, steps.dropped_events,
-      hang.dumps_seen, hang.dumps_read, hang.states_seen, hang.states_read, hang.ras_seen, hang.ras_read,
-      hang.ras_lines_unused, kern.files_seen, kern.files_read,
-      kern.summaries, kern.lines_rejected, kern.lines_unknown, stk.files_seen, stk.files_read, stk.files_incomplete,
-      stk.stacks, stk.lines_rejected, stk.lines_unknown, prom.files_seen, prom.files_read, prom.samples,
-      prom.lines_unused, prom.incomplete_tails);
+      rep.files_unchanged, rep.files_rewritten, rep.bytes_read, rep.lines_read, rep.records_stored,
+      rep.dump_stats_stored, rep.lines_rejected, rep.incomplete_tail_bytes, rep.records_missing,
+      rep.proxy_ops_stored, rep.proxy_steps_stored, rep.records_without_timing_source, rep.seconds,
+      kin.files_seen, kin.files_read, kin.steps, kin.kernels, steps.files_seen, steps.files_read,
+      steps.steps, steps.phases, steps.lines_rejected, steps.dropped_events, hang.dumps_seen,
+      hang.dumps_read, hang.states_seen, hang.states_read, hang.ras_seen, hang.ras_read,
+      hang.ras_lines_unused, kern.files_seen, kern.files_read, kern.summaries, kern.lines_rejected,
+      kern.lines_unknown, stk.files_seen, stk.files_read, stk.files_incomplete, stk.stacks,
+      stk.lines_rejected, stk.lines_unknown, prom.files_seen, prom.files_read, prom.samples,
+      prom.lines_unused, prom.incomplete_tails, sums.files_seen, sums.files_read,
+      sums.failed.size(), sums.records_stored, sums.batches);
 }
 
 void PrintText(const std::string& db, const std::string& run, const Reports& all) {
-  const auto& [rep, kin, steps, hang, kern, stk, prom] = all;
+  const auto& [rep, kin, steps, hang, kern, stk, prom, sums] = all;
   std::printf("run %s: %lu files (%lu read, %lu unchanged, %lu rewritten)\n", run.c_str(),
               rep.files_seen, rep.files_read, rep.files_unchanged, rep.files_rewritten);
   std::printf("%lu lines, %.1f MB in %.2f s (%.0f MB/s): %lu records, %lu dump_stats stored, "
@@ -127,6 +138,13 @@ void PrintText(const std::string& db, const std::string& run, const Reports& all
                                  " unfinished last lines (caught mid-write; read when whole)")
                                     .c_str()
                               : "");
+  if (sums.files_seen)
+    std::printf(
+        "record summaries (host agents'): %lu files (%lu read, %lu unchanged, %zu not stored) in "
+        "%lu "
+        "batches: %lu records, %lu dump_stats stored\n",
+        sums.files_seen, sums.files_read, sums.files_unchanged, sums.failed.size(), sums.batches,
+        sums.records_stored, sums.dump_stats_stored);
   for (const std::string& s : steps.first_rejections) std::printf("  rejected %s\n", s.c_str());
   for (const std::string& s : kern.first_rejections) std::printf("  rejected %s\n", s.c_str());
   for (const std::string& s : stk.first_rejections) std::printf("  rejected %s\n", s.c_str());
@@ -171,7 +189,8 @@ int Run(const Options& o) {
   if (failed) std::fprintf(stderr, "collscope ingest: %s\n", agg.status().message().c_str());
   // What could not be read is said whatever the output mode.
   for (const std::string& s : in.NotStored()) std::fprintf(stderr, "collscope ingest: %s\n", s.c_str());
-  const Reports all{in.records, in.kineto, in.steps, in.hang, in.kernels, in.stacks, in.prom};
+  const Reports all{in.records, in.kineto, in.steps, in.hang,
+                    in.kernels, in.stacks, in.prom,  in.summaries};
   if (o.json) PrintJson(opts.run, all);
   else if (!o.quiet) PrintText(o.db, opts.run, all);
   if (in.NoInputs()) {

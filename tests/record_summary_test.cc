@@ -231,5 +231,63 @@ TEST(RecordSummary, BadFilesAreNamedAndTheRestLoads) {
   EXPECT_EQ(later->summaries.records_stored, 0u);
 }
 
+// An aggregator that starts behind loads its backlog in batches of bounded size, each its own
+// transaction, with the same rows as one load; a batch with a bad file still loads its good ones.
+TEST(RecordSummary, ABacklogLoadsInBoundedBatches) {
+  TempDir dir;
+  for (const char* h : {"a", "b", "c"})
+    testing::WriteFile(dir / ("logs/" + std::string(h) + "-pid7.log"), Lines(h, 0, 4));
+  Store::Options so;
+  so.writable_dir = dir / "sums";
+  fs::create_directories(dir / "sums");
+  auto host = Store::Open(dir / "host.duckdb", so);
+  ASSERT_TRUE(host.ok());
+  IngestOptions io;
+  io.run = "job";
+  io.threads = 1;
+  ASSERT_TRUE(readers::IngestInputs(**host, {dir / "logs"}, io).ok());
+  readers::SummaryExportOptions eo;
+  eo.run = "job";
+  eo.root = dir / "sums";
+  eo.now_us = 100;
+  auto out = readers::ExportRecordSummaries(**host, eo);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  ASSERT_EQ(out->files_written, 3u);
+  const std::string root = fs::weakly_canonical(dir / "sums").string();
+  fs::create_directories(root + "/host=e");
+  ASSERT_TRUE(
+      (*host)
+          ->Exec("COPY (SELECT 'record' AS row_type, 'e' AS hostname) TO " +
+                 SqlString(root + "/host=e/0000000000000001.parquet") +
+                 " (FORMAT parquet, KV_METADATA {'collscope.format': 'collscope-record-summary', "
+                 "'collscope.format_version': '1'})")
+          .ok());
+
+  auto whole = Store::Open(dir / "whole.duckdb");
+  ASSERT_TRUE(whole.ok());
+  auto at_once = readers::IngestRecordSummaries(**whole, {root}, "job");
+  ASSERT_TRUE(at_once.ok()) << at_once.status().message();
+  EXPECT_EQ(at_once->batches, 1u);
+  EXPECT_EQ(at_once->records_stored, 12u);
+  EXPECT_EQ(at_once->failed.size(), 1u);
+
+  auto batched = Store::Open(dir / "batched.duckdb");
+  ASSERT_TRUE(batched.ok());
+  auto one_by_one = readers::IngestRecordSummaries(**batched, {root}, "job", 1);
+  ASSERT_TRUE(one_by_one.ok()) << one_by_one.status().message();
+  EXPECT_EQ(one_by_one->batches, 4u);
+  EXPECT_EQ(one_by_one->records_stored, 12u);
+  ASSERT_EQ(one_by_one->failed.size(), 1u);
+  EXPECT_NE(one_by_one->failed[0].find("host=e/"), std::string::npos) << one_by_one->failed[0];
+  const char* rows =
+      "SELECT count(*), count(DISTINCT process_id), count(DISTINCT file_id), sum(sn), "
+      "sum(exec_time_us) FROM records";
+  auto a = (*whole)->Query(rows), b = (*batched)->Query(rows);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->rows, b->rows);
+  EXPECT_EQ(*(*batched)->QueryInt("SELECT count(*) FROM processes"), 3);
+  EXPECT_EQ(*(*batched)->QueryInt("SELECT count(*) FROM files"), 3);
+}
+
 }  // namespace
 }  // namespace collscope

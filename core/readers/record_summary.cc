@@ -428,8 +428,10 @@ Status LoadFiles(Store& store, Store& reader, const std::string& rid, const std:
 
 }  // namespace
 
-Result<RecordSummaryIngestReport> IngestRecordSummaries(Store& store, const std::vector<std::string>& paths,
-                                                        const std::string& run) {
+Result<RecordSummaryIngestReport> IngestRecordSummaries(Store& store,
+                                                        const std::vector<std::string>& paths,
+                                                        const std::string& run,
+                                                        uint64_t batch_bytes) {
   RecordSummaryIngestReport report;
   auto found = FindInputFiles(paths, [](const std::string& p, bool) { return IsRecordSummaryPath(p); });
   if (!found.ok()) return found.status();
@@ -490,15 +492,27 @@ Result<RecordSummaryIngestReport> IngestRecordSummaries(Store& store, const std:
     }
   }
   if (good.empty()) return report;
-  // All at once; when that fails, file by file, so that only the bad ones are left out.
-  if (Status st = LoadFiles(store, **reader, rid, good, &report); !st.ok()) {
-    if (good.size() == 1) {
-      report.failed.push_back(good[0].path + ": " + st.message());
-      return report;
+  // In batches of bounded size, each its own transaction: a batch's rows are staged whole in
+  // memory, so an aggregator that starts behind (a restart, a backlog of hosts' files) holds one
+  // batch, not the backlog. A batch that fails is loaded file by file, so that only the bad files
+  // are left out.
+  for (size_t begin = 0; begin < good.size();) {
+    size_t end = begin;
+    uint64_t bytes = 0;
+    while (end < good.size() && (end == begin || bytes + good[end].bytes <= batch_bytes))
+      bytes += good[end++].bytes;
+    const std::vector<SummaryFile> batch(good.begin() + begin, good.begin() + end);
+    begin = end;
+    ++report.batches;
+    if (Status st = LoadFiles(store, **reader, rid, batch, &report); !st.ok()) {
+      if (batch.size() == 1) {
+        report.failed.push_back(batch[0].path + ": " + st.message());
+        continue;
+      }
+      for (const SummaryFile& f : batch)
+        if (Status one = LoadFiles(store, **reader, rid, {f}, &report); !one.ok())
+          report.failed.push_back(f.path + ": " + one.message());
     }
-    for (const SummaryFile& f : good)
-      if (Status one = LoadFiles(store, **reader, rid, {f}, &report); !one.ok())
-        report.failed.push_back(f.path + ": " + one.message());
   }
   return report;
 }

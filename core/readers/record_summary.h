@@ -69,12 +69,20 @@ Result<SummaryExportReport> ExportRecordSummaries(Store& store, const SummaryExp
 struct RecordSummaryIngestReport {
   uint64_t files_seen = 0, files_read = 0, files_unchanged = 0;
   uint64_t records_stored = 0, dump_stats_stored = 0;
+  uint64_t batches = 0;             // transactions the files were loaded in
   std::vector<std::string> failed;  // "path: why" for files not stored
 };
 
-// Stores the summary files under `paths` that run `run` has not loaded yet.
+// Parquet bytes loaded per transaction. A batch's rows are staged whole in memory (about 60x its
+// compressed size), so this bounds what an aggregator holds when it starts behind: after a restart,
+// or with a backlog of hosts' files (docs/scale.md).
+inline constexpr uint64_t kSummaryBatchBytes = 8ull << 20;
+
+// Stores the summary files under `paths` that run `run` has not loaded yet, in batches of at most
+// `batch_bytes` (a larger file is a batch of its own).
 Result<RecordSummaryIngestReport> IngestRecordSummaries(Store& store,
                                                         const std::vector<std::string>& paths,
-                                                        const std::string& run);
+                                                        const std::string& run,
+                                                        uint64_t batch_bytes = kSummaryBatchBytes);
 
 }  // namespace collscope::readers
