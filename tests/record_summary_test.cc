@@ -70,6 +70,10 @@ TEST(RecordSummary, PerHostAgentsThenAnAggregatorDiagnoseLikeTheLogs) {
   }
   auto agg = RunShell(bin + " ingest " + (dir / "summaries") + " --db " + (dir / "agg.duckdb") + " --run job 2>&1");
   ASSERT_EQ(agg.code, 0) << agg.text;
+  // It says what it loaded: the records came from the summaries, not from logs.
+  EXPECT_NE(agg.text.find("record summaries (host agents'): 4 files (4 read, 0 unchanged, 0 not stored) in 1 batches"),
+            std::string::npos)
+      << agg.text;
 
   const std::string direct = Findings(dir / "direct.duckdb"), summarised = Findings(dir / "agg.duckdb");
   EXPECT_NE(direct.find("\"slow_link\""), std::string::npos) << direct;
