@@ -898,6 +898,15 @@ struct LateExplainer {
   // host test or on their own.
   // (owed, wait) of the host's late members, the owed part weighed block by block of e's run.
   std::pair<double, double> HostOwed(const LateEvent& e) const;
+  // The same, over the host's ranks late at the same time each in a communicator of e's kind (its
+  // sibling groups: a stage's data-parallel groups, one member per host): a host downstream of a
+  // slow NIC is late in all of them at once, each member by its own share of the same waits,
+  // and a member whose waits happened to explain a little less than half of its lateness is no
+  // root when the host's members together are explained (an independent generator's job named
+  // the one of four such members whose slow pipeline transfers explained 25 of its 52 ms, x49023).
+  // (owed, wait) summed over e and those members, the owed part weighed block by block of e's
+  // run; {0, 0} when e has no such member.
+  std::pair<double, double> SiblingsOwed(const LateEvent& e) const;
   // What a process waited on one side of its pipelines, beyond its sibling pipelines.
   double SideWait(int proc, bool upstream, int w0, int w1) const;
   // Following a rank, the wait counts only beyond what the follower's peers where it is late
@@ -1079,6 +1088,34 @@ std::pair<double, double> LateExplainer::HostOwed(const LateEvent& e) const {
   return sum;
 }
 
+std::pair<double, double> LateExplainer::SiblingsOwed(const LateEvent& e) const {
+  const int host = d.procs[static_cast<size_t>(e.proc)].host;
+  const int kind = p2p_kind[static_cast<size_t>(e.comm)];
+  std::vector<const LateEvent*> members{&e};
+  for (const LateEvent& x : ev)
+    if (x.proc != e.proc && x.comm != e.comm && p2p_kind[static_cast<size_t>(x.comm)] == kind &&
+        d.procs[static_cast<size_t>(x.proc)].host == host && x.w1 >= e.w0 && x.w0 <= e.w1)
+      members.push_back(&x);
+  if (members.size() < 2) return {0, 0};
+  std::pair<double, double> sum{0, 0};
+  for (auto [a, b] : BlocksOf(e.w0, e.w1)) {
+    double owed_here = 0, wait_here = 0;
+    for (const LateEvent* x : members) {
+      const int xa = std::max(a, x->w0), xb = std::min(b, x->w1);
+      if (xa > xb) continue;
+      // A member's waits on late members of its other communicators are left out: they may be
+      // waits on e's rank itself (a straggler's tensor-parallel mates, late in their own
+      // data-parallel groups because they waited for it, would explain it away).
+      const Owed w = OwedIn(*x, xa, xb);
+      owed_here += x == &e ? w.Sum() : w.p2p + w.xfer;
+      wait_here += x->WaitIn(xa, xb);
+    }
+    sum.first += std::min(owed_here, wait_here);
+    sum.second += wait_here;
+  }
+  return sum;
+}
+
 std::vector<bool> LateExplainer::LateAcrossItsHost() const {
   std::vector<bool> out(ev.size(), false);
   // The communicators that test a host's ranks one at a time: spanning hosts, one member on it.
@@ -1218,6 +1255,14 @@ std::vector<const LateEvent*> LateExplainer::Roots() const {
                                  FormatTimeUs(d.t0 + static_cast<int64_t>((own->w1 + 1) * W)) +
                                  ", which no wait explains, stays its own"
                            : ""));
+      continue;
+    }
+    if (const auto [owed, wait] = SiblingsOwed(e); wait > 0 && owed >= o.explained_share * wait) {
+      Suppress(e, "propagated lateness of its host: its host's ranks late at the same time in " +
+                      CommLabel(d, e.comm) +
+                      " and its sibling groups waited on others, weighed where they were late, " +
+                      Fmt("%.0f", owed / 1e3) + " ms, at least half of the " +
+                      Fmt("%.0f", wait / 1e3) + " ms they made those groups wait");
       continue;
     }
     roots.push_back(&e);

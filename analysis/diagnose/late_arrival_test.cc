@@ -456,6 +456,79 @@ TEST(LateArrival, WaitingOnEachKindOfTransferIsWeighedAgainstItsPeersSameKind) {
   EXPECT_EQ(f[0].ranks, std::vector<int>{0});
 }
 
+// Four data-parallel groups of 4, one member per host (hosts 0-3, GPU g of each in group g), each
+// member with a pipeline partner on a host of its own. In windows 2-7 host 0's member is last at
+// every instance of its group, making the others wait 500 us each time (`rank0_wait_us` for GPU
+// 0), while its pipeline receives wait on its partner beyond its sibling pipelines' same
+// transfers: 600 us a call for GPUs 1-3 (60% of their lateness), 450 us for GPU 0 (45% of 500 us),
+// four calls a window. A downstream host is late in all its groups at once by its share of the
+// same waits.
+CommData HostLateInItsSiblingGroupsOnItsPipelines(double rank0_wait_us) {
+  CommData d;
+  for (int h = 0; h < 8; ++h) d.hosts.push_back("h" + std::to_string(h));
+  for (int h = 0; h < 4; ++h)
+    for (int g = 0; g < 4; ++g) d.procs.push_back({h, 4 * h + g});
+  for (int g = 0; g < 4; ++g) {
+    Comm c;
+    c.id = "0x" + std::to_string(g + 1);
+    c.name = "DATA_PARALLEL_GROUP";
+    c.n_ranks = c.nnodes = 4;
+    for (int h = 0; h < 4; ++h) {
+      c.procs.push_back(4 * h + g);
+      c.hosts.push_back(h);
+    }
+    d.comms.push_back(c);
+  }
+  auto late = [](int w) { return w >= 2 && w <= 7; };
+  AddInstances(
+      &d,
+      [&](int c, int w, int i) {
+        return late(w) ? (c == 0 ? rank0_wait_us : 500.0) : i < 2 ? 500.0 : 10.0;
+      },
+      [&](int c, int w, int i) { return late(w) ? 0 : (i + w + c) % 4; });
+  const int64_t W = 200000;
+  for (int p = 0; p < 16; ++p) {
+    const int partner = static_cast<int>(d.procs.size());
+    d.procs.push_back({4 + p / 4, 100 + p});
+    Comm c;
+    c.id = "0x" + std::to_string(d.comms.size() + 1);
+    c.name = "PIPELINE_MODEL_PARALLEL_GROUP";
+    c.n_ranks = c.nnodes = 2;
+    c.procs = {p, partner};
+    c.hosts = {p / 4, 4 + p / 4};
+    d.comms.push_back(c);
+    const int pipe = static_cast<int>(d.comms.size()) - 1;
+    for (int call = 0; call < 40; ++call) {
+      const int64_t ts = call * (W / 4);
+      const bool held = p < 4 && late(static_cast<int>(ts / W));
+      d.p2p.push_back({p, pipe, partner, false, 1 << 20,
+                       100.0 + (held ? (p == 0 ? 450.0 : 600.0) : 0.0), ts, call, 0});
+      d.p2p.push_back({partner, pipe, p, true, 1 << 20, 100, ts, call, 0});
+    }
+  }
+  return d;
+}
+
+TEST(LateArrival, AHostLateInItsSiblingGroupsIsExplainedTogether) {
+  LateOptions o;
+  std::vector<Suppressed> suppressed;
+  o.suppressed = &suppressed;
+  EXPECT_TRUE(DetectLateArrivals(HostLateInItsSiblingGroupsOnItsPipelines(500), o).empty());
+  bool rank0 = false;
+  for (const Suppressed& s : suppressed)
+    if (s.finding.ranks == std::vector<int>{0}) {
+      rank0 = true;
+      EXPECT_NE(s.reason.find("propagated lateness of its host"), std::string::npos) << s.reason;
+    }
+  EXPECT_TRUE(rank0);
+  // GPU 0 late three times as much as its host's other ranks, beyond what its waits explain,
+  // stands apart from them: its own.
+  o.suppressed = nullptr;
+  const auto f = DetectLateArrivals(HostLateInItsSiblingGroupsOnItsPipelines(1500), o);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].ranks, std::vector<int>{0});
+}
+
 // Two sibling expert groups of 4 (one host per process), each an all-to-all: every member sends to
 // and receives from every other, 10 calls, the sizes following the tokens routed (a transfer's
 // size is never its sibling's). In group 1, member 2's receives from member 0 wait 3 ms for it at calls
