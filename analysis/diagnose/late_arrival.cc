@@ -898,8 +898,8 @@ struct LateExplainer {
   // host test or on their own.
   // (owed, wait) of the host's late members, the owed part weighed block by block of e's run.
   std::pair<double, double> HostOwed(const LateEvent& e) const;
-  // The same, over the host's ranks late at the same time each in a communicator of e's kind (its
-  // sibling groups: a stage's data-parallel groups, one member per host): a host downstream of a
+  // The same, over the host's ranks late at the same time each in a sibling of e's communicator
+  // (a stage's data-parallel groups, one member per host): a host downstream of a
   // slow NIC is late in all of them at once, each member by its own share of the same waits,
   // and a member whose waits happened to explain a little less than half of its lateness is no
   // root when the host's members together are explained (an independent generator's job named
@@ -1090,10 +1090,17 @@ std::pair<double, double> LateExplainer::HostOwed(const LateEvent& e) const {
 
 std::pair<double, double> LateExplainer::SiblingsOwed(const LateEvent& e) const {
   const int host = d.procs[static_cast<size_t>(e.proc)].host;
-  const int kind = p2p_kind[static_cast<size_t>(e.comm)];
+  // Siblings run the same program: same name, size and span of hosts (without names, a host's
+  // tensor-parallel group of 4 is no sibling of a data-parallel group of 4 across hosts, x48009).
+  const Comm& mine = d.comms[static_cast<size_t>(e.comm)];
+  auto sibling = [&](const Comm& c) {
+    return c.name == mine.name && c.n_ranks == mine.n_ranks && c.nnodes == mine.nnodes &&
+           p2p_kind[static_cast<size_t>(&c - d.comms.data())] ==
+               p2p_kind[static_cast<size_t>(e.comm)];
+  };
   std::vector<const LateEvent*> members{&e};
   for (const LateEvent& x : ev)
-    if (x.proc != e.proc && x.comm != e.comm && p2p_kind[static_cast<size_t>(x.comm)] == kind &&
+    if (x.proc != e.proc && x.comm != e.comm && sibling(d.comms[static_cast<size_t>(x.comm)]) &&
         d.procs[static_cast<size_t>(x.proc)].host == host && x.w1 >= e.w0 && x.w0 <= e.w1)
       members.push_back(&x);
   if (members.size() < 2) return {0, 0};
@@ -1106,11 +1113,14 @@ std::pair<double, double> LateExplainer::SiblingsOwed(const LateEvent& e) const 
       // A member's waits on late members of its other communicators are left out: they may be
       // waits on e's rank itself (a straggler's tensor-parallel mates, late in their own
       // data-parallel groups because they waited for it, would explain it away).
+      // Each member's waits explain at most its own lateness: a mate held far longer (on a
+      // flapping NIC) explains nothing of a straggler's (x48009).
       const Owed w = OwedIn(*x, xa, xb);
-      owed_here += x == &e ? w.Sum() : w.p2p + w.xfer;
-      wait_here += x->WaitIn(xa, xb);
+      const double wait = x->WaitIn(xa, xb);
+      owed_here += std::min(x == &e ? w.Sum() : w.p2p + w.xfer, wait);
+      wait_here += wait;
     }
-    sum.first += std::min(owed_here, wait_here);
+    sum.first += owed_here;
     sum.second += wait_here;
   }
   return sum;

@@ -2,6 +2,7 @@
 // against chance and against the number of ranks that could have done so by luck.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -457,13 +458,13 @@ TEST(LateArrival, WaitingOnEachKindOfTransferIsWeighedAgainstItsPeersSameKind) {
 }
 
 // Four data-parallel groups of 4, one member per host (hosts 0-3, GPU g of each in group g), each
-// member with a pipeline partner on a host of its own. In windows 2-7 host 0's member is last at
-// every instance of its group, making the others wait 500 us each time (`rank0_wait_us` for GPU
-// 0), while its pipeline receives wait on its partner beyond its sibling pipelines' same
-// transfers: 600 us a call for GPUs 1-3 (60% of their lateness), 450 us for GPU 0 (45% of 500 us),
-// four calls a window. A downstream host is late in all its groups at once by its share of the
-// same waits.
-CommData HostLateInItsSiblingGroupsOnItsPipelines(double rank0_wait_us) {
+// member with a pipeline partner on a host of its own. In windows 2-7 host 0's GPU g is last at
+// every instance of its group where wait_us[g] > 0, making the others wait that long each time,
+// while its pipeline receives wait hold_us[g] a call on its partner beyond its sibling pipelines'
+// same transfers, four calls a window (8 instances a window: a hold of 2 x wait_us explains all
+// of its lateness).
+CommData HostLateInItsSiblingGroupsOnItsPipelines(std::array<double, 4> wait_us,
+                                                  std::array<double, 4> hold_us) {
   CommData d;
   for (int h = 0; h < 8; ++h) d.hosts.push_back("h" + std::to_string(h));
   for (int h = 0; h < 4; ++h)
@@ -479,13 +480,13 @@ CommData HostLateInItsSiblingGroupsOnItsPipelines(double rank0_wait_us) {
     }
     d.comms.push_back(c);
   }
-  auto late = [](int w) { return w >= 2 && w <= 7; };
+  auto late = [&](int c, int w) { return w >= 2 && w <= 7 && wait_us[static_cast<size_t>(c)] > 0; };
   AddInstances(
       &d,
       [&](int c, int w, int i) {
-        return late(w) ? (c == 0 ? rank0_wait_us : 500.0) : i < 2 ? 500.0 : 10.0;
+        return late(c, w) ? wait_us[static_cast<size_t>(c)] : i < 2 ? 500.0 : 10.0;
       },
-      [&](int c, int w, int i) { return late(w) ? 0 : (i + w + c) % 4; });
+      [&](int c, int w, int i) { return late(c, w) ? 0 : (i + w + c) % 4; });
   const int64_t W = 200000;
   for (int p = 0; p < 16; ++p) {
     const int partner = static_cast<int>(d.procs.size());
@@ -500,9 +501,9 @@ CommData HostLateInItsSiblingGroupsOnItsPipelines(double rank0_wait_us) {
     const int pipe = static_cast<int>(d.comms.size()) - 1;
     for (int call = 0; call < 40; ++call) {
       const int64_t ts = call * (W / 4);
-      const bool held = p < 4 && late(static_cast<int>(ts / W));
+      const bool held = p < 4 && late(p, static_cast<int>(ts / W));
       d.p2p.push_back({p, pipe, partner, false, 1 << 20,
-                       100.0 + (held ? (p == 0 ? 450.0 : 600.0) : 0.0), ts, call, 0});
+                       100.0 + (held ? hold_us[static_cast<size_t>(p)] : 0.0), ts, call, 0});
       d.p2p.push_back({partner, pipe, p, true, 1 << 20, 100, ts, call, 0});
     }
   }
@@ -513,7 +514,13 @@ TEST(LateArrival, AHostLateInItsSiblingGroupsIsExplainedTogether) {
   LateOptions o;
   std::vector<Suppressed> suppressed;
   o.suppressed = &suppressed;
-  EXPECT_TRUE(DetectLateArrivals(HostLateInItsSiblingGroupsOnItsPipelines(500), o).empty());
+  // Every GPU of host 0 late by 500 us an instance; GPUs 1-3 wait 600 us a call (60% of their
+  // lateness), GPU 0 450 us (45%): a downstream host, late in all its groups at once by its share
+  // of the same waits.
+  EXPECT_TRUE(
+      DetectLateArrivals(
+          HostLateInItsSiblingGroupsOnItsPipelines({500, 500, 500, 500}, {450, 600, 600, 600}), o)
+          .empty());
   bool rank0 = false;
   for (const Suppressed& s : suppressed)
     if (s.finding.ranks == std::vector<int>{0}) {
@@ -524,7 +531,14 @@ TEST(LateArrival, AHostLateInItsSiblingGroupsIsExplainedTogether) {
   // GPU 0 late three times as much as its host's other ranks, beyond what its waits explain,
   // stands apart from them: its own.
   o.suppressed = nullptr;
-  const auto f = DetectLateArrivals(HostLateInItsSiblingGroupsOnItsPipelines(1500), o);
+  auto f = DetectLateArrivals(
+      HostLateInItsSiblingGroupsOnItsPipelines({1500, 500, 500, 500}, {450, 600, 600, 600}), o);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].ranks, std::vector<int>{0});
+  // A mate held far longer than it was late (a flapping link) explains no more than its own
+  // lateness: GPU 0, late 1.5 times as much and waiting on nothing, stays a straggler.
+  f = DetectLateArrivals(
+      HostLateInItsSiblingGroupsOnItsPipelines({750, 500, 0, 0}, {0, 6000, 0, 0}), o);
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].ranks, std::vector<int>{0});
 }
