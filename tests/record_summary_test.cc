@@ -185,37 +185,66 @@ TEST(RecordSummary, ARenameOwedByACrashIsFinishedByTheNextExport) {
   EXPECT_FALSE(fs::exists(tmp));
 }
 
-// Files the aggregator cannot use are named with the reason, the good ones still load, and a
-// bad file is tried again later (a newer collscope may read it).
-TEST(RecordSummary, BadFilesAreNamedAndTheRestLoads) {
-  TempDir dir;
-  testing::WriteFile(dir / "logs/a-pid7.log", Lines("a", 0, 3));
+// Logs of `hosts` (`n` records each) ingested into one host store and exported as summaries under
+// dir/sums (`root`, canonical); the store stays open to write other files beside them. Null on
+// failure.
+struct Exported {
+  std::unique_ptr<Store> host;
+  std::string root;
+  uint64_t files = 0;
+};
+Exported ExportLogs(const TempDir& dir, const std::vector<std::string>& hosts, int n) {
+  for (const std::string& h : hosts)
+    testing::WriteFile(dir / ("logs/" + h + "-pid7.log"), Lines(h, 0, n));
   Store::Options so;
   so.writable_dir = dir / "sums";
   fs::create_directories(dir / "sums");
   auto host = Store::Open(dir / "host.duckdb", so);
-  ASSERT_TRUE(host.ok());
+  if (!host.ok()) return {};
   IngestOptions io;
   io.run = "job";
   io.threads = 1;
-  ASSERT_TRUE(readers::IngestInputs(**host, {dir / "logs"}, io).ok());
+  if (!readers::IngestInputs(**host, {dir / "logs"}, io).ok()) return {};
   readers::SummaryExportOptions eo;
   eo.run = "job";
   eo.root = dir / "sums";
   eo.now_us = 100;
-  ASSERT_TRUE(readers::ExportRecordSummaries(**host, eo).ok());
-  const std::string root = fs::weakly_canonical(dir / "sums").string();
+  auto out = readers::ExportRecordSummaries(**host, eo);
+  if (!out.ok()) return {};
+  return {std::move(*host), fs::weakly_canonical(dir / "sums").string(), out->files_written};
+}
+
+// A file of this format and version whose rows lack all but two of its columns: it passes the
+// version check and cannot be loaded.
+Status WriteSummaryWithoutItsColumns(Store& store, const std::string& path) {
+  return store.Exec(
+      "COPY (SELECT 'record' AS row_type, 'e' AS hostname) TO " + SqlString(path) +
+      " (FORMAT parquet, KV_METADATA {'collscope.format': 'collscope-record-summary', "
+      "'collscope.format_version': '1'})");
+}
+
+// Files the aggregator cannot use are named with the reason, the good ones still load, and a
+// bad file is tried again later (a newer collscope may read it).
+TEST(RecordSummary, BadFilesAreNamedAndTheRestLoads) {
+  TempDir dir;
+  Exported ex = ExportLogs(dir, {"a"}, 3);
+  ASSERT_TRUE(ex.host);
+  auto& host = ex.host;
+  const std::string& root = ex.root;
+  IngestOptions io;
+  io.run = "job";
+  io.threads = 1;
   testing::WriteFile(root + "/host=b/0000000000000001.parquet", "not parquet at all");
   for (const char* h : {"c", "d", "e"}) fs::create_directories(root + "/host=" + h);
-  ASSERT_TRUE((*host)->Exec("COPY (SELECT 1 AS x) TO " + SqlString(root + "/host=c/0000000000000001.parquet") +
-                            " (FORMAT parquet)").ok());
-  ASSERT_TRUE((*host)->Exec("COPY (SELECT 1 AS x) TO " + SqlString(root + "/host=d/0000000000000001.parquet") +
-                            " (FORMAT parquet, KV_METADATA {'collscope.format': 'collscope-record-summary', "
-                            "'collscope.format_version': '2'})").ok());
-  ASSERT_TRUE((*host)->Exec("COPY (SELECT 'record' AS row_type, 'e' AS hostname) TO " +
-                            SqlString(root + "/host=e/0000000000000001.parquet") +
-                            " (FORMAT parquet, KV_METADATA {'collscope.format': 'collscope-record-summary', "
-                            "'collscope.format_version': '1'})").ok());
+  ASSERT_TRUE(host->Exec("COPY (SELECT 1 AS x) TO " +
+                         SqlString(root + "/host=c/0000000000000001.parquet") + " (FORMAT parquet)")
+                  .ok());
+  ASSERT_TRUE(
+      host->Exec("COPY (SELECT 1 AS x) TO " + SqlString(root + "/host=d/0000000000000001.parquet") +
+                 " (FORMAT parquet, KV_METADATA {'collscope.format': 'collscope-record-summary', "
+                 "'collscope.format_version': '2'})")
+          .ok());
+  ASSERT_TRUE(WriteSummaryWithoutItsColumns(*host, root + "/host=e/0000000000000001.parquet").ok());
   auto agg = Store::Open(dir / "agg.duckdb");
   ASSERT_TRUE(agg.ok());
   auto in = readers::IngestInputs(**agg, {dir / "sums"}, io);
@@ -239,33 +268,13 @@ TEST(RecordSummary, BadFilesAreNamedAndTheRestLoads) {
 // transaction, with the same rows as one load; a batch with a bad file still loads its good ones.
 TEST(RecordSummary, ABacklogLoadsInBoundedBatches) {
   TempDir dir;
-  for (const char* h : {"a", "b", "c"})
-    testing::WriteFile(dir / ("logs/" + std::string(h) + "-pid7.log"), Lines(h, 0, 4));
-  Store::Options so;
-  so.writable_dir = dir / "sums";
-  fs::create_directories(dir / "sums");
-  auto host = Store::Open(dir / "host.duckdb", so);
-  ASSERT_TRUE(host.ok());
-  IngestOptions io;
-  io.run = "job";
-  io.threads = 1;
-  ASSERT_TRUE(readers::IngestInputs(**host, {dir / "logs"}, io).ok());
-  readers::SummaryExportOptions eo;
-  eo.run = "job";
-  eo.root = dir / "sums";
-  eo.now_us = 100;
-  auto out = readers::ExportRecordSummaries(**host, eo);
-  ASSERT_TRUE(out.ok()) << out.status().message();
-  ASSERT_EQ(out->files_written, 3u);
-  const std::string root = fs::weakly_canonical(dir / "sums").string();
+  Exported ex = ExportLogs(dir, {"a", "b", "c"}, 4);
+  ASSERT_TRUE(ex.host);
+  ASSERT_EQ(ex.files, 3u);
+  auto& host = ex.host;
+  const std::string& root = ex.root;
   fs::create_directories(root + "/host=e");
-  ASSERT_TRUE(
-      (*host)
-          ->Exec("COPY (SELECT 'record' AS row_type, 'e' AS hostname) TO " +
-                 SqlString(root + "/host=e/0000000000000001.parquet") +
-                 " (FORMAT parquet, KV_METADATA {'collscope.format': 'collscope-record-summary', "
-                 "'collscope.format_version': '1'})")
-          .ok());
+  ASSERT_TRUE(WriteSummaryWithoutItsColumns(*host, root + "/host=e/0000000000000001.parquet").ok());
 
   auto whole = Store::Open(dir / "whole.duckdb");
   ASSERT_TRUE(whole.ok());
