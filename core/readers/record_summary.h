@@ -73,9 +73,9 @@ struct RecordSummaryIngestReport {
   std::vector<std::string> failed;  // "path: why" for files not stored
 };
 
-// Parquet bytes loaded per transaction. A batch's rows are staged whole in memory (about 60x its
-// compressed size), so this bounds what an aggregator holds when it starts behind: after a restart,
-// or with a backlog of hosts' files (docs/scale.md).
+// Parquet bytes loaded per transaction. A batch's rows are staged whole in memory (60-80 times its
+// compressed size, measured), so this bounds what an aggregator holds when it starts behind: after
+// a restart, or with a backlog of hosts' files (docs/scale.md).
 inline constexpr uint64_t kSummaryBatchBytes = 8ull << 20;
 
 // Stores the summary files under `paths` that run `run` has not loaded yet, in batches of at most
