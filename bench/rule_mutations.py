@@ -103,7 +103,7 @@ RULES = [
     ('late arrival: a host late in its sibling groups at once is explained together', D + 'late_arrival.cc',
      'wait > 0 && owed >= o.explained_share * wait', 'false && wait > 0 && owed >= o.explained_share * wait'),
     ('late arrival: ... siblings span as many hosts (a host\'s tensor-parallel group is no data-parallel group\'s sibling)',
-     D + 'late_arrival.cc', 'c.n_ranks == mine.n_ranks && c.nnodes == mine.nnodes &&', 'c.n_ranks == mine.n_ranks &&'),
+     D + 'late_arrival.cc', 'd.comms[static_cast<size_t>(c)].nnodes == d.comms[static_cast<size_t>(e.comm)].nnodes;', 'true;'),
     ('late arrival: ... leaving out host mates\' waits on late members (they may wait on the rank itself)',
      D + 'late_arrival.cc', 'owed_here += std::min(x == &e ? w.Sum() : w.p2p + w.xfer, wait);',
      'owed_here += std::min(w.Sum(), wait);'),

@@ -140,9 +140,8 @@ void PrintText(const std::string& db, const std::string& run, const Reports& all
                               : "");
   if (sums.files_seen)
     std::printf(
-        "record summaries (host agents'): %lu files (%lu read, %lu unchanged, %zu not stored) in "
-        "%lu "
-        "batches: %lu records, %lu dump_stats stored\n",
+        "record summaries (host agents'): %lu files (%lu read, %lu unchanged, %zu not stored) "
+        "in %lu batches: %lu records, %lu dump_stats stored\n",
         sums.files_seen, sums.files_read, sums.files_unchanged, sums.failed.size(), sums.batches,
         sums.records_stored, sums.dump_stats_stored);
   for (const std::string& s : steps.first_rejections) std::printf("  rejected %s\n", s.c_str());

@@ -1090,17 +1090,16 @@ std::pair<double, double> LateExplainer::HostOwed(const LateEvent& e) const {
 
 std::pair<double, double> LateExplainer::SiblingsOwed(const LateEvent& e) const {
   const int host = d.procs[static_cast<size_t>(e.proc)].host;
-  // Siblings run the same program: same name, size and span of hosts (without names, a host's
-  // tensor-parallel group of 4 is no sibling of a data-parallel group of 4 across hosts, x48009).
-  const Comm& mine = d.comms[static_cast<size_t>(e.comm)];
-  auto sibling = [&](const Comm& c) {
-    return c.name == mine.name && c.n_ranks == mine.n_ranks && c.nnodes == mine.nnodes &&
-           p2p_kind[static_cast<size_t>(&c - d.comms.data())] ==
-               p2p_kind[static_cast<size_t>(e.comm)];
+  // Siblings run the same program: the same kind of communicator (name, size, all-to-all or
+  // not) over as many hosts (without names, a host's tensor-parallel group of 4 is no sibling of a
+  // data-parallel group of 4 across hosts, x48009).
+  auto sibling = [&](int c) {
+    return p2p_kind[static_cast<size_t>(c)] == p2p_kind[static_cast<size_t>(e.comm)] &&
+           d.comms[static_cast<size_t>(c)].nnodes == d.comms[static_cast<size_t>(e.comm)].nnodes;
   };
   std::vector<const LateEvent*> members{&e};
   for (const LateEvent& x : ev)
-    if (x.proc != e.proc && x.comm != e.comm && sibling(d.comms[static_cast<size_t>(x.comm)]) &&
+    if (x.proc != e.proc && x.comm != e.comm && sibling(x.comm) &&
         d.procs[static_cast<size_t>(x.proc)].host == host && x.w1 >= e.w0 && x.w0 <= e.w1)
       members.push_back(&x);
   if (members.size() < 2) return {0, 0};
