@@ -408,8 +408,13 @@ std::string WindowText(const dg::Finding& f, int64_t t0, int64_t t1) {
   if (t0 > 0 && f.start_us >= t0) o += " (+" + Duration(static_cast<double>(f.start_us - t0)) + " into the records)";
   if (f.end_us > f.start_us) {
     o += ", for " + Duration(static_cast<double>(f.end_us - f.start_us));
-    // Within a dump interval's slack of the last record: it may still be going on.
-    if (t1 > t0 && f.end_us >= t1 - (t1 - t0) / 100) o += ", until the end of the records";
+    // Within a dump interval's slack of the last record: it may still be going on. Past it: a hang
+    // that in-flight state files or dumps written after the last record still show.
+    const int64_t slack = (t1 - t0) / 100;
+    if (t1 > t0 && f.end_us > t1 + slack)
+      o += ", until the latest evidence read, past the end of the records";
+    else if (t1 > t0 && f.end_us >= t1 - slack)
+      o += ", until the end of the records";
   }
   return o;
 }

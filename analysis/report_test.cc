@@ -218,6 +218,24 @@ TEST_F(Report, AHangTheDataCannotPlaceNamesSuspectsNotACulprit) {
       << Section(html, "summary");
 }
 
+// A hang that the in-flight state still shows after the last NCCL record lasts past the records:
+// its card says so, not that it ended with them (the records end at +19 s).
+TEST_F(Report, AHangSeenAfterTheLastRecordLastsPastTheRecords) {
+  const std::string html =
+      RenderWithFindings(dir_, *store_,
+                         "{\"schema\":\"collscope.findings.v1\",\"findings\":[{\"kind\":\"hang\","
+                         "\"confidence\":0.9,\"hosts\":"
+                         "[\"h1\"],\"ranks\":[0],\"victims\":[1],\"comms\":[],\"start_us\":"
+                         "1767225610000000,\"end_us\":"
+                         "1767226210000000,\"summary\":\"rank 0 never "
+                         "joined\",\"detector\":\"inflight.state\",\"evidence\":{}}]}");
+  EXPECT_NE(Section(html, "findings")
+                .find("for 10 min, until the latest evidence read, past the end of the records"),
+            std::string::npos)
+      << Section(html, "findings");
+  EXPECT_EQ(html.find("until the end of the records"), std::string::npos);
+}
+
 // A stack file of `collscope stacks --out` (core/readers/stacks.h) for one process: its main
 // thread (tid = pid) in `main_frames` for `samples` samples of one 10 s window, and a proxy thread.
 std::string StackFile(int pid, int rank, const std::string& main_frames, int samples) {
