@@ -9,15 +9,6 @@
 
 namespace collscope::diagnose {
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const size_t m = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + m, v.end());
-  double x = v[m];
-  if (v.size() % 2 == 0) x = (x + *std::max_element(v.begin(), v.begin() + m)) / 2;
-  return x;
-}
-
 uint64_t KernelKey(const CommData& d, const Inst& x) {
   const Comm& c = d.comms[static_cast<size_t>(x.comm)];
   return (static_cast<uint64_t>(x.op) << 56) ^ (static_cast<uint64_t>(c.n_ranks) << 40) ^

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "analysis/diagnose/finding.h"
+#include "core/statistics.h"  // Median, which every detector takes of its peers
 #include "core/status.h"
 #include "core/store.h"
 
@@ -229,7 +230,6 @@ inline constexpr const char* kUnlocalized =
 // "0x5eed (TP group 3 of PP stage 1)", or the id alone when that is all CommLabel knows.
 std::string CommIdAndLabel(const CommData& d, int comm);
 
-double Median(std::vector<double> v);
 // The kernel key of an instance: op, communicator size and node count, message size. Instances
 // of one key are peers: they should take the same time.
 uint64_t KernelKey(const CommData& d, const Inst& x);

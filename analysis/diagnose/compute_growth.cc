@@ -7,18 +7,10 @@
 
 #include "analysis/diagnose/comm_data.h"
 #include "analysis/diagnose/share_ccld.h"
+#include "core/statistics.h"
 
 namespace collscope::diagnose {
 namespace {
-
-double Quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const size_t i = static_cast<size_t>(pos);
-  if (i + 1 >= v.size()) return v.back();
-  return v[i] + (pos - static_cast<double>(i)) * (v[i + 1] - v[i]);
-}
 
 double Phase(const readers::StepRow& r, const char* name) {
   auto it = r.phases.find(name);

@@ -12,6 +12,7 @@
 #include "analysis/diagnose/duck.h"
 #include "analysis/diagnose/steps.h"
 #include "core/readers/kineto.h"
+#include "core/statistics.h"
 
 namespace collscope::diagnose {
 namespace {
@@ -21,13 +22,6 @@ double SeriesTime(const KernelSeries& s) {
   double t = 0;
   for (double v : s.dur_us) t += v;
   return t;
-}
-
-double MedianOf(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
 bool IsDataParallel(std::string_view desc) {
@@ -103,11 +97,11 @@ double NcclRatio(const KernelData& d, int rank, int64_t s0, int64_t s1) {
     if (mine == ranks.end() || ranks.size() < 2) continue;
     std::vector<double> others;
     for (auto& [r, v] : ranks)
-      if (r != rank) others.push_back(MedianOf(v));
-    const double o = MedianOf(others);
+      if (r != rank) others.push_back(Median(v));
+    const double o = Median(others);
     if (!(o > 0)) continue;
     const double w = static_cast<double>(mine->second.size());
-    ratios.push_back({MedianOf(mine->second) / o, w});
+    ratios.push_back({Median(mine->second) / o, w});
     total += w;
   }
   // Weighted by how many such kernels the rank ran: frequent collectives (tensor parallel) count
@@ -341,7 +335,7 @@ void ShiftsOfKernel(const KernelData& d, const KernelOptions& o,
     std::nth_element(row.begin(), row.begin() + static_cast<std::ptrdiff_t>(kk - 1), row.end());
     nn[i] = row[kk - 1];
   }
-  const double typical = MedianOf(nn);
+  const double typical = Median(nn);
   auto host_of = [&](size_t j) {
     auto it = d.hosts.find(profs[j].rank);
     return it == d.hosts.end() ? std::string() : it->second;
@@ -371,7 +365,7 @@ void ShiftsOfKernel(const KernelData& d, const KernelOptions& o,
     const size_t n_ref = std::max(kk, std::min<size_t>(3, order.size()));
     std::vector<double> near_medians;
     for (size_t x = 0; x < n_ref; ++x) near_medians.push_back(profs[order[x]].median_us);
-    const double ref = MedianOf(near_medians);
+    const double ref = Median(near_medians);
     if (!(ref > 0)) continue;
     // Common modes: shared (within tolerance) by at least kk other ranks.
     auto supported = [&](double c) {
@@ -464,7 +458,7 @@ std::vector<Finding> DetectKernelAnomalies(const KernelData& d, const KernelOpti
     const double total = rank_total.count(rank) ? rank_total[rank] : 0;
     const double share = total > 0 ? t / total : 0;
     if (share < o.min_time_share) continue;
-    const double slowdown = MedianOf(slow);
+    const double slowdown = Median(slow);
     const HotCell* cell = nullptr;
     for (const HotCell& h : hot)
       if (h.rank == rank) cell = &h;

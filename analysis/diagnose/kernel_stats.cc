@@ -6,22 +6,10 @@
 #include <map>
 #include <numeric>
 
+#include "core/statistics.h"
+
 namespace collscope::diagnose {
 namespace {
-
-double SortedQuantile(const std::vector<double>& s, double p) {
-  if (s.empty()) return 0;
-  const double pos = p * static_cast<double>(s.size() - 1);
-  const size_t i = static_cast<size_t>(pos);
-  const double f = pos - static_cast<double>(i);
-  return i + 1 < s.size() ? s[i] * (1 - f) + s[i + 1] * f : s[i];
-}
-
-double MedianOf(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return SortedQuantile(v, 0.5);
-}
 
 struct Segment {
   size_t peak = 0;   // grid index of the density maximum
@@ -229,7 +217,7 @@ KernelProfile MakeProfile(int rank, int name, std::vector<double> d, const KdeOp
 std::vector<std::vector<double>> DistanceMatrix(const std::vector<const KernelProfile*>& p) {
   std::vector<double> med;
   for (const KernelProfile* x : p) med.push_back(x->median_us);
-  const double ref = MedianOf(med);
+  const double ref = Median(med);
   std::vector<std::vector<double>> d(p.size(), std::vector<double>(p.size(), 0.0));
   for (size_t i = 0; i < p.size(); ++i)
     for (size_t j = i + 1; j < p.size(); ++j) {
@@ -293,7 +281,7 @@ std::vector<HotCell> HotCells(const Grid& g, double ratio) {
         for (int c2 = 0; c2 < g.cols; ++c2)
           if (c2 != c && std::isfinite(g.at(r, c2))) peers.push_back(g.at(r, c2));
       if (peers.empty()) continue;
-      const double p = MedianOf(peers);
+      const double p = Median(peers);
       if (p > 0 && v > ratio * p) {
         HotCell h;
         h.row = r;

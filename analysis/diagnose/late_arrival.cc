@@ -434,6 +434,76 @@ SampledWaiting WaitingOfSampled(const CommData& d, const SampledRecords& sampled
   return out;
 }
 
+// The cell of (proc, comm) in window w of nw, made on first use.
+Cell& CellAt(Cells* cells, int proc, int comm, int w, int nw) {
+  auto& v = (*cells)[Key(static_cast<size_t>(proc), static_cast<size_t>(comm))];
+  if (v.empty()) v.resize(static_cast<size_t>(nw));
+  return v[static_cast<size_t>(w)];
+}
+
+// A host's cells count its communicator's complete instances (`total`, per window) at the host's
+// chance of each: m / n that the last member is one of its m members of n, and 1 / C(n, m) that
+// its m members all came after every other member.
+void CountHostTrials(const CommData& d, const std::vector<std::vector<int>>& total,
+                     const std::vector<std::map<int, int>>& host_members, Cells* host_cells,
+                     Cells* late_host_cells) {
+  for (Cells* cells : {host_cells, late_host_cells})
+    for (auto& [key, v] : *cells) {
+      const int h = static_cast<int>(key >> 32), c = static_cast<int>(key & 0xFFFFFFFF);
+      const int n = static_cast<int>(d.comms[static_cast<size_t>(c)].procs.size());
+      const int m = host_members[static_cast<size_t>(c)].at(h);
+      const double chance = cells == host_cells ? static_cast<double>(m) / n : 1 / Choose(n, m);
+      for (size_t w = 0; w < v.size(); ++w) {
+        const int t = total[static_cast<size_t>(c)][w];
+        v[w].total += t;
+        v[w].chance += t * chance;
+      }
+    }
+}
+
+// A rank late in a communicator hides who else is: the member last but one is tested where the
+// last is late there over a run of its own, among the members but that one (chance 1 / (n - 1)),
+// for the members that are not late there themselves: a family of tests of its own, at the same
+// bar. A host slowed 1.09x for 15 of 40 steps, whose data-parallel groups held a rank late by 1.3
+// ms at every collective, was never last in them and went unnamed beside it (an independent
+// generator's x37012). What the others waited for it is taken against the median of all the
+// members, the last one's included, which can only understate it (for three members, to
+// nothing: their communicators are not tested so).
+std::vector<LateEvent> LateBehindTheLate(const CommData& d, const LateOptions& o,
+                                         const std::unordered_map<uint64_t, double>& material,
+                                         const std::vector<LateEvent>& events, size_t tests) {
+  const double W = o.window_us;
+  const int nw = static_cast<int>((d.t1 - d.t0) / W) + 1;
+  auto win = [&](int64_t ts) { return std::clamp(static_cast<int>((ts - d.t0) / W), 0, nw - 1); };
+  std::map<std::pair<int, int>, std::vector<std::pair<int, int>>> runs;  // (proc, comm) -> runs
+  for (const LateEvent& e : events) runs[{e.proc, e.comm}].push_back({e.w0, e.w1});
+  auto late_at = [&](int proc, int comm, int w) {
+    auto it = runs.find({proc, comm});
+    if (it == runs.end()) return false;
+    for (auto [a, b] : it->second)
+      if (a <= w && w <= b) return true;
+    return false;
+  };
+  Cells behind;
+  std::vector<Trials> behind_trials(d.comms.size());
+  for (const Inst& x : d.insts) {
+    if (!Complete(d, x) || x.n < 3 || x.p2 < 0) continue;
+    const int w = win(x.ts);
+    if (!late_at(x.pmin, x.comm, w)) continue;
+    const double wait = x.tmed - x.t2, bar = material.at(KernelKey(d, x));
+    if (wait < bar) continue;
+    behind_trials[static_cast<size_t>(x.comm)].Add(w, nw, 1.0 / (x.n - 1));
+    if (runs.count({x.p2, x.comm})) continue;
+    Cell& c = CellAt(&behind, x.p2, x.comm, w, nw);
+    c.last++;
+    c.wait += wait;
+  }
+  CountTrials(&behind, [&](int c) { return &behind_trials[static_cast<size_t>(c)]; });
+  std::vector<LateEvent> hidden;
+  Scan(behind, tests, W, o, false, false, &hidden);
+  return hidden;
+}
+
 }  // namespace
 
 std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
@@ -444,9 +514,7 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
   auto win = [&](int64_t ts) { return std::clamp(static_cast<int>((ts - d.t0) / W), 0, nw - 1); };
   const std::unordered_map<uint64_t, double> material = MaterialWaits(d, o);
   auto cell = [&](Cells& cells, int proc, int comm, int w) -> Cell& {
-    auto& v = cells[Key(static_cast<size_t>(proc), static_cast<size_t>(comm))];
-    if (v.empty()) v.resize(static_cast<size_t>(nw));
-    return v[static_cast<size_t>(w)];
+    return CellAt(&cells, proc, comm, w, nw);
   };
   // Complete instances: the member with the shortest time arrived last (chance 1/n). Per
   // communicator and window the material instances are counted once, for every member. Both kinds
@@ -554,26 +622,7 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
     CountTrials(&cs, [&, op = op](int c) {
       return ops[static_cast<size_t>(c)] > 1 ? &op_trials.at({c, op}) : nullptr;
     });
-  for (auto& [key, v] : host_cells) {
-    const int h = static_cast<int>(key >> 32), c = static_cast<int>(key & 0xFFFFFFFF);
-    const double share = static_cast<double>(host_members[static_cast<size_t>(c)][h]) /
-                         static_cast<double>(d.comms[static_cast<size_t>(c)].procs.size());
-    for (int w = 0; w < nw; ++w) {
-      const int t = total[static_cast<size_t>(c)][static_cast<size_t>(w)];
-      v[static_cast<size_t>(w)].total += t;
-      v[static_cast<size_t>(w)].chance += t * share;
-    }
-  }
-  for (auto& [key, v] : late_host_cells) {
-    const int h = static_cast<int>(key >> 32), c = static_cast<int>(key & 0xFFFFFFFF);
-    const double chance = 1 / Choose(static_cast<int>(d.comms[static_cast<size_t>(c)].procs.size()),
-                                     host_members[static_cast<size_t>(c)][h]);
-    for (int w = 0; w < nw; ++w) {
-      const int t = total[static_cast<size_t>(c)][static_cast<size_t>(w)];
-      v[static_cast<size_t>(w)].total += t;
-      v[static_cast<size_t>(w)].chance += t * chance;
-    }
-  }
+  CountHostTrials(d, total, host_members, &host_cells, &late_host_cells);
   Scan(cells[0], tests, W, o, false, false, &events);
   for (const auto& [op, cs] : op_cells) Scan(cs, tests, W, o, false, false, &events);
   Scan(cells[1], tests, W, o, true, false, &events);
@@ -597,40 +646,7 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
   events.erase(std::unique(events.begin(), events.end(),
                            [](const LateEvent& x, const LateEvent& y) { return x.proc == y.proc && x.comm == y.comm; }),
                events.end());
-  // A rank late in a communicator hides who else is: the member last but one is tested where the
-  // last is late there over a run of its own, among the members but that one (chance 1 / (n - 1)),
-  // for the members that are not late there themselves: a family of tests of its own, at the same
-  // bar. A host slowed 1.09x for 15 of 40 steps, whose data-parallel groups held a rank late by 1.3
-  // ms at every collective, was never last in them and went unnamed beside it (an independent
-  // generator's x37012). What the others waited for it is taken against the median of all the
-  // members, the last one's included, which can only understate it (for three members, to
-  // nothing: their communicators are not tested so).
-  std::map<std::pair<int, int>, std::vector<std::pair<int, int>>> runs;  // (proc, comm) -> runs
-  for (const LateEvent& e : events) runs[{e.proc, e.comm}].push_back({e.w0, e.w1});
-  auto late_at = [&](int proc, int comm, int w) {
-    auto it = runs.find({proc, comm});
-    if (it == runs.end()) return false;
-    for (auto [a, b] : it->second)
-      if (a <= w && w <= b) return true;
-    return false;
-  };
-  Cells behind;
-  std::vector<Trials> behind_trials(d.comms.size());
-  for (const Inst& x : d.insts) {
-    if (!Complete(d, x) || x.n < 3 || x.p2 < 0) continue;
-    const int w = win(x.ts);
-    if (!late_at(x.pmin, x.comm, w)) continue;
-    const double wait = x.tmed - x.t2, bar = material.at(KernelKey(d, x));
-    if (wait < bar) continue;
-    behind_trials[static_cast<size_t>(x.comm)].Add(w, nw, 1.0 / (x.n - 1));
-    if (runs.count({x.p2, x.comm})) continue;
-    Cell& c = cell(behind, x.p2, x.comm, w);
-    c.last++;
-    c.wait += wait;
-  }
-  CountTrials(&behind, [&](int c) { return &behind_trials[static_cast<size_t>(c)]; });
-  std::vector<LateEvent> hidden;
-  Scan(behind, tests, W, o, false, false, &hidden);
+  const std::vector<LateEvent> hidden = LateBehindTheLate(d, o, material, events, tests);
   events.insert(events.end(), hidden.begin(), hidden.end());
   return events;
 }
