@@ -25,9 +25,7 @@ std::string_view FaultKindName(FaultKind k) {
   }
 }
 
-namespace {
-
-bool ParseFaultSpecInto(std::string_view text, FaultSpec* out, std::string* error) {
+Status ParseFaultSpec(std::string_view text, FaultSpec* out) {
   out->kind.clear();
   out->params.clear();
   size_t pos = 0;
@@ -38,10 +36,9 @@ bool ParseFaultSpecInto(std::string_view text, FaultSpec* out, std::string* erro
     pos = end + 1;
     if (item.empty()) continue;
     size_t eq = item.find('=');
-    if (eq == std::string_view::npos || eq == 0) {
-      *error = "fault spec item '" + std::string(item) + "' is not key=value";
-      return false;
-    }
+    if (eq == std::string_view::npos || eq == 0)
+      return Status::InvalidArgument("fault spec item '" + std::string(item) +
+                                     "' is not key=value");
     std::string key(item.substr(0, eq)), value(item.substr(eq + 1));
     if (key == "kind") {
       out->kind = value;
@@ -49,14 +46,10 @@ bool ParseFaultSpecInto(std::string_view text, FaultSpec* out, std::string* erro
       out->params[key] = value;
     }
   }
-  if (out->kind.empty()) {
-    *error = "fault spec '" + std::string(text) + "' has no kind=";
-    return false;
-  }
-  return true;
+  if (out->kind.empty())
+    return Status::InvalidArgument("fault spec '" + std::string(text) + "' has no kind=");
+  return Status::Ok();
 }
-
-}  // namespace
 
 Status LoadScenarioFile(const std::string& path, SimConfig* config) {
   simdjson::dom::parser parser;
@@ -108,12 +101,6 @@ Status LoadScenarioFile(const std::string& path, SimConfig* config) {
   return Status::Ok();
 }
 
-Status ParseFaultSpec(std::string_view text, FaultSpec* out) {
-  std::string error;
-  return ParseFaultSpecInto(text, out, &error) ? Status::Ok() : Status::InvalidArgument(error);
-}
-
-
 namespace {
 
 bool ToDouble(const std::string& s, double* v) {
@@ -123,29 +110,28 @@ bool ToDouble(const std::string& s, double* v) {
 }
 
 // The spec's key=value parameters into `f` (and the texts resolved later: gpu, ops, comm).
-bool ParseFaultParams(const FaultSpec& spec, const std::string& where, Fault* f, int* gpu,
-                      std::string* mismatch_op_text, std::string* op_text, std::string* comm_text,
-                      std::string* error) {
+Status ParseFaultParams(const FaultSpec& spec, const std::string& where, Fault* f, int* gpu,
+                        std::string* mismatch_op_text, std::string* op_text,
+                        std::string* comm_text) {
   for (const auto& entry : spec.params) {
     // Plain references, not structured bindings: lambdas below capture them (Clang 14 cannot).
     const auto& key = entry.first;
     const auto& value = entry.second;
     double v = 0;
     auto num = [&](double* dst) {
-      if (!ToDouble(value, &v)) {
-        *error = where + ": '" + key + "' needs a number, got '" + value + "'";
-        return false;
-      }
+      if (!ToDouble(value, &v))
+        return Status::InvalidArgument(where + ": '" + key + "' needs a number, got '" + value +
+                                       "'");
       *dst = v;
-      return true;
+      return Status::Ok();
     };
     auto integer = [&](auto* dst) {
       double d;
-      if (!num(&d)) return false;
+      COLLSCOPE_RETURN_IF_ERROR(num(&d));
       *dst = static_cast<std::remove_reference_t<decltype(*dst)>>(d);
-      return true;
+      return Status::Ok();
     };
-    bool ok = true;
+    Status ok = Status::Ok();
     if (key == "rank") ok = integer(&f->rank);
     else if (key == "host") ok = integer(&f->host);
     else if (key == "gpu") ok = integer(gpu);
@@ -169,87 +155,88 @@ bool ParseFaultParams(const FaultSpec& spec, const std::string& where, Fault* f,
     else if (key == "effect") {
       if (value == "hang") f->effect_hang = true;
       else if (value == "complete") f->effect_hang = false;
-      else { *error = where + ": effect must be 'complete' or 'hang'"; return false; }
+      else
+        return Status::InvalidArgument(where + ": effect must be 'complete' or 'hang'");
     } else {
-      *error = where + ": unknown parameter '" + key + "'";
-      return false;
+      return Status::InvalidArgument(where + ": unknown parameter '" + key + "'");
     }
-    if (!ok) return false;
+    COLLSCOPE_RETURN_IF_ERROR(ok);
   }
-  return true;
+  return Status::Ok();
 }
 
 // What each kind needs (its culprit, its window), and each kind's defaults.
-bool CheckKindNeeds(const SimConfig& config, const FaultSpec& spec, const std::string& where, Fault* f,
-                    std::string* error) {
+Status CheckKindNeeds(const SimConfig& config, const FaultSpec& spec, const std::string& where,
+                      Fault* f) {
   auto need = [&](bool cond, const char* msg) {
-    if (!cond) *error = where + ": " + msg;
-    return cond;
+    return cond ? Status::Ok() : Status::InvalidArgument(where + ": " + msg);
   };
   switch (f->kind) {
     case FaultKind::kGpuStraggler:
     case FaultKind::kMaskedStraggler:
-      if (!need(f->rank >= 0, "needs rank= (or host= and gpu=)")) return false;
+      COLLSCOPE_RETURN_IF_ERROR(need(f->rank >= 0, "needs rank= (or host= and gpu=)"));
       if (!spec.params.count("factor")) f->factor = 2.0;
-      if (!need(f->factor > 0, "factor must be > 0 (compute time multiplier)")) return false;
+      COLLSCOPE_RETURN_IF_ERROR(
+          need(f->factor > 0, "factor must be > 0 (compute time multiplier)"));
       break;
     case FaultKind::kHostSlowdown:
-      if (!need(f->host >= 0, "needs host=")) return false;
+      COLLSCOPE_RETURN_IF_ERROR(need(f->host >= 0, "needs host="));
       if (!spec.params.count("factor")) f->factor = 1.5;
-      if (!need(f->factor > 0, "factor must be > 0 (compute time multiplier)")) return false;
+      COLLSCOPE_RETURN_IF_ERROR(
+          need(f->factor > 0, "factor must be > 0 (compute time multiplier)"));
       break;
     case FaultKind::kNicDegrade:
-      if (!need(f->host >= 0, "needs host=")) return false;
+      COLLSCOPE_RETURN_IF_ERROR(need(f->host >= 0, "needs host="));
       if (!spec.params.count("factor")) f->factor = 0.25;
-      if (!need(f->factor > 0 && f->factor <= 1, "factor must be in (0, 1] (bandwidth multiplier)")) return false;
+      COLLSCOPE_RETURN_IF_ERROR(
+          need(f->factor > 0 && f->factor <= 1, "factor must be in (0, 1] (bandwidth multiplier)"));
       break;
     case FaultKind::kLinkFlap:
-      if (!need(f->host >= 0, "needs host=")) return false;
+      COLLSCOPE_RETURN_IF_ERROR(need(f->host >= 0, "needs host="));
       if (f->period_us <= 0) f->period_us = 2e6;
       if (f->down_us <= 0) f->down_us = 50e3;
       if (!spec.params.count("retry_us")) f->retry_us = 20e3;
-      if (!need(f->down_us < f->period_us, "down_us must be < period_us")) return false;
+      COLLSCOPE_RETURN_IF_ERROR(need(f->down_us < f->period_us, "down_us must be < period_us"));
       break;
     case FaultKind::kHostStall:
-      if (!need(f->rank >= 0, "needs rank=")) return false;
+      COLLSCOPE_RETURN_IF_ERROR(need(f->rank >= 0, "needs rank="));
       if (f->stall_us <= 0) f->stall_us = 5e6;
       break;
     case FaultKind::kPipelineBubble:
-      if (!need(config.parallel.pp > 1, "needs pp > 1")) return false;
-      if (!need(f->stage >= 0, "needs stage=")) return false;
+      COLLSCOPE_RETURN_IF_ERROR(need(config.parallel.pp > 1, "needs pp > 1"));
+      COLLSCOPE_RETURN_IF_ERROR(need(f->stage >= 0, "needs stage="));
       if (f->delay_us <= 0) f->delay_us = 20e3;
       break;
     case FaultKind::kHang:
-      if (!need(f->rank >= 0, "needs rank=")) return false;
+      COLLSCOPE_RETURN_IF_ERROR(need(f->rank >= 0, "needs rank="));
       if (!spec.params.count("comm")) f->comm_kind = CommKind::kDp;
-      if (!need(f->coll_sn >= 0 || f->start_step >= 0, "needs coll_sn= (with op=) or start_step="))
-        return false;
-      if (!need(f->coll_sn < 0 || f->has_op, "coll_sn= needs op=")) return false;
+      COLLSCOPE_RETURN_IF_ERROR(
+          need(f->coll_sn >= 0 || f->start_step >= 0, "needs coll_sn= (with op=) or start_step="));
+      COLLSCOPE_RETURN_IF_ERROR(need(f->coll_sn < 0 || f->has_op, "coll_sn= needs op="));
       break;
     case FaultKind::kLinkDown:
-      if (!need(f->host >= 0, "needs host=")) return false;
-      if (!need(f->start_step >= 0 || f->start_off_us >= 0, "needs start_step= or start_us="))
-        return false;
+      COLLSCOPE_RETURN_IF_ERROR(need(f->host >= 0, "needs host="));
+      COLLSCOPE_RETURN_IF_ERROR(
+          need(f->start_step >= 0 || f->start_off_us >= 0, "needs start_step= or start_us="));
       break;
     case FaultKind::kMismatch:
-      if (!need(f->rank >= 0, "needs rank=")) return false;
+      COLLSCOPE_RETURN_IF_ERROR(need(f->rank >= 0, "needs rank="));
       if (!spec.params.count("comm")) f->comm_kind = CommKind::kTp;
-      if (!need(f->coll_sn >= 0 || f->start_step >= 0, "needs coll_sn= (with op=) or start_step="))
-        return false;
-      if (!need(f->coll_sn < 0 || f->has_op, "coll_sn= needs op=")) return false;
-      if (!need(f->has_mismatch_op || f->size_factor != 1.0, "needs issue_op= or size_factor="))
-        return false;
-      if (!need(f->size_factor > 0, "size_factor must be > 0")) return false;
+      COLLSCOPE_RETURN_IF_ERROR(
+          need(f->coll_sn >= 0 || f->start_step >= 0, "needs coll_sn= (with op=) or start_step="));
+      COLLSCOPE_RETURN_IF_ERROR(need(f->coll_sn < 0 || f->has_op, "coll_sn= needs op="));
+      COLLSCOPE_RETURN_IF_ERROR(
+          need(f->has_mismatch_op || f->size_factor != 1.0, "needs issue_op= or size_factor="));
+      COLLSCOPE_RETURN_IF_ERROR(need(f->size_factor > 0, "size_factor must be > 0"));
       break;
     default: break;
   }
-  return true;
+  return Status::Ok();
 }
 
 }  // namespace
 
-bool ResolveFaults(const SimConfig& config, int world, std::vector<Fault>* out,
-                   std::string* error) {
+Status ResolveFaults(const SimConfig& config, int world, std::vector<Fault>* out) {
   out->clear();
   const int hosts = config.cluster.hosts;
   const int gph = config.cluster.gpus_per_host;
@@ -265,50 +252,50 @@ bool ResolveFaults(const SimConfig& config, int world, std::vector<Fault>* out,
       }
     }
     const std::string where = "fault #" + std::to_string(i + 1) + " (" + spec.kind + ")";
-    if (!found) {
-      *error = where + ": unknown kind; expected one of gpu_straggler, host_slowdown, nic_degrade, "
-               "link_flap, host_stall, pipeline_bubble, masked_straggler, hang, link_down, mismatch";
-      return false;
-    }
+    if (!found)
+      return Status::InvalidArgument(
+          where +
+          ": unknown kind; expected one of gpu_straggler, host_slowdown, nic_degrade, "
+          "link_flap, host_stall, pipeline_bubble, masked_straggler, hang, link_down, mismatch");
     int gpu = -1;
     std::string mismatch_op_text, op_text, comm_text;
-    if (!ParseFaultParams(spec, where, &f, &gpu, &mismatch_op_text, &op_text, &comm_text, error)) return false;
+    COLLSCOPE_RETURN_IF_ERROR(
+        ParseFaultParams(spec, where, &f, &gpu, &mismatch_op_text, &op_text, &comm_text));
     if (!op_text.empty()) {
-      if (!ParseOp(op_text, &f.op)) { *error = where + ": unknown op '" + op_text + "'"; return false; }
+      if (!ParseOp(op_text, &f.op))
+        return Status::InvalidArgument(where + ": unknown op '" + op_text + "'");
       f.has_op = true;
     }
     if (!mismatch_op_text.empty()) {
-      if (!ParseOp(mismatch_op_text, &f.mismatch_op)) {
-        *error = where + ": unknown issue_op '" + mismatch_op_text + "'";
-        return false;
-      }
+      if (!ParseOp(mismatch_op_text, &f.mismatch_op))
+        return Status::InvalidArgument(where + ": unknown issue_op '" + mismatch_op_text + "'");
       f.has_mismatch_op = true;
     }
-    if (!comm_text.empty() && !ParseCommKind(comm_text, &f.comm_kind)) {
-      *error = where + ": comm must be one of world, dp, cp, tp, pp, ep";
-      return false;
-    }
+    if (!comm_text.empty() && !ParseCommKind(comm_text, &f.comm_kind))
+      return Status::InvalidArgument(where + ": comm must be one of world, dp, cp, tp, pp, ep");
     if (gpu >= 0) {
-      if (f.host < 0) { *error = where + ": gpu= needs host="; return false; }
-      if (gpu >= gph) { *error = where + ": gpu out of range"; return false; }
+      if (f.host < 0) return Status::InvalidArgument(where + ": gpu= needs host=");
+      if (gpu >= gph) return Status::InvalidArgument(where + ": gpu out of range");
       f.rank = f.host * gph + gpu;
     }
-    if (f.rank >= world) { *error = where + ": rank out of range (world " + std::to_string(world) + ")"; return false; }
-    if (f.host >= hosts) { *error = where + ": host out of range (" + std::to_string(hosts) + " hosts)"; return false; }
-    if (f.rail >= config.cluster.nics_per_host) { *error = where + ": rail out of range"; return false; }
-    if (f.stage >= config.parallel.pp) { *error = where + ": stage out of range"; return false; }
-    if (f.start_step >= 0 && f.end_step >= 0 && f.end_step <= f.start_step) {
-      *error = where + ": end_step must be greater than start_step";
-      return false;
-    }
-    if (f.start_off_us >= 0 && f.end_off_us >= 0 && f.end_off_us <= f.start_off_us) {
-      *error = where + ": end_us must be greater than start_us";
-      return false;
-    }
-    if (!CheckKindNeeds(config, spec, where, &f, error)) return false;
+    if (f.rank >= world)
+      return Status::InvalidArgument(where + ": rank out of range (world " + std::to_string(world) +
+                                     ")");
+    if (f.host >= hosts)
+      return Status::InvalidArgument(where + ": host out of range (" + std::to_string(hosts) +
+                                     " hosts)");
+    if (f.rail >= config.cluster.nics_per_host)
+      return Status::InvalidArgument(where + ": rail out of range");
+    if (f.stage >= config.parallel.pp)
+      return Status::InvalidArgument(where + ": stage out of range");
+    if (f.start_step >= 0 && f.end_step >= 0 && f.end_step <= f.start_step)
+      return Status::InvalidArgument(where + ": end_step must be greater than start_step");
+    if (f.start_off_us >= 0 && f.end_off_us >= 0 && f.end_off_us <= f.start_off_us)
+      return Status::InvalidArgument(where + ": end_us must be greater than start_us");
+    COLLSCOPE_RETURN_IF_ERROR(CheckKindNeeds(config, spec, where, &f));
     out->push_back(std::move(f));
   }
-  return true;
+  return Status::Ok();
 }
 
 }  // namespace collscope::sim

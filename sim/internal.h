@@ -92,7 +92,7 @@ struct Fault {
 };
 
 // Converts and checks every FaultSpec of the config against the layout dimensions.
-bool ResolveFaults(const SimConfig& config, int world, std::vector<Fault>* out, std::string* error);
+Status ResolveFaults(const SimConfig& config, int world, std::vector<Fault>* out);
 
 struct CommInfo {
   CommKind kind = CommKind::kWorld;
@@ -127,6 +127,6 @@ struct Layout {
   }
 };
 
-bool BuildLayout(const SimConfig& config, Layout* layout, std::string* error);
+Status BuildLayout(const SimConfig& config, Layout* layout);
 
 }  // namespace collscope::sim

@@ -52,36 +52,27 @@ void AddComm(const SimConfig& config, Layout* L, CommKind kind, std::string name
 
 }  // namespace
 
-bool BuildLayout(const SimConfig& config, Layout* L, std::string* error) {
+Status BuildLayout(const SimConfig& config, Layout* L) {
   const ClusterConfig& cl = config.cluster;
   const ParallelConfig& pc = config.parallel;
-  if (cl.hosts < 1 || cl.gpus_per_host < 1 || cl.nics_per_host < 1) {
-    *error = "hosts, gpus-per-host and nics-per-host must be >= 1";
-    return false;
-  }
+  if (cl.hosts < 1 || cl.gpus_per_host < 1 || cl.nics_per_host < 1)
+    return Status::InvalidArgument("hosts, gpus-per-host and nics-per-host must be >= 1");
   const int64_t world64 = int64_t{cl.hosts} * cl.gpus_per_host;
-  if (world64 > (1 << 22)) { *error = "world too large"; return false; }
+  if (world64 > (1 << 22)) return Status::InvalidArgument("world too large");
   const int world = static_cast<int>(world64);
-  if (pc.tp < 1 || pc.pp < 1 || pc.cp < 1 || pc.ep < 1) {
-    *error = "tp, pp, cp and ep must be >= 1";
-    return false;
-  }
+  if (pc.tp < 1 || pc.pp < 1 || pc.cp < 1 || pc.ep < 1)
+    return Status::InvalidArgument("tp, pp, cp and ep must be >= 1");
   const int64_t mp = int64_t{pc.tp} * pc.pp * pc.cp;
-  if (world % mp != 0) {
-    *error = "world size (" + std::to_string(world) + ") is not divisible by tp*pp*cp (" +
-             std::to_string(mp) + ")";
-    return false;
-  }
+  if (world % mp != 0)
+    return Status::InvalidArgument("world size (" + std::to_string(world) +
+                                   ") is not divisible by tp*pp*cp (" + std::to_string(mp) + ")");
   const int dp = static_cast<int>(world / mp);
-  if (pc.dp > 0 && pc.dp != dp) {
-    *error = "--dp " + std::to_string(pc.dp) + " does not match world/(tp*pp*cp) = " +
-             std::to_string(dp);
-    return false;
-  }
-  if (dp % pc.ep != 0) {
-    *error = "ep (" + std::to_string(pc.ep) + ") must divide dp (" + std::to_string(dp) + ")";
-    return false;
-  }
+  if (pc.dp > 0 && pc.dp != dp)
+    return Status::InvalidArgument("--dp " + std::to_string(pc.dp) +
+                                   " does not match world/(tp*pp*cp) = " + std::to_string(dp));
+  if (dp % pc.ep != 0)
+    return Status::InvalidArgument("ep (" + std::to_string(pc.ep) + ") must divide dp (" +
+                                   std::to_string(dp) + ")");
   L->world = world;
   L->hosts = cl.hosts;
   L->gpus_per_host = cl.gpus_per_host;
@@ -155,7 +146,7 @@ bool BuildLayout(const SimConfig& config, Layout* L, std::string* error) {
             AddComm(config, L, CommKind::kEp, "EXPERT_MODEL_PARALLEL_GROUP", std::move(m));
           }
   }
-  return true;
+  return Status::Ok();
 }
 
 }  // namespace collscope::sim

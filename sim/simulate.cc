@@ -20,7 +20,7 @@ int RunEngine(const SimConfig& config, Layout& layout, std::vector<Fault>& fault
 
 namespace {
 
-bool MakeDirs(const std::string& path, std::string* error) {
+Status MakeDirs(const std::string& path) {
   std::string cur;
   size_t pos = 0;
   while (pos <= path.size()) {
@@ -29,17 +29,13 @@ bool MakeDirs(const std::string& path, std::string* error) {
     cur = path.substr(0, next);
     pos = next + 1;
     if (cur.empty()) continue;
-    if (::mkdir(cur.c_str(), 0777) != 0 && errno != EEXIST) {
-      *error = "cannot create directory " + cur + ": " + std::strerror(errno);
-      return false;
-    }
+    if (::mkdir(cur.c_str(), 0777) != 0 && errno != EEXIST)
+      return Status::IOError("cannot create directory " + cur + ": " + std::strerror(errno));
   }
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    *error = path + " is not a directory";
-    return false;
-  }
-  return true;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return Status::IOError(path + " is not a directory");
+  return Status::Ok();
 }
 
 void AppendIntList(std::string* o, const std::vector<int>& v) {
@@ -51,41 +47,42 @@ void AppendIntList(std::string* o, const std::vector<int>& v) {
   o->push_back(']');
 }
 
-bool ValidateConfigInto(const SimConfig& config, std::string* error) {
+}  // namespace
+
+Status ValidateConfig(const SimConfig& config) {
   Layout layout;
-  if (!BuildLayout(config, &layout, error)) return false;
+  COLLSCOPE_RETURN_IF_ERROR(BuildLayout(config, &layout));
   std::vector<Fault> faults;
-  if (!ResolveFaults(config, layout.world, &faults, error)) return false;
+  COLLSCOPE_RETURN_IF_ERROR(ResolveFaults(config, layout.world, &faults));
   const WorkloadConfig& w = config.workload;
   if (w.hidden < 1 || w.layers < 1 || w.seq_len < 1 || w.micro_batch_size < 1 ||
-      w.micro_batches < 1 || w.vocab < 1 || w.steps < 1) {
-    *error = "hidden, layers, seq-len, micro-batch-size, micro-batches, vocab and steps must be >= 1";
-    return false;
-  }
-  if (w.layers < config.parallel.pp) { *error = "layers must be >= pp"; return false; }
-  if (w.seq_len % config.parallel.cp != 0) { *error = "seq-len must be divisible by cp"; return false; }
-  if (config.inspector.flavor != "2.29" && config.inspector.flavor != "2.30") {
-    *error = "inspector flavor must be 2.29 or 2.30";
-    return false;
-  }
-  if (config.inspector.dump_interval_us < 1) { *error = "dump interval must be >= 1 us"; return false; }
-  if (config.output.dir.empty()) { *error = "no output directory"; return false; }
+      w.micro_batches < 1 || w.vocab < 1 || w.steps < 1)
+    return Status::InvalidArgument(
+        "hidden, layers, seq-len, micro-batch-size, micro-batches, vocab and steps must be >= 1");
+  if (w.layers < config.parallel.pp) return Status::InvalidArgument("layers must be >= pp");
+  if (w.seq_len % config.parallel.cp != 0)
+    return Status::InvalidArgument("seq-len must be divisible by cp");
+  if (config.inspector.flavor != "2.29" && config.inspector.flavor != "2.30")
+    return Status::InvalidArgument("inspector flavor must be 2.29 or 2.30");
+  if (config.inspector.dump_interval_us < 1)
+    return Status::InvalidArgument("dump interval must be >= 1 us");
+  if (config.output.dir.empty()) return Status::InvalidArgument("no output directory");
   if (config.mode == Mode::kNcclTests) {
     const NcclTestsConfig& nt = config.nccl_tests;
     if (nt.min_bytes < 1 || nt.max_bytes < nt.min_bytes || nt.factor < 2 || nt.iters < 1 ||
-        nt.warmup < 0) {
-      *error = "nccl-tests sweep: need 1 <= min-bytes <= max-bytes, factor >= 2, iters >= 1";
-      return false;
-    }
+        nt.warmup < 0)
+      return Status::InvalidArgument(
+          "nccl-tests sweep: need 1 <= min-bytes <= max-bytes, factor >= 2, iters >= 1");
     for (const Fault& f : faults) {
-      if (f.kind != FaultKind::kNicDegrade && f.kind != FaultKind::kLinkFlap) {
-        *error = "--mode nccl-tests supports only nic_degrade and link_flap faults";
-        return false;
-      }
+      if (f.kind != FaultKind::kNicDegrade && f.kind != FaultKind::kLinkFlap)
+        return Status::InvalidArgument(
+            "--mode nccl-tests supports only nic_degrade and link_flap faults");
     }
   }
-  return true;
+  return Status::Ok();
 }
+
+namespace {
 
 // Whom the ground truth names for a fault: its culprit ranks, their hosts, and the communicators
 // it touches.
@@ -375,79 +372,59 @@ std::string GroundTruthJson(const SimConfig& config, const Layout& layout, const
   return o;
 }
 
-// 0 done (or stopped: stats->stopped), 1 an output could not be written, 2 a configuration it
-// cannot run; *error says which.
-int SimulateInto(const SimConfig& config, SimStats* stats, std::string* error) {
-  if (!ValidateConfigInto(config, error)) return 2;
+}  // namespace
+
+Status Simulate(const SimConfig& config, SimStats* stats) {
+  SimStats local;
+  if (!stats) stats = &local;
+  COLLSCOPE_RETURN_IF_ERROR(ValidateConfig(config));
   Layout layout;
-  if (!BuildLayout(config, &layout, error)) return 2;
+  COLLSCOPE_RETURN_IF_ERROR(BuildLayout(config, &layout));
   std::vector<Fault> faults;
-  if (!ResolveFaults(config, layout.world, &faults, error)) return 2;
+  COLLSCOPE_RETURN_IF_ERROR(ResolveFaults(config, layout.world, &faults));
   const std::string& dir = config.output.dir;
   const std::string insp_dir = dir + "/nccl-inspector";
   const std::string kin_dir = dir + "/kineto";
-  if (!MakeDirs(insp_dir, error)) return 1;
+  COLLSCOPE_RETURN_IF_ERROR(MakeDirs(insp_dir));
   InspectorWriter insp(config, layout, insp_dir);
   const std::string kernels_dir = dir + "/kernels";
   KinetoWriter kineto(config, layout, kin_dir, kernels_dir);
-  if (kineto.traces() && !MakeDirs(kin_dir, error)) return 1;
-  if (kineto.summaries() && !MakeDirs(kernels_dir, error)) return 1;
+  if (kineto.traces()) COLLSCOPE_RETURN_IF_ERROR(MakeDirs(kin_dir));
+  if (kineto.summaries()) COLLSCOPE_RETURN_IF_ERROR(MakeDirs(kernels_dir));
   const std::string steps_dir = dir + "/steps";
   StepWriter steps(config, layout, steps_dir);
-  if (steps.enabled() && !MakeDirs(steps_dir, error)) return 1;
+  if (steps.enabled()) COLLSCOPE_RETURN_IF_ERROR(MakeDirs(steps_dir));
   RunTimes run;
   RunEngine(config, layout, faults, insp, kineto, steps, &run.job_end, &run.step_start, &run.step_end,
             &run.completed);
   if (config.cancel && config.cancel->load()) {
     stats->stopped = true;
-    return 0;
+    return Status::Ok();
   }
-  if (!steps.Finish(error)) return 1;
-  if (!insp.Finish(run.job_end, error)) return 1;
+  COLLSCOPE_RETURN_IF_ERROR(steps.Finish());
+  COLLSCOPE_RETURN_IF_ERROR(insp.Finish(run.job_end));
   const bool state_files = config.output.inflight_state && config.mode == Mode::kTraining;
-  if (state_files && !insp.WriteStateFiles(run.job_end, error)) return 1;
-  if (!kineto.Finish(error)) return 1;
+  if (state_files) COLLSCOPE_RETURN_IF_ERROR(insp.WriteStateFiles(run.job_end));
+  COLLSCOPE_RETURN_IF_ERROR(kineto.Finish());
 
   const std::string o = GroundTruthJson(config, layout, faults, insp, kineto, steps, state_files, run);
   const std::string gt_path = dir + "/ground_truth.json";
   FILE* g = std::fopen(gt_path.c_str(), "wb");
-  if (!g) {
-    *error = "cannot open " + gt_path + ": " + std::strerror(errno);
-    return 1;
-  }
+  if (!g) return Status::IOError("cannot open " + gt_path + ": " + std::strerror(errno));
   std::fwrite(o.data(), 1, o.size(), g);
-  if (std::fclose(g) != 0) { *error = "cannot write " + gt_path; return 1; }
+  if (std::fclose(g) != 0) return Status::IOError("cannot write " + gt_path);
 
-  if (stats) {
-    stats->coll_records = insp.coll_written();
-    stats->p2p_records = insp.p2p_written();
-    stats->dropped_records = insp.dropped();
-    stats->inspector_bytes = insp.bytes_written();
-    uint64_t files = 0;
-    for (int r = 0; r < layout.world; ++r) files += insp.LinesOf(r) ? 1 : 0;
-    stats->inspector_files = files;
-    stats->world = layout.world;
-    stats->steps_completed = run.completed;
-    stats->job_duration_s = run.job_end / 1e6;
-  }
-  return 0;
-}
-
-}  // namespace
-
-Status ValidateConfig(const SimConfig& config) {
-  std::string error;
-  return ValidateConfigInto(config, &error) ? Status::Ok() : Status::InvalidArgument(error);
-}
-
-Status Simulate(const SimConfig& config, SimStats* stats) {
-  SimStats local;
-  std::string error;
-  switch (SimulateInto(config, stats ? stats : &local, &error)) {
-    case 0: return Status::Ok();
-    case 2: return Status::InvalidArgument(error);
-    default: return Status::IOError(error);
-  }
+  stats->coll_records = insp.coll_written();
+  stats->p2p_records = insp.p2p_written();
+  stats->dropped_records = insp.dropped();
+  stats->inspector_bytes = insp.bytes_written();
+  uint64_t files = 0;
+  for (int r = 0; r < layout.world; ++r) files += insp.LinesOf(r) ? 1 : 0;
+  stats->inspector_files = files;
+  stats->world = layout.world;
+  stats->steps_completed = run.completed;
+  stats->job_duration_s = run.job_end / 1e6;
+  return Status::Ok();
 }
 
 }  // namespace collscope::sim

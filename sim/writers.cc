@@ -215,7 +215,7 @@ std::string InspectorWriter::StateFileName(int rank) const {
   return layout_.hostnames[ri.host] + "-pid" + std::to_string(ri.pid) + ".inflight.json";
 }
 
-bool InspectorWriter::WriteStateFiles(double job_end_us, std::string* error) const {
+Status InspectorWriter::WriteStateFiles(double job_end_us) const {
   const int kinds = static_cast<int>(CommKind::kCount);
   static const CommCounters kNone;
   std::string s;
@@ -288,12 +288,9 @@ bool InspectorWriter::WriteStateFiles(double job_end_us, std::string* error) con
       ok = std::fwrite(s.data(), 1, s.size(), f) == s.size();
       ok = std::fclose(f) == 0 && ok;
     }
-    if (!ok) {
-      if (error) *error = "cannot write " + path;
-      return false;
-    }
+    if (!ok) return Status::IOError("cannot write " + path);
   }
-  return true;
+  return Status::Ok();
 }
 
 void InspectorWriter::Advance(int rank, double now_us) {
@@ -761,7 +758,7 @@ void InspectorWriter::WriteArena(Arena& a) {
   a.chunks.clear();
 }
 
-bool InspectorWriter::Finish(double job_end_us, std::string* error) {
+Status InspectorWriter::Finish(double job_end_us) {
   for (int r = 0; r < layout_.world; ++r) {
     Proc& pr = procs_[r];
     // Only passes that ran before the process exited were written.
@@ -780,8 +777,7 @@ bool InspectorWriter::Finish(double job_end_us, std::string* error) {
   }
   // Processes whose plugin never wrote anything leave no file, as the real plugin (the file is
   // opened at the first dump that has data).
-  if (!error_.empty()) { *error = error_; return false; }
-  return true;
+  return error_.empty() ? Status::Ok() : Status::IOError(error_);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -878,8 +874,8 @@ void KinetoWriter::Annotation(int rank, const std::string& name, double start_us
   }
 }
 
-bool KinetoWriter::Finish(std::string* error) {
-  if (!enabled_) return true;
+Status KinetoWriter::Finish() {
+  if (!enabled_) return Status::Ok();
   for (size_t r = 0; r < summarizers_.size(); ++r) {
     const RankInfo& ri = layout_.ranks[r];
     capture::SummaryProcess p;
@@ -895,31 +891,19 @@ bool KinetoWriter::Finish(std::string* error) {
         (config_.output.kernel_summaries_gzip ? ".kernels.jsonl.gz" : ".kernels.jsonl");
     if (config_.output.kernel_summaries_gzip) {
       gzFile gz = gzopen(path.c_str(), "wb6");
-      if (!gz) {
-        *error = "cannot open " + path;
-        return false;
-      }
+      if (!gz) return Status::IOError("cannot open " + path);
       const bool wrote = gzwrite(gz, text.data(), static_cast<unsigned>(text.size())) ==
                          static_cast<int>(text.size());
-      if (gzclose(gz) != Z_OK || !wrote) {
-        *error = "cannot write " + path;
-        return false;
-      }
+      if (gzclose(gz) != Z_OK || !wrote) return Status::IOError("cannot write " + path);
     } else {
       FILE* f = std::fopen(path.c_str(), "wb");
-      if (!f) {
-        *error = "cannot open " + path + ": " + std::strerror(errno);
-        return false;
-      }
+      if (!f) return Status::IOError("cannot open " + path + ": " + std::strerror(errno));
       const bool wrote = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-      if (std::fclose(f) != 0 || !wrote) {
-        *error = "cannot write " + path;
-        return false;
-      }
+      if (std::fclose(f) != 0 || !wrote) return Status::IOError("cannot write " + path);
     }
   }
   summarizers_.clear();
-  if (events_.empty()) return true;
+  if (events_.empty()) return Status::Ok();
   for (int r = 0; r < layout_.world; ++r) {
     const RankInfo& ri = layout_.ranks[r];
     std::string doc = "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [\n";
@@ -973,23 +957,22 @@ bool KinetoWriter::Finish(std::string* error) {
     const std::string path = dir_ + "/" + name + (config_.output.kineto_gzip ? ".gz" : "");
     if (config_.output.kineto_gzip) {
       gzFile gz = gzopen(path.c_str(), "wb6");
-      if (!gz) { *error = "cannot open " + path; return false; }
+      if (!gz) return Status::IOError("cannot open " + path);
       // Fixed header: gzip stores no name/mtime with gzopen, so output stays byte-identical.
       if (gzwrite(gz, doc.data(), static_cast<unsigned>(doc.size())) !=
           static_cast<int>(doc.size())) {
         gzclose(gz);
-        *error = "cannot write " + path;
-        return false;
+        return Status::IOError("cannot write " + path);
       }
-      if (gzclose(gz) != Z_OK) { *error = "cannot close " + path; return false; }
+      if (gzclose(gz) != Z_OK) return Status::IOError("cannot close " + path);
     } else {
       FILE* f = std::fopen(path.c_str(), "wb");
-      if (!f) { *error = "cannot open " + path; return false; }
+      if (!f) return Status::IOError("cannot open " + path);
       std::fwrite(doc.data(), 1, doc.size(), f);
       std::fclose(f);
     }
   }
-  return true;
+  return Status::Ok();
 }
 
 StepWriter::StepWriter(const SimConfig& config, const Layout& layout, const std::string& dir)
@@ -1039,37 +1022,31 @@ void StepWriter::Step(int rank, int64_t step, double start_us, double dur_us, co
   s += "]}\n";
   // Bounded memory on long jobs: a rank's lines go to its file every 32 KB.
   if (s.size() > (32u << 10)) {
-    if (!Flush(rank, &error_)) enabled_ = false;  // Finish reports it
+    if (Status st = Flush(rank); !st.ok()) {
+      error_ = st;  // Finish reports it
+      enabled_ = false;
+    }
   }
 }
 
-bool StepWriter::Flush(int rank, std::string* error) {
+Status StepWriter::Flush(int rank) {
   const RankInfo& ri = layout_.ranks[rank];
   const std::string path = dir_ + "/" + layout_.hostnames[ri.host] + "-pid" + std::to_string(ri.pid) + ".steps.jsonl";
   FILE* f = std::fopen(path.c_str(), started_[rank] ? "ab" : "wb");
-  if (!f) {
-    *error = "cannot open " + path + ": " + std::strerror(errno);
-    return false;
-  }
+  if (!f) return Status::IOError("cannot open " + path + ": " + std::strerror(errno));
   const bool ok = std::fwrite(pending_[rank].data(), 1, pending_[rank].size(), f) == pending_[rank].size();
-  if (std::fclose(f) != 0 || !ok) {
-    *error = "cannot write " + path;
-    return false;
-  }
+  if (std::fclose(f) != 0 || !ok) return Status::IOError("cannot write " + path);
   started_[rank] = true;
   pending_[rank].clear();
-  return true;
+  return Status::Ok();
 }
 
-bool StepWriter::Finish(std::string* error) {
-  if (!config_.output.steps || config_.mode != Mode::kTraining) return true;
-  if (!enabled_) {
-    *error = error_;
-    return false;
-  }
+Status StepWriter::Finish() {
+  if (!config_.output.steps || config_.mode != Mode::kTraining) return Status::Ok();
+  if (!enabled_) return error_;
   for (int r = 0; r < layout_.world; ++r)
-    if (!pending_[r].empty() && !Flush(r, error)) return false;
-  return true;
+    if (!pending_[r].empty()) COLLSCOPE_RETURN_IF_ERROR(Flush(r));
+  return Status::Ok();
 }
 
 }  // namespace collscope::sim

@@ -61,20 +61,19 @@ class InspectorWriter {
   // Writes one <host>-pid<pid>.inflight.json per process, as collscope's plugin leaves it when
   // every communicator is finalized at `job_end_us` (the watchdog's abort of a hung job, or the
   // normal teardown): status "finalized", every communicator under finalized_comms with the ops
-  // still in flight. Returns false with *error if a file cannot be written.
-  bool WriteStateFiles(double job_end_us, std::string* error) const;
+  // still in flight. An I/O error names the file it could not write.
+  Status WriteStateFiles(double job_end_us) const;
   std::string StateFileName(int rank) const;
   // Every record `rank` adds from now on completes after `now_us`: write the finished passes.
   void Advance(int rank, double now_us);
   // End of job: the dump threads stop at `job_end_us` (no final drain, as in the plugin).
-  bool Finish(double job_end_us, std::string* error);
+  Status Finish(double job_end_us);
 
   uint64_t coll_written() const { return coll_written_; }
   uint64_t p2p_written() const { return p2p_written_; }
   uint64_t dropped() const { return dropped_; }
   uint64_t filtered() const { return filtered_; }
   uint64_t bytes_written() const { return bytes_written_; }
-  const std::string& error() const { return error_; }
   // Per process: file name and number of lines written.
   std::string FileName(int rank) const;
   uint64_t LinesOf(int rank) const { return procs_[rank].lines; }
@@ -185,7 +184,7 @@ class KinetoWriter {
               const std::string& extra_args);
   // CPU user annotation (e.g. ProfilerStep#N, forward_step) and its GPU mirror.
   void Annotation(int rank, const std::string& name, double start_us, double dur_us, bool gpu);
-  bool Finish(std::string* error);
+  Status Finish();
 
  private:
   void Event(int rank, std::string_view cat, std::string_view name, int64_t pid, int64_t tid,
@@ -215,17 +214,17 @@ class StepWriter {
     double start_us, dur_us;
   };
   void Step(int rank, int64_t step, double start_us, double dur_us, const std::vector<Phase>& phases);
-  bool Finish(std::string* error);
+  Status Finish();
 
  private:
-  bool Flush(int rank, std::string* error);
+  Status Flush(int rank);
   const SimConfig& config_;
   const Layout& layout_;
   std::string dir_;
   bool enabled_ = false;
   std::vector<std::string> pending_;  // per rank: lines not yet appended to its file
   std::vector<bool> started_;         // per rank: its file exists (and starts with its process line)
-  std::string error_;                 // why a flush failed (Finish reports it)
+  Status error_;                      // why a flush failed (Finish reports it)
 };
 
 }  // namespace collscope::sim

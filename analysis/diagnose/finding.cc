@@ -194,33 +194,23 @@ std::string SuppressedToText(const std::vector<Suppressed>& suppressed) {
   return o;
 }
 
-namespace {
-
-bool ParseFindings(std::string_view json, std::vector<Finding>* out, std::string* error) {
+Status FindingsFromJson(std::string_view json, std::vector<Finding>* out) {
   simdjson::dom::parser parser;
   simdjson::padded_string buf(json);
   simdjson::dom::element root;
-  if (auto e = parser.parse(buf).get(root)) {
-    *error = std::string("findings JSON: ") + simdjson::error_message(e);
-    return false;
-  }
+  if (auto e = parser.parse(buf).get(root))
+    return Status::Corruption(std::string("findings JSON: ") + simdjson::error_message(e));
   std::string_view schema;
-  if (root["schema"].get_string().get(schema) || schema != kFindingsSchema) {
-    *error = "findings JSON: schema is not collscope.findings.v1";
-    return false;
-  }
+  if (root["schema"].get_string().get(schema) || schema != kFindingsSchema)
+    return Status::Corruption("findings JSON: schema is not collscope.findings.v1");
   simdjson::dom::array arr;
-  if (root["findings"].get_array().get(arr)) {
-    *error = "findings JSON: no findings array";
-    return false;
-  }
+  if (root["findings"].get_array().get(arr))
+    return Status::Corruption("findings JSON: no findings array");
   for (simdjson::dom::element e : arr) {
     Finding f;
     std::string_view s;
-    if (e["kind"].get_string().get(s) || !ParseKind(s, &f.kind)) {
-      *error = "findings JSON: bad kind";
-      return false;
-    }
+    if (e["kind"].get_string().get(s) || !ParseKind(s, &f.kind))
+      return Status::Corruption("findings JSON: bad kind");
     double d;
     if (!e["confidence"].get_double().get(d)) f.confidence = d;
     simdjson::dom::array a;
@@ -252,14 +242,7 @@ bool ParseFindings(std::string_view json, std::vector<Finding>* out, std::string
       }
     out->push_back(std::move(f));
   }
-  return true;
-}
-
-}  // namespace
-
-Status FindingsFromJson(std::string_view json, std::vector<Finding>* out) {
-  std::string error;
-  return ParseFindings(json, out, &error) ? Status::Ok() : Status::Corruption(error);
+  return Status::Ok();
 }
 
 std::string FindingsToText(const std::vector<Finding>& findings) {

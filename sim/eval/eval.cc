@@ -431,9 +431,9 @@ std::vector<Scenario> BuiltinSuite(const std::string& name) {
 
 namespace {
 
-bool Apply(sim::SimConfig* c, const std::string& kv, std::string* err) {
+Status Apply(sim::SimConfig* c, const std::string& kv) {
   const size_t eq = kv.find('=');
-  if (eq == std::string::npos) { *err = "bad scenario setting " + kv; return false; }
+  if (eq == std::string::npos) return Status::InvalidArgument("bad scenario setting " + kv);
   const std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
   const double d = std::atof(v.c_str());
   const int i = std::atoi(v.c_str());
@@ -460,8 +460,9 @@ bool Apply(sim::SimConfig* c, const std::string& kv, std::string* err) {
   else if (k == "contention_prob") c->noise.contention_prob = d;
   else if (k == "gpu_speed_sigma") c->noise.gpu_speed_sigma = d;
   else if (k == "clock_skew_us") c->cluster.clock_skew_us = d;
-  else { *err = "unknown scenario setting " + k; return false; }
-  return true;
+  else
+    return Status::InvalidArgument("unknown scenario setting " + k);
+  return Status::Ok();
 }
 
 // Damages one rank's Inspector file as real jobs lose logs (docs/diagnosis.md).
@@ -524,7 +525,7 @@ Result<std::vector<Scenario>> ReadSuiteFile(const std::string& path) {
     if (!names.insert(sc.name).second) return Status::InvalidArgument(at + "scenario " + sc.name + " named twice");
     sim::SimConfig check;
     check.output.dir = "unused";  // checked as a job, not written
-    std::string word, err;
+    std::string word;
     while (words >> word) {
       if (word.starts_with("fault=")) {
         sim::FaultSpec spec;
@@ -539,7 +540,7 @@ Result<std::vector<Scenario>> ReadSuiteFile(const std::string& path) {
         if (!sc.damage.empty()) return Status::InvalidArgument(at + "one damage a scenario");
         sc.damage = d;
       } else {
-        if (!Apply(&check, word, &err)) return Status::InvalidArgument(at + err);
+        COLLSCOPE_RETURN_IF_ERROR(Apply(&check, word).WithPrefix(at));
         sc.args.push_back(word);
       }
     }
@@ -573,10 +574,8 @@ Result<EvalReport> RunEval(const std::vector<Scenario>& suite, const EvalOptions
     cfg.output.kineto_max_ranks = o.kernel_max_ranks;
     cfg.output.kineto_traces = false;
     fs::remove_all(cfg.output.dir, ec);
-    std::string err;
-    bool ok = true;
-    for (const auto& a : sc.args) ok = ok && Apply(&cfg, a, &err);
-    if (!ok) return Status::InvalidArgument(sc.name + ": " + err);
+    for (const auto& a : sc.args)
+      COLLSCOPE_RETURN_IF_ERROR(Apply(&cfg, a).WithPrefix(sc.name + ": "));
     for (const auto& f : sc.faults) {
       sim::FaultSpec spec;
       COLLSCOPE_RETURN_IF_ERROR(sim::ParseFaultSpec(f, &spec).WithPrefix(sc.name + ": "));
