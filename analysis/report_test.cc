@@ -236,6 +236,22 @@ TEST_F(Report, AHangSeenAfterTheLastRecordLastsPastTheRecords) {
   EXPECT_EQ(html.find("until the end of the records"), std::string::npos);
 }
 
+// A finding that lasts to the last record may still be going on, and says so (the records end at
+// +19 s).
+TEST_F(Report, AFindingToTheLastRecordLastsUntilTheEndOfTheRecords) {
+  const std::string html = RenderWithFindings(
+      dir_, *store_,
+      "{\"schema\":\"collscope.findings.v1\",\"findings\":[{\"kind\":\"slow_link\",\"confidence\":"
+      "0.9,"
+      "\"hosts\":[\"h1\"],\"ranks\":[0],\"victims\":[1],\"comms\":[],\"start_us\":1767225610000000,"
+      "\"end_us\":1767225619000000,\"summary\":\"slow\",\"detector\":\"comm.slow_link\","
+      "\"evidence\":{}}]}");
+  EXPECT_NE(Section(html, "findings").find("for 9 s, until the end of the records"),
+            std::string::npos)
+      << Section(html, "findings");
+  EXPECT_EQ(html.find("past the end of the records"), std::string::npos);
+}
+
 // A stack file of `collscope stacks --out` (core/readers/stacks.h) for one process: its main
 // thread (tid = pid) in `main_frames` for `samples` samples of one 10 s window, and a proxy thread.
 std::string StackFile(int pid, int rank, const std::string& main_frames, int samples) {

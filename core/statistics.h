@@ -1,7 +1,7 @@
-// Order statistics of samples: the one definition of the median and of quantiles that every
-// detector, reader and report uses, so that "the median" means the same everywhere a finding's
-// evidence quotes one. Quantiles interpolate linearly between ranks, as DuckDB's quantile_cont
-// does, so a figure computed here matches the same figure computed in SQL over the store.
+// Order statistics of samples: the one definition of the median and of quantiles that the
+// detectors use, so that "the median" means the same everywhere a finding's evidence quotes one.
+// Quantiles interpolate linearly between ranks, as DuckDB's quantile_cont does, so a figure
+// computed here matches the same figure computed in SQL over the store.
 #pragma once
 
 #include <vector>

@@ -47,13 +47,11 @@ void AppendIntList(std::string* o, const std::vector<int>& v) {
   o->push_back(']');
 }
 
-}  // namespace
-
-Status ValidateConfig(const SimConfig& config) {
-  Layout layout;
-  COLLSCOPE_RETURN_IF_ERROR(BuildLayout(config, &layout));
-  std::vector<Fault> faults;
-  COLLSCOPE_RETURN_IF_ERROR(ResolveFaults(config, layout.world, &faults));
+// Every setting of `config` checked, and the layout and faults it makes (one pass: a 10,240-GPU
+// layout is not built twice).
+Status CheckConfig(const SimConfig& config, Layout* layout, std::vector<Fault>* faults) {
+  COLLSCOPE_RETURN_IF_ERROR(BuildLayout(config, layout));
+  COLLSCOPE_RETURN_IF_ERROR(ResolveFaults(config, layout->world, faults));
   const WorkloadConfig& w = config.workload;
   if (w.hidden < 1 || w.layers < 1 || w.seq_len < 1 || w.micro_batch_size < 1 ||
       w.micro_batches < 1 || w.vocab < 1 || w.steps < 1)
@@ -73,13 +71,21 @@ Status ValidateConfig(const SimConfig& config) {
         nt.warmup < 0)
       return Status::InvalidArgument(
           "nccl-tests sweep: need 1 <= min-bytes <= max-bytes, factor >= 2, iters >= 1");
-    for (const Fault& f : faults) {
+    for (const Fault& f : *faults) {
       if (f.kind != FaultKind::kNicDegrade && f.kind != FaultKind::kLinkFlap)
         return Status::InvalidArgument(
             "--mode nccl-tests supports only nic_degrade and link_flap faults");
     }
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateConfig(const SimConfig& config) {
+  Layout layout;
+  std::vector<Fault> faults;
+  return CheckConfig(config, &layout, &faults);
 }
 
 namespace {
@@ -377,11 +383,9 @@ std::string GroundTruthJson(const SimConfig& config, const Layout& layout, const
 Status Simulate(const SimConfig& config, SimStats* stats) {
   SimStats local;
   if (!stats) stats = &local;
-  COLLSCOPE_RETURN_IF_ERROR(ValidateConfig(config));
   Layout layout;
-  COLLSCOPE_RETURN_IF_ERROR(BuildLayout(config, &layout));
   std::vector<Fault> faults;
-  COLLSCOPE_RETURN_IF_ERROR(ResolveFaults(config, layout.world, &faults));
+  COLLSCOPE_RETURN_IF_ERROR(CheckConfig(config, &layout, &faults));
   const std::string& dir = config.output.dir;
   const std::string insp_dir = dir + "/nccl-inspector";
   const std::string kin_dir = dir + "/kineto";

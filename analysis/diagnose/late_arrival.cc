@@ -41,6 +41,16 @@ uint64_t Key(size_t a, size_t b) { return (static_cast<uint64_t>(a) << 32) | sta
 
 namespace {
 
+// The job's windows of W: how many, and which one a timestamp falls in (clamped to the job).
+struct Windows {
+  Windows(const CommData& d, double W)
+      : t0(d.t0), W(W), n(static_cast<int>((d.t1 - d.t0) / W) + 1) {}
+  int operator()(int64_t ts) const { return std::clamp(static_cast<int>((ts - t0) / W), 0, n - 1); }
+  int64_t t0;
+  double W;
+  int n;
+};
+
 // Per kernel key, the wait below which an instance says nothing of who arrived last: most
 // instances end with every member within noise of each other, and which of them was last is then
 // chance. The noise is how far apart the members that waited arrived (the longest time against
@@ -473,8 +483,8 @@ std::vector<LateEvent> LateBehindTheLate(const CommData& d, const LateOptions& o
                                          const std::unordered_map<uint64_t, double>& material,
                                          const std::vector<LateEvent>& events, size_t tests) {
   const double W = o.window_us;
-  const int nw = static_cast<int>((d.t1 - d.t0) / W) + 1;
-  auto win = [&](int64_t ts) { return std::clamp(static_cast<int>((ts - d.t0) / W), 0, nw - 1); };
+  const Windows win(d, W);
+  const int nw = win.n;
   std::map<std::pair<int, int>, std::vector<std::pair<int, int>>> runs;  // (proc, comm) -> runs
   for (const LateEvent& e : events) runs[{e.proc, e.comm}].push_back({e.w0, e.w1});
   auto late_at = [&](int proc, int comm, int w) {
@@ -510,8 +520,8 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
   std::vector<LateEvent> events;
   if (d.insts.empty()) return events;
   const double W = o.window_us;
-  const int nw = static_cast<int>((d.t1 - d.t0) / W) + 1;
-  auto win = [&](int64_t ts) { return std::clamp(static_cast<int>((ts - d.t0) / W), 0, nw - 1); };
+  const Windows win(d, W);
+  const int nw = win.n;
   const std::unordered_map<uint64_t, double> material = MaterialWaits(d, o);
   auto cell = [&](Cells& cells, int proc, int comm, int w) -> Cell& {
     return CellAt(&cells, proc, comm, w, nw);
@@ -653,8 +663,8 @@ std::vector<LateEvent> FindLateEvents(const CommData& d, const LateOptions& o) {
 
 std::vector<std::vector<double>> SiblingP2pWaits(const CommData& d, double W,
                                                  PipelineSideWaits* sides, CommWaits* by_comm) {
-  const int nw = static_cast<int>((d.t1 - d.t0) / W) + 1;
-  auto win = [&](int64_t ts) { return std::clamp(static_cast<int>((ts - d.t0) / W), 0, nw - 1); };
+  const Windows win(d, W);
+  const int nw = win.n;
   std::vector<std::vector<double>> out(d.procs.size());
   auto pos = [&](int comm, int proc) {
     const auto& ps = d.comms[static_cast<size_t>(comm)].procs;
@@ -787,8 +797,8 @@ int PlacementLag(const std::vector<Record>& records, double W) {
 }
 
 WaitsOnOthers MeasureWaitsOnOthers(const CommData& d, double W) {
-  const int nw = static_cast<int>((d.t1 - d.t0) / W) + 1;
-  auto win = [&](int64_t ts) { return std::clamp(static_cast<int>((ts - d.t0) / W), 0, nw - 1); };
+  const Windows win(d, W);
+  const int nw = win.n;
   WaitsOnOthers m;
   std::vector<std::vector<int>>& comms_of = m.comms_of;
   comms_of.resize(d.procs.size());
