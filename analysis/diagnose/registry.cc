@@ -110,6 +110,24 @@ void AddTheNetworksWindow(Finding* link, const Finding& network) {
                                      std::to_string(network.hosts.size()) + " hosts including this one");
 }
 
+// A slow network whose every slow communicator is one where a rank late inside its host (no NIC is
+// on that path) is late, while it is: its members wait for that rank, and an Inspector time holds
+// the wait, so their collectives read as slow transfers. It adds no suspect (an independent
+// generator's 32-GPU job on 2.29 logs, with a rank 2.3 ms late at every op, named the rank and
+// then its data-parallel group's two hosts as a slow network, x57016).
+bool NetworkThatWaitsForAStraggler(const Finding& straggler, const Finding& network) {
+  return straggler.ranks.size() == 1 && straggler.Number("late_within_its_host", 0) == 1 &&
+         !network.comms.empty() && Subset(straggler.hosts, network.hosts) &&
+         Subset(network.comms, straggler.comms) && OverlapInTime(straggler, network);
+}
+
+void AddTheWaitingNetwork(Finding* straggler, const Finding& network) {
+  AddVictims(straggler, network.victims);
+  straggler->AddText("also_explains", network.detector + ": the slow network among " +
+                                          std::to_string(network.hosts.size()) +
+                                          " hosts, whose communicators wait for this rank");
+}
+
 // A stage whose host's network is slow hands its activations late: its own collectives (context
 // or data parallel) and sends crawl, and the next stage idles as behind a bubble. A bubble
 // finding about that stage (from the records or the step phases), while the link is slow, is the
@@ -209,7 +227,9 @@ const std::vector<MergeRule>& MergeRules() {
       // Flight Recorder dumps, in-flight state files and RAS reports that blame the same rank
       // describe one hang.
       {Kind::kHang, "they blame the same rank, from different inputs",
-       [](const Finding& a, const Finding& b) { return a.detector != b.detector && ShareRank(a, b); }},
+       [](const Finding& a, const Finding& b) {
+         return a.detector != b.detector && ShareRank(a, b);
+       }},
       // One stall: the records' (who the others waited for) and the step phases' (whose own
       // time grew) findings about the same rank.
       {Kind::kHostStall, "the same rank, overlapping windows",
@@ -218,12 +238,15 @@ const std::vector<MergeRule>& MergeRules() {
       // of windows (a 96-GPU PP 8 sweep job named stage 6 five times, in five runs).
       {Kind::kPipelineBubble, "one stage (shared ranks)",
        [](const Finding& a, const Finding& b) { return ShareRank(a, b); }},
-      // Which end of the link: the wire times name it where the records name its communicators' hosts.
+      // Which end of the link: the wire times name it where the records name its communicators'
+      // hosts.
       {Kind::kSlowLink,
-       "the proxy wire times name one end among the hosts of the slow communicators: the link is that end's",
+       "the proxy wire times name one end among the hosts of the slow communicators: the link is "
+       "that end's",
        &WireHostAmongTheRecords, false, Kind::kCount, &TakeTheWiresEnd},
       // One link: a degradation seen in two runs of windows, or a flap that also slowed windows.
-      {Kind::kSlowLink, "the same hosts' link", [](const Finding& a, const Finding& b) { return a.hosts == b.hosts; }},
+      {Kind::kSlowLink, "the same hosts' link",
+       [](const Finding& a, const Finding& b) { return a.hosts == b.hosts; }},
       {Kind::kSlowNetwork, "the same hosts' network",
        [](const Finding& a, const Finding& b) { return a.hosts == b.hosts; }},
       // A slow network's one late host is its link's host, unless the host is late inside itself
@@ -238,23 +261,32 @@ const std::vector<MergeRule>& MergeRules() {
        },
        false, Kind::kSlowCompute, LocalizeLink},
       {Kind::kSlowNetwork,
-       "the proxy wire times name one of a slow network's hosts, in the communicators it slows: the link is "
+       "the proxy wire times name one of a slow network's hosts, in the communicators it slows: "
+       "the link is "
        "that host's",
        [](const Finding& a, const Finding& b) {
          return b.detector == "proxy.wire" && Subset(b.hosts, a.hosts) && ShareComm(a, b) && OverlapInTime(a, b);
        },
        false, Kind::kSlowLink, TakeTheWiresEnd},
       {Kind::kSlowLink,
-       "a slow network whose every slow communicator spans the slow link's host, while it is slow: the link",
+       "a slow network whose every slow communicator spans the slow link's host, while it is slow: "
+       "the link",
        &NetworkOfTheLinksHost, false, Kind::kSlowNetwork, &AddTheNetworksWindow},
       {Kind::kSlowLink,
-       "a bubble of the pipeline stage on the slow link's host, overlapping windows: a stage whose network is slow "
+       "a bubble of the pipeline stage on the slow link's host, overlapping windows: a stage whose "
+       "network is slow "
        "hands its activations late",
        &BubbleOfTheSlowLinksStage, false, Kind::kPipelineBubble, &AddTheLinksEffect},
       {Kind::kSlowNetwork,
-       "a bubble of the pipeline stage on all of a slow network's hosts, overlapping windows: a stage whose network "
+       "a bubble of the pipeline stage on all of a slow network's hosts, overlapping windows: a "
+       "stage whose network "
        "is slow hands its activations late",
        &BubbleOfTheSlowLinksStage, false, Kind::kPipelineBubble, &AddTheLinksEffect},
+      {Kind::kSlowCompute,
+       "a slow network whose every slow communicator is one where a rank late inside its host is "
+       "late, "
+       "overlapping windows: its members wait for that rank",
+       &NetworkThatWaitsForAStraggler, false, Kind::kSlowNetwork, &AddTheWaitingNetwork},
       // One compute straggler: one host (or hosts one covers, as a slow stage does), whichever
       // detector saw it. But a rank late inside its host (where its host mates share whatever slows
       // the host) beside a finding that names other ranks of the host too is a second straggler: a
@@ -269,10 +301,10 @@ const std::vector<MergeRule>& MergeRules() {
        }},
       // A step-level symptom is the impact of the causes that lasted as long as it did (after the
       // merges above, so each cause is counted once).
-      {Kind::kStepRegression, "the step time rose while the cause lasted (windows mostly coincide)", &Coincide,
-       false, Kind::kCount, &AddStepImpact, true},
-      {Kind::kStepJitter, "the steps spiked while the cause lasted (windows mostly coincide)", &Coincide, false,
-       Kind::kCount, &AddStepImpact, true},
+      {Kind::kStepRegression, "the step time rose while the cause lasted (windows mostly coincide)",
+       &Coincide, false, Kind::kCount, &AddStepImpact, true},
+      {Kind::kStepJitter, "the steps spiked while the cause lasted (windows mostly coincide)",
+       &Coincide, false, Kind::kCount, &AddStepImpact, true},
   };
   return r;
 }
