@@ -262,8 +262,7 @@ const std::vector<MergeRule>& MergeRules() {
        false, Kind::kSlowCompute, LocalizeLink},
       {Kind::kSlowNetwork,
        "the proxy wire times name one of a slow network's hosts, in the communicators it slows: "
-       "the link is "
-       "that host's",
+       "the link is that host's",
        [](const Finding& a, const Finding& b) {
          return b.detector == "proxy.wire" && Subset(b.hosts, a.hosts) && ShareComm(a, b) && OverlapInTime(a, b);
        },
@@ -274,18 +273,15 @@ const std::vector<MergeRule>& MergeRules() {
        &NetworkOfTheLinksHost, false, Kind::kSlowNetwork, &AddTheNetworksWindow},
       {Kind::kSlowLink,
        "a bubble of the pipeline stage on the slow link's host, overlapping windows: a stage whose "
-       "network is slow "
-       "hands its activations late",
+       "network is slow hands its activations late",
        &BubbleOfTheSlowLinksStage, false, Kind::kPipelineBubble, &AddTheLinksEffect},
       {Kind::kSlowNetwork,
        "a bubble of the pipeline stage on all of a slow network's hosts, overlapping windows: a "
-       "stage whose network "
-       "is slow hands its activations late",
+       "stage whose network is slow hands its activations late",
        &BubbleOfTheSlowLinksStage, false, Kind::kPipelineBubble, &AddTheLinksEffect},
       {Kind::kSlowCompute,
        "a slow network whose every slow communicator is one where a rank late inside its host is "
-       "late, "
-       "overlapping windows: its members wait for that rank",
+       "late, overlapping windows: its members wait for that rank",
        &NetworkThatWaitsForAStraggler, false, Kind::kSlowNetwork, &AddTheWaitingNetwork},
       // One compute straggler: one host (or hosts one covers, as a slow stage does), whichever
       // detector saw it. But a rank late inside its host (where its host mates share whatever slows
