@@ -458,14 +458,15 @@ TEST(Consolidate, OneRanksStallFromRecordsAndStepsIsOneFinding) {
 // bubble of another stage, or at another time, stays its own.
 // A slow network whose hosts the data could not tell apart takes its one late host as the
 // link's, unless that host is late inside itself too (its tensor-parallel group), where no NIC is
-// on the path: then it is a straggler of its own, beside the network.
+// on the path: then it is a straggler of its own, beside the network. A network whose every slow
+// communicator is one where that straggler is late is its members waiting for it: the straggler's.
 TEST(Consolidate, ASlowNetworksLateHostIsItsLinkUnlessLateInsideItself) {
-  auto network = [] {
+  auto network = [](std::vector<std::string> comms = {"0xd"}) {
     Finding f;
     f.kind = Kind::kSlowNetwork;
     f.detector = "comm.slow_link";
     f.hosts = {"h1", "h2"};
-    f.comms = {"0xd"};
+    f.comms = std::move(comms);
     f.start_us = 1000;
     f.end_us = 5000;
     f.confidence = 0.5;
@@ -489,10 +490,19 @@ TEST(Consolidate, ASlowNetworksLateHostIsItsLinkUnlessLateInsideItself) {
   ASSERT_EQ(nic.size(), 1u) << FindingsToText(nic);
   EXPECT_EQ(nic[0].kind, Kind::kSlowLink);
   EXPECT_EQ(nic[0].hosts, std::vector<std::string>({"h2"}));
-  std::vector<Finding> straggler = {network(), late(1)};
+  std::vector<Finding> straggler = {network({"0xd", "0xe"}), late(1)};
   Consolidate(&straggler);
   ASSERT_EQ(straggler.size(), 2u) << FindingsToText(straggler);
   for (const Finding& f : straggler) EXPECT_NE(f.kind, Kind::kSlowLink) << FindingsToText(straggler);
+  std::vector<Suppressed> folded;
+  std::vector<Finding> waiting = {network(), late(1)};
+  Consolidate(&waiting, &folded);
+  ASSERT_EQ(waiting.size(), 1u) << FindingsToText(waiting);
+  EXPECT_EQ(waiting[0].kind, Kind::kSlowCompute);
+  EXPECT_EQ(waiting[0].ranks, std::vector<int>({9}));
+  EXPECT_EQ(waiting[0].hosts, std::vector<std::string>({"h2"}));
+  ASSERT_EQ(folded.size(), 1u);
+  EXPECT_EQ(folded[0].finding.kind, Kind::kSlowNetwork);
 }
 
 // Two findings of one host's ranks in overlapping windows are one straggler (a host's ranks,
@@ -561,6 +571,37 @@ TEST(Consolidate, ASlowNetworkOfTheSlowLinksCommunicatorsIsThatLink) {
   std::vector<Finding> two = {link(), network({"0xb", "0xe"})};
   Consolidate(&two);
   EXPECT_EQ(two.size(), 2u) << FindingsToText(two);
+}
+
+// One slow network seen among 4 hosts, then among 2 of them, in the same communicators, is one
+// network among the 2, spanning both stretches; one among other hosts, or in other communicators,
+// stays its own.
+TEST(Consolidate, OneNetworkNarrowedIsOneFindingAmongTheFewerHosts) {
+  auto network = [](std::vector<std::string> hosts, std::vector<std::string> comms, int64_t a,
+                    int64_t b) {
+    Finding f;
+    f.kind = Kind::kSlowNetwork;
+    f.detector = "comm.slow_link";
+    f.hosts = std::move(hosts);
+    f.comms = std::move(comms);
+    f.start_us = a;
+    f.end_us = b;
+    f.confidence = 0.1 * static_cast<double>(f.hosts.size());
+    return f;
+  };
+  std::vector<Finding> one = {network({"h1", "h2", "h3", "h4"}, {"0xa", "0xb"}, 1000, 2000),
+                              network({"h2", "h3"}, {"0xb", "0xc"}, 2000, 6000)};
+  Consolidate(&one);
+  ASSERT_EQ(one.size(), 1u) << FindingsToText(one);
+  EXPECT_EQ(one[0].hosts, std::vector<std::string>({"h2", "h3"}));
+  EXPECT_EQ(one[0].comms, std::vector<std::string>({"0xa", "0xb", "0xc"}));
+  EXPECT_EQ(one[0].start_us, 1000);
+  EXPECT_EQ(one[0].end_us, 6000);
+  std::vector<Finding> apart = {network({"h1", "h2", "h3", "h4"}, {"0xa", "0xb"}, 1000, 2000),
+                                network({"h2", "h5"}, {"0xb"}, 2000, 6000),
+                                network({"h2", "h3"}, {"0xd"}, 2000, 6000)};
+  Consolidate(&apart);
+  EXPECT_EQ(apart.size(), 3u) << FindingsToText(apart);
 }
 
 // One stage's bubble seen in several runs of windows is one finding (one root cause), spanning

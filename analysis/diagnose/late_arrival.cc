@@ -1451,11 +1451,19 @@ std::vector<Finding> HostFindings(const CommData& d, const std::vector<const Lat
     late_procs[d.procs[static_cast<size_t>(e->proc)].host].insert(e->proc);
     if (d.comms[static_cast<size_t>(e->comm)].hosts.size() == 1) inside[e->proc].push_back(e);
   }
-  // A rank late inside its host is late on its own: whatever slows a host slows its ranks alike.
-  // Its lateness in groups across hosts while it is late inside is the same rank's, not the host's
-  // (an independent generator's host held a rank late by 2.3 ms at every op and a 1.195x straggler:
-  // each was found, and a third finding named both as a slow host, for their data-parallel
-  // groups, x55000).
+  // (host, the rank late on its own, or -1 for the host's) -> its root events
+  std::map<std::pair<int, int>, std::vector<const LateEvent*>> by_host;
+  for (const LateEvent* e : roots) {
+    const int h = d.procs[static_cast<size_t>(e->proc)].host;
+    const bool own =
+        late_procs[h].size() > 1 && d.comms[static_cast<size_t>(e->comm)].hosts.size() == 1;
+    by_host[{h, own ? e->proc : -1}].push_back(e);
+  }
+  // A host's lateness in groups across hosts is the host's unless every rank late there is late
+  // inside the host on its own at the time: whatever slows a host slows its ranks alike, so that
+  // lateness is those ranks' (an independent generator's host held a rank late by 2.3 ms at every
+  // op and a 1.195x straggler: each was found, and a third finding named both as a slow host, for
+  // their data-parallel groups, x55000).
   auto late_inside = [&](const LateEvent* e) {
     auto it = inside.find(e->proc);
     if (it == inside.end()) return false;
@@ -1463,12 +1471,15 @@ std::vector<Finding> HostFindings(const CommData& d, const std::vector<const Lat
       if (e->w0 <= x->w1 && x->w0 <= e->w1) return true;
     return false;
   };
-  // (host, the rank late on its own, or -1 for the host's) -> its root events
-  std::map<std::pair<int, int>, std::vector<const LateEvent*>> by_host;
-  for (const LateEvent* e : roots) {
-    const int h = d.procs[static_cast<size_t>(e->proc)].host;
-    const bool own = late_procs[h].size() > 1 && late_inside(e);
-    by_host[{h, own ? e->proc : -1}].push_back(e);
+  for (auto it = by_host.begin(); it != by_host.end();) {
+    const auto [h, who] = it->first;
+    if (who >= 0 || late_procs[h].size() < 2 ||
+        !std::all_of(it->second.begin(), it->second.end(), late_inside)) {
+      ++it;
+      continue;
+    }
+    for (const LateEvent* e : it->second) by_host[{h, e->proc}].push_back(e);
+    it = by_host.erase(it);
   }
   std::vector<int> host_size(d.hosts.size(), 0);
   for (const Proc& p : d.procs)
