@@ -1445,8 +1445,8 @@ std::vector<Finding> HostFindings(const CommData& d, const std::vector<const Lat
   // (a host slowed for 10 steps of a job dumped every 2 s was late in two runs a window apart).
   const int lag = PlacementLag(d.insts, W);
   std::map<int, std::set<int>> late_procs;  // host -> its late ranks
-  std::map<int, std::vector<const LateEvent*>>
-      inside;  // rank -> its events in groups of its host alone
+  // rank -> its events in groups of its host alone
+  std::map<int, std::vector<const LateEvent*>> inside;
   for (const LateEvent* e : roots) {
     late_procs[d.procs[static_cast<size_t>(e->proc)].host].insert(e->proc);
     if (d.comms[static_cast<size_t>(e->comm)].hosts.size() == 1) inside[e->proc].push_back(e);
