@@ -1439,7 +1439,7 @@ std::vector<const LateEvent*> LateExplainer::Leaders(std::vector<const LateEvent
 // members share whatever slows the host) is late on its own as well: that is a finding of its own.
 std::vector<Finding> HostFindings(const CommData& d, const std::vector<const LateEvent*>& roots, double W) {
   std::vector<Finding> out;
-  const int nw = static_cast<int>((d.t1 - d.t0) / W) + 1;
+  const int nw = Windows(d, W).n;
   // Runs of a host apart by less than its records' placement in time (an instance without start
   // times sits at its earliest member's dump, up to a dump interval after it ran) are one episode
   // (a host slowed for 10 steps of a job dumped every 2 s was late in two runs a window apart).

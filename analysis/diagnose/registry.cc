@@ -37,6 +37,16 @@ void AddVictims(Finding* f, const std::vector<int>& more) {
   f->victims = std::move(v);
 }
 
+// f keeps who it names and takes other's victims, communicators, window and confidence as well.
+void WidenBy(Finding* f, const Finding& other) {
+  AddVictims(f, other.victims);
+  f->comms.insert(f->comms.end(), other.comms.begin(), other.comms.end());
+  SortUnique(&f->comms);
+  f->start_us = std::min(f->start_us, other.start_us);
+  f->end_us = std::max(f->end_us, other.end_us);
+  f->confidence = std::max(f->confidence, other.confidence);
+}
+
 // A slow network's data could not tell its hosts apart, and one of them is late in the very
 // communicators it slows: its lateness is its NIC's (its other traffic, unrecorded, crosses it
 // slowly), so the link is that host's.
@@ -71,13 +81,8 @@ void TakeTheWiresEnd(Finding* a, const Finding& b) {
   const bool a_is_wire = a->detector == "proxy.wire";
   Finding wire = a_is_wire ? *a : b;
   const Finding& other = a_is_wire ? b : *a;
-  AddVictims(&wire, other.victims);
+  WidenBy(&wire, other);
   AddVictims(&wire, other.ranks);
-  wire.comms.insert(wire.comms.end(), other.comms.begin(), other.comms.end());
-  SortUnique(&wire.comms);
-  wire.start_us = std::min(wire.start_us, other.start_us);
-  wire.end_us = std::max(wire.end_us, other.end_us);
-  wire.confidence = std::max(wire.confidence, other.confidence);
   std::string also = other.detector;
   for (const Evidence& e : other.evidence)
     if (e.key == "also_detected_by") also += ", " + e.text;
@@ -123,12 +128,7 @@ void KeepTheFewerHosts(Finding* a, const Finding& b) {
   const bool b_narrower = b.hosts.size() < a->hosts.size();
   Finding narrow = b_narrower ? b : *a;
   const Finding& wide = b_narrower ? *a : b;
-  AddVictims(&narrow, wide.victims);
-  narrow.comms.insert(narrow.comms.end(), wide.comms.begin(), wide.comms.end());
-  SortUnique(&narrow.comms);
-  narrow.start_us = std::min(narrow.start_us, wide.start_us);
-  narrow.end_us = std::max(narrow.end_us, wide.end_us);
-  narrow.confidence = std::max(narrow.confidence, wide.confidence);
+  WidenBy(&narrow, wide);
   narrow.AddText("also_seen_as", "the network among " + std::to_string(wide.hosts.size()) +
                                      " hosts including these");
   *a = std::move(narrow);
