@@ -922,8 +922,9 @@ struct LateExplainer {
   // member's, which waited on its pipeline: an independent generator's job named such a member).
   // The members are the host's ranks late in the same communicator over overlapping windows, in a
   // host test or on their own.
-  // (owed, wait) of the host's late members, the owed part weighed block by block of e's run.
-  std::pair<double, double> HostOwed(const LateEvent& e) const;
+  // (owed, wait, the part of owed where a member was late inside the host) of the host's late
+  // members, the owed part weighed block by block of e's run.
+  std::array<double, 3> HostOwed(const LateEvent& e) const;
   // The same, over the host's ranks late at the same time each in a sibling of e's communicator
   // (a stage's data-parallel groups, one member per host): a host downstream of a
   // slow NIC is late in all of them at once, each member by its own share of the same waits,
@@ -1090,26 +1091,40 @@ LateExplainer::Weighed LateExplainer::ExplainedBlockwise(const LateEvent& e) con
   return x;
 }
 
-std::pair<double, double> LateExplainer::HostOwed(const LateEvent& e) const {
+std::array<double, 3> LateExplainer::HostOwed(const LateEvent& e) const {
   const int host = d.procs[static_cast<size_t>(e.proc)].host;
   std::vector<size_t> members;
-  std::pair<double, double> sum{0, 0};
+  std::array<double, 3> sum{0, 0, 0};
   for (size_t j = 0; j < ev.size(); ++j) {
     const LateEvent& x = ev[j];
     if (x.comm != e.comm || d.procs[static_cast<size_t>(x.proc)].host != host || x.w1 < e.w0 || x.w0 > e.w1) continue;
     members.push_back(j);
-    sum.second += x.wait_us;
+    sum[1] += x.wait_us;
   }
+  // A member late inside its host over a block, in a group of the host alone and by enough to be
+  // a root (not a slowed host's slowest GPU), made the host late there by its own lateness, which
+  // is its own finding's: whatever slows a host slows its ranks alike (an independent generator's
+  // 1.32x straggler for 6 steps made most of what its host, late for the whole job by its pipeline
+  // waits, made its data-parallel group wait, which then read as a slow host, x58014).
+  auto late_inside = [&](int proc, int a, int b) {
+    return std::any_of(ev.begin(), ev.end(), [&](const LateEvent& y) {
+      return y.proc == proc && d.comms[static_cast<size_t>(y.comm)].hosts.size() == 1 &&
+             y.wait_share >= o.min_wait_share && y.LastIn(a, b) > 0;
+    });
+  };
   for (auto [a, b] : BlocksOf(e.w0, e.w1)) {
-    double owed_here = 0, wait_here = 0;
+    double owed_here = 0, wait_here = 0, inside_here = 0;
     for (size_t j : members) {
       const LateEvent& x = ev[j];
       const int xa = std::max(a, x.w0), xb = std::min(b, x.w1);
       if (xa > xb) continue;
-      owed_here += OwedIn(x, xa, xb).Sum();
+      const bool inside = late_inside(x.proc, xa, xb);
+      owed_here += inside ? x.WaitIn(xa, xb) : OwedIn(x, xa, xb).Sum();
+      inside_here += inside ? x.WaitIn(xa, xb) : 0;
       wait_here += x.WaitIn(xa, xb);
     }
-    sum.first += std::min(owed_here, wait_here);
+    sum[0] += std::min(owed_here, wait_here);
+    sum[2] += std::min(inside_here, wait_here);
   }
   return sum;
 }
@@ -1264,11 +1279,16 @@ std::vector<const LateEvent*> LateExplainer::Roots() const {
     // rank last, not every rank of a host in a group of its own.
     if (e.wait_share < o.min_wait_share && !across_host[i]) continue;
     if (e.host_test >= 0) {
-      const auto [host_waited, host_wait] = HostOwed(e);
+      const auto [host_waited, host_wait, inside] = HostOwed(e);
       if (host_waited >= o.explained_share * host_wait) {
-        Suppress(e, "propagated lateness of its host: its host's members late in " + CommLabel(d, e.comm) +
-                        " waited on others, weighed where they were late, " + Fmt("%.0f", host_waited / 1e3) +
-                        " ms, at least half of the " + Fmt("%.0f", host_wait / 1e3) + " ms they made it wait");
+        Suppress(
+            e,
+            "propagated lateness of its host: its host's members late in " + CommLabel(d, e.comm) +
+                " waited on others" +
+                (inside > 0 ? " or were late inside the host on their own" : "") +
+                ", weighed where they were late, " + Fmt("%.0f", host_waited / 1e3) + " ms" +
+                (inside > 0 ? " (" + Fmt("%.0f", inside / 1e3) + " ms late inside the host)" : "") +
+                ", at least half of the " + Fmt("%.0f", host_wait / 1e3) + " ms they made it wait");
         continue;
       }
     }
