@@ -214,7 +214,7 @@ RULES = [
     ('late arrival: a host\'s lateness where one of its late members is late inside it is that member\'s', D + 'late_arrival.cc',
      'const bool inside = late_inside(x.proc, xa, xb);', 'const bool inside = false && late_inside(x.proc, xa, xb);'),
     ('late arrival: ... late inside it by enough to be a root', D + 'late_arrival.cc',
-     'y.wait_share >= o.min_wait_share && y.LastIn(a, b) > 0;', 'y.LastIn(a, b) > 0;'),
+     'hosts.size() == 1 && y.wait_share >= o.min_wait_share)', 'hosts.size() == 1)'),
     ('merge: a rank late inside a host another finding names more ranks of is a straggler of its own', D + 'registry.cc',
      '!LateInsideASlowHost(a, b) && !LateInsideASlowHost(b, a) &&',
      '(true || (!LateInsideASlowHost(a, b) && !LateInsideASlowHost(b, a))) &&'),

@@ -967,6 +967,9 @@ struct LateExplainer {
   const std::unordered_map<uint64_t, std::vector<double>>& slow_transfer = waits.slow_transfer;
   const std::vector<std::vector<double>>& slow_wire = waits.slow_wire;
   const int p2p_lag = waits.p2p_lag;
+  // Per process: its events in groups of its host alone late enough to be roots (HostOwed).
+  const std::unordered_map<int, std::vector<const LateEvent*>> late_inside_host = LateInsideHost();
+  std::unordered_map<int, std::vector<const LateEvent*>> LateInsideHost() const;
   // What explains a run's lateness is weighed block by block, each block against what it made
   // others wait there: a wait in one part of a long run explains no lateness in another (a host
   // slowed for steps 8-23 whose NIC degraded from step 22 waited on its slow transfers late in
@@ -1091,6 +1094,14 @@ LateExplainer::Weighed LateExplainer::ExplainedBlockwise(const LateEvent& e) con
   return x;
 }
 
+std::unordered_map<int, std::vector<const LateEvent*>> LateExplainer::LateInsideHost() const {
+  std::unordered_map<int, std::vector<const LateEvent*>> out;
+  for (const LateEvent& y : ev)
+    if (d.comms[static_cast<size_t>(y.comm)].hosts.size() == 1 && y.wait_share >= o.min_wait_share)
+      out[y.proc].push_back(&y);
+  return out;
+}
+
 std::array<double, 3> LateExplainer::HostOwed(const LateEvent& e) const {
   const int host = d.procs[static_cast<size_t>(e.proc)].host;
   std::vector<size_t> members;
@@ -1107,10 +1118,10 @@ std::array<double, 3> LateExplainer::HostOwed(const LateEvent& e) const {
   // 1.32x straggler for 6 steps made most of what its host, late for the whole job by its pipeline
   // waits, made its data-parallel group wait, which then read as a slow host, x58014).
   auto late_inside = [&](int proc, int a, int b) {
-    return std::any_of(ev.begin(), ev.end(), [&](const LateEvent& y) {
-      return y.proc == proc && d.comms[static_cast<size_t>(y.comm)].hosts.size() == 1 &&
-             y.wait_share >= o.min_wait_share && y.LastIn(a, b) > 0;
-    });
+    auto it = late_inside_host.find(proc);
+    return it != late_inside_host.end() &&
+           std::any_of(it->second.begin(), it->second.end(),
+                       [&](const LateEvent* y) { return y->LastIn(a, b) > 0; });
   };
   for (auto [a, b] : BlocksOf(e.w0, e.w1)) {
     double owed_here = 0, wait_here = 0, inside_here = 0;
