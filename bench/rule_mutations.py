@@ -215,6 +215,8 @@ RULES = [
      'const bool inside = late_inside(x.proc, xa, xb);', 'const bool inside = false && late_inside(x.proc, xa, xb);'),
     ('late arrival: ... late inside it by enough to be a root', D + 'late_arrival.cc',
      'hosts.size() == 1 && y.wait_share >= o.min_wait_share)', 'hosts.size() == 1)'),
+    ('late arrival: a sibling late as much outside a rank\'s run as inside explains none of it', D + 'late_arrival.cc',
+     '        !LateWithout(x, e_run))', '        true)'),
     ('merge: a rank late inside a host another finding names more ranks of is a straggler of its own', D + 'registry.cc',
      '!LateInsideASlowHost(a, b) && !LateInsideASlowHost(b, a) &&',
      '(true || (!LateInsideASlowHost(a, b) && !LateInsideASlowHost(b, a))) &&'),

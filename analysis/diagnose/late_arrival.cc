@@ -1149,10 +1149,16 @@ std::pair<double, double> LateExplainer::SiblingsOwed(const LateEvent& e) const 
     return p2p_kind[static_cast<size_t>(c)] == p2p_kind[static_cast<size_t>(e.comm)] &&
            d.comms[static_cast<size_t>(c)].nnodes == d.comms[static_cast<size_t>(e.comm)].nnodes;
   };
+  // A sibling late about as much outside e's run as inside it is late for a steady cause of its
+  // own, not for what made e late (an independent generator's host slowed 1.23x for 15 steps: its
+  // ranks on a whole-job straggler's pipeline, late throughout by their waits on it, explained
+  // away its other ranks, late only in the slowdown, x63017).
+  const std::vector<std::pair<int, int>> e_run{{e.w0, e.w1}};
   std::vector<const LateEvent*> members{&e};
   for (const LateEvent& x : ev)
     if (x.proc != e.proc && x.comm != e.comm && sibling(x.comm) &&
-        d.procs[static_cast<size_t>(x.proc)].host == host && x.w1 >= e.w0 && x.w0 <= e.w1)
+        d.procs[static_cast<size_t>(x.proc)].host == host && x.w1 >= e.w0 && x.w0 <= e.w1 &&
+        !LateWithout(x, e_run))
       members.push_back(&x);
   if (members.size() < 2) return {0, 0};
   std::pair<double, double> sum{0, 0};
