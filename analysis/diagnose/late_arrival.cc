@@ -1129,10 +1129,11 @@ std::array<double, 3> LateExplainer::HostOwed(const LateEvent& e) const {
       const LateEvent& x = ev[j];
       const int xa = std::max(a, x.w0), xb = std::min(b, x.w1);
       if (xa > xb) continue;
+      const double wait = x.WaitIn(xa, xb);
       const bool inside = late_inside(x.proc, xa, xb);
-      owed_here += inside ? x.WaitIn(xa, xb) : OwedIn(x, xa, xb).Sum();
-      inside_here += inside ? x.WaitIn(xa, xb) : 0;
-      wait_here += x.WaitIn(xa, xb);
+      owed_here += inside ? wait : OwedIn(x, xa, xb).Sum();
+      inside_here += inside ? wait : 0;
+      wait_here += wait;
     }
     sum[0] += std::min(owed_here, wait_here);
     sum[2] += std::min(inside_here, wait_here);
